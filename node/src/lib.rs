@@ -1,0 +1,1 @@
+//! wagate API node (skeleton; the Foundation issue fills it in).

@@ -1,0 +1,3 @@
+//! REST request and response bodies, one file per resource.
+
+pub mod common;
