@@ -1,1 +1,21 @@
-//! wagate API node (skeleton; the Foundation issue fills it in).
+//! wagate API node: REST and WebSocket API, session engines, the event pipeline, and cluster duties.
+//!
+//! # Layout
+//! - `config`, `config_parse`: environment variables, defaults and boot refusals.
+//! - `app`: `ApiContext`, the shared handles of every handler.
+//! - `http/`: one router per resource, the error type, auth extractor and request limits.
+//! - `keys/`: API key issue, check (cached) and change rules.
+//! - `audit`: the audit log service.
+//! - `store/`: all SQL; data DB on SQLite or PostgreSQL, main DB on SQLite.
+//! - `boot`: start-up and shutdown of a node.
+
+pub mod app;
+pub mod audit;
+mod boot;
+pub mod config;
+mod config_parse;
+pub mod http;
+pub mod keys;
+pub mod store;
+
+pub use boot::run;

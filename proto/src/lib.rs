@@ -17,6 +17,7 @@ pub mod jid;
 pub mod jobs;
 pub mod status;
 
+pub use dto::common::iso_ms;
 pub use error_body::ErrorBody;
 pub use events::{EventEnvelope, EventName};
 pub use jid::Jid;

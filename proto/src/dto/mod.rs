@@ -1,3 +1,5 @@
 //! REST request and response bodies, one file per resource.
 
+pub mod audit;
 pub mod common;
+pub mod keys;

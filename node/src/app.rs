@@ -1,0 +1,25 @@
+//! `ApiContext`, the handles every handler may use, and the wiring that builds it from the config.
+//! Each service gets only the handles it needs, in its constructor.
+
+use std::sync::Arc;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+use sqlx::SqlitePool;
+
+use crate::audit::AuditLog;
+use crate::config::Config;
+use crate::http::limits::TieredLimiter;
+use crate::keys::KeyService;
+use crate::store::DataPool;
+
+#[derive(Clone)]
+pub struct ApiContext {
+    pub config: Arc<Config>,
+    pub keys: Arc<KeyService>,
+    pub audit: AuditLog,
+    pub main_db: SqlitePool,
+    pub data_db: DataPool,
+    pub limiter: Arc<TieredLimiter>,
+    /// Present when this process installed the Prometheus recorder.
+    pub metrics: Option<PrometheusHandle>,
+}

@@ -1,0 +1,94 @@
+//! The audit log service: records who changed what (keys, sessions, webhooks, data) off the request path,
+//! lists rows for `GET /api/audit`, and prunes rows older than `AUDIT_RETENTION_DAYS`.
+
+use std::time::Duration;
+
+use sqlx::SqlitePool;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::audit::{self as audit_store, AuditFilter, AuditRow};
+use crate::store::{StoreResult, now_ms};
+
+/// Who did it and from where; filled by the HTTP layer from the authenticated caller.
+#[derive(Debug, Clone, Default)]
+pub struct AuditActor {
+    pub api_key_id: Option<String>,
+    pub api_key_name: Option<String>,
+    pub ip_address: Option<String>,
+    pub method: Option<String>,
+    pub path: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct AuditLog {
+    pool: SqlitePool,
+}
+
+const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+
+impl AuditLog {
+    pub fn new(pool: SqlitePool) -> AuditLog {
+        AuditLog { pool }
+    }
+
+    /// Appends a row without making the caller wait; a failed write is logged, never surfaced.
+    pub fn record(
+        &self,
+        action: &str,
+        actor: &AuditActor,
+        session_id: Option<&str>,
+        status_code: u16,
+        metadata: Option<serde_json::Value>,
+    ) {
+        let row = AuditRow {
+            id: uuid::Uuid::now_v7().to_string(),
+            action: action.to_string(),
+            severity: if status_code >= 400 {
+                "warning"
+            } else {
+                "info"
+            }
+            .to_string(),
+            api_key_id: actor.api_key_id.clone(),
+            api_key_name: actor.api_key_name.clone(),
+            session_id: session_id.map(str::to_string),
+            ip_address: actor.ip_address.clone(),
+            method: actor.method.clone(),
+            path: actor.path.clone(),
+            status_code: Some(i64::from(status_code)),
+            metadata,
+            created_at: now_ms(),
+        };
+        let pool = self.pool.clone();
+        tokio::spawn(async move {
+            if let Err(err) = audit_store::insert(&pool, &row).await {
+                tracing::warn!(action = %row.action, error = %err, "audit row not written");
+            }
+        });
+    }
+
+    pub async fn list(&self, filter: &AuditFilter) -> StoreResult<(Vec<AuditRow>, i64)> {
+        audit_store::list(&self.pool, filter).await
+    }
+
+    /// Prunes once an hour while `retention_days` is positive; 0 or negative disables pruning.
+    pub async fn run_pruning(self, retention_days: i64, shutdown: CancellationToken) {
+        if retention_days <= 0 {
+            return;
+        }
+        let mut tick = tokio::time::interval(Duration::from_secs(3600));
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tick.tick() => {
+                    let cutoff = now_ms().saturating_sub(retention_days.saturating_mul(DAY_MS));
+                    match audit_store::prune(&self.pool, cutoff).await {
+                        Ok(n) if n > 0 => tracing::info!(rows = n, "pruned audit rows"),
+                        Ok(_) => {}
+                        Err(err) => tracing::warn!(error = %err, "audit pruning failed"),
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Start-up and shutdown of a node: logging, storage, the first admin key, background tasks, the HTTP
+//! listener, and a graceful stop on SIGTERM/SIGINT (in-flight requests finish, usage is flushed).
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing_subscriber::EnvFilter;
+
+use crate::app::ApiContext;
+use crate::audit::AuditLog;
+use crate::config::{Config, DatabaseType};
+use crate::http::limits::{TieredLimiter, run_limiter_upkeep};
+use crate::keys::KeyService;
+use crate::store::{DataPool, backends};
+
+fn init_tracing(config: &Config) {
+    let level = if config.log_level == "verbose" {
+        "trace"
+    } else {
+        config.log_level.as_str()
+    };
+    let filter = EnvFilter::new(format!("{level},sqlx=warn,hyper=warn,h2=warn,tower=warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let _ = if config.log_json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+fn install_metrics() -> Option<PrometheusHandle> {
+    PrometheusBuilder::new().install_recorder().ok()
+}
+
+async fn open_data_db(config: &Config) -> anyhow::Result<DataPool> {
+    let pool = match config.database_type {
+        DatabaseType::Sqlite => {
+            backends::connect_data_sqlite(Path::new(&config.database_url)).await
+        }
+        DatabaseType::Postgres => backends::connect_data_postgres(&config.database_url).await,
+    };
+    pool.context("could not open the data database")
+}
+
+/// Writes a generated admin key to `DATA_DIR/.api-key`, readable by the owner only.
+fn write_generated_key(data_dir: &Path, key: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = data_dir.join(".api-key");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)?;
+    file.write_all(key.as_bytes())?;
+    Ok(())
+}
+
+async fn build_context(config: Arc<Config>) -> anyhow::Result<ApiContext> {
+    std::fs::create_dir_all(&config.data_dir).context("could not create DATA_DIR")?;
+    let main_db = backends::connect_main(&config.main_db_path())
+        .await
+        .context("could not open the main database")?;
+    let data_db = open_data_db(&config).await?;
+    let keys = Arc::new(KeyService::load(main_db.clone()).await?);
+    if let Some(generated) = keys.ensure_master(config.api_master_key.as_deref()).await? {
+        write_generated_key(&config.data_dir, &generated)?;
+        tracing::warn!(
+            "generated the first admin API key; it is shown once and saved to DATA_DIR/.api-key"
+        );
+        println!("wagate admin API key: {generated}");
+    }
+    Ok(ApiContext {
+        limiter: Arc::new(TieredLimiter::new(&config.rate_tiers)),
+        audit: AuditLog::new(main_db.clone()),
+        metrics: install_metrics(),
+        config,
+        keys,
+        main_db,
+        data_db,
+    })
+}
+
+fn spawn_background(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &CancellationToken) {
+    tasks.spawn(
+        ctx.audit
+            .clone()
+            .run_pruning(ctx.config.audit_retention_days, shutdown.clone()),
+    );
+    tasks.spawn(run_limiter_upkeep(ctx.limiter.clone(), shutdown.clone()));
+    let (keys, stop) = (ctx.keys.clone(), shutdown.clone());
+    let metrics = ctx.metrics.clone();
+    tasks.spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tick.tick() => {
+                    keys.flush_usage().await;
+                    if let Some(handle) = &metrics { handle.run_upkeep(); }
+                }
+            }
+        }
+        keys.flush_usage().await;
+    });
+}
+
+async fn shutdown_signal(shutdown: CancellationToken) {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut sig) => {
+                sig.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        _ = terminate => {},
+        _ = shutdown.cancelled() => {},
+    }
+    tracing::info!("shutting down");
+    shutdown.cancel();
+}
+
+/// Runs a node until SIGTERM or SIGINT.
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    init_tracing(&config);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = Arc::new(config);
+    let ctx = build_context(config.clone()).await?;
+    let shutdown = CancellationToken::new();
+    let tasks = TaskTracker::new();
+    spawn_background(&ctx, &tasks, &shutdown);
+    let addr = format!("{}:{}", config.bind_host, config.api_port);
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .with_context(|| format!("could not listen on {addr}"))?;
+    tracing::info!(%addr, engine = config.engine_type.as_str(), "wagate listening");
+    let app = crate::http::router(ctx.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal(shutdown.clone()))
+        .await?;
+    tasks.close();
+    tasks.wait().await;
+    Ok(())
+}

@@ -1,0 +1,348 @@
+//! Boot configuration: every knob is an environment variable with the spec's default, parsed and validated
+//! once at start-up. A refusal names the variable and the rule in one line; nothing else reads the env.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::config_parse::{Env, parse_bool, parse_byte_size, parse_i64, parse_u64};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineType {
+    Browser,
+    Socket,
+    Sim,
+}
+
+impl EngineType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Browser => "browser",
+            Self::Socket => "socket",
+            Self::Sim => "sim",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatabaseType {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeEnv {
+    Production,
+    Development,
+    Test,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeRole {
+    All,
+    Api,
+    Worker,
+}
+
+/// One rate-limit tier: at most `limit` requests per `ttl_ms` per client address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateTier {
+    pub ttl_ms: u64,
+    pub limit: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub api_port: u16,
+    pub bind_host: String,
+    pub data_dir: PathBuf,
+    pub node_env: NodeEnv,
+    pub log_level: String,
+    pub log_json: bool,
+    pub engine_type: EngineType,
+    pub database_type: DatabaseType,
+    pub database_url: String,
+    pub redis_enabled: bool,
+    pub redis_url: String,
+    pub api_master_key: Option<String>,
+    pub rate_tiers: [RateTier; 3],
+    pub body_size_limit: u64,
+    pub media_download_max_bytes: u64,
+    pub media_conversion_max_output_bytes: u64,
+    pub export_inline_media_budget_bytes: u64,
+    pub storage_export_ttl_ms: u64,
+    pub webhook_timeout_ms: u64,
+    pub webhook_retry_delay_ms: u64,
+    pub webhook_max_payload_bytes: u64,
+    pub webhook_dispatch_concurrency: u64,
+    pub webhook_ssrf_protect: bool,
+    pub webhook_ssrf_redirects: bool,
+    pub audit_retention_days: i64,
+    pub browser_protocol_timeout_ms: u64,
+    pub main_database_synchronize: bool,
+    pub auto_start_sessions: bool,
+    pub session_restore_concurrency: u64,
+    pub session_start_timeout_ms: u64,
+    pub session_proxy_url_fetch: bool,
+    pub send_pacing_enabled: bool,
+    pub metrics_token: Option<String>,
+    pub otel_endpoint: Option<String>,
+    pub node_id: String,
+    pub node_url: String,
+    pub session_lease_ttl_ms: u64,
+    pub session_lease_heartbeat_ms: u64,
+    pub session_takeover_sweep_ms: u64,
+    pub session_proxy_timeout_ms: u64,
+    pub role: NodeRole,
+}
+
+/// Why boot refuses: the variable and the rule it broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub var: &'static str,
+    pub rule: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid configuration: {} {}", self.var, self.rule)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+pub(crate) fn refuse(var: &'static str, rule: impl Into<String>) -> ConfigError {
+    ConfigError {
+        var,
+        rule: rule.into(),
+    }
+}
+
+const MAX_TIMEOUT_MS: u64 = 2_147_483_647;
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads from any lookup, so tests can pass a map instead of mutating the process env.
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String> + 'static,
+    ) -> Result<Config, ConfigError> {
+        let env = Env::new(lookup);
+        let data_dir = PathBuf::from(env.string("DATA_DIR", "./data"));
+        let database_type = match env.string("DATABASE_TYPE", "sqlite").as_str() {
+            "sqlite" => DatabaseType::Sqlite,
+            "postgres" | "postgresql" => DatabaseType::Postgres,
+            other => {
+                return Err(refuse(
+                    "DATABASE_TYPE",
+                    format!("must be sqlite or postgres (got '{other}')"),
+                ));
+            }
+        };
+        let database_url = match (env.get("DATABASE_URL"), database_type) {
+            (Some(url), _) => url,
+            (None, DatabaseType::Sqlite) => data_dir.join("wagate.sqlite").display().to_string(),
+            (None, DatabaseType::Postgres) => {
+                return Err(refuse(
+                    "DATABASE_URL",
+                    "is required when DATABASE_TYPE=postgres",
+                ));
+            }
+        };
+        let node_env = match env.string("NODE_ENV", "development").as_str() {
+            "production" => NodeEnv::Production,
+            "development" => NodeEnv::Development,
+            "test" => NodeEnv::Test,
+            other => {
+                return Err(refuse(
+                    "NODE_ENV",
+                    format!("must be production, development or test (got '{other}')"),
+                ));
+            }
+        };
+        let api_master_key = env.get("API_MASTER_KEY");
+        if let (NodeEnv::Production, Some(key)) = (node_env, &api_master_key)
+            && key.chars().count() < 32
+        {
+            return Err(refuse(
+                "API_MASTER_KEY",
+                "must be at least 32 characters in production",
+            ));
+        }
+        let node_id = env.get("NODE_ID").unwrap_or_else(default_node_id);
+        let api_port = parse_u64(&env, "API_PORT", 2785)?;
+        let api_port = u16::try_from(api_port)
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| refuse("API_PORT", "must be a port number between 1 and 65535"))?;
+        let config = Config {
+            api_port,
+            bind_host: env.string("BIND_HOST", "0.0.0.0"),
+            node_url: env
+                .get("NODE_URL")
+                .unwrap_or_else(|| format!("http://127.0.0.1:{api_port}")),
+            node_id,
+            data_dir,
+            node_env,
+            log_level: parse_log_level(&env)?,
+            log_json: match env.string("LOG_FORMAT", "text").as_str() {
+                "text" => false,
+                "json" => true,
+                other => {
+                    return Err(refuse(
+                        "LOG_FORMAT",
+                        format!("must be text or json (got '{other}')"),
+                    ));
+                }
+            },
+            engine_type: parse_engine_type(&env)?,
+            database_type,
+            database_url,
+            redis_enabled: parse_bool(&env, "REDIS_ENABLED", false)?,
+            redis_url: env.string("REDIS_URL", "redis://127.0.0.1:6379"),
+            api_master_key,
+            rate_tiers: parse_rate_tiers(&env)?,
+            body_size_limit: parse_byte_size(&env, "BODY_SIZE_LIMIT", 25 * 1024 * 1024)?,
+            media_download_max_bytes: positive(&env, "MEDIA_DOWNLOAD_MAX_BYTES", 50 * 1024 * 1024)?,
+            media_conversion_max_output_bytes: positive(
+                &env,
+                "MEDIA_CONVERSION_MAX_OUTPUT_BYTES",
+                64 * 1024 * 1024,
+            )?,
+            export_inline_media_budget_bytes: parse_u64(
+                &env,
+                "EXPORT_INLINE_MEDIA_BUDGET_BYTES",
+                8 * 1024 * 1024,
+            )?,
+            storage_export_ttl_ms: positive(&env, "STORAGE_EXPORT_TTL_MS", 3_600_000)?,
+            webhook_timeout_ms: positive(&env, "WEBHOOK_TIMEOUT", 10_000)?,
+            webhook_retry_delay_ms: parse_u64(&env, "WEBHOOK_RETRY_DELAY", 5_000)?,
+            webhook_max_payload_bytes: positive(&env, "WEBHOOK_MAX_PAYLOAD_BYTES", 1024 * 1024)?,
+            webhook_dispatch_concurrency: positive(&env, "WEBHOOK_DISPATCH_CONCURRENCY", 10)?,
+            webhook_ssrf_protect: parse_bool(&env, "WEBHOOK_SSRF_PROTECT", true)?,
+            webhook_ssrf_redirects: parse_bool(&env, "WEBHOOK_SSRF_REDIRECTS", false)?,
+            audit_retention_days: parse_i64(&env, "AUDIT_RETENTION_DAYS", 90)?,
+            browser_protocol_timeout_ms: parse_browser_timeout(&env)?,
+            main_database_synchronize: parse_bool(&env, "MAIN_DATABASE_SYNCHRONIZE", true)?,
+            auto_start_sessions: parse_bool(&env, "AUTO_START_SESSIONS", true)?,
+            session_restore_concurrency: positive(&env, "SESSION_RESTORE_CONCURRENCY", 5)?,
+            session_start_timeout_ms: positive(&env, "SESSION_START_TIMEOUT_MS", 30_000)?,
+            session_proxy_url_fetch: parse_bool(&env, "SESSION_PROXY_URL_FETCH", true)?,
+            send_pacing_enabled: parse_bool(&env, "SEND_PACING_ENABLED", false)?,
+            metrics_token: env.get("METRICS_TOKEN"),
+            otel_endpoint: env.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            session_lease_ttl_ms: positive(&env, "SESSION_LEASE_TTL_MS", 15_000)?,
+            session_lease_heartbeat_ms: positive(&env, "SESSION_LEASE_HEARTBEAT_MS", 5_000)?,
+            session_takeover_sweep_ms: positive(&env, "SESSION_TAKEOVER_SWEEP_MS", 5_000)?,
+            session_proxy_timeout_ms: positive(&env, "SESSION_PROXY_TIMEOUT_MS", 60_000)?,
+            role: match env.string("ROLE", "all").as_str() {
+                "all" => NodeRole::All,
+                "api" => NodeRole::Api,
+                "worker" => NodeRole::Worker,
+                other => {
+                    return Err(refuse(
+                        "ROLE",
+                        format!("must be all, api or worker (got '{other}')"),
+                    ));
+                }
+            },
+        };
+        config.check_lease_timing()?;
+        Ok(config)
+    }
+
+    fn check_lease_timing(&self) -> Result<(), ConfigError> {
+        if 2 * self.session_lease_heartbeat_ms >= self.session_lease_ttl_ms {
+            return Err(refuse(
+                "SESSION_LEASE_HEARTBEAT_MS",
+                "must be less than half of SESSION_LEASE_TTL_MS",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn main_db_path(&self) -> PathBuf {
+        self.data_dir.join("main.sqlite")
+    }
+
+    pub fn queue_db_path(&self) -> PathBuf {
+        self.data_dir.join("queue.sqlite")
+    }
+
+    pub fn is_production(&self) -> bool {
+        self.node_env == NodeEnv::Production
+    }
+}
+
+fn positive(env: &Env, var: &'static str, default: u64) -> Result<u64, ConfigError> {
+    let value = parse_u64(env, var, default)?;
+    if value == 0 {
+        return Err(refuse(var, "must be a positive integer (0 is refused)"));
+    }
+    Ok(value)
+}
+
+fn parse_log_level(env: &Env) -> Result<String, ConfigError> {
+    let level = env.string("LOG_LEVEL", "info");
+    match level.as_str() {
+        "error" | "warn" | "info" | "debug" | "verbose" => Ok(level),
+        other => Err(refuse(
+            "LOG_LEVEL",
+            format!("must be error, warn, info, debug or verbose (got '{other}')"),
+        )),
+    }
+}
+
+fn parse_engine_type(env: &Env) -> Result<EngineType, ConfigError> {
+    match env.string("ENGINE_TYPE", "browser").as_str() {
+        "browser" => Ok(EngineType::Browser),
+        "socket" => Ok(EngineType::Socket),
+        "sim" => Ok(EngineType::Sim),
+        other => Err(refuse(
+            "ENGINE_TYPE",
+            format!("must be browser, socket or sim (got '{other}')"),
+        )),
+    }
+}
+
+fn parse_browser_timeout(env: &Env) -> Result<u64, ConfigError> {
+    let value = parse_u64(env, "BROWSER_PROTOCOL_TIMEOUT_MS", 180_000)?;
+    if value == 0 || value > MAX_TIMEOUT_MS {
+        return Err(refuse(
+            "BROWSER_PROTOCOL_TIMEOUT_MS",
+            format!("must be between 1 and {MAX_TIMEOUT_MS}"),
+        ));
+    }
+    Ok(value)
+}
+
+fn parse_rate_tiers(env: &Env) -> Result<[RateTier; 3], ConfigError> {
+    Ok([
+        RateTier {
+            ttl_ms: positive(env, "RATE_LIMIT_SHORT_TTL", 1_000)?,
+            limit: positive(env, "RATE_LIMIT_SHORT_LIMIT", 10)?,
+        },
+        RateTier {
+            ttl_ms: positive(env, "RATE_LIMIT_MEDIUM_TTL", 60_000)?,
+            limit: positive(env, "RATE_LIMIT_MEDIUM_LIMIT", 100)?,
+        },
+        RateTier {
+            ttl_ms: positive(env, "RATE_LIMIT_LONG_TTL", 3_600_000)?,
+            limit: positive(env, "RATE_LIMIT_LONG_LIMIT", 1_000)?,
+        },
+    ])
+}
+
+fn default_node_id() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "wagate-node".to_string())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,143 @@
+use std::collections::HashMap;
+
+use super::*;
+
+fn load(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Config::from_lookup(move |k| map.get(k).cloned())
+}
+
+fn refused_var(pairs: &[(&str, &str)]) -> &'static str {
+    match load(pairs) {
+        Err(e) => e.var,
+        Ok(_) => "accepted",
+    }
+}
+
+#[test]
+fn defaults_match_the_spec() {
+    let c = load(&[]).expect("defaults load");
+    assert_eq!(c.api_port, 2785);
+    assert_eq!(c.engine_type, EngineType::Browser);
+    assert_eq!(c.body_size_limit, 25 * 1024 * 1024);
+    assert_eq!(c.media_download_max_bytes, 50 * 1024 * 1024);
+    assert_eq!(c.webhook_max_payload_bytes, 1024 * 1024);
+    assert_eq!(c.webhook_timeout_ms, 10_000);
+    assert_eq!(c.webhook_retry_delay_ms, 5_000);
+    assert_eq!(c.audit_retention_days, 90);
+    assert_eq!(
+        c.rate_tiers[0],
+        RateTier {
+            ttl_ms: 1000,
+            limit: 10
+        }
+    );
+    assert!(!c.redis_enabled);
+}
+
+#[test]
+fn numbers_in_exponent_hex_or_with_units_are_refused() {
+    assert_eq!(
+        refused_var(&[("WEBHOOK_TIMEOUT", "1e4")]),
+        "WEBHOOK_TIMEOUT"
+    );
+    assert_eq!(refused_var(&[("API_PORT", "0x10")]), "API_PORT");
+    assert_eq!(
+        refused_var(&[("MEDIA_DOWNLOAD_MAX_BYTES", "50mb")]),
+        "MEDIA_DOWNLOAD_MAX_BYTES"
+    );
+    assert_eq!(
+        refused_var(&[("MEDIA_DOWNLOAD_MAX_BYTES", "5e7")]),
+        "MEDIA_DOWNLOAD_MAX_BYTES"
+    );
+}
+
+#[test]
+fn enumerated_values_are_checked() {
+    assert_eq!(refused_var(&[("REDIS_ENABLED", "yes")]), "REDIS_ENABLED");
+    assert_eq!(refused_var(&[("REDIS_ENABLED", "TRUE")]), "REDIS_ENABLED");
+    assert_eq!(refused_var(&[("LOG_LEVEL", "trace")]), "LOG_LEVEL");
+    assert_eq!(refused_var(&[("ENGINE_TYPE", "baileys")]), "ENGINE_TYPE");
+    assert_eq!(refused_var(&[("LOG_LEVEL", "verbose")]), "accepted");
+}
+
+#[test]
+fn webhook_payload_cap_of_zero_is_refused() {
+    assert_eq!(
+        refused_var(&[("WEBHOOK_MAX_PAYLOAD_BYTES", "0")]),
+        "WEBHOOK_MAX_PAYLOAD_BYTES"
+    );
+}
+
+#[test]
+fn audit_retention_takes_any_sign_and_empty_is_unset() {
+    assert_eq!(
+        load(&[("AUDIT_RETENTION_DAYS", "-5")]).map(|c| c.audit_retention_days),
+        Ok(-5)
+    );
+    assert_eq!(
+        load(&[("AUDIT_RETENTION_DAYS", "")]).map(|c| c.audit_retention_days),
+        Ok(90)
+    );
+    assert_eq!(
+        refused_var(&[("AUDIT_RETENTION_DAYS", "1.5")]),
+        "AUDIT_RETENTION_DAYS"
+    );
+}
+
+#[test]
+fn browser_timeout_bounds() {
+    assert_eq!(
+        refused_var(&[("BROWSER_PROTOCOL_TIMEOUT_MS", "0")]),
+        "BROWSER_PROTOCOL_TIMEOUT_MS"
+    );
+    assert_eq!(
+        refused_var(&[("BROWSER_PROTOCOL_TIMEOUT_MS", "2147483648")]),
+        "BROWSER_PROTOCOL_TIMEOUT_MS"
+    );
+    assert_eq!(
+        refused_var(&[("BROWSER_PROTOCOL_TIMEOUT_MS", "2147483647")]),
+        "accepted"
+    );
+}
+
+#[test]
+fn production_refuses_a_short_master_key() {
+    let short = [("NODE_ENV", "production"), ("API_MASTER_KEY", "too-short")];
+    assert_eq!(refused_var(&short), "API_MASTER_KEY");
+    assert_eq!(refused_var(&[("API_MASTER_KEY", "too-short")]), "accepted");
+}
+
+#[test]
+fn body_size_limit_accepts_kb_and_mb() {
+    assert_eq!(
+        load(&[("BODY_SIZE_LIMIT", "2mb")]).map(|c| c.body_size_limit),
+        Ok(2 * 1024 * 1024)
+    );
+    assert_eq!(
+        load(&[("BODY_SIZE_LIMIT", "512kb")]).map(|c| c.body_size_limit),
+        Ok(512 * 1024)
+    );
+    assert_eq!(
+        load(&[("BODY_SIZE_LIMIT", "1000")]).map(|c| c.body_size_limit),
+        Ok(1000)
+    );
+    assert_eq!(
+        refused_var(&[("BODY_SIZE_LIMIT", "1gb")]),
+        "BODY_SIZE_LIMIT"
+    );
+}
+
+#[test]
+fn lease_heartbeat_must_be_under_half_the_ttl() {
+    assert_eq!(
+        refused_var(&[
+            ("SESSION_LEASE_TTL_MS", "10000"),
+            ("SESSION_LEASE_HEARTBEAT_MS", "5000")
+        ]),
+        "SESSION_LEASE_HEARTBEAT_MS"
+    );
+}

@@ -1,0 +1,134 @@
+//! Authentication and authorisation at the edge: the `Caller` extractor (key from `X-API-Key` or
+//! `Authorization: Bearer`, checked against the key cache) and the role and session-scope checks
+//! handlers call before doing anything.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, OptionalFromRequestParts};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, header};
+use wagate_proto::Role;
+
+use super::error::ApiError;
+use super::limits::client_ip;
+use crate::app::ApiContext;
+use crate::audit::AuditActor;
+use crate::keys::KeyRefusal;
+use crate::store::keys::ApiKey;
+
+/// The authenticated caller of a request.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub key: Arc<ApiKey>,
+    pub ip: Option<IpAddr>,
+    pub method: Method,
+    pub path: String,
+}
+
+/// The key presented with a request, `X-API-Key` winning over `Authorization: Bearer`.
+pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
+    if let Some(key) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+        return Some(key);
+    }
+    let auth = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = auth.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+}
+
+impl FromRequestParts<ApiContext> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        ctx: &ApiContext,
+    ) -> Result<Self, Self::Rejection> {
+        let presented = presented_key(&parts.headers).ok_or(KeyRefusal::Missing)?;
+        let ip = client_ip(parts);
+        let key = ctx.keys.verify(presented, ip)?;
+        Ok(Caller {
+            key,
+            ip,
+            method: parts.method.clone(),
+            path: parts.uri.path().to_string(),
+        })
+    }
+}
+
+impl OptionalFromRequestParts<ApiContext> for Caller {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        ctx: &ApiContext,
+    ) -> Result<Option<Self>, Self::Rejection> {
+        Ok(
+            <Caller as FromRequestParts<ApiContext>>::from_request_parts(parts, ctx)
+                .await
+                .ok(),
+        )
+    }
+}
+
+impl Caller {
+    pub fn role(&self) -> Role {
+        self.key.role
+    }
+
+    /// 403 unless the key's role is at least `needed`.
+    pub fn require(&self, needed: Role) -> Result<(), ApiError> {
+        if self.key.role >= needed {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(format!(
+                "Insufficient role: this operation requires {}",
+                needed.as_str()
+            )))
+        }
+    }
+
+    pub fn is_scoped(&self) -> bool {
+        self.key.allowed_sessions.is_some()
+    }
+
+    pub fn may_access(&self, session_id: &str) -> bool {
+        self.key
+            .allowed_sessions
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|s| s == session_id))
+    }
+
+    /// 403 unless the key may act on `session_id`.
+    pub fn require_session(&self, session_id: &str) -> Result<(), ApiError> {
+        if self.may_access(session_id) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "This API key is not allowed to access this session",
+            ))
+        }
+    }
+
+    /// 403 for keys restricted to some sessions (key management, proxy update).
+    pub fn require_unscoped(&self) -> Result<(), ApiError> {
+        if self.is_scoped() {
+            Err(ApiError::forbidden(
+                "This operation is not available to session-restricted API keys",
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    pub fn actor(&self) -> AuditActor {
+        AuditActor {
+            api_key_id: Some(self.key.id.clone()),
+            api_key_name: Some(self.key.name.clone()),
+            ip_address: self.ip.map(|ip| ip.to_string()),
+            method: Some(self.method.to_string()),
+            path: Some(self.path.clone()),
+        }
+    }
+}

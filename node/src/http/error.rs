@@ -1,0 +1,133 @@
+//! The one HTTP error type. Every failure becomes `{statusCode, message, error}` (+ `code`,
+//! `retryAfterSeconds` where the spec names them), and every status decision for a layer's error lives in
+//! the `From` impls here. A 5xx logs its cause and answers a generic message.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use wagate_proto::ErrorBody;
+
+use crate::keys::{KeyError, KeyRefusal};
+use crate::store::StoreError;
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+    pub code: Option<&'static str>,
+    pub retry_after_seconds: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+            code: None,
+            retry_after_seconds: None,
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> ApiError {
+        Self::new(StatusCode::UNAUTHORIZED, message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        Self::new(StatusCode::FORBIDDEN, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+
+    pub fn conflict(message: impl Into<String>) -> ApiError {
+        Self::new(StatusCode::CONFLICT, message)
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, message)
+    }
+
+    /// An unexpected failure: the cause goes to the log (inside the request span), not to the client.
+    pub fn internal(cause: impl std::fmt::Display) -> ApiError {
+        tracing::error!(error = %cause, "request failed");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error")
+    }
+
+    pub fn with_code(mut self, code: &'static str) -> ApiError {
+        self.code = Some(code);
+        self
+    }
+
+    pub fn too_many_requests(message: impl Into<String>, retry_after_seconds: u64) -> ApiError {
+        let mut err = Self::new(StatusCode::TOO_MANY_REQUESTS, message);
+        err.retry_after_seconds = Some(retry_after_seconds);
+        err
+    }
+
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody {
+            status_code: self.status.as_u16(),
+            message: self.message.clone(),
+            error: self
+                .status
+                .canonical_reason()
+                .unwrap_or("Error")
+                .to_string(),
+            code: self.code.map(str::to_string),
+            // The spec names retryAfterSeconds only for the pacing refusal; plain 429s carry Retry-After.
+            retry_after_seconds: self.code.and(self.retry_after_seconds),
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.status.as_u16(), self.message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, axum::Json(self.body())).into_response();
+        if let Some(secs) = self.retry_after_seconds {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound => ApiError::not_found("Not found"),
+            StoreError::Conflict { what } => ApiError::conflict(format!("{what} already exists")),
+            StoreError::StaleLease => ApiError::conflict("Session lease is held by another node"),
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+impl From<KeyRefusal> for ApiError {
+    fn from(refusal: KeyRefusal) -> Self {
+        ApiError::unauthorized(refusal.to_string())
+    }
+}
+
+impl From<KeyError> for ApiError {
+    fn from(err: KeyError) -> Self {
+        match err {
+            KeyError::NotFound => ApiError::not_found("API key not found"),
+            KeyError::Invalid(message) => ApiError::bad_request(message),
+            KeyError::LastAdmin => ApiError::conflict(err.to_string()),
+            KeyError::Store(store) => store.into(),
+        }
+    }
+}

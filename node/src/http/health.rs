@@ -1,0 +1,72 @@
+//! Health routes, unauthenticated: `/api/health` (version only for a valid key), liveness, and readiness
+//! that probes both databases with a bounded check.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::dto::common::{ComponentState, Health, Readiness, ReadinessDetails};
+
+use super::auth::Caller;
+use crate::app::ApiContext;
+use crate::store::backends::{probe_data, probe_main};
+
+pub(crate) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(get_health))
+        .routes(routes!(get_liveness))
+        .routes(routes!(get_readiness))
+}
+
+fn now_iso() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// GET /api/health
+#[utoipa::path(get, path = "/api/health", tag = "health", responses((status = 200, body = Health)))]
+async fn get_health(caller: Option<Caller>) -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+        timestamp: now_iso(),
+        version: caller.map(|_| wagate_proto::VERSION.to_string()),
+    })
+}
+
+/// GET /api/health/live
+#[utoipa::path(get, path = "/api/health/live", tag = "health", responses((status = 200, body = Health)))]
+async fn get_liveness() -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+        timestamp: now_iso(),
+        version: None,
+    })
+}
+
+fn state(up: bool) -> ComponentState {
+    ComponentState {
+        status: if up { "up" } else { "down" }.into(),
+    }
+}
+
+/// GET /api/health/ready
+#[utoipa::path(get, path = "/api/health/ready", tag = "health",
+    responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
+async fn get_readiness(State(ctx): State<ApiContext>) -> (StatusCode, Json<Readiness>) {
+    let (main_up, data_up) = tokio::join!(probe_main(&ctx.main_db), probe_data(&ctx.data_db));
+    let ok = main_up && data_up;
+    let body = Readiness {
+        status: if ok { "ok" } else { "error" }.into(),
+        details: ReadinessDetails {
+            main_database: state(main_up),
+            data_database: state(data_up),
+        },
+    };
+    (
+        if ok {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        },
+        Json(body),
+    )
+}

@@ -1,0 +1,97 @@
+//! The HTTP surface: `router()` merges one router per resource, adds the OpenAPI document and its UI, and
+//! wraps everything in the cross-cutting layers (request id, tracing, 415/413, rate limit, panic guard).
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{Request, Uri};
+use axum::middleware::from_fn_with_state;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::app::ApiContext;
+
+pub(crate) mod audit;
+pub(crate) mod auth;
+pub(crate) mod error;
+pub(crate) mod extract;
+pub(crate) mod health;
+pub(crate) mod keys;
+pub(crate) mod limits;
+pub(crate) mod metrics;
+
+use error::ApiError;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "wagate", description = "Self-hosted WhatsApp HTTP gateway"),
+    modifiers(&ApiKeyScheme),
+    security(("apiKey" = []))
+)]
+struct ApiDoc;
+
+struct ApiKeyScheme;
+
+impl utoipa::Modify for ApiKeyScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "apiKey",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))),
+        );
+    }
+}
+
+/// Every resource's routes with their OpenAPI operations.
+fn api_routes() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(health::router())
+        .merge(keys::router())
+        .merge(audit::router())
+}
+
+/// The generated OpenAPI document (also served at `/api/docs/openapi.json`).
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    api_routes().into_openapi()
+}
+
+pub(crate) fn router(ctx: ApiContext) -> Router {
+    let (api, openapi) = api_routes().split_for_parts();
+    let body_limit = usize::try_from(ctx.config.body_size_limit).unwrap_or(usize::MAX);
+    api.merge(SwaggerUi::new("/api/docs").url("/api/docs/openapi.json", openapi))
+        .route("/api/metrics", get(metrics::scrape))
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(unknown_route)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(from_fn_with_state(ctx.clone(), limits::rate_limit))
+        .layer(from_fn_with_state(
+            ctx.clone(),
+            limits::refuse_unreadable_bodies,
+        ))
+        .layer(CatchPanicLayer::custom(|_| {
+            ApiError::internal("handler panicked").into_response()
+        }))
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .with_state(ctx)
+}
+
+fn request_span<B>(req: &Request<B>) -> tracing::Span {
+    let id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    tracing::debug_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+}
+
+async fn unknown_route(method: axum::http::Method, uri: Uri) -> Response {
+    ApiError::not_found(format!("Cannot {method} {}", uri.path())).into_response()
+}

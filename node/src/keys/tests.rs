@@ -1,0 +1,110 @@
+use super::*;
+use crate::store::backends::connect_main;
+
+async fn service() -> (KeyService, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pool = connect_main(&dir.path().join("main.sqlite"))
+        .await
+        .expect("main db");
+    (KeyService::load(pool).await.expect("load"), dir)
+}
+
+fn new_key(name: &str, role: Role) -> NewKey {
+    NewKey {
+        name: name.into(),
+        role: Some(role),
+        ..NewKey::default()
+    }
+}
+
+#[tokio::test]
+async fn a_created_key_verifies_and_a_wrong_one_does_not() {
+    let (keys, _dir) = service().await;
+    let (record, plaintext) = keys
+        .create(new_key("reader", Role::Viewer))
+        .await
+        .expect("create");
+    assert_eq!(
+        keys.verify(&plaintext, None).map(|k| k.id.clone()),
+        Ok(record.id)
+    );
+    assert_eq!(
+        keys.verify("wag_nope", None).err(),
+        Some(KeyRefusal::Invalid)
+    );
+    assert_ne!(record.key_hash, plaintext, "only the hash is stored");
+}
+
+#[tokio::test]
+async fn revoked_and_expired_keys_are_refused() {
+    let (keys, _dir) = service().await;
+    keys.ensure_master(Some("m".repeat(32).as_str()))
+        .await
+        .expect("master");
+    let (a, pa) = keys
+        .create(new_key("revoked", Role::Operator))
+        .await
+        .expect("create");
+    keys.revoke(&a.id).await.expect("revoke");
+    assert_eq!(keys.verify(&pa, None).err(), Some(KeyRefusal::Revoked));
+    let expired = NewKey {
+        expires_at: Some(now_ms() - 1000),
+        ..new_key("expired", Role::Viewer)
+    };
+    let (_, pe) = keys.create(expired).await.expect("create");
+    assert_eq!(keys.verify(&pe, None).err(), Some(KeyRefusal::Expired));
+}
+
+#[tokio::test]
+async fn the_last_usable_admin_key_cannot_be_removed_or_demoted() {
+    let (keys, _dir) = service().await;
+    let generated = keys.ensure_master(None).await.expect("master");
+    assert!(generated.is_some(), "first boot generates an admin key");
+    let master = keys.list().await.expect("list").remove(0);
+    assert!(matches!(
+        keys.delete(&master.id).await,
+        Err(KeyError::LastAdmin)
+    ));
+    assert!(matches!(
+        keys.revoke(&master.id).await,
+        Err(KeyError::LastAdmin)
+    ));
+    let demote = KeyChange {
+        role: Some(Role::Viewer),
+        ..KeyChange::default()
+    };
+    assert!(matches!(
+        keys.update(&master.id, demote).await,
+        Err(KeyError::LastAdmin)
+    ));
+    keys.create(new_key("second-admin", Role::Admin))
+        .await
+        .expect("create");
+    keys.delete(&master.id)
+        .await
+        .expect("delete once another admin exists");
+}
+
+#[tokio::test]
+async fn malformed_allowed_sessions_are_refused() {
+    let (keys, _dir) = service().await;
+    for bad in [vec![""], vec![" a"], vec!["a,b"], vec!["a", "a"]] {
+        let new = NewKey {
+            allowed_sessions: Some(bad.iter().map(|s| s.to_string()).collect()),
+            ..new_key("scoped", Role::Operator)
+        };
+        assert!(
+            matches!(keys.create(new).await, Err(KeyError::Invalid(_))),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn ip_rules_match_addresses_and_ranges() {
+    let allowed = vec!["10.0.0.0/8".to_string(), "127.0.0.1".to_string()];
+    assert!(rules::ip_allowed(&allowed, "10.1.2.3".parse().ok()));
+    assert!(rules::ip_allowed(&allowed, "::ffff:127.0.0.1".parse().ok()));
+    assert!(!rules::ip_allowed(&allowed, "192.168.1.1".parse().ok()));
+    assert!(!rules::ip_allowed(&allowed, None));
+}

@@ -1,0 +1,87 @@
+//! Backend plumbing only: connecting, pragmas, pool sizes, running migrations, and liveness probes.
+//! Migrations are embedded in the binary: `migrations/sqlite`, `migrations/postgres`, `migrations/main`.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::migrate::Migrator;
+use sqlx::postgres::PgPoolOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Executor, SqlitePool};
+
+use super::{DataPool, StoreResult, with_pool};
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
+static MAIN_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/main");
+
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+async fn open_sqlite(path: &str, max_connections: u32) -> Result<SqlitePool, sqlx::Error> {
+    let options = SqliteConnectOptions::from_str(path)?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(10));
+    SqlitePoolOptions::new()
+        .max_connections(max_connections)
+        .connect_with(options)
+        .await
+}
+
+/// Opens the data DB and applies its migrations.
+pub async fn connect_data_sqlite(path: &Path) -> StoreResult<DataPool> {
+    let pool = open_sqlite(&path.display().to_string(), 8).await?;
+    SQLITE_MIGRATIONS
+        .run(&pool)
+        .await
+        .map_err(sqlx::Error::from)?;
+    Ok(DataPool::Sqlite(pool))
+}
+
+/// Opens the data DB on PostgreSQL and applies its migrations. Sessions are pinned to UTC.
+pub async fn connect_data_postgres(url: &str) -> StoreResult<DataPool> {
+    let pool = PgPoolOptions::new()
+        .max_connections(16)
+        .acquire_timeout(Duration::from_secs(10))
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute("SET TIME ZONE 'UTC'").await?;
+                Ok(())
+            })
+        })
+        .connect(url)
+        .await?;
+    POSTGRES_MIGRATIONS
+        .run(&pool)
+        .await
+        .map_err(sqlx::Error::from)?;
+    Ok(DataPool::Postgres(pool))
+}
+
+/// Opens the main DB (always SQLite) and applies its migrations.
+pub async fn connect_main(path: &Path) -> StoreResult<SqlitePool> {
+    let pool = open_sqlite(&path.display().to_string(), 4).await?;
+    MAIN_MIGRATIONS
+        .run(&pool)
+        .await
+        .map_err(sqlx::Error::from)?;
+    Ok(pool)
+}
+
+/// A bounded `SELECT 1`: true when the database answered in time.
+pub async fn probe_data(pool: &DataPool) -> bool {
+    let probe = async { with_pool!(pool, p => sqlx::query("SELECT 1").execute(p).await.is_ok()) };
+    tokio::time::timeout(PROBE_TIMEOUT, probe)
+        .await
+        .unwrap_or(false)
+}
+
+pub async fn probe_main(pool: &SqlitePool) -> bool {
+    let probe = async { sqlx::query("SELECT 1").execute(pool).await.is_ok() };
+    tokio::time::timeout(PROBE_TIMEOUT, probe)
+        .await
+        .unwrap_or(false)
+}

@@ -1,0 +1,78 @@
+//! Persistence. The data DB (sessions, webhooks, messages, ...) is SQLite or PostgreSQL behind one
+//! `DataPool`; the main DB (API keys, audit log) is always a local SQLite file. All SQL lives in this
+//! folder, one file per table group; callers never learn which backend they have.
+
+use sqlx::{PgPool, SqlitePool};
+
+pub(crate) mod audit;
+pub(crate) mod backends;
+pub(crate) mod keys;
+
+/// The data database, on either backend. Queries are written once and compiled for both arms by
+/// [`with_pool!`]: `$n` placeholders, `ON CONFLICT` and `RETURNING` mean the same on both.
+#[derive(Clone, Debug)]
+pub enum DataPool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs `$body` with `$p` bound to the concrete pool of either backend.
+macro_rules! with_pool {
+    ($pool:expr, $p:ident => $body:expr) => {
+        match $pool {
+            $crate::store::DataPool::Sqlite($p) => $body,
+            $crate::store::DataPool::Postgres($p) => $body,
+        }
+    };
+}
+pub(crate) use with_pool;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    #[error("{what} already exists")]
+    Conflict { what: String },
+    /// A fenced write matched no row: another node holds a newer lease on the session.
+    #[error("stale lease")]
+    StaleLease,
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error("database error: {0}")]
+    Db(#[source] sqlx::Error),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(err: sqlx::Error) -> Self {
+        match &err {
+            sqlx::Error::RowNotFound => StoreError::NotFound,
+            sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict {
+                what: db.constraint().unwrap_or("row").to_string(),
+            },
+            _ => StoreError::Db(err),
+        }
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(err: serde_json::Error) -> Self {
+        StoreError::Corrupt(err.to_string())
+    }
+}
+
+pub(crate) type StoreResult<T> = Result<T, StoreError>;
+
+/// Current time as epoch milliseconds, the unit of every stored timestamp.
+pub(crate) fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Encodes a value for a JSON TEXT column.
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
+    Ok(serde_json::to_string(value)?)
+}
+
+/// Decodes a JSON TEXT column.
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> StoreResult<T> {
+    Ok(serde_json::from_str(text)?)
+}
