@@ -1,0 +1,143 @@
+//! A webhook receiver on 127.0.0.1: records every delivery (headers and exact body bytes), answers with a
+//! scripted sequence of statuses, and checks `X-Wagate-Signature` against a secret.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use hmac::{Hmac, KeyInit, Mac};
+use parking_lot::Mutex;
+use sha2::Sha256;
+
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub headers: HashMap<String, String>,
+    pub body: Bytes,
+    pub at: Instant,
+}
+
+impl Delivery {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Whether the signature header is `sha256=<hex HMAC-SHA256(secret, body)>`.
+    pub fn signed_with(&self, secret: &str) -> bool {
+        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.as_bytes()) else {
+            return false;
+        };
+        mac.update(&self.body);
+        let expected = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+        self.header("x-wagate-signature") == Some(expected.as_str())
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    deliveries: Vec<Delivery>,
+    statuses: VecDeque<u16>,
+}
+
+#[derive(Clone)]
+pub struct Receiver {
+    inner: Arc<Mutex<Inner>>,
+    pub port: u16,
+    shutdown: Arc<tokio::sync::Notify>,
+}
+
+async fn record(
+    State(inner): State<Arc<Mutex<Inner>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    let headers = headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                v.to_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let mut inner = inner.lock();
+    inner.deliveries.push(Delivery {
+        headers,
+        body,
+        at: Instant::now(),
+    });
+    let status = inner.statuses.pop_front().unwrap_or(200);
+    StatusCode::from_u16(status).unwrap_or(StatusCode::OK)
+}
+
+impl Receiver {
+    pub async fn start() -> anyhow::Result<Receiver> {
+        let inner = Arc::new(Mutex::new(Inner::default()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let port = listener.local_addr()?.port();
+        let app = axum::Router::new()
+            .fallback(record)
+            .with_state(inner.clone());
+        let shutdown = Arc::new(tokio::sync::Notify::new());
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { stop.notified().await })
+                .await;
+        });
+        Ok(Receiver {
+            inner,
+            port,
+            shutdown,
+        })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/hook", self.port)
+    }
+
+    /// The statuses the next requests get, in order; afterwards 200.
+    pub fn respond_with(&self, statuses: &[u16]) {
+        self.inner.lock().statuses = statuses.iter().copied().collect();
+    }
+
+    pub fn deliveries(&self) -> Vec<Delivery> {
+        self.inner.lock().deliveries.clone()
+    }
+
+    /// Deliveries whose body has `event == name`.
+    pub fn of_event(&self, name: &str) -> Vec<Delivery> {
+        self.deliveries()
+            .into_iter()
+            .filter(|d| d.json()["event"] == name)
+            .collect()
+    }
+
+    /// Polls until `pred` holds over the deliveries or the budget runs out; returns the deliveries.
+    pub async fn wait_until(
+        &self,
+        budget: Duration,
+        pred: impl Fn(&[Delivery]) -> bool,
+    ) -> Vec<Delivery> {
+        let deadline = Instant::now() + budget;
+        loop {
+            let all = self.deliveries();
+            if pred(&all) || Instant::now() >= deadline {
+                return all;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn stop(&self) {
+        self.shutdown.notify_waiters();
+    }
+}

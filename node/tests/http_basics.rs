@@ -1,0 +1,206 @@
+//! Cross-cutting HTTP behaviour: health, the error body everywhere, 415, 413, 429, request ids, OpenAPI.
+
+use reqwest::Method;
+use serde_json::json;
+use wagate_loadtest::harness::{Node, NodeOptions, Reply};
+
+fn binary() -> NodeOptions {
+    NodeOptions::new(env!("CARGO_BIN_EXE_wagate"))
+}
+
+fn assert_error_shape(reply: &Reply, status: u16) {
+    assert_eq!(reply.status, status, "{}", reply.text);
+    assert_eq!(reply.body["statusCode"], status, "{}", reply.text);
+    assert!(reply.body["message"].is_string(), "{}", reply.text);
+    assert!(reply.body["error"].is_string(), "{}", reply.text);
+}
+
+#[tokio::test]
+async fn health_shows_the_version_only_to_a_valid_key() {
+    let node = Node::start(binary()).await.expect("node");
+    let anonymous = node
+        .client_with_key(None)
+        .get("/api/health")
+        .await
+        .expect("health");
+    assert_eq!(anonymous.status, 200);
+    assert_eq!(anonymous.body["status"], "ok");
+    assert!(anonymous.body.get("version").is_none());
+    let wrong = node
+        .client_with_key(Some("wrong"))
+        .get("/api/health")
+        .await
+        .expect("health");
+    assert!(wrong.body.get("version").is_none());
+    let admin = node.client().get("/api/health").await.expect("health");
+    assert_eq!(admin.body["version"], "0.23.5");
+    let live = node
+        .client_with_key(None)
+        .get("/api/health/live")
+        .await
+        .expect("live");
+    assert_eq!(live.status, 200);
+    let ready = node
+        .client_with_key(None)
+        .get("/api/health/ready")
+        .await
+        .expect("ready");
+    assert_eq!(ready.body["details"]["mainDatabase"]["status"], "up");
+    assert_eq!(ready.body["details"]["dataDatabase"]["status"], "up");
+}
+
+#[tokio::test]
+async fn errors_always_have_the_spec_shape() {
+    let node = Node::start(binary()).await.expect("node");
+    let anon = node.client_with_key(None);
+    assert_error_shape(
+        &anon.post_empty("/api/auth/validate").await.expect("401"),
+        401,
+    );
+    assert_error_shape(
+        &node.client().get("/api/no-such-route").await.expect("404"),
+        404,
+    );
+    let bad_json = node
+        .client()
+        .raw(Method::POST, "/api/auth/api-keys")
+        .body("{not json");
+    assert_error_shape(&node.client().send(bad_json).await.expect("400"), 400);
+    let bad_query = node
+        .client()
+        .get("/api/audit?limit=abc")
+        .await
+        .expect("400");
+    assert_error_shape(&bad_query, 400);
+}
+
+#[tokio::test]
+async fn a_content_encoding_is_refused_with_415_before_auth() {
+    let node = Node::start(binary()).await.expect("node");
+    let anon = node.client_with_key(None);
+    let req = anon
+        .raw(Method::POST, "/api/auth/validate")
+        .header("Content-Encoding", "gzip")
+        .body("x");
+    assert_error_shape(&anon.send(req).await.expect("415"), 415);
+    let identity = node
+        .client()
+        .raw(Method::POST, "/api/auth/validate")
+        .header("Content-Encoding", "identity");
+    assert_eq!(node.client().send(identity).await.expect("ok").status, 200);
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_refused_with_413() {
+    let node = Node::start(binary().env("BODY_SIZE_LIMIT", "1kb"))
+        .await
+        .expect("node");
+    let big = json!({ "name": "x".repeat(4096) });
+    let reply = node
+        .client()
+        .post("/api/auth/api-keys", big)
+        .await
+        .expect("413");
+    assert_error_shape(&reply, 413);
+    assert!(reply.body.get("code").is_none(), "413 has no code field");
+}
+
+#[tokio::test]
+async fn the_short_rate_tier_answers_429_with_retry_after() {
+    let node = Node::start(
+        binary()
+            .env("RATE_LIMIT_SHORT_LIMIT", "5")
+            .env("RATE_LIMIT_SHORT_TTL", "60000"),
+    )
+    .await
+    .expect("node");
+    let client = node.client();
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        statuses.push(
+            client
+                .post_empty("/api/auth/validate")
+                .await
+                .expect("reply"),
+        );
+    }
+    let refused = statuses
+        .iter()
+        .find(|r| r.status == 429)
+        .expect("a 429 after the limit");
+    assert_error_shape(refused, 429);
+    assert!(
+        refused
+            .header("retry-after")
+            .is_some_and(|v| v.parse::<u64>().is_ok_and(|s| s >= 1))
+    );
+    assert_eq!(statuses.iter().filter(|r| r.status == 200).count(), 5);
+    assert_eq!(
+        client.get("/api/health").await.expect("health").status,
+        200,
+        "health is never limited"
+    );
+}
+
+#[tokio::test]
+async fn every_response_carries_a_request_id() {
+    let node = Node::start(binary()).await.expect("node");
+    let reply = node.client().get("/api/health").await.expect("health");
+    assert!(reply.header("x-request-id").is_some_and(|v| !v.is_empty()));
+}
+
+#[tokio::test]
+async fn the_openapi_document_and_ui_are_served_offline() {
+    let node = Node::start(binary()).await.expect("node");
+    let doc = node
+        .client_with_key(None)
+        .get("/api/docs/openapi.json")
+        .await
+        .expect("doc");
+    assert_eq!(doc.status, 200);
+    for path in ["/api/health", "/api/auth/api-keys", "/api/audit"] {
+        assert!(
+            doc.body["paths"].get(path).is_some(),
+            "{path} missing from the OpenAPI document"
+        );
+    }
+    let ui = node
+        .client_with_key(None)
+        .get("/api/docs/")
+        .await
+        .expect("ui");
+    assert_eq!(ui.status, 200);
+    assert!(
+        ui.text.contains("swagger"),
+        "the UI page is served from the binary"
+    );
+}
+
+#[tokio::test]
+async fn graceful_shutdown_exits_cleanly() {
+    let mut node = Node::start(binary()).await.expect("node");
+    assert_eq!(node.stop().await, Some(0));
+}
+
+#[tokio::test]
+async fn metrics_need_the_metrics_token() {
+    let plain = Node::start(binary()).await.expect("node");
+    assert_eq!(
+        plain
+            .client()
+            .get("/api/metrics")
+            .await
+            .expect("reply")
+            .status,
+        404
+    );
+    let node = Node::start(binary().env("METRICS_TOKEN", "scrape-me"))
+        .await
+        .expect("node");
+    let anon = node.client_with_key(None);
+    assert_eq!(anon.get("/api/metrics").await.expect("reply").status, 401);
+    let req = anon
+        .raw(Method::GET, "/api/metrics")
+        .bearer_auth("scrape-me");
+    assert_eq!(anon.send(req).await.expect("reply").status, 200);
+}

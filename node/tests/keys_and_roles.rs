@@ -1,0 +1,241 @@
+//! Keys over HTTP: create/list/revoke/delete, the last-admin refusal, key headers, roles and scoping, audit.
+
+use serde_json::json;
+use wagate_loadtest::harness::{ADMIN_KEY, Client, Node, NodeOptions};
+
+async fn node() -> Node {
+    Node::start(NodeOptions::new(env!("CARGO_BIN_EXE_wagate")))
+        .await
+        .expect("node")
+}
+
+async fn create_key(admin: &Client, body: serde_json::Value) -> (String, String) {
+    let reply = admin
+        .post("/api/auth/api-keys", body)
+        .await
+        .expect("create");
+    assert_eq!(reply.status, 201, "{}", reply.text);
+    assert!(reply.body.get("keyHash").is_none());
+    (reply.str("id"), reply.str("apiKey"))
+}
+
+#[tokio::test]
+async fn key_lifecycle_create_list_revoke_delete() {
+    let node = node().await;
+    let admin = node.client();
+    let (id, plaintext) = create_key(&admin, json!({ "name": "ci-operator" })).await;
+    let list = admin.get("/api/auth/api-keys").await.expect("list");
+    let listed = list
+        .body
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|k| k["id"] == id.as_str())
+        .cloned();
+    assert_eq!(
+        listed.as_ref().map(|k| k["role"].clone()),
+        Some(json!("operator")),
+        "default role"
+    );
+    assert!(
+        listed.is_some_and(|k| k.get("apiKey").is_none()),
+        "plaintext is shown once"
+    );
+    let user = node.client_with_key(Some(&plaintext));
+    assert_eq!(
+        user.post_empty("/api/auth/validate")
+            .await
+            .expect("ok")
+            .status,
+        200
+    );
+    assert_eq!(
+        admin
+            .post_empty(&format!("/api/auth/api-keys/{id}/revoke"))
+            .await
+            .expect("revoke")
+            .status,
+        200
+    );
+    assert_eq!(
+        user.post_empty("/api/auth/validate")
+            .await
+            .expect("401")
+            .status,
+        401
+    );
+    assert_eq!(
+        admin
+            .delete(&format!("/api/auth/api-keys/{id}"))
+            .await
+            .expect("delete")
+            .status,
+        204
+    );
+    assert_eq!(
+        admin
+            .get(&format!("/api/auth/api-keys/{id}"))
+            .await
+            .expect("gone")
+            .status,
+        404
+    );
+    let audit = admin
+        .get("/api/audit?action=api_key_created")
+        .await
+        .expect("audit");
+    assert!(
+        audit.body["total"].as_i64().is_some_and(|n| n >= 1),
+        "{}",
+        audit.text
+    );
+    let deleted = admin
+        .get("/api/audit?action=api_key_deleted")
+        .await
+        .expect("audit");
+    assert_eq!(deleted.body["data"][0]["metadata"]["keyId"], id.as_str());
+}
+
+#[tokio::test]
+async fn the_last_admin_key_cannot_be_removed() {
+    let node = node().await;
+    let admin = node.client();
+    let keys = admin.get("/api/auth/api-keys").await.expect("list");
+    let master = keys.body[0]["id"].as_str().unwrap_or_default().to_string();
+    let reply = admin
+        .delete(&format!("/api/auth/api-keys/{master}"))
+        .await
+        .expect("delete");
+    assert_eq!(reply.status, 409, "{}", reply.text);
+    let reply = admin
+        .post_empty(&format!("/api/auth/api-keys/{master}/revoke"))
+        .await
+        .expect("revoke");
+    assert_eq!(reply.status, 409);
+    let reply = admin
+        .put(
+            &format!("/api/auth/api-keys/{master}"),
+            json!({ "role": "viewer" }),
+        )
+        .await
+        .expect("put");
+    assert_eq!(reply.status, 409);
+}
+
+#[tokio::test]
+async fn keys_are_read_from_either_header_and_compared_exactly() {
+    let node = node().await;
+    let anon = node.client_with_key(None);
+    let upper = anon
+        .raw(reqwest::Method::POST, "/api/auth/validate")
+        .header("X-API-KEY", ADMIN_KEY);
+    assert_eq!(anon.send(upper).await.expect("ok").status, 200);
+    let bearer = anon
+        .raw(reqwest::Method::POST, "/api/auth/validate")
+        .bearer_auth(ADMIN_KEY);
+    assert_eq!(anon.send(bearer).await.expect("ok").status, 200);
+    let case = anon
+        .raw(reqwest::Method::POST, "/api/auth/validate")
+        .header("X-API-Key", ADMIN_KEY.to_uppercase());
+    assert_eq!(anon.send(case).await.expect("401").status, 401);
+    assert_eq!(
+        anon.post_empty("/api/auth/validate")
+            .await
+            .expect("401")
+            .status,
+        401
+    );
+}
+
+#[tokio::test]
+async fn admin_routes_refuse_lower_roles_and_scoped_keys() {
+    let node = node().await;
+    let admin = node.client();
+    let (_, viewer) = create_key(&admin, json!({ "name": "viewer", "role": "viewer" })).await;
+    let (_, operator) = create_key(&admin, json!({ "name": "operator", "role": "operator" })).await;
+    let scoped_body = json!({ "name": "scoped-admin", "role": "admin", "allowedSessions": ["a1"] });
+    let (_, scoped_admin) = create_key(&admin, scoped_body).await;
+    for key in [&viewer, &operator] {
+        let c = node.client_with_key(Some(key));
+        assert_eq!(c.get("/api/auth/api-keys").await.expect("403").status, 403);
+        assert_eq!(c.get("/api/audit").await.expect("403").status, 403);
+        let check = c.post_empty("/api/auth/validate").await.expect("200");
+        assert_eq!(check.status, 200, "any valid key may check itself");
+    }
+    let scoped = node.client_with_key(Some(&scoped_admin));
+    assert_eq!(
+        scoped.get("/api/auth/api-keys").await.expect("403").status,
+        403
+    );
+    assert_eq!(
+        scoped
+            .post_empty("/api/auth/validate")
+            .await
+            .expect("200")
+            .body["scoped"],
+        true
+    );
+}
+
+#[tokio::test]
+async fn malformed_allowed_sessions_and_ips_are_refused_at_creation() {
+    let node = node().await;
+    let admin = node.client();
+    for entries in [
+        json!([""]),
+        json!([" padded"]),
+        json!(["a,b"]),
+        json!(["dup", "dup"]),
+    ] {
+        let reply = admin
+            .post(
+                "/api/auth/api-keys",
+                json!({ "name": "bad-scope", "allowedSessions": entries }),
+            )
+            .await;
+        assert_eq!(reply.expect("reply").status, 400, "{entries}");
+    }
+    let reply = admin
+        .post(
+            "/api/auth/api-keys",
+            json!({ "name": "bad-ip", "allowedIps": ["not-an-ip"] }),
+        )
+        .await;
+    assert_eq!(reply.expect("reply").status, 400);
+    let reply = admin
+        .post("/api/auth/api-keys", json!({ "name": "ab" }))
+        .await;
+    assert_eq!(reply.expect("reply").status, 400, "name needs 3 characters");
+}
+
+#[tokio::test]
+async fn allowed_ips_confine_a_key_to_its_addresses() {
+    let node = node().await;
+    let admin = node.client();
+    let (_, elsewhere) = create_key(
+        &admin,
+        json!({ "name": "remote-only", "allowedIps": ["10.0.0.0/8"] }),
+    )
+    .await;
+    let (_, local) = create_key(
+        &admin,
+        json!({ "name": "local-only", "allowedIps": ["127.0.0.1"] }),
+    )
+    .await;
+    assert_eq!(
+        node.client_with_key(Some(&elsewhere))
+            .post_empty("/api/auth/validate")
+            .await
+            .expect("r")
+            .status,
+        401
+    );
+    assert_eq!(
+        node.client_with_key(Some(&local))
+            .post_empty("/api/auth/validate")
+            .await
+            .expect("r")
+            .status,
+        200
+    );
+}
