@@ -7,6 +7,7 @@ use sqlx::{PgPool, SqlitePool};
 pub(crate) mod audit;
 pub(crate) mod backends;
 pub(crate) mod keys;
+pub(crate) mod sessions;
 
 /// The data database, on either backend. Queries are written once and compiled for both arms by
 /// [`with_pool!`]: `$n` placeholders, `ON CONFLICT` and `RETURNING` mean the same on both.
@@ -26,6 +27,21 @@ macro_rules! with_pool {
     };
 }
 pub(crate) use with_pool;
+
+/// Executes a statement on either backend; yields the number of rows affected.
+macro_rules! execute {
+    ($pool:expr, $query:expr) => {
+        match $pool {
+            $crate::store::DataPool::Sqlite(p) => {
+                $query.execute(p).await.map(|r| r.rows_affected())
+            }
+            $crate::store::DataPool::Postgres(p) => {
+                $query.execute(p).await.map(|r| r.rows_affected())
+            }
+        }
+    };
+}
+pub(crate) use execute;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -76,3 +92,6 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> StoreResult<T> {
     Ok(serde_json::from_str(text)?)
 }
+
+#[cfg(test)]
+mod tests;

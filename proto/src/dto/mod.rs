@@ -3,3 +3,4 @@
 pub mod audit;
 pub mod common;
 pub mod keys;
+pub mod sessions;

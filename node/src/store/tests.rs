@@ -1,0 +1,166 @@
+//! The data-store conformance suite: written once over `DataPool`, run on SQLite and on a real PostgreSQL.
+
+use wagate_loadtest::harness::pg::PgDatabase;
+use wagate_proto::SessionStatus;
+use wagate_proto::dto::sessions::SessionConfig;
+
+use super::sessions::{self, RuntimeState};
+use super::{DataPool, StoreError, backends};
+
+const EXPORT_TABLES: [&str; 16] = [
+    "sessions",
+    "webhooks",
+    "messages",
+    "message_batches",
+    "templates",
+    "baileys_stored_messages",
+    "lid_mappings",
+    "chat_states",
+    "plugin_instances",
+    "conversation_mappings",
+    "ingress_events",
+    "webhook_delivery_failures",
+    "webhook_outbox_events",
+    "integration_delivery_failures",
+    "status_updates",
+    "automation_rules",
+];
+
+async fn migrations_create_every_export_table(db: &DataPool) {
+    let tables = backends::list_tables(db).await.expect("tables");
+    for table in EXPORT_TABLES {
+        assert!(
+            tables.iter().any(|t| t == table),
+            "{table} missing: {tables:?}"
+        );
+    }
+}
+
+async fn sessions_round_trip_and_names_are_unique(db: &DataPool) {
+    let config = SessionConfig {
+        max_reconnect_attempts: Some(3),
+        ..SessionConfig::default()
+    };
+    let created = sessions::insert(
+        db,
+        "11111111-1111-4111-8111-111111111111",
+        "alpha",
+        &config,
+        None,
+    )
+    .await;
+    let created = created.expect("insert");
+    assert_eq!(created.status, SessionStatus::Created);
+    assert_eq!(created.config, config);
+    let dup = sessions::insert(
+        db,
+        "22222222-2222-4222-8222-222222222222",
+        "alpha",
+        &config,
+        None,
+    )
+    .await;
+    assert!(matches!(dup, Err(StoreError::Conflict { .. })), "{dup:?}");
+    let found = sessions::find_by_name(db, "alpha").await.expect("find");
+    assert_eq!(found.map(|s| s.id), Some(created.id.clone()));
+    assert_eq!(
+        sessions::find_by_name(db, "ALPHA").await.expect("find"),
+        None,
+        "names are case-sensitive"
+    );
+    assert_eq!(sessions::list(db, 10, 0).await.expect("list").len(), 1);
+    assert_eq!(sessions::list(db, 10, 1).await.expect("list").len(), 0);
+}
+
+async fn runtime_writes_are_fenced_by_the_lease_generation(db: &DataPool) {
+    let id = "33333333-3333-4333-8333-333333333333";
+    sessions::insert(db, id, "fenced", &SessionConfig::default(), None)
+        .await
+        .expect("insert");
+    sessions::claim(db, id, 1, "node-a").await.expect("claim 1");
+    let ready = RuntimeState {
+        status: Some(SessionStatus::Ready),
+        phone: Some("4912345678@c.us".into()),
+        ..Default::default()
+    };
+    sessions::save_runtime(db, id, 1, &ready)
+        .await
+        .expect("owner writes");
+    sessions::claim(db, id, 2, "node-b").await.expect("claim 2");
+    assert!(matches!(
+        sessions::claim(db, id, 2, "node-a").await,
+        Err(StoreError::StaleLease)
+    ));
+    let stale = RuntimeState {
+        status: Some(SessionStatus::Failed),
+        ..Default::default()
+    };
+    assert!(matches!(
+        sessions::save_runtime(db, id, 1, &stale).await,
+        Err(StoreError::StaleLease)
+    ));
+    let row = sessions::get(db, id).await.expect("get");
+    assert_eq!(
+        (row.status, row.owner_node.as_deref()),
+        (SessionStatus::Ready, Some("node-b"))
+    );
+}
+
+async fn engine_auth_goes_with_the_session(db: &DataPool) {
+    let id = "44444444-4444-4444-8444-444444444444";
+    sessions::insert(db, id, "authed", &SessionConfig::default(), None)
+        .await
+        .expect("insert");
+    sessions::save_engine_auth(db, id, "sim", "{\"v\":1}")
+        .await
+        .expect("save");
+    sessions::save_engine_auth(db, id, "sim", "{\"v\":2}")
+        .await
+        .expect("upsert");
+    assert_eq!(
+        sessions::load_engine_auth(db, id, "sim")
+            .await
+            .expect("load")
+            .as_deref(),
+        Some("{\"v\":2}")
+    );
+    sessions::delete(db, id).await.expect("delete");
+    assert_eq!(
+        sessions::load_engine_auth(db, id, "sim")
+            .await
+            .expect("load"),
+        None
+    );
+    assert!(matches!(
+        sessions::get(db, id).await,
+        Err(StoreError::NotFound)
+    ));
+}
+
+async fn suite(db: DataPool) {
+    migrations_create_every_export_table(&db).await;
+    sessions_round_trip_and_names_are_unique(&db).await;
+    runtime_writes_are_fenced_by_the_lease_generation(&db).await;
+    engine_auth_goes_with_the_session(&db).await;
+}
+
+#[tokio::test]
+async fn store_suite_on_sqlite() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = backends::connect_data_sqlite(&dir.path().join("data.sqlite"))
+        .await
+        .expect("sqlite");
+    suite(db).await;
+}
+
+#[tokio::test]
+async fn store_suite_on_postgres() {
+    let pg = PgDatabase::create().expect("throwaway PostgreSQL database");
+    let db = backends::connect_data_postgres(&pg.url)
+        .await
+        .expect("postgres");
+    suite(db.clone()).await;
+    if let DataPool::Postgres(pool) = db {
+        pool.close().await;
+    }
+}
