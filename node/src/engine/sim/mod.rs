@@ -1,0 +1,1 @@
+//! The simulated WhatsApp network engine (filled in next).
