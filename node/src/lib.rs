@@ -6,6 +6,8 @@
 //! - `http/`: one router per resource, the error type, auth extractor and request limits.
 //! - `keys/`: API key issue, check (cached) and change rules.
 //! - `audit`: the audit log service.
+//! - `engine/`: the `Engine` trait and the engines (`sim` today).
+//! - `sessions/`: the transition table, reconnect backoff, and the supervisor of running engines.
 //! - `store/`: all SQL; data DB on SQLite or PostgreSQL, main DB on SQLite.
 //! - `boot`: start-up and shutdown of a node.
 
@@ -14,8 +16,10 @@ pub mod audit;
 mod boot;
 pub mod config;
 mod config_parse;
+pub(crate) mod engine;
 pub mod http;
 pub mod keys;
+pub(crate) mod sessions;
 pub mod store;
 
 pub use boot::run;

@@ -1,0 +1,218 @@
+//! Status posts, calls, call links and the catalog on the sim network. Status posts need recipients (the
+//! socket rule) and reach their sessions as `Status` events; a ringing call can be rejected. Input:
+//! `SimEngine` and the control API's `call`. The catalog is fixed sample data, not editable.
+
+use super::network::{SimNetwork, now};
+use crate::engine::{
+    CallEvent, CallKind, CallPhase, Catalog, EngineError, EngineEvent, EngineResult, MessageType,
+    Product, ProductPage, StatusContent, StatusPost, StatusUpdate,
+};
+use wagate_proto::Jid;
+
+/// Status posts live a day.
+const STATUS_TTL_S: i64 = 24 * 60 * 60;
+/// The spec's cap on status recipients.
+const MAX_STATUS_RECIPIENTS: usize = 256;
+
+#[derive(Debug, Clone)]
+pub(super) struct StatusRec {
+    pub update: StatusUpdate,
+    pub recipients: Vec<Jid>,
+}
+
+/// A call still ringing, kept so the callee can reject it.
+#[derive(Debug, Clone)]
+pub(super) struct CallRec {
+    pub session: String,
+    pub event: CallEvent,
+}
+
+/// The sample catalog every sim account shows, so product routes can be exercised.
+pub(super) fn default_catalog() -> Vec<Product> {
+    vec![
+        Product {
+            id: "sim-product-1".into(),
+            name: "Sim Coffee Beans 1kg".into(),
+            description: "Whole beans, medium roast.".into(),
+            price: 1999,
+            currency: "EUR".into(),
+            image_url: Some("https://pps.sim.invalid/p/sim-product-1.jpg".into()),
+        },
+        Product {
+            id: "sim-product-2".into(),
+            name: "Sim Mug".into(),
+            description: "Ceramic, 300 ml.".into(),
+            price: 899,
+            currency: "EUR".into(),
+            image_url: None,
+        },
+    ]
+}
+
+impl SimNetwork {
+    pub(crate) async fn post_status(
+        &self,
+        session: &str,
+        post: StatusPost,
+    ) -> EngineResult<StatusUpdate> {
+        if post.recipients.is_empty() {
+            return Err(EngineError::BadInput(
+                "recipients must be a non-empty list".into(),
+            ));
+        }
+        if post.recipients.len() > MAX_STATUS_RECIPIENTS {
+            return Err(EngineError::BadInput(format!(
+                "at most {MAX_STATUS_RECIPIENTS} recipients"
+            )));
+        }
+        let (kind, caption, has_media) = match &post.content {
+            StatusContent::Text { text, .. } => (MessageType::Text, Some(text.clone()), false),
+            StatusContent::Media {
+                kind,
+                source,
+                caption,
+                ..
+            } => {
+                source
+                    .load()
+                    .await
+                    .map_err(|e| EngineError::BadInput(e.to_string()))?;
+                (*kind, caption.clone(), true)
+            }
+        };
+        let mut state = self.lock();
+        let me = state.online_phone(session)?;
+        let posted_at = now();
+        let update = StatusUpdate {
+            status_id: self.next_id(&mut state),
+            contact: me,
+            kind,
+            caption,
+            has_media,
+            posted_at,
+            expires_at: posted_at + STATUS_TTL_S,
+        };
+        for recipient in &post.recipients {
+            state.deliver_to_phone(recipient, &EngineEvent::Status(update.clone()));
+        }
+        state.statuses.push(StatusRec {
+            update: update.clone(),
+            recipients: post.recipients,
+        });
+        Ok(update)
+    }
+
+    /// Live status posts by `contact` that `session` may see (its own when `contact` is itself).
+    pub(crate) fn statuses(
+        &self,
+        session: &str,
+        contact: Option<&Jid>,
+    ) -> EngineResult<Vec<StatusUpdate>> {
+        let state = self.lock();
+        let me = state.online_phone(session)?;
+        let poster = contact.unwrap_or(&me);
+        let at = now();
+        Ok(state
+            .statuses
+            .iter()
+            .filter(|s| s.update.contact == *poster && s.update.expires_at > at)
+            .filter(|s| *poster == me || s.recipients.contains(&me))
+            .map(|s| s.update.clone())
+            .collect())
+    }
+
+    pub(crate) fn delete_status(&self, session: &str, id: &str) -> EngineResult<()> {
+        let mut state = self.lock();
+        let me = state.online_phone(session)?;
+        let before = state.statuses.len();
+        state
+            .statuses
+            .retain(|s| !(s.update.status_id == id && s.update.contact == me));
+        if state.statuses.len() == before {
+            return Err(EngineError::NotFound(format!("Status {id} not found")));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn reject_call(&self, session: &str, call_id: &str) -> EngineResult<()> {
+        let mut state = self.lock();
+        state.online_phone(session)?;
+        match state.calls.get(call_id) {
+            Some(call) if call.session == session => {}
+            _ => return Err(EngineError::NotFound(format!("Call {call_id} not found"))),
+        }
+        if let Some(call) = state.calls.remove(call_id) {
+            let event = CallEvent {
+                phase: CallPhase::Rejected,
+                timestamp: now(),
+                ..call.event
+            };
+            state.deliver(session, EngineEvent::Call(event));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn create_call_link(
+        &self,
+        session: &str,
+        kind: CallKind,
+        start_time_ms: i64,
+    ) -> EngineResult<String> {
+        if start_time_ms < 0 {
+            return Err(EngineError::BadInput(
+                "startTime must be epoch milliseconds".into(),
+            ));
+        }
+        let mut state = self.lock();
+        state.online_phone(session)?;
+        let kind = match kind {
+            CallKind::Audio => "voice",
+            CallKind::Video => "video",
+        };
+        Ok(format!(
+            "https://call.whatsapp.com/{kind}/SIM{:012X}",
+            state.next_seq()
+        ))
+    }
+
+    pub(crate) fn catalog(&self, session: &str) -> EngineResult<Option<Catalog>> {
+        let state = self.lock();
+        let owner = state.online_phone(session)?;
+        Ok(Some(Catalog {
+            owner,
+            products: state.catalog.clone(),
+        }))
+    }
+
+    pub(crate) fn products(
+        &self,
+        session: &str,
+        page: u32,
+        limit: u32,
+    ) -> EngineResult<ProductPage> {
+        let state = self.lock();
+        state.online_phone(session)?;
+        let (page, limit) = (page.max(1), limit.clamp(1, 100));
+        let skip = usize::try_from((page - 1).saturating_mul(limit)).unwrap_or(usize::MAX);
+        let take = usize::try_from(limit).unwrap_or(usize::MAX);
+        let products = state
+            .catalog
+            .iter()
+            .skip(skip)
+            .take(take)
+            .cloned()
+            .collect();
+        Ok(ProductPage {
+            products,
+            page,
+            limit,
+            total: state.catalog.len(),
+        })
+    }
+
+    pub(crate) fn product(&self, session: &str, id: &str) -> EngineResult<Option<Product>> {
+        let state = self.lock();
+        state.online_phone(session)?;
+        Ok(state.catalog.iter().find(|p| p.id == id).cloned())
+    }
+}

@@ -1,0 +1,259 @@
+//! Message domain types shared by every engine: what the service asks an engine to send, and what an
+//! engine reports as received. Built by the HTTP/bulk layers and by engines; no axum or sqlx types here,
+//! and no wire (JSON) naming: the event pipeline maps these to the webhook payloads.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use wagate_proto::Jid;
+
+/// A message the service asks an engine to send. Created by the send handlers and the bulk runner.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct OutgoingMessage {
+    pub to: Jid,
+    pub content: MessageContent,
+    /// Id of the message this one replies to; the engine answers `NotFound` when it cannot resolve it.
+    pub quoted_id: Option<String>,
+    /// Mentioned accounts; the text must also carry the literal `@<number>` token (the spec's rule).
+    pub mentions: Vec<Jid>,
+}
+
+/// The body of an outgoing message, one variant per send route family.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum MessageContent {
+    Text {
+        body: String,
+        link_preview: bool,
+    },
+    Media(MediaMessage),
+    Location(Location),
+    Contact(ContactCard),
+    Poll(Poll),
+    Product {
+        product_id: String,
+        body: Option<String>,
+    },
+}
+
+impl MessageContent {
+    /// The message type this content is stored and announced as.
+    pub(crate) fn message_type(&self) -> MessageType {
+        match self {
+            Self::Text { .. } => MessageType::Text,
+            Self::Media(media) => media.kind.message_type(),
+            Self::Location(_) => MessageType::Location,
+            Self::Contact(_) => MessageType::Contact,
+            Self::Poll(_) => MessageType::Poll,
+            Self::Product { .. } => MessageType::Product,
+        }
+    }
+
+    /// The text a receiver sees as `body` (caption, vCard, poll question, ...).
+    pub(crate) fn body_text(&self) -> String {
+        match self {
+            Self::Text { body, .. } => body.clone(),
+            Self::Media(media) => media.caption.clone().unwrap_or_default(),
+            Self::Location(loc) => loc.description.clone().unwrap_or_default(),
+            Self::Contact(card) => card.vcard(),
+            Self::Poll(poll) => poll.name.clone(),
+            Self::Product { body, .. } => body.clone().unwrap_or_default(),
+        }
+    }
+}
+
+/// A media send: the bytes (or where to read them) plus how to present them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MediaMessage {
+    pub kind: MediaKind,
+    pub source: MediaSource,
+    pub mimetype: String,
+    pub filename: Option<String>,
+    pub caption: Option<String>,
+}
+
+/// Which media route the send came from; `Voice` is an audio send with `ptt: true`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MediaKind {
+    Image,
+    Video,
+    Audio,
+    Voice,
+    Document,
+    Sticker,
+}
+
+impl MediaKind {
+    pub(crate) fn message_type(self) -> MessageType {
+        match self {
+            Self::Image => MessageType::Image,
+            Self::Video => MessageType::Video,
+            Self::Audio => MessageType::Audio,
+            Self::Voice => MessageType::Voice,
+            Self::Document => MessageType::Document,
+            Self::Sticker => MessageType::Sticker,
+        }
+    }
+}
+
+/// Media content: already in memory (decoded base64, fetched URL) or a file the media layer wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum MediaSource {
+    Bytes(Vec<u8>),
+    File(PathBuf),
+}
+
+impl MediaSource {
+    /// Reads the content; a file that vanished is the caller's bad input, not a network failure.
+    pub(crate) async fn load(&self) -> Result<Vec<u8>, std::io::Error> {
+        match self {
+            Self::Bytes(bytes) => Ok(bytes.clone()),
+            Self::File(path) => tokio::fs::read(path).await,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Location {
+    pub latitude: f64,
+    pub longitude: f64,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ContactCard {
+    pub name: String,
+    pub number: String,
+}
+
+impl ContactCard {
+    /// The vCard text receivers get as the message body.
+    pub(crate) fn vcard(&self) -> String {
+        format!(
+            "BEGIN:VCARD\nVERSION:3.0\nFN:{name}\nTEL;type=CELL;waid={num}:+{num}\nEND:VCARD",
+            name = self.name,
+            num = self.number.trim_start_matches('+'),
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Poll {
+    pub name: String,
+    pub options: Vec<String>,
+    pub allow_multiple: bool,
+}
+
+/// Message type values named in the contract (plus `contact` for vCards).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum MessageType {
+    Text,
+    Image,
+    Video,
+    Audio,
+    Voice,
+    Document,
+    Sticker,
+    Location,
+    Contact,
+    Poll,
+    Order,
+    Product,
+    Unknown,
+}
+
+impl MessageType {
+    pub(crate) fn has_media(self) -> bool {
+        matches!(
+            self,
+            Self::Image | Self::Video | Self::Audio | Self::Voice | Self::Document | Self::Sticker
+        )
+    }
+}
+
+/// What a successful send (or edit/forward) answers: the network's message id and its time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SentMessage {
+    pub id: String,
+    /// Unix seconds.
+    pub timestamp: i64,
+}
+
+/// Media attached to a received message, already downloaded by the engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReceivedMedia {
+    pub mimetype: String,
+    pub filename: Option<String>,
+    pub data: Vec<u8>,
+}
+
+/// The message a received one quotes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct QuotedRef {
+    pub id: String,
+    pub body: String,
+}
+
+/// A message that reached the session from the network. Created by engines, consumed by the pipeline.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct InboundMessage {
+    pub id: String,
+    pub chat_id: Jid,
+    pub from: Jid,
+    pub to: Jid,
+    /// The member who wrote it, in groups.
+    pub author: Option<Jid>,
+    pub from_me: bool,
+    pub kind: MessageType,
+    pub body: String,
+    /// Unix seconds.
+    pub timestamp: i64,
+    pub media: Option<ReceivedMedia>,
+    pub quoted: Option<QuotedRef>,
+    pub mentioned_ids: Vec<Jid>,
+    pub location: Option<Location>,
+    pub poll: Option<Poll>,
+}
+
+/// Delivery state of a sent message, in the order the network reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum AckStatus {
+    Pending,
+    Sent,
+    Delivered,
+    Read,
+    Failed,
+}
+
+impl AckStatus {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Sent => "sent",
+            Self::Delivered => "delivered",
+            Self::Read => "read",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contact_card_body_is_a_vcard_with_the_number() {
+        let card = ContactCard {
+            name: "Ann".into(),
+            number: "+4915112345678".into(),
+        };
+        let body = MessageContent::Contact(card).body_text();
+        assert!(body.starts_with("BEGIN:VCARD") && body.contains("waid=4915112345678"));
+    }
+
+    #[test]
+    fn voice_is_its_own_message_type_with_media() {
+        assert_eq!(MediaKind::Voice.message_type(), MessageType::Voice);
+        assert!(MessageType::Voice.has_media() && !MessageType::Poll.has_media());
+    }
+}

@@ -1,0 +1,450 @@
+//! The spec's session transition table as one pure function: `(status, Trigger, Context) -> Transition`.
+//! Input comes from the supervisor (user actions, engine events, sweeps); the output names the new status
+//! and the side effects, in order. Nothing here performs an effect, reads a clock or touches storage.
+
+use super::backoff::{self, ReconnectDecision, ReconnectPolicy};
+use SessionStatus::*;
+use wagate_proto::SessionStatus;
+
+/// Something that may move a session between statuses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Trigger {
+    /// The operator started the session.
+    Start,
+    /// The engine produced a QR (first one or a rotation).
+    QrProduced,
+    /// The phone scanned the QR or accepted the pairing code.
+    QrScanned,
+    /// The operator asked for a pairing code (allowed only while `qr_ready`).
+    PairingRequested,
+    /// The link completed (after a scan, or from stored credentials on a (re)start).
+    LinkCompleted,
+    /// The connection dropped.
+    LinkDropped { reason: String },
+    /// The supervisor relaunches the engine after a backoff delay.
+    ReconnectBegan,
+    /// A relaunch failed (network, DNS, browser launch).
+    ReconnectFailed { reason: String },
+    /// An automatic reconnect met an authentication failure or a stale browser profile.
+    AuthFailed { reason: String },
+    /// The operator stopped the session; `teardown` is how the engine shutdown went.
+    Stop { teardown: Teardown },
+    /// The browser page started reloading (browser engine).
+    PageReloadStarted,
+    /// The page reload's 409 outlasted three grace windows.
+    PageReloadStalled,
+    /// Data restore from an export.
+    Restored,
+    /// The takeover sweep found the session's owner gone (or its lease lapsed).
+    TakeoverSweep,
+    /// The operator logged out; `unlinked` says whether the network confirmed the unlink.
+    Logout { unlinked: bool },
+    /// The operator force-killed the engine.
+    ForceKill,
+    /// A restriction was imposed (`active`) or lifted.
+    Restriction { kind: String, active: bool },
+    /// The phone logged the device out.
+    LoggedOutFromPhone,
+    /// The engine hit a terminal error.
+    EngineFailed { reason: String },
+}
+
+impl Trigger {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Start => "start",
+            Self::QrProduced => "qr",
+            Self::QrScanned => "scan",
+            Self::PairingRequested => "pairing-code",
+            Self::LinkCompleted => "link-completed",
+            Self::LinkDropped { .. } => "link-dropped",
+            Self::ReconnectBegan => "reconnect",
+            Self::ReconnectFailed { .. } => "reconnect-failed",
+            Self::AuthFailed { .. } => "auth-failed",
+            Self::Stop { .. } => "stop",
+            Self::PageReloadStarted => "page-reload",
+            Self::PageReloadStalled => "page-reload-stalled",
+            Self::Restored => "restore",
+            Self::TakeoverSweep => "takeover",
+            Self::Logout { .. } => "logout",
+            Self::ForceKill => "force-kill",
+            Self::Restriction { .. } => "restriction",
+            Self::LoggedOutFromPhone => "logged-out",
+            Self::EngineFailed { .. } => "engine-failed",
+        }
+    }
+}
+
+/// How a stop's engine teardown went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Teardown {
+    Graceful,
+    Forced,
+    /// Both the graceful and the forced teardown failed.
+    Failed,
+}
+
+/// Facts about the session the table's conditions read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Context {
+    /// The session has a linked phone number.
+    pub has_phone: bool,
+    pub reconnect: ReconnectPolicy,
+    /// Consecutive failed reconnect attempts before this trigger.
+    pub failed_attempts: u32,
+}
+
+/// A side effect the supervisor performs, in list order, after writing the new status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Effect {
+    LaunchEngine,
+    StopEngine,
+    KillEngine,
+    EmitStatus,
+    EmitQr,
+    EmitAuthenticated,
+    EmitDisconnected,
+    EmitRestriction,
+    EmitReconnectLoop {
+        attempts: u32,
+        next_delay_ms: u64,
+    },
+    /// Schedule reconnect attempt `attempt` after `delay_ms`.
+    BeginBackoff {
+        attempt: u32,
+        delay_ms: u64,
+    },
+    CancelReconnect,
+    ResetReconnectAttempts,
+    SetLastError(String),
+    ClearLastError,
+    /// Record the phone the engine reported with the link.
+    SetPhone,
+    ClearPhone,
+    ForgetCredentials,
+    CacheQr,
+    DropQr,
+    /// Log `relink_required`: a previously linked session asks for a QR again.
+    WarnRelinkRequired,
+    /// Fire the plugin hook `session:error`.
+    FireErrorHook,
+    /// Count the status in the import's normalisation notice.
+    CountNormalized,
+    /// Answer 502 SESSION_STOP_INCOMPLETE.
+    ReportStopIncomplete,
+    /// Answer 502 SESSION_LOGOUT_INCOMPLETE.
+    ReportLogoutIncomplete,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Transition {
+    pub to: SessionStatus,
+    pub effects: Vec<Effect>,
+}
+
+/// A trigger the current status does not accept; the HTTP layer answers 409.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TransitionError {
+    #[error("Pairing code can only be requested while the session is qr_ready (status: {0})")]
+    PairingNotAllowed(SessionStatus),
+    #[error("Session is already active (status: {0})")]
+    AlreadyActive(SessionStatus),
+    #[error("'{trigger}' is not valid while the session is {from}")]
+    Invalid {
+        from: SessionStatus,
+        trigger: &'static str,
+    },
+}
+
+/// Statuses in which an engine is loaded (or being loaded).
+fn is_active(status: SessionStatus) -> bool {
+    matches!(
+        status,
+        Initializing | QrReady | Authenticating | Ready | ActionRequired
+    )
+}
+
+fn to(status: SessionStatus, effects: Vec<Effect>) -> Result<Transition, TransitionError> {
+    Ok(Transition {
+        to: status,
+        effects,
+    })
+}
+
+/// The transition table. One call per trigger; see the tests for the table row by row.
+pub(crate) fn transition(
+    from: SessionStatus,
+    trigger: &Trigger,
+    ctx: &Context,
+) -> Result<Transition, TransitionError> {
+    use Effect::*;
+    let invalid = || TransitionError::Invalid {
+        from,
+        trigger: trigger.name(),
+    };
+    match trigger {
+        Trigger::Start => start(from),
+        Trigger::QrProduced => match from {
+            Initializing => {
+                let mut effects = vec![CacheQr, EmitQr, EmitStatus];
+                if ctx.has_phone {
+                    effects.push(WarnRelinkRequired);
+                }
+                to(QrReady, effects)
+            }
+            QrReady => to(QrReady, vec![CacheQr, EmitQr]),
+            _ => Err(invalid()),
+        },
+        Trigger::QrScanned => match from {
+            QrReady => to(Authenticating, vec![DropQr, EmitStatus]),
+            _ => Err(invalid()),
+        },
+        Trigger::PairingRequested => match from {
+            QrReady => to(QrReady, vec![]),
+            _ => Err(TransitionError::PairingNotAllowed(from)),
+        },
+        Trigger::LinkCompleted => match from {
+            Authenticating | Initializing | QrReady => to(
+                Ready,
+                vec![
+                    DropQr,
+                    SetPhone,
+                    ClearLastError,
+                    ResetReconnectAttempts,
+                    EmitAuthenticated,
+                    EmitStatus,
+                ],
+            ),
+            _ => Err(invalid()),
+        },
+        Trigger::LinkDropped { reason } if is_active(from) => link_dropped(reason, ctx),
+        Trigger::LinkDropped { .. } => Err(invalid()),
+        Trigger::ReconnectBegan => match from {
+            Disconnected => to(Initializing, vec![LaunchEngine, EmitStatus]),
+            Initializing => to(Initializing, vec![LaunchEngine]),
+            _ => Err(invalid()),
+        },
+        Trigger::ReconnectFailed { reason } => match from {
+            Disconnected | Initializing => reconnect_failed(from, reason, ctx),
+            _ => Err(invalid()),
+        },
+        Trigger::AuthFailed { reason } => to(
+            Failed,
+            emit_if_changed(
+                from,
+                Failed,
+                vec![
+                    StopEngine,
+                    DropQr,
+                    CancelReconnect,
+                    SetLastError(reason.clone()),
+                ],
+            ),
+        ),
+        Trigger::Stop { teardown } => stop(from, *teardown),
+        Trigger::PageReloadStarted => match from {
+            Ready => to(Ready, vec![]),
+            _ => Err(invalid()),
+        },
+        Trigger::PageReloadStalled => match from {
+            Ready => link_dropped("page reload did not heal", ctx),
+            _ => Err(invalid()),
+        },
+        Trigger::Restored if is_active(from) => to(Disconnected, vec![CountNormalized]),
+        Trigger::Restored => to(from, vec![]),
+        Trigger::TakeoverSweep => match from {
+            Ready | Initializing | Authenticating | ActionRequired => {
+                to(Disconnected, vec![EmitStatus])
+            }
+            QrReady if !ctx.has_phone => to(Disconnected, vec![DropQr, EmitStatus]),
+            _ => to(from, vec![]),
+        },
+        Trigger::Logout { unlinked } => logout(from, *unlinked),
+        Trigger::ForceKill if is_active(from) => to(
+            Disconnected,
+            vec![KillEngine, DropQr, CancelReconnect, EmitStatus],
+        ),
+        Trigger::ForceKill => to(from, vec![KillEngine, CancelReconnect]),
+        Trigger::Restriction { kind, active } => restriction(from, kind, *active),
+        Trigger::LoggedOutFromPhone => {
+            let to_status = if is_active(from) { Disconnected } else { from };
+            let mut effects = vec![
+                StopEngine,
+                DropQr,
+                CancelReconnect,
+                ClearPhone,
+                ForgetCredentials,
+            ];
+            if to_status != from {
+                effects.extend([EmitStatus, EmitDisconnected]);
+            }
+            to(to_status, effects)
+        }
+        Trigger::EngineFailed { reason } => to(
+            Failed,
+            emit_if_changed(
+                from,
+                Failed,
+                vec![
+                    StopEngine,
+                    DropQr,
+                    CancelReconnect,
+                    SetLastError(reason.clone()),
+                    FireErrorHook,
+                ],
+            ),
+        ),
+    }
+}
+
+fn emit_if_changed(
+    from: SessionStatus,
+    to: SessionStatus,
+    mut effects: Vec<Effect>,
+) -> Vec<Effect> {
+    if from != to {
+        effects.push(Effect::EmitStatus);
+    }
+    effects
+}
+
+fn start(from: SessionStatus) -> Result<Transition, TransitionError> {
+    use Effect::*;
+    match from {
+        Created | Disconnected | Failed => to(
+            Initializing,
+            vec![
+                CancelReconnect,
+                ResetReconnectAttempts,
+                ClearLastError,
+                LaunchEngine,
+                EmitStatus,
+            ],
+        ),
+        // "A session restart clears it": the running engine is replaced.
+        ActionRequired => to(
+            Initializing,
+            vec![
+                StopEngine,
+                ResetReconnectAttempts,
+                ClearLastError,
+                LaunchEngine,
+                EmitStatus,
+            ],
+        ),
+        Initializing | QrReady | Authenticating | Ready => {
+            Err(TransitionError::AlreadyActive(from))
+        }
+    }
+}
+
+fn link_dropped(reason: &str, ctx: &Context) -> Result<Transition, TransitionError> {
+    use Effect::*;
+    match backoff::next_attempt(ctx.reconnect, 0) {
+        // maxReconnectAttempts 0: no automatic reconnect, straight to failed.
+        ReconnectDecision::GiveUp => to(
+            Failed,
+            vec![
+                DropQr,
+                SetLastError(reason.to_string()),
+                EmitStatus,
+                EmitDisconnected,
+                FireErrorHook,
+            ],
+        ),
+        ReconnectDecision::Retry { attempt, delay_ms } => to(
+            Disconnected,
+            vec![
+                DropQr,
+                ResetReconnectAttempts,
+                EmitStatus,
+                EmitDisconnected,
+                BeginBackoff { attempt, delay_ms },
+            ],
+        ),
+    }
+}
+
+fn reconnect_failed(
+    from: SessionStatus,
+    reason: &str,
+    ctx: &Context,
+) -> Result<Transition, TransitionError> {
+    use Effect::*;
+    let failed = ctx.failed_attempts.saturating_add(1);
+    let mut effects = vec![SetLastError(reason.to_string())];
+    match backoff::next_attempt(ctx.reconnect, failed) {
+        ReconnectDecision::GiveUp => {
+            effects.push(FireErrorHook);
+            to(Failed, emit_if_changed(from, Failed, effects))
+        }
+        ReconnectDecision::Retry { attempt, delay_ms } => {
+            if backoff::is_loop_alert(failed) {
+                effects.push(EmitReconnectLoop {
+                    attempts: failed,
+                    next_delay_ms: delay_ms,
+                });
+            }
+            effects.push(BeginBackoff { attempt, delay_ms });
+            to(Initializing, emit_if_changed(from, Initializing, effects))
+        }
+    }
+}
+
+fn stop(from: SessionStatus, teardown: Teardown) -> Result<Transition, TransitionError> {
+    use Effect::*;
+    if !is_active(from) {
+        return to(from, vec![CancelReconnect]);
+    }
+    let mut effects = vec![DropQr, CancelReconnect, EmitStatus];
+    if teardown == Teardown::Failed {
+        effects.push(ReportStopIncomplete);
+    }
+    to(Disconnected, effects)
+}
+
+fn logout(from: SessionStatus, unlinked: bool) -> Result<Transition, TransitionError> {
+    use Effect::*;
+    let to_status = if from == Created {
+        Created
+    } else {
+        Disconnected
+    };
+    let mut effects = vec![
+        StopEngine,
+        DropQr,
+        CancelReconnect,
+        ClearPhone,
+        ForgetCredentials,
+        ClearLastError,
+    ];
+    effects = emit_if_changed(from, to_status, effects);
+    if !unlinked {
+        effects.push(ReportLogoutIncomplete);
+    }
+    to(to_status, effects)
+}
+
+fn restriction(
+    from: SessionStatus,
+    kind: &str,
+    active: bool,
+) -> Result<Transition, TransitionError> {
+    use Effect::*;
+    match (from, active) {
+        (Ready, true) => to(
+            ActionRequired,
+            vec![
+                SetLastError(format!("Account restricted: {kind}")),
+                EmitStatus,
+                EmitRestriction,
+            ],
+        ),
+        (ActionRequired, false) => to(Ready, vec![ClearLastError, EmitStatus, EmitRestriction]),
+        _ => to(from, vec![EmitRestriction]),
+    }
+}
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;
