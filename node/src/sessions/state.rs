@@ -164,94 +164,102 @@ fn is_active(status: SessionStatus) -> bool {
     )
 }
 
-fn to(status: SessionStatus, effects: Vec<Effect>) -> Result<Transition, TransitionError> {
-    Ok(Transition {
-        to: status,
-        effects,
-    })
-}
-
-/// The transition table. One call per trigger; see the tests for the table row by row.
+/// The transition table. One call per trigger; see the tests for the table row by row. The arms
+/// delegate to one helper per trigger family (linking, connection, operator, outside events).
 pub(crate) fn transition(
     from: SessionStatus,
     trigger: &Trigger,
     ctx: &Context,
 ) -> Result<Transition, TransitionError> {
-    use Effect::*;
-    let invalid = || TransitionError::Invalid {
+    let invalid = TransitionError::Invalid {
         from,
         trigger: trigger.name(),
     };
     match trigger {
+        Trigger::PairingRequested => {
+            linking(from, trigger, ctx).ok_or(TransitionError::PairingNotAllowed(from))
+        }
+        Trigger::QrProduced | Trigger::QrScanned | Trigger::LinkCompleted => {
+            linking(from, trigger, ctx).ok_or(invalid)
+        }
+        Trigger::LinkDropped { .. }
+        | Trigger::ReconnectBegan
+        | Trigger::ReconnectFailed { .. }
+        | Trigger::PageReloadStarted
+        | Trigger::PageReloadStalled => connection(from, trigger, ctx).ok_or(invalid),
         Trigger::Start => start(from),
-        Trigger::QrProduced => match from {
-            Initializing => {
-                let mut effects = vec![CacheQr, EmitQr, EmitStatus];
-                if ctx.has_phone {
-                    effects.push(WarnRelinkRequired);
-                }
-                to(QrReady, effects)
+        Trigger::Stop { teardown } => Ok(stop(from, *teardown)),
+        Trigger::Logout { unlinked } => Ok(logout(from, *unlinked)),
+        Trigger::ForceKill => Ok(force_kill(from)),
+        Trigger::Restriction { kind, active } => Ok(restriction(from, kind, *active)),
+        Trigger::Restored
+        | Trigger::TakeoverSweep
+        | Trigger::AuthFailed { .. }
+        | Trigger::LoggedOutFromPhone
+        | Trigger::EngineFailed { .. } => Ok(outside(from, trigger, ctx)),
+    }
+}
+
+fn to(status: SessionStatus, effects: Vec<Effect>) -> Transition {
+    Transition {
+        to: status,
+        effects,
+    }
+}
+
+/// QR, scan, pairing and link completion; `None` = not valid from `from`.
+fn linking(from: SessionStatus, trigger: &Trigger, ctx: &Context) -> Option<Transition> {
+    use Effect::*;
+    match (trigger, from) {
+        (Trigger::QrProduced, Initializing) => {
+            let mut effects = vec![CacheQr, EmitQr, EmitStatus];
+            if ctx.has_phone {
+                effects.push(WarnRelinkRequired);
             }
-            QrReady => to(QrReady, vec![CacheQr, EmitQr]),
-            _ => Err(invalid()),
-        },
-        Trigger::QrScanned => match from {
-            QrReady => to(Authenticating, vec![DropQr, EmitStatus]),
-            _ => Err(invalid()),
-        },
-        Trigger::PairingRequested => match from {
-            QrReady => to(QrReady, vec![]),
-            _ => Err(TransitionError::PairingNotAllowed(from)),
-        },
-        Trigger::LinkCompleted => match from {
-            Authenticating | Initializing | QrReady => to(
-                Ready,
-                vec![
-                    DropQr,
-                    SetPhone,
-                    ClearLastError,
-                    ResetReconnectAttempts,
-                    EmitAuthenticated,
-                    EmitStatus,
-                ],
-            ),
-            _ => Err(invalid()),
-        },
-        Trigger::LinkDropped { reason } if is_active(from) => link_dropped(reason, ctx),
-        Trigger::LinkDropped { .. } => Err(invalid()),
-        Trigger::ReconnectBegan => match from {
-            Disconnected => to(Initializing, vec![LaunchEngine, EmitStatus]),
-            Initializing => to(Initializing, vec![LaunchEngine]),
-            _ => Err(invalid()),
-        },
-        Trigger::ReconnectFailed { reason } => match from {
-            Disconnected | Initializing => reconnect_failed(from, reason, ctx),
-            _ => Err(invalid()),
-        },
-        Trigger::AuthFailed { reason } => to(
-            Failed,
-            emit_if_changed(
-                from,
-                Failed,
-                vec![
-                    StopEngine,
-                    DropQr,
-                    CancelReconnect,
-                    SetLastError(reason.clone()),
-                ],
-            ),
-        ),
-        Trigger::Stop { teardown } => stop(from, *teardown),
-        Trigger::PageReloadStarted => match from {
-            Ready => to(Ready, vec![]),
-            _ => Err(invalid()),
-        },
-        Trigger::PageReloadStalled => match from {
-            Ready => link_dropped("page reload did not heal", ctx),
-            _ => Err(invalid()),
-        },
+            Some(to(QrReady, effects))
+        }
+        (Trigger::QrProduced, QrReady) => Some(to(QrReady, vec![CacheQr, EmitQr])),
+        (Trigger::QrScanned, QrReady) => Some(to(Authenticating, vec![DropQr, EmitStatus])),
+        (Trigger::PairingRequested, QrReady) => Some(to(QrReady, vec![])),
+        (Trigger::LinkCompleted, Authenticating | Initializing | QrReady) => {
+            let effects = vec![
+                DropQr,
+                SetPhone,
+                ClearLastError,
+                ResetReconnectAttempts,
+                EmitAuthenticated,
+                EmitStatus,
+            ];
+            Some(to(Ready, effects))
+        }
+        _ => None,
+    }
+}
+
+/// Drops, reconnect attempts and page reloads; `None` = not valid from `from`.
+fn connection(from: SessionStatus, trigger: &Trigger, ctx: &Context) -> Option<Transition> {
+    use Effect::*;
+    match (trigger, from) {
+        (Trigger::LinkDropped { reason }, _) if is_active(from) => Some(link_dropped(reason, ctx)),
+        (Trigger::ReconnectBegan, Disconnected) => {
+            Some(to(Initializing, vec![LaunchEngine, EmitStatus]))
+        }
+        (Trigger::ReconnectBegan, Initializing) => Some(to(Initializing, vec![LaunchEngine])),
+        (Trigger::ReconnectFailed { reason }, Disconnected | Initializing) => {
+            Some(reconnect_failed(from, reason, ctx))
+        }
+        (Trigger::PageReloadStarted, Ready) => Some(to(Ready, vec![])),
+        (Trigger::PageReloadStalled, Ready) => Some(link_dropped("page reload did not heal", ctx)),
+        _ => None,
+    }
+}
+
+/// Events from outside the session's own engine loop: restore, takeover, auth failure, phone logout,
+/// terminal engine error. Every status accepts them.
+fn outside(from: SessionStatus, trigger: &Trigger, ctx: &Context) -> Transition {
+    use Effect::*;
+    match trigger {
         Trigger::Restored if is_active(from) => to(Disconnected, vec![CountNormalized]),
-        Trigger::Restored => to(from, vec![]),
         Trigger::TakeoverSweep => match from {
             Ready | Initializing | Authenticating | ActionRequired => {
                 to(Disconnected, vec![EmitStatus])
@@ -259,13 +267,15 @@ pub(crate) fn transition(
             QrReady if !ctx.has_phone => to(Disconnected, vec![DropQr, EmitStatus]),
             _ => to(from, vec![]),
         },
-        Trigger::Logout { unlinked } => logout(from, *unlinked),
-        Trigger::ForceKill if is_active(from) => to(
-            Disconnected,
-            vec![KillEngine, DropQr, CancelReconnect, EmitStatus],
-        ),
-        Trigger::ForceKill => to(from, vec![KillEngine, CancelReconnect]),
-        Trigger::Restriction { kind, active } => restriction(from, kind, *active),
+        Trigger::AuthFailed { reason } => {
+            let effects = vec![
+                StopEngine,
+                DropQr,
+                CancelReconnect,
+                SetLastError(reason.clone()),
+            ];
+            to(Failed, emit_if_changed(from, Failed, effects))
+        }
         Trigger::LoggedOutFromPhone => {
             let to_status = if is_active(from) { Disconnected } else { from };
             let mut effects = vec![
@@ -280,20 +290,29 @@ pub(crate) fn transition(
             }
             to(to_status, effects)
         }
-        Trigger::EngineFailed { reason } => to(
-            Failed,
-            emit_if_changed(
-                from,
-                Failed,
-                vec![
-                    StopEngine,
-                    DropQr,
-                    CancelReconnect,
-                    SetLastError(reason.clone()),
-                    FireErrorHook,
-                ],
-            ),
-        ),
+        Trigger::EngineFailed { reason } => {
+            let effects = vec![
+                StopEngine,
+                DropQr,
+                CancelReconnect,
+                SetLastError(reason.clone()),
+                FireErrorHook,
+            ];
+            to(Failed, emit_if_changed(from, Failed, effects))
+        }
+        _ => to(from, vec![]),
+    }
+}
+
+fn force_kill(from: SessionStatus) -> Transition {
+    use Effect::*;
+    if is_active(from) {
+        to(
+            Disconnected,
+            vec![KillEngine, DropQr, CancelReconnect, EmitStatus],
+        )
+    } else {
+        to(from, vec![KillEngine, CancelReconnect])
     }
 }
 
@@ -311,7 +330,7 @@ fn emit_if_changed(
 fn start(from: SessionStatus) -> Result<Transition, TransitionError> {
     use Effect::*;
     match from {
-        Created | Disconnected | Failed => to(
+        Created | Disconnected | Failed => Ok(to(
             Initializing,
             vec![
                 CancelReconnect,
@@ -320,9 +339,9 @@ fn start(from: SessionStatus) -> Result<Transition, TransitionError> {
                 LaunchEngine,
                 EmitStatus,
             ],
-        ),
+        )),
         // "A session restart clears it": the running engine is replaced.
-        ActionRequired => to(
+        ActionRequired => Ok(to(
             Initializing,
             vec![
                 StopEngine,
@@ -331,14 +350,14 @@ fn start(from: SessionStatus) -> Result<Transition, TransitionError> {
                 LaunchEngine,
                 EmitStatus,
             ],
-        ),
+        )),
         Initializing | QrReady | Authenticating | Ready => {
             Err(TransitionError::AlreadyActive(from))
         }
     }
 }
 
-fn link_dropped(reason: &str, ctx: &Context) -> Result<Transition, TransitionError> {
+fn link_dropped(reason: &str, ctx: &Context) -> Transition {
     use Effect::*;
     match backoff::next_attempt(ctx.reconnect, 0) {
         // maxReconnectAttempts 0: no automatic reconnect, straight to failed.
@@ -365,11 +384,7 @@ fn link_dropped(reason: &str, ctx: &Context) -> Result<Transition, TransitionErr
     }
 }
 
-fn reconnect_failed(
-    from: SessionStatus,
-    reason: &str,
-    ctx: &Context,
-) -> Result<Transition, TransitionError> {
+fn reconnect_failed(from: SessionStatus, reason: &str, ctx: &Context) -> Transition {
     use Effect::*;
     let failed = ctx.failed_attempts.saturating_add(1);
     let mut effects = vec![SetLastError(reason.to_string())];
@@ -391,7 +406,7 @@ fn reconnect_failed(
     }
 }
 
-fn stop(from: SessionStatus, teardown: Teardown) -> Result<Transition, TransitionError> {
+fn stop(from: SessionStatus, teardown: Teardown) -> Transition {
     use Effect::*;
     if !is_active(from) {
         return to(from, vec![CancelReconnect]);
@@ -403,7 +418,7 @@ fn stop(from: SessionStatus, teardown: Teardown) -> Result<Transition, Transitio
     to(Disconnected, effects)
 }
 
-fn logout(from: SessionStatus, unlinked: bool) -> Result<Transition, TransitionError> {
+fn logout(from: SessionStatus, unlinked: bool) -> Transition {
     use Effect::*;
     let to_status = if from == Created {
         Created
@@ -425,11 +440,7 @@ fn logout(from: SessionStatus, unlinked: bool) -> Result<Transition, TransitionE
     to(to_status, effects)
 }
 
-fn restriction(
-    from: SessionStatus,
-    kind: &str,
-    active: bool,
-) -> Result<Transition, TransitionError> {
+fn restriction(from: SessionStatus, kind: &str, active: bool) -> Transition {
     use Effect::*;
     match (from, active) {
         (Ready, true) => to(

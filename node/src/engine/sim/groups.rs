@@ -1,13 +1,13 @@
 //! Groups on the sim network: create, roster changes with per-participant results, metadata, invite
-//! codes, join requests, settings and picture, plus the control API's `group_event`. Every change reaches
-//! the members' sessions as a `Group` event. Input: `SimEngine` and the control routes.
+//! codes and joining. Every change reaches the members' sessions as a `Group` event. Input: `SimEngine`.
+//! Join requests, settings, picture and the control API's `group_event` are in `group_admin.rs`.
 
-use super::control::linked_phone;
+use super::group_admin::apply_changes;
 use super::network::{NetState, SimNetwork, now};
 use crate::engine::{
     EngineError, EngineEvent, EngineResult, GroupAction, GroupChanges, GroupEvent, GroupInfo,
-    GroupParticipant, GroupSettings, GroupSettingsUpdate, GroupSummary, MembershipRequest,
-    NewGroup, ParticipantAction, ParticipantResult,
+    GroupParticipant, GroupSettings, GroupSummary, MembershipRequest, NewGroup, ParticipantAction,
+    ParticipantResult,
 };
 use std::collections::BTreeMap;
 use wagate_proto::Jid;
@@ -70,11 +70,11 @@ impl Group {
     }
 }
 
-fn not_found(group: &Jid) -> EngineError {
+pub(super) fn not_found(group: &Jid) -> EngineError {
     EngineError::NotFound(format!("Group {group} not found"))
 }
 
-fn result(id: &Jid, status: u16, message: &str) -> ParticipantResult {
+pub(super) fn result(id: &Jid, status: u16, message: &str) -> ParticipantResult {
     ParticipantResult {
         id: id.clone(),
         success: status == 200,
@@ -84,7 +84,7 @@ fn result(id: &Jid, status: u16, message: &str) -> ParticipantResult {
 }
 
 impl NetState {
-    fn member_group(&mut self, me: &Jid, id: &Jid) -> EngineResult<&mut Group> {
+    pub(super) fn member_group(&mut self, me: &Jid, id: &Jid) -> EngineResult<&mut Group> {
         let group = self.groups.get_mut(id).ok_or_else(|| not_found(id))?;
         if !group.members.contains_key(me) {
             return Err(EngineError::Rejected(
@@ -94,7 +94,7 @@ impl NetState {
         Ok(group)
     }
 
-    fn admin_group(&mut self, me: &Jid, id: &Jid) -> EngineResult<&mut Group> {
+    pub(super) fn admin_group(&mut self, me: &Jid, id: &Jid) -> EngineResult<&mut Group> {
         let group = self.member_group(me, id)?;
         if !group.is_admin(me) {
             return Err(EngineError::Rejected("admin rights are required".into()));
@@ -103,7 +103,7 @@ impl NetState {
     }
 
     /// Sends a group event to every session of the given phones.
-    fn announce(&mut self, phones: &[Jid], event: GroupEvent) {
+    pub(super) fn announce(&mut self, phones: &[Jid], event: GroupEvent) {
         let event = EngineEvent::Group(event);
         for phone in phones {
             self.deliver_to_phone(phone, &event);
@@ -115,7 +115,7 @@ impl NetState {
     }
 }
 
-fn event(
+pub(super) fn event(
     action: GroupAction,
     group: &Jid,
     actor: &Jid,
@@ -318,161 +318,6 @@ impl SimNetwork {
         );
         Ok(())
     }
-
-    pub(crate) fn membership_requests(
-        &self,
-        session: &str,
-        id: &Jid,
-    ) -> EngineResult<Vec<MembershipRequest>> {
-        let mut state = self.lock();
-        let me = state.online_phone(session)?;
-        Ok(state.admin_group(&me, id)?.requests.clone())
-    }
-
-    pub(crate) fn answer_requests(
-        &self,
-        session: &str,
-        id: &Jid,
-        approve: bool,
-        only: Option<&[Jid]>,
-    ) -> EngineResult<Vec<ParticipantResult>> {
-        let mut state = self.lock();
-        let me = state.online_phone(session)?;
-        let group = state.admin_group(&me, id)?;
-        let targets: Vec<Jid> = match only {
-            Some(list) => list.to_vec(),
-            None => group
-                .requests
-                .iter()
-                .map(|r| r.participant_id.clone())
-                .collect(),
-        };
-        let mut approved = Vec::new();
-        let results = targets
-            .iter()
-            .map(|p| {
-                let Some(pos) = group.requests.iter().position(|r| r.participant_id == *p) else {
-                    return result(p, 404, "no pending request");
-                };
-                group.requests.remove(pos);
-                if approve {
-                    group.members.insert(p.clone(), MemberRole::Member);
-                    approved.push(p.clone());
-                }
-                result(p, 200, "")
-            })
-            .collect();
-        if !approved.is_empty() {
-            let members: Vec<Jid> = group.members.keys().cloned().collect();
-            state.announce(&members, event(GroupAction::Join, id, &me, approved, None));
-        }
-        Ok(results)
-    }
-
-    pub(crate) fn group_settings(&self, session: &str, id: &Jid) -> EngineResult<GroupSettings> {
-        let mut state = self.lock();
-        let me = state.online_phone(session)?;
-        Ok(state.member_group(&me, id)?.settings)
-    }
-
-    pub(crate) fn update_group_settings(
-        &self,
-        session: &str,
-        id: &Jid,
-        update: GroupSettingsUpdate,
-    ) -> EngineResult<GroupSettings> {
-        let mut state = self.lock();
-        let me = state.online_phone(session)?;
-        let group = state.admin_group(&me, id)?;
-        let s = &mut group.settings;
-        s.announce = update.announce.unwrap_or(s.announce);
-        s.locked = update.locked.unwrap_or(s.locked);
-        s.ephemeral_seconds = update.ephemeral_seconds.unwrap_or(s.ephemeral_seconds);
-        s.admin_add_only = update.admin_add_only.unwrap_or(s.admin_add_only);
-        let settings = *s;
-        let members: Vec<Jid> = group.members.keys().cloned().collect();
-        let changes = GroupChanges {
-            announce: update.announce,
-            locked: update.locked,
-            ..Default::default()
-        };
-        state.announce(
-            &members,
-            event(GroupAction::Update, id, &me, Vec::new(), Some(changes)),
-        );
-        Ok(settings)
-    }
-
-    /// Reads, sets (`Some(true)`), or removes (`Some(false)`) the group picture; answers its URL.
-    pub(crate) fn group_picture(
-        &self,
-        session: &str,
-        id: &Jid,
-        set: Option<bool>,
-    ) -> EngineResult<Option<String>> {
-        let mut state = self.lock();
-        let me = state.online_phone(session)?;
-        let seq = state.next_seq();
-        let group = state.member_group(&me, id)?;
-        if set.is_some() && group.settings.locked && !group.is_admin(&me) {
-            return Err(EngineError::Rejected(
-                "only admins can change the picture".into(),
-            ));
-        }
-        match set {
-            Some(true) => {
-                group.picture = Some(format!("https://pps.sim.invalid/g/{}/{seq}.jpg", id.user()))
-            }
-            Some(false) => group.picture = None,
-            None => {}
-        }
-        Ok(group.picture.clone())
-    }
-
-    /// Control API: something happens in a group (wire-notes §11 `/group-event`); members' sessions hear it.
-    pub(crate) fn group_event(
-        &self,
-        session: &str,
-        id: &Jid,
-        action: GroupAction,
-        participants: &[Jid],
-        changes: Option<GroupChanges>,
-    ) -> EngineResult<()> {
-        let mut state = self.lock();
-        linked_phone(&state, session)?;
-        let timestamp = now();
-        let group = state.groups.get_mut(id).ok_or_else(|| not_found(id))?;
-        let mut audience: Vec<Jid> = group.members.keys().cloned().collect();
-        match action {
-            GroupAction::Join => group
-                .members
-                .extend(participants.iter().map(|p| (p.clone(), MemberRole::Member))),
-            GroupAction::Leave => group.members.retain(|m, _| !participants.contains(m)),
-            GroupAction::Update => apply_changes(group, &changes.clone().unwrap_or_default()),
-            GroupAction::JoinRequest => {
-                let requests = participants.iter().map(|p| MembershipRequest {
-                    participant_id: p.clone(),
-                    requested_at: timestamp,
-                });
-                group.requests.extend(requests);
-                audience.retain(|m| group.is_admin(m));
-            }
-        }
-        if action == GroupAction::Join {
-            audience = group.members.keys().cloned().collect();
-        }
-        // The network itself acts here (no member of this session's account), so there is no actor.
-        let ev = GroupEvent {
-            action,
-            group_id: id.clone(),
-            actor_id: None,
-            participant_ids: participants.to_vec(),
-            changes,
-            timestamp,
-        };
-        state.announce(&audience, ev);
-        Ok(())
-    }
 }
 
 fn apply_roster(
@@ -504,15 +349,4 @@ fn apply_roster(
             result(who, 200, "")
         }
     }
-}
-
-fn apply_changes(group: &mut Group, changes: &GroupChanges) {
-    if let Some(subject) = &changes.subject {
-        group.subject = subject.clone();
-    }
-    if let Some(description) = &changes.description {
-        group.description = description.clone();
-    }
-    group.settings.announce = changes.announce.unwrap_or(group.settings.announce);
-    group.settings.locked = changes.locked.unwrap_or(group.settings.locked);
 }

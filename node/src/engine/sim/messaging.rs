@@ -1,12 +1,11 @@
 //! Messaging on the sim network: sends (routed to the recipient's linked sessions, fanned out to group
-//! members and channel subscribers), acks back to the sender, and the message actions (react, edit, revoke,
-//! forward, pin, poll vote, read receipts, star). Input: `SimEngine`. Persisting sent messages is the
-//! supervisor's job, not the network's.
+//! members and channel subscribers) and the acks back to the sender. Input: `SimEngine`. The
+//! actions on existing messages are in `actions.rs`; persisting sent messages is the supervisor's job.
 
-use super::control::{find_message, resolve_quote};
+use super::control::resolve_quote;
 use super::network::{NetState, OutboxEntry, SimNetwork, StoredMessage, now};
 use crate::engine::{
-    AckStatus, EngineError, EngineEvent, EngineResult, MessageContent, OutgoingMessage,
+    AckStatus, EngineError, EngineEvent, EngineResult, MessageContent, OutgoingMessage, QuotedRef,
     ReceivedMedia, SentMessage,
 };
 use wagate_proto::Jid;
@@ -41,28 +40,9 @@ impl SimNetwork {
             )));
         }
         let recipients = recipients_of(&state, &me, &msg.to)?;
-        let stored = StoredMessage {
-            id: self.next_id(&mut state),
-            from: me.clone(),
-            to: msg.to.clone(),
-            kind: msg.content.message_type(),
-            body: msg.content.body_text(),
-            timestamp: now(),
-            media,
-            quoted: resolve_quote(&state, msg.quoted_id.as_deref())?,
-            mentions: msg.mentions.clone(),
-            location: match &msg.content {
-                MessageContent::Location(loc) => Some(loc.clone()),
-                _ => None,
-            },
-            poll: match &msg.content {
-                MessageContent::Poll(poll) => Some(poll.clone()),
-                _ => None,
-            },
-            ack: AckStatus::Pending,
-            revoked: false,
-            pinned: false,
-        };
+        let quoted = resolve_quote(&state, msg.quoted_id.as_deref())?;
+        let id = self.next_id(&mut state);
+        let stored = stored_message(id, me.clone(), msg, media, quoted);
         let reached = self.publish(&mut state, session, &me, &recipients, stored.clone());
         drop(state);
         self.schedule_acks(session, &stored, reached);
@@ -74,7 +54,7 @@ impl SimNetwork {
 
     /// Stores a message, records it in the sender's outbox and chats, and delivers it to every recipient
     /// phone's sessions. Answers whether any recipient device exists (delivered/read acks follow then).
-    fn publish(
+    pub(super) fn publish(
         &self,
         state: &mut NetState,
         session: &str,
@@ -115,7 +95,7 @@ impl SimNetwork {
 
     /// Server ack after one delay; delivered and read after one more each, when a recipient device exists.
     /// Acks come from a task so the caller has stored the message before its first ack arrives.
-    fn schedule_acks(&self, session: &str, msg: &StoredMessage, reached: bool) {
+    pub(super) fn schedule_acks(&self, session: &str, msg: &StoredMessage, reached: bool) {
         let (net, session) = (self.clone(), session.to_string());
         let (id, chat_id) = (msg.id.clone(), msg.chat_for(&msg.from));
         let steps: &[AckStatus] = if reached {
@@ -140,236 +120,10 @@ impl SimNetwork {
             }
         });
     }
-
-    pub(crate) fn react_own(
-        &self,
-        session: &str,
-        chat: &Jid,
-        message_id: &str,
-        emoji: &str,
-    ) -> EngineResult<()> {
-        let mut state = self.lock();
-        let me = state.online_phone(session)?;
-        find_message(&mut state, message_id)?;
-        let recipients = recipients_of(&state, &me, chat)?;
-        for phone in recipients {
-            let event = EngineEvent::Reaction {
-                message_id: message_id.to_string(),
-                chat_id: if chat.is_group() {
-                    chat.clone()
-                } else {
-                    me.clone()
-                },
-                reaction: emoji.to_string(),
-                sender_id: me.clone(),
-            };
-            state.deliver_to_phone(&phone, &event);
-        }
-        Ok(())
-    }
-
-    pub(crate) fn edit_own(
-        &self,
-        session: &str,
-        chat: &Jid,
-        message_id: &str,
-        body: &str,
-    ) -> EngineResult<SentMessage> {
-        let mut state = self.lock();
-        let me = state.online_phone(session)?;
-        let msg = own_message(&mut state, &me, message_id)?;
-        msg.body = body.to_string();
-        let timestamp = now();
-        let recipients = recipients_of(&state, &me, chat)?;
-        for phone in recipients {
-            let event = EngineEvent::Edited {
-                message_id: message_id.to_string(),
-                chat_id: if chat.is_group() {
-                    chat.clone()
-                } else {
-                    me.clone()
-                },
-                body: body.to_string(),
-                from: me.clone(),
-                from_me: false,
-                timestamp,
-            };
-            state.deliver_to_phone(&phone, &event);
-        }
-        Ok(SentMessage {
-            id: message_id.to_string(),
-            timestamp,
-        })
-    }
-
-    /// Deletes for everyone (own messages only) or just for this account.
-    pub(crate) fn revoke_own(
-        &self,
-        session: &str,
-        chat: &Jid,
-        message_id: &str,
-        for_everyone: bool,
-    ) -> EngineResult<()> {
-        let mut state = self.lock();
-        let me = state.online_phone(session)?;
-        if !for_everyone {
-            find_message(&mut state, message_id)?;
-            return Ok(());
-        }
-        own_message(&mut state, &me, message_id)?.revoked = true;
-        let recipients = recipients_of(&state, &me, chat)?;
-        for phone in recipients {
-            let event = EngineEvent::Revoked {
-                id: self.next_id(&mut state),
-                revoked_id: message_id.to_string(),
-                chat_id: if chat.is_group() {
-                    chat.clone()
-                } else {
-                    me.clone()
-                },
-                from: me.clone(),
-                to: chat.clone(),
-                timestamp: now(),
-            };
-            state.deliver_to_phone(&phone, &event);
-        }
-        Ok(())
-    }
-
-    pub(crate) async fn forward(
-        &self,
-        session: &str,
-        to: &Jid,
-        message_id: &str,
-    ) -> EngineResult<SentMessage> {
-        let original = {
-            let mut state = self.lock();
-            state.online_phone(session)?;
-            find_message(&mut state, message_id)?.clone()
-        };
-        let mut state = self.lock();
-        let me = state.online_phone(session)?;
-        let recipients = recipients_of(&state, &me, to)?;
-        let copy = StoredMessage {
-            id: self.next_id(&mut state),
-            from: me.clone(),
-            to: to.clone(),
-            timestamp: now(),
-            quoted: None,
-            ack: AckStatus::Pending,
-            pinned: false,
-            ..original
-        };
-        let reached = self.publish(&mut state, session, &me, &recipients, copy.clone());
-        drop(state);
-        self.schedule_acks(session, &copy, reached);
-        Ok(SentMessage {
-            id: copy.id,
-            timestamp: copy.timestamp,
-        })
-    }
-
-    pub(crate) fn set_pinned(
-        &self,
-        session: &str,
-        message_id: &str,
-        pinned: bool,
-    ) -> EngineResult<()> {
-        let mut state = self.lock();
-        state.online_phone(session)?;
-        find_message(&mut state, message_id)?.pinned = pinned;
-        Ok(())
-    }
-
-    pub(crate) fn vote_poll(
-        &self,
-        session: &str,
-        poll_id: &str,
-        options: &[String],
-    ) -> EngineResult<()> {
-        let mut state = self.lock();
-        state.online_phone(session)?;
-        let msg = find_message(&mut state, poll_id)?;
-        let poll = msg
-            .poll
-            .as_ref()
-            .ok_or_else(|| EngineError::BadInput(format!("Message {poll_id} is not a poll")))?;
-        if let Some(bad) = options.iter().find(|o| !poll.options.contains(o)) {
-            return Err(EngineError::BadInput(format!(
-                "'{bad}' is not an option of this poll"
-            )));
-        }
-        if !poll.allow_multiple && options.len() > 1 {
-            return Err(EngineError::BadInput(
-                "this poll allows one answer only".into(),
-            ));
-        }
-        Ok(())
-    }
-
-    /// Read receipts: the senders of the read messages get a `read` ack.
-    pub(crate) fn mark_read(
-        &self,
-        session: &str,
-        chat: &Jid,
-        message_ids: &[String],
-    ) -> EngineResult<()> {
-        let mut state = self.lock();
-        let me = state.online_phone(session)?;
-        let ids: Vec<String> = state
-            .messages
-            .values()
-            .filter(|m| m.from != me && m.chat_for(&me) == *chat)
-            .filter(|m| message_ids.is_empty() || message_ids.contains(&m.id))
-            .filter(|m| m.ack < AckStatus::Read)
-            .map(|m| m.id.clone())
-            .collect();
-        for id in ids {
-            let Some(msg) = state.messages.get_mut(&id) else {
-                continue;
-            };
-            msg.ack = AckStatus::Read;
-            let (sender, chat_id) = (msg.from.clone(), msg.chat_for(&msg.from));
-            let event = EngineEvent::Ack {
-                message_id: id,
-                chat_id,
-                status: AckStatus::Read,
-            };
-            state.deliver_to_phone(&sender, &event);
-        }
-        state
-            .account(&me)
-            .chats
-            .entry(chat.clone())
-            .or_default()
-            .unread = 0;
-        Ok(())
-    }
-
-    pub(crate) fn mark_unread(&self, session: &str, chat: &Jid) -> EngineResult<()> {
-        let mut state = self.lock();
-        let me = state.online_phone(session)?;
-        let rec = state.account(&me).chats.entry(chat.clone()).or_default();
-        rec.unread = rec.unread.max(1);
-        Ok(())
-    }
-
-    pub(crate) fn star(&self, session: &str, message_id: &str, star: bool) -> EngineResult<()> {
-        let mut state = self.lock();
-        let me = state.online_phone(session)?;
-        find_message(&mut state, message_id)?;
-        let starred = &mut state.account(&me).starred;
-        if star {
-            starred.insert(message_id.to_string());
-        } else {
-            starred.remove(message_id);
-        }
-        Ok(())
-    }
 }
 
 /// The phones a message to `to` reaches, after checking `me` may write there.
-fn recipients_of(state: &NetState, me: &Jid, to: &Jid) -> EngineResult<Vec<Jid>> {
+pub(super) fn recipients_of(state: &NetState, me: &Jid, to: &Jid) -> EngineResult<Vec<Jid>> {
     match to.kind() {
         ChatKind::Individual => Ok(vec![to.clone()]),
         ChatKind::Group => {
@@ -405,16 +159,33 @@ fn recipients_of(state: &NetState, me: &Jid, to: &Jid) -> EngineResult<Vec<Jid>>
     }
 }
 
-fn own_message<'a>(
-    state: &'a mut NetState,
-    me: &Jid,
-    id: &str,
-) -> EngineResult<&'a mut StoredMessage> {
-    let msg = find_message(state, id)?;
-    if msg.from != *me {
-        return Err(EngineError::Rejected(
-            "only the sender can change this message".into(),
-        ));
+/// The network's record of a fresh outgoing message.
+fn stored_message(
+    id: String,
+    from: Jid,
+    msg: OutgoingMessage,
+    media: Option<ReceivedMedia>,
+    quoted: Option<QuotedRef>,
+) -> StoredMessage {
+    let (location, poll) = match &msg.content {
+        MessageContent::Location(loc) => (Some(loc.clone()), None),
+        MessageContent::Poll(poll) => (None, Some(poll.clone())),
+        _ => (None, None),
+    };
+    StoredMessage {
+        id,
+        from,
+        to: msg.to,
+        kind: msg.content.message_type(),
+        body: msg.content.body_text(),
+        timestamp: now(),
+        media,
+        quoted,
+        mentions: msg.mentions,
+        location,
+        poll,
+        ack: AckStatus::Pending,
+        revoked: false,
+        pinned: false,
     }
-    Ok(msg)
 }

@@ -3,11 +3,13 @@
 //! the other accounts. Per the socket column, label reads, channel lists and channel messages stay
 //! `NotSupported` (the trait defaults).
 
+mod actions;
 mod channels;
 mod contacts;
 /// The control API's inputs (`InboundSpec`); the control methods themselves are on `SimNetwork`.
 pub(crate) mod control;
 mod extras;
+mod group_admin;
 mod groups;
 mod lifecycle;
 mod messaging;

@@ -429,3 +429,42 @@ async fn participant_changes_answer_per_participant() {
     let info = a.engine.group_info(&group.id).await.expect("info");
     assert_eq!(info.participants.len(), 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn group_event_join_request_reaches_the_admin_and_can_be_approved() {
+    let net = net();
+    let mut a = linked(&net, "a", A).await;
+    let new = NewGroup {
+        subject: "g".into(),
+        participants: vec![],
+    };
+    let group = a.engine.create_group(new).await.expect("create");
+    let who = [jid(C)];
+    net.group_event("a", &group.id, GroupAction::JoinRequest, &who, None)
+        .expect("event");
+    let event = a.next().await;
+    assert!(matches!(
+        event,
+        EngineEvent::Group(GroupEvent {
+            action: GroupAction::JoinRequest,
+            ..
+        })
+    ));
+    let pending = a
+        .engine
+        .membership_requests(&group.id)
+        .await
+        .expect("requests");
+    assert_eq!(pending.len(), 1);
+    let results = a
+        .engine
+        .answer_membership_requests(&group.id, true, None)
+        .await
+        .expect("approve");
+    assert_eq!(
+        results.iter().map(|r| r.status).collect::<Vec<_>>(),
+        vec![200]
+    );
+    let info = a.engine.group_info(&group.id).await.expect("info");
+    assert_eq!(info.participants.len(), 2);
+}
