@@ -38,11 +38,20 @@ pub struct Jid {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum JidError {
-    #[error("'{0}' is not a valid WhatsApp id (expected <number>@c.us, <id>@g.us or <id>@newsletter)")]
+    #[error(
+        "'{0}' is not a valid WhatsApp id (expected <number>@c.us, <id>@g.us or <id>@newsletter)"
+    )]
     Invalid(String),
 }
 
-const SERVERS: [&str; 6] = ["c.us", "g.us", "newsletter", "lid", "broadcast", "s.whatsapp.net"];
+const SERVERS: [&str; 6] = [
+    "c.us",
+    "g.us",
+    "newsletter",
+    "lid",
+    "broadcast",
+    "s.whatsapp.net",
+];
 
 impl Jid {
     /// Parses a full JID. `@s.whatsapp.net` is normalised to `@c.us`.
@@ -61,15 +70,25 @@ impl Jid {
         if !valid_user || user.len() > 64 {
             return Err(invalid());
         }
-        let server = if server == "s.whatsapp.net" { "c.us" } else { server };
-        Ok(Jid { user: user.to_string(), server: server.to_string() })
+        let server = if server == "s.whatsapp.net" {
+            "c.us"
+        } else {
+            server
+        };
+        Ok(Jid {
+            user: user.to_string(),
+            server: server.to_string(),
+        })
     }
 
     /// The individual JID for a bare international number (digits only, 6-15 of them).
     pub fn from_phone(number: &str) -> Result<Jid, JidError> {
         let digits = number.trim().trim_start_matches('+');
         if (6..=15).contains(&digits.len()) && digits.chars().all(|c| c.is_ascii_digit()) {
-            Ok(Jid { user: digits.to_string(), server: "c.us".to_string() })
+            Ok(Jid {
+                user: digits.to_string(),
+                server: "c.us".to_string(),
+            })
         } else {
             Err(JidError::Invalid(number.to_string()))
         }
@@ -124,15 +143,30 @@ mod tests {
 
     #[test]
     fn parses_the_four_kinds() {
-        assert_eq!(Jid::parse("4915112345678@c.us").map(|j| j.kind()), Ok(ChatKind::Individual));
-        assert_eq!(Jid::parse("120363-1234@g.us").map(|j| j.kind()), Ok(ChatKind::Group));
-        assert_eq!(Jid::parse("abc123@newsletter").map(|j| j.kind()), Ok(ChatKind::Channel));
-        assert_eq!(Jid::parse("status@broadcast").map(|j| j.kind()), Ok(ChatKind::Status));
+        assert_eq!(
+            Jid::parse("4915112345678@c.us").map(|j| j.kind()),
+            Ok(ChatKind::Individual)
+        );
+        assert_eq!(
+            Jid::parse("120363-1234@g.us").map(|j| j.kind()),
+            Ok(ChatKind::Group)
+        );
+        assert_eq!(
+            Jid::parse("abc123@newsletter").map(|j| j.kind()),
+            Ok(ChatKind::Channel)
+        );
+        assert_eq!(
+            Jid::parse("status@broadcast").map(|j| j.kind()),
+            Ok(ChatKind::Status)
+        );
     }
 
     #[test]
     fn normalises_whatsapp_net_and_refuses_garbage() {
-        assert_eq!(Jid::parse("123456@s.whatsapp.net").map(|j| j.to_string()), Ok("123456@c.us".into()));
+        assert_eq!(
+            Jid::parse("123456@s.whatsapp.net").map(|j| j.to_string()),
+            Ok("123456@c.us".into())
+        );
         for bad in ["", "123", "abc@c.us", "12@example.com", "@c.us"] {
             assert!(Jid::parse(bad).is_err(), "{bad}");
         }
@@ -140,7 +174,10 @@ mod tests {
 
     #[test]
     fn bare_numbers_become_individual_jids() {
-        assert_eq!(Jid::from_phone("+4915112345678").map(|j| j.to_string()), Ok("4915112345678@c.us".into()));
+        assert_eq!(
+            Jid::from_phone("+4915112345678").map(|j| j.to_string()),
+            Ok("4915112345678@c.us".into())
+        );
         assert!(Jid::from_phone("12ab").is_err());
     }
 }

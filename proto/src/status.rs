@@ -107,7 +107,10 @@ mod tests {
     fn status_round_trips_through_its_wire_name() {
         for s in SessionStatus::ALL {
             assert_eq!(s.as_str().parse::<SessionStatus>(), Ok(s));
-            assert_eq!(serde_json::to_value(s).ok(), Some(serde_json::json!(s.as_str())));
+            assert_eq!(
+                serde_json::to_value(s).ok(),
+                Some(serde_json::json!(s.as_str()))
+            );
         }
     }
 

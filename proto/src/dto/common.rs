@@ -12,7 +12,10 @@ pub struct SuccessResult {
 
 impl SuccessResult {
     pub fn ok() -> Self {
-        Self { success: true, message: None }
+        Self {
+            success: true,
+            message: None,
+        }
     }
 }
 
