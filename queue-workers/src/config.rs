@@ -19,7 +19,7 @@ pub enum ConfigError {
     #[error("{var} must be exactly one of {allowed}, got {value:?}")]
     NotOneOf {
         var: &'static str,
-        allowed: &'static str,
+        allowed: String,
         value: String,
     },
     #[error("DATABASE_URL is required when DATABASE_TYPE=postgres")]
@@ -160,7 +160,7 @@ fn boolean(
         Some("false") => Ok(false),
         Some(other) => Err(ConfigError::NotOneOf {
             var,
-            allowed: "true, false",
+            allowed: "true, false".to_owned(),
             value: other.to_owned(),
         }),
     }
@@ -175,15 +175,14 @@ fn one_of(
     let Some(value) = get(var) else {
         return Ok(default);
     };
-    allowed
-        .iter()
-        .copied()
-        .find(|a| *a == value)
-        .ok_or_else(|| ConfigError::NotOneOf {
+    match allowed.iter().copied().find(|a| *a == value) {
+        Some(found) => Ok(found),
+        None => Err(ConfigError::NotOneOf {
             var,
-            allowed: "the documented values",
+            allowed: allowed.join(", "),
             value,
-        })
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -285,3 +285,60 @@ mod tests {
         assert!(custom_header_map(None).is_empty());
     }
 }
+
+#[cfg(test)]
+mod guard_tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    async fn refused_delivery(host: &str) -> (AttemptOutcome, bool) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let client = WebhookClient::new(&WebhookSettings::default()).unwrap();
+        let url = format!("http://{host}:{port}/hook");
+        let d = Delivery {
+            url: &url,
+            event: "test",
+            idempotency_key: "k",
+            delivery_id: "dlv_1",
+            retry_count: 0,
+            secret: None,
+            custom_headers: None,
+            body: b"{}",
+        };
+        let outcome = deliver_once(&client, &d).await;
+        let accepted =
+            tokio::time::timeout(std::time::Duration::from_millis(200), listener.accept())
+                .await
+                .is_ok();
+        (outcome, accepted)
+    }
+
+    #[tokio::test]
+    async fn protected_delivery_to_loopback_literal_is_refused_before_connecting() {
+        let (outcome, accepted) = refused_delivery("127.0.0.1").await;
+        let AttemptOutcome::Failed {
+            status_code: None,
+            error,
+        } = outcome
+        else {
+            panic!("{outcome:?}")
+        };
+        assert!(error.contains("refused"), "{error}");
+        assert!(!accepted, "the receiver must never see a connection");
+    }
+
+    #[tokio::test]
+    async fn protected_delivery_to_a_name_resolving_to_loopback_is_refused() {
+        let (outcome, accepted) = refused_delivery("localhost").await;
+        let AttemptOutcome::Failed {
+            status_code: None,
+            error,
+        } = outcome
+        else {
+            panic!("{outcome:?}")
+        };
+        assert!(error.contains("refused by the SSRF guard"), "{error}");
+        assert!(!accepted);
+    }
+}
