@@ -6,9 +6,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use apalis::prelude::{TaskBuilder, TaskSink};
+use apalis_core::backend::Vacuum;
 use apalis_redis::RedisStorage;
 use apalis_sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteStorage};
 use wagate_proto::jobs::{INGRESS_QUEUE, IngressJob, WEBHOOK_QUEUE, WebhookDeliveryJob};
+
+/// Finished jobs stay in apalis storage forever; ours are worthless once done (the outbox row holds the
+/// outcome), so they are deleted after an hour.
+const DELETE_FINISHED_SQLITE: &str =
+    "DELETE FROM Jobs WHERE status IN ('Done', 'Killed') AND done_at IS NOT NULL AND done_at < $1";
 
 /// apalis may re-run a job whose handler failed or panicked; our handlers answer `Ok` after recording the
 /// outcome themselves, so this only bounds a crash loop.
@@ -22,6 +28,8 @@ pub enum QueueError {
     SqliteConnect(#[from] sqlx::Error),
     #[error("cannot reach Redis for the queues: {0}")]
     Redis(#[from] apalis_redis::RedisError),
+    #[error("Redis queue error: {0}")]
+    RedisQueue(#[from] apalis_redis::Error),
     #[error("cannot push a job: {0}")]
     Push(String),
 }
@@ -155,6 +163,30 @@ impl QueueClient {
             }
             Storages::Redis { ingress, .. } => {
                 ingress.clone().push_task(task).await.map_err(push_err)
+            }
+        }
+    }
+}
+
+impl QueueClient {
+    /// Deletes jobs of both queues that finished more than `older_than` ago; returns how many.
+    pub async fn vacuum_finished(&self, older_than: Duration) -> Result<usize, QueueError> {
+        match &self.storages {
+            Storages::Sqlite { webhook, .. } => {
+                // One table holds both queues. apalis' own vacuum also runs `VACUUM`, which needs the file to
+                // itself, so a plain DELETE is used instead.
+                let cutoff = chrono::Utc::now().timestamp()
+                    - i64::try_from(older_than.as_secs()).unwrap_or(0);
+                let done = sqlx::query(DELETE_FINISHED_SQLITE)
+                    .bind(cutoff)
+                    .execute(webhook.pool())
+                    .await?;
+                Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+            }
+            Storages::Redis { webhook, ingress } => {
+                let a = webhook.clone().vacuum_before(older_than).await?;
+                let b = ingress.clone().vacuum_before(older_than).await?;
+                Ok(a + b)
             }
         }
     }

@@ -17,6 +17,10 @@ use crate::webhook::WebhookSettings;
 use crate::webhook::deliver::{DeliverError, WebhookClient};
 use crate::webhook::retry::{DeliveryContext, process_delivery};
 
+/// How often, and after how long, finished jobs are deleted from the queue storage.
+const VACUUM_EVERY: Duration = Duration::from_secs(600);
+const KEEP_FINISHED: Duration = Duration::from_secs(3600);
+
 /// Pause before restarting a worker whose backend failed (Redis gone, SQLite locked).
 const RESTART_PAUSE: Duration = Duration::from_secs(1);
 
@@ -71,6 +75,7 @@ pub fn spawn_workers(
         format!("wagate-webhook-{suffix}"),
         format!("wagate-ingress-{suffix}"),
     );
+    let shutdown_for_vacuum = shutdown.clone();
     let (webhook, ingress) = match queue.storages.clone() {
         Storages::Sqlite { webhook, ingress } => {
             let t = shutdown.clone();
@@ -117,9 +122,25 @@ pub fn spawn_workers(
             (wh, ing)
         }
     };
+    let vacuum = spawn_vacuum(queue, shutdown_for_vacuum);
     Ok(tokio::spawn(async move {
-        let _ = tokio::join!(webhook, ingress);
+        let _ = tokio::join!(webhook, ingress, vacuum);
     }))
+}
+
+fn spawn_vacuum(queue: QueueClient, shutdown: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(VACUUM_EVERY) => {}
+            }
+            match queue.vacuum_finished(KEEP_FINISHED).await {
+                Ok(n) => tracing::debug!(deleted = n, "queue vacuumed"),
+                Err(e) => tracing::warn!(error = %e, op = "queue_vacuum", "queue vacuum failed"),
+            }
+        }
+    })
 }
 
 async fn cancelled(token: CancellationToken) -> Result<(), std::io::Error> {

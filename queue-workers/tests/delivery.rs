@@ -301,6 +301,26 @@ async fn ingress_job_marks_the_event_processed(kind: Kind) {
     env.finish().await;
 }
 
+async fn finished_jobs_are_vacuumed(kind: Kind) {
+    let env = TestEnv::start(kind, test_settings()).await;
+    let rx = Receiver::start(vec![], None).await;
+    let (sid, wid) = seed_webhook(&env.pool, &WebhookSeed::new(&rx.url)).await;
+    let (oid, _) = seed_outbox(&env.pool, &sid, &wid, json!({})).await;
+    enqueue_outbox(&env.pool, &env.queue, std::slice::from_ref(&oid))
+        .await
+        .unwrap();
+    wait_for("delivered", || async {
+        outbox_status(&env.pool, &oid).await.as_deref() == Some("delivered")
+    })
+    .await;
+    // Acks land just after the handler returns; a positive count means the finished job was found and deleted.
+    wait_for("the finished job vacuumed", || async {
+        env.queue.vacuum_finished(Duration::ZERO).await.unwrap() >= 1
+    })
+    .await;
+    env.finish().await;
+}
+
 macro_rules! suite {
     ($name:ident, $kind:expr) => {
         mod $name {
@@ -337,6 +357,10 @@ macro_rules! suite {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn reconcile_requeues_a_lost_row() {
                 super::reconcile_requeues_a_lost_row($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn finished_jobs_are_vacuumed() {
+                super::finished_jobs_are_vacuumed($kind).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn ingress_job_marks_the_event_processed() {

@@ -4,13 +4,12 @@
 
 #![allow(dead_code)]
 
-use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod receiver;
+pub use receiver::Receiver;
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use std::path::Path;
+use std::time::Duration;
+
 use sqlx::migrate::Migrator;
 use tokio_util::sync::CancellationToken;
 use wagate_workers::db::{DataPool, DatabaseKind, now_ms};
@@ -29,78 +28,6 @@ pub enum Kind {
     Postgres,
     /// PostgreSQL data DB, Redis queue (cluster mode).
     PostgresRedis,
-}
-
-/// One request the receiver saw.
-#[derive(Debug, Clone)]
-pub struct Received {
-    pub headers: HeaderMap,
-    pub body: Bytes,
-    pub at: Instant,
-}
-
-impl Received {
-    pub fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    }
-}
-
-#[derive(Default)]
-struct ReceiverState {
-    requests: Vec<Received>,
-    /// Status codes to answer, in order; 200 once exhausted, unless `always` is set.
-    plan: Vec<u16>,
-    always: Option<u16>,
-}
-
-/// An axum server on 127.0.0.1 with a random port that records every POST.
-#[derive(Clone)]
-pub struct Receiver {
-    state: Arc<Mutex<ReceiverState>>,
-    pub url: String,
-}
-
-impl Receiver {
-    pub async fn start(plan: Vec<u16>, always: Option<u16>) -> Receiver {
-        let state = Arc::new(Mutex::new(ReceiverState {
-            plan,
-            always,
-            ..Default::default()
-        }));
-        let app = axum::Router::new()
-            .route("/hook", axum::routing::post(record))
-            .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/hook", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Receiver { state, url }
-    }
-
-    pub fn requests(&self) -> Vec<Received> {
-        self.state.lock().unwrap().requests.clone()
-    }
-}
-
-async fn record(
-    State(state): State<Arc<Mutex<ReceiverState>>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> StatusCode {
-    let mut s = state.lock().unwrap();
-    s.requests.push(Received {
-        headers,
-        body,
-        at: Instant::now(),
-    });
-    let code = match s.always {
-        Some(code) => code,
-        None if s.plan.is_empty() => 200,
-        None => s.plan.remove(0),
-    };
-    StatusCode::from_u16(code).unwrap()
 }
 
 /// A running worker stack over throwaway storage. Call [`TestEnv::finish`] at the end to stop the workers
