@@ -15,7 +15,7 @@ static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
     #[error("cannot open the data database: {0}")]
-    Connect(#[source] sqlx::Error),
+    Connect(sqlx::Error),
     #[error("cannot migrate the data database: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
 }

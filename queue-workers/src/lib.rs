@@ -8,6 +8,13 @@
 //! - `workers`: `spawn_workers`, the apalis worker loops for both queues.
 //! - `webhook`: signing, the SSRF guard, one delivery attempt, the outbox state machine, the reconciler.
 //! - `ingress`: the ingress job's store step.
+//!
+//! # Contract with the node's pipeline
+//! The node writes one `webhook_outbox_events` row per matching webhook inside its event transaction:
+//! `status = 'pending'`, `next_attempt_at = created_at = updated_at = now`, and `payload` = the envelope
+//! JSON without `deliveryId` (`{event, timestamp, sessionId, idempotencyKey, data}`). After the commit it calls
+//! [`enqueue_outbox`]; at boot and periodically it runs [`reconcile_outbox`] (or [`spawn_reconciler`]).
+//! The worker generates the delivery id on first dispatch and keeps it across retries (column `delivery_id`).
 
 pub mod config;
 pub mod db;

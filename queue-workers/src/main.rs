@@ -11,7 +11,18 @@ use wagate_workers::{DataPool, QueueBackend, QueueClient, spawn_reconciler, spaw
 const RECONCILE_EVERY: Duration = Duration::from_secs(30);
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> std::process::ExitCode {
+    // Boot errors are for an operator: one line naming the cause, no backtrace.
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("wagate-worker: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
     let config = WorkerConfig::from_env()?;
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(&config.log_filter))
