@@ -1,1 +1,31 @@
-//! placeholder
+//! wagate queue workers: webhook delivery and ingress processing over apalis queues (SQLite or Redis), with the
+//! data DB on SQLite or PostgreSQL. Linked by the node for `ROLE=all`, and run alone as `wagate-worker`.
+//!
+//! # Layout
+//! - `config`: environment parsing and validation for `wagate-worker`.
+//! - `db`: `DataPool` (SQLite | PostgreSQL), the `on_pool!` dispatch macro, data-DB migrations.
+//! - `queue`: `QueueClient` and the queue backends (apalis-sqlite file, apalis-redis).
+//! - `workers`: `spawn_workers`, the apalis worker loops for both queues.
+//! - `webhook`: signing, the SSRF guard, one delivery attempt, the outbox state machine, the reconciler.
+//! - `ingress`: the ingress job's store step.
+//!
+//! # Contract with the node's pipeline
+//! The node writes one `webhook_outbox_events` row per matching webhook inside its event transaction:
+//! `status = 'pending'`, `next_attempt_at = created_at = updated_at = now`, and `payload` = the envelope
+//! JSON without `deliveryId` (`{event, timestamp, sessionId, idempotencyKey, data}`). After the commit it calls
+//! [`enqueue_outbox`]; at boot and periodically it runs [`reconcile_outbox`] (or [`spawn_reconciler`]).
+//! The worker generates the delivery id on first dispatch and keeps it across retries (column `delivery_id`).
+
+pub mod config;
+pub mod db;
+pub mod ingress;
+pub mod queue;
+pub mod webhook;
+pub mod workers;
+
+pub use db::{DataPool, DatabaseKind};
+pub use queue::{QueueBackend, QueueClient, QueueConfig, QueueError};
+pub use webhook::WebhookSettings;
+pub use webhook::guard::{GuardError, resolve_check};
+pub use webhook::reconcile::{enqueue_outbox, reconcile_outbox, spawn_reconciler};
+pub use workers::spawn_workers;

@@ -1,0 +1,29 @@
+//! The ingress worker's store step: mark one `ingress_events` row processed. Input: an `IngressJob` from
+//! `ingress-queue`. It does not receive or verify integration requests (the node's ingress route does).
+
+use crate::db::{DataPool, now_ms};
+use crate::on_pool;
+
+const MARK_PROCESSED: &str = "UPDATE ingress_events \
+     SET status = 'processed', attempts = attempts + 1, last_error = NULL, processed_at = $2 \
+     WHERE id = $1 AND status <> 'processed'";
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngressError {
+    #[error("ingress database error: {0}")]
+    Db(#[from] sqlx::Error),
+}
+
+/// Marks the row processed; `false` when it is missing or was already processed (a duplicate job).
+pub async fn process_ingress(
+    pool: &DataPool,
+    ingress_event_id: &str,
+) -> Result<bool, IngressError> {
+    let done = on_pool!(pool, |p| sqlx::query(MARK_PROCESSED)
+        .bind(ingress_event_id)
+        .bind(now_ms())
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(done == 1)
+}

@@ -1,0 +1,213 @@
+//! The job queues (`webhook-queue`, `ingress-queue`) on apalis 1.0: SQLite storage in its own file in embedded
+//! mode, Redis when `REDIS_ENABLED=true`. Input: a [`QueueConfig`]. `QueueClient` pushes jobs; consuming them is
+//! `workers.rs`. apalis never retries on its own here: the outbox table owns every retry schedule.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use apalis::prelude::{TaskBuilder, TaskSink};
+use apalis_core::backend::Vacuum;
+use apalis_redis::RedisStorage;
+use apalis_sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteStorage};
+use wagate_proto::jobs::{INGRESS_QUEUE, IngressJob, WEBHOOK_QUEUE, WebhookDeliveryJob};
+
+/// Finished jobs stay in apalis storage forever; ours are worthless once done (the outbox row holds the
+/// outcome), so they are deleted after an hour.
+const DELETE_FINISHED_SQLITE: &str =
+    "DELETE FROM Jobs WHERE status IN ('Done', 'Killed') AND done_at IS NOT NULL AND done_at < $1";
+
+/// apalis may re-run a job whose handler failed or panicked; our handlers answer `Ok` after recording the
+/// outcome themselves, so this only bounds a crash loop.
+const MAX_JOB_ATTEMPTS: usize = 3;
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("cannot open the queue database: {0}")]
+    Sqlite(#[from] apalis_sqlite::Error),
+    #[error("cannot open the queue database: {0}")]
+    SqliteConnect(#[from] sqlx::Error),
+    #[error("cannot reach Redis for the queues: {0}")]
+    Redis(#[from] apalis_redis::RedisError),
+    #[error("Redis queue error: {0}")]
+    RedisQueue(#[from] apalis_redis::Error),
+    #[error("cannot push a job: {0}")]
+    Push(String),
+}
+
+/// Where the queues live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueBackend {
+    /// Embedded mode: apalis-sqlite in its own file (apalis' migrations cannot share the data DB's file).
+    Sqlite { path: PathBuf },
+    /// Cluster mode (`REDIS_ENABLED=true`).
+    Redis { url: String },
+}
+
+/// Queue location, names and polling. Names are configurable so tests can isolate themselves on one Redis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueConfig {
+    pub backend: QueueBackend,
+    pub webhook_queue: String,
+    pub ingress_queue: String,
+    /// How often workers poll. Without it apalis sees delayed jobs and jobs pushed by another process only at
+    /// its 30 s heartbeat.
+    pub poll_interval_ms: u64,
+}
+
+impl QueueConfig {
+    pub fn new(backend: QueueBackend) -> QueueConfig {
+        QueueConfig {
+            backend,
+            webhook_queue: WEBHOOK_QUEUE.to_owned(),
+            ingress_queue: INGRESS_QUEUE.to_owned(),
+            poll_interval_ms: 150,
+        }
+    }
+}
+
+/// The two storages of one backend. Each push clones a storage (a pool or connection-manager handle).
+#[derive(Clone)]
+pub(crate) enum Storages {
+    Sqlite {
+        webhook: SqliteStorage<WebhookDeliveryJob>,
+        ingress: SqliteStorage<IngressJob>,
+    },
+    Redis {
+        webhook: RedisStorage<WebhookDeliveryJob>,
+        ingress: RedisStorage<IngressJob>,
+    },
+}
+
+/// A handle for pushing jobs. Created once at boot with [`QueueClient::connect`]; cheap to clone.
+#[derive(Clone)]
+pub struct QueueClient {
+    pub(crate) storages: Storages,
+    pub(crate) config: QueueConfig,
+}
+
+impl std::fmt::Debug for QueueClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueClient")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl QueueClient {
+    /// Opens the queue storage and runs apalis' own setup (SQLite migrations) where it has one.
+    pub async fn connect(config: &QueueConfig) -> Result<QueueClient, QueueError> {
+        let storages = match &config.backend {
+            QueueBackend::Sqlite { path } => {
+                let opts = SqliteConnectOptions::new()
+                    .filename(path)
+                    .create_if_missing(true)
+                    .busy_timeout(Duration::from_secs(5));
+                let pool: SqlitePool = SqlitePoolOptions::new()
+                    .max_connections(4)
+                    .connect_with(opts)
+                    .await?;
+                SqliteStorage::setup(&pool).await?;
+                Storages::Sqlite {
+                    webhook: SqliteStorage::new(&pool)
+                        .with_config(sqlite_config(&config.webhook_queue)),
+                    ingress: SqliteStorage::new(&pool)
+                        .with_config(sqlite_config(&config.ingress_queue)),
+                }
+            }
+            QueueBackend::Redis { url } => {
+                let conn = apalis_redis::connect(url.as_str()).await?;
+                Storages::Redis {
+                    webhook: RedisStorage::new(conn.clone())
+                        .with_config(redis_config(&config.webhook_queue)),
+                    ingress: RedisStorage::new(conn)
+                        .with_config(redis_config(&config.ingress_queue)),
+                }
+            }
+        };
+        Ok(QueueClient {
+            storages,
+            config: config.clone(),
+        })
+    }
+
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    /// Pushes a delivery job for one outbox row, runnable after `delay` (whole seconds on every backend).
+    pub async fn push_delivery(
+        &self,
+        outbox_id: &str,
+        delay: Option<Duration>,
+    ) -> Result<(), QueueError> {
+        let job = WebhookDeliveryJob {
+            outbox_id: outbox_id.to_owned(),
+        };
+        let task = build_task(job, delay);
+        match &self.storages {
+            Storages::Sqlite { webhook, .. } => {
+                webhook.clone().push_task(task).await.map_err(push_err)
+            }
+            Storages::Redis { webhook, .. } => {
+                webhook.clone().push_task(task).await.map_err(push_err)
+            }
+        }
+    }
+
+    /// Pushes an ingress job.
+    pub async fn push_ingress(&self, job: IngressJob) -> Result<(), QueueError> {
+        let task = build_task(job, None);
+        match &self.storages {
+            Storages::Sqlite { ingress, .. } => {
+                ingress.clone().push_task(task).await.map_err(push_err)
+            }
+            Storages::Redis { ingress, .. } => {
+                ingress.clone().push_task(task).await.map_err(push_err)
+            }
+        }
+    }
+}
+
+impl QueueClient {
+    /// Deletes jobs of both queues that finished more than `older_than` ago; returns how many.
+    pub async fn vacuum_finished(&self, older_than: Duration) -> Result<usize, QueueError> {
+        match &self.storages {
+            Storages::Sqlite { webhook, .. } => {
+                // One table holds both queues. apalis' own vacuum also runs `VACUUM`, which needs the file to
+                // itself, so a plain DELETE is used instead.
+                let cutoff = chrono::Utc::now().timestamp()
+                    - i64::try_from(older_than.as_secs()).unwrap_or(0);
+                let done = sqlx::query(DELETE_FINISHED_SQLITE)
+                    .bind(cutoff)
+                    .execute(webhook.pool())
+                    .await?;
+                Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+            }
+            Storages::Redis { webhook, ingress } => {
+                let a = webhook.clone().vacuum_before(older_than).await?;
+                let b = ingress.clone().vacuum_before(older_than).await?;
+                Ok(a + b)
+            }
+        }
+    }
+}
+
+fn build_task<T>(job: T, delay: Option<Duration>) -> apalis::prelude::Task<T> {
+    let builder = TaskBuilder::new(job).max_attempts(MAX_JOB_ATTEMPTS);
+    match delay {
+        Some(d) => builder.run_after(d).build(),
+        None => builder.build(),
+    }
+}
+
+fn push_err(e: impl std::fmt::Display) -> QueueError {
+    QueueError::Push(e.to_string())
+}
+
+fn sqlite_config(queue: &str) -> apalis_sqlite::Config {
+    apalis_sqlite::Config::default().queue(queue)
+}
+
+fn redis_config(queue: &str) -> apalis_redis::Config {
+    apalis_redis::Config::default().queue(queue)
+}

@@ -1,0 +1,40 @@
+//! Webhook delivery: signing, the SSRF guard, one HTTP attempt, and the outbox state machine that retries with
+//! backoff and records exhausted deliveries. Input: `WebhookDeliveryJob`s from the queue. Matching events to
+//! webhooks and writing outbox rows is the node's pipeline, not this module.
+
+pub mod deliver;
+pub mod guard;
+pub mod reconcile;
+pub mod retry;
+pub mod sign;
+pub mod store;
+
+/// The delivery knobs from the environment (`WEBHOOK_*`). Built by the config parser of either binary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookSettings {
+    /// `WEBHOOK_TIMEOUT`: per-attempt timeout.
+    pub timeout_ms: u64,
+    /// `WEBHOOK_RETRY_DELAY`: the first retry's delay; it doubles on each later retry.
+    pub retry_delay_ms: u64,
+    /// `WEBHOOK_MAX_PAYLOAD_BYTES`: larger bodies are never dispatched.
+    pub max_payload_bytes: usize,
+    /// `WEBHOOK_DISPATCH_CONCURRENCY`: deliveries in flight per worker process.
+    pub dispatch_concurrency: usize,
+    /// `WEBHOOK_SSRF_PROTECT`.
+    pub is_ssrf_protected: bool,
+    /// `WEBHOOK_SSRF_REDIRECTS`: only honoured when the guard is off.
+    pub is_redirect_followed: bool,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings {
+            timeout_ms: 10_000,
+            retry_delay_ms: 5_000,
+            max_payload_bytes: 1_048_576,
+            dispatch_concurrency: 10,
+            is_ssrf_protected: true,
+            is_redirect_followed: false,
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Runs the apalis workers for `webhook-queue` and `ingress-queue` until shutdown, restarting a worker whose
+//! backend fails. Input: settings, the data pool and a [`QueueClient`]. Used by `wagate-worker` and by the node
+//! with `ROLE=all`. Job handlers always answer `Ok`: outcomes live in our tables, not in apalis.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apalis::prelude::{BackendExt, BoxDynError, Data, WorkerBuilder, WorkerBuilderExt};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use wagate_proto::jobs::{IngressJob, WebhookDeliveryJob};
+
+use crate::db::DataPool;
+use crate::ingress::process_ingress;
+use crate::queue::{QueueClient, Storages};
+use crate::webhook::WebhookSettings;
+use crate::webhook::deliver::{DeliverError, WebhookClient};
+use crate::webhook::retry::{DeliveryContext, process_delivery};
+
+/// How often, and after how long, finished jobs are deleted from the queue storage.
+const VACUUM_EVERY: Duration = Duration::from_secs(600);
+const KEEP_FINISHED: Duration = Duration::from_secs(3600);
+
+/// Pause before restarting a worker whose backend failed (Redis gone, SQLite locked).
+const RESTART_PAUSE: Duration = Duration::from_secs(1);
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkersError {
+    #[error(transparent)]
+    Client(#[from] DeliverError),
+}
+
+async fn handle_delivery(
+    job: WebhookDeliveryJob,
+    ctx: Data<Arc<DeliveryContext>>,
+) -> Result<(), BoxDynError> {
+    if let Err(e) = process_delivery(&ctx, &job.outbox_id).await {
+        // The row stays where it was; the outbox reconciler re-enqueues it once it is stale.
+        tracing::warn!(outbox_id = %job.outbox_id, error = %e, op = "webhook_delivery", "delivery job failed");
+    }
+    Ok(())
+}
+
+async fn handle_ingress(job: IngressJob, pool: Data<DataPool>) -> Result<(), BoxDynError> {
+    match process_ingress(&pool, &job.ingress_event_id).await {
+        Ok(false) => {
+            tracing::debug!(id = %job.ingress_event_id, "ingress event missing or already processed")
+        }
+        Ok(true) => {}
+        Err(e) => {
+            tracing::warn!(id = %job.ingress_event_id, error = %e, op = "ingress", "ingress job failed")
+        }
+    }
+    Ok(())
+}
+
+/// Starts both workers; the returned task ends once `shutdown` fires and in-flight jobs have finished.
+pub fn spawn_workers(
+    settings: WebhookSettings,
+    pool: DataPool,
+    queue: QueueClient,
+    shutdown: CancellationToken,
+) -> Result<JoinHandle<()>, WorkersError> {
+    let client = WebhookClient::new(&settings)?;
+    let concurrency = settings.dispatch_concurrency.max(1);
+    let poll = Duration::from_millis(queue.config.poll_interval_ms.max(10));
+    let ctx = Arc::new(DeliveryContext {
+        pool: pool.clone(),
+        queue: queue.clone(),
+        client,
+        settings,
+    });
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    let (wh_name, in_name) = (
+        format!("wagate-webhook-{suffix}"),
+        format!("wagate-ingress-{suffix}"),
+    );
+    let shutdown_for_vacuum = shutdown.clone();
+    let (webhook, ingress) = match queue.storages.clone() {
+        Storages::Sqlite { webhook, ingress } => {
+            let t = shutdown.clone();
+            let wh = supervise(wh_name.clone(), shutdown.clone(), move || {
+                let w = WorkerBuilder::new(wh_name.as_str())
+                    .backend(webhook.clone().poll_with_interval(poll))
+                    .concurrency(concurrency)
+                    .data(ctx.clone())
+                    .build(handle_delivery);
+                let t = t.clone();
+                async move { w.run_until(cancelled(t)).await }
+            });
+            let t = shutdown.clone();
+            let ing = supervise(in_name.clone(), shutdown, move || {
+                let w = WorkerBuilder::new(in_name.as_str())
+                    .backend(ingress.clone().poll_with_interval(poll))
+                    .data(pool.clone())
+                    .build(handle_ingress);
+                let t = t.clone();
+                async move { w.run_until(cancelled(t)).await }
+            });
+            (wh, ing)
+        }
+        Storages::Redis { webhook, ingress } => {
+            let t = shutdown.clone();
+            let wh = supervise(wh_name.clone(), shutdown.clone(), move || {
+                let w = WorkerBuilder::new(wh_name.as_str())
+                    .backend(webhook.clone().poll_with_interval(poll))
+                    .concurrency(concurrency)
+                    .data(ctx.clone())
+                    .build(handle_delivery);
+                let t = t.clone();
+                async move { w.run_until(cancelled(t)).await }
+            });
+            let t = shutdown.clone();
+            let ing = supervise(in_name.clone(), shutdown, move || {
+                let w = WorkerBuilder::new(in_name.as_str())
+                    .backend(ingress.clone().poll_with_interval(poll))
+                    .data(pool.clone())
+                    .build(handle_ingress);
+                let t = t.clone();
+                async move { w.run_until(cancelled(t)).await }
+            });
+            (wh, ing)
+        }
+    };
+    let vacuum = spawn_vacuum(queue, shutdown_for_vacuum);
+    Ok(tokio::spawn(async move {
+        let _ = tokio::join!(webhook, ingress, vacuum);
+    }))
+}
+
+fn spawn_vacuum(queue: QueueClient, shutdown: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(VACUUM_EVERY) => {}
+            }
+            match queue.vacuum_finished(KEEP_FINISHED).await {
+                Ok(n) => tracing::debug!(deleted = n, "queue vacuumed"),
+                Err(e) => tracing::warn!(error = %e, op = "queue_vacuum", "queue vacuum failed"),
+            }
+        }
+    })
+}
+
+async fn cancelled(token: CancellationToken) -> Result<(), std::io::Error> {
+    token.cancelled().await;
+    Ok(())
+}
+
+/// Runs one worker, building a fresh one after a failure, until `shutdown`.
+fn supervise<F, Fut, E>(name: String, shutdown: CancellationToken, run: F) -> JoinHandle<()>
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), E>> + Send,
+    E: std::fmt::Display + Send,
+{
+    tokio::spawn(async move {
+        loop {
+            let result = run().await;
+            if shutdown.is_cancelled() {
+                break;
+            }
+            match result {
+                Ok(()) => tracing::warn!(worker = %name, "worker stopped on its own; restarting"),
+                Err(e) => tracing::warn!(worker = %name, error = %e, "worker failed; restarting"),
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(RESTART_PAUSE) => {}
+            }
+        }
+    })
+}

@@ -1,0 +1,375 @@
+//! Webhook delivery end to end through the real queue workers, against a recording receiver on loopback. Every
+//! scenario runs on SQLite (embedded), PostgreSQL with the SQLite queue, and PostgreSQL with the Redis queue.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+use wagate_proto::jobs::IngressJob;
+use wagate_workers::db::now_ms;
+use wagate_workers::on_pool;
+use wagate_workers::webhook::sign::verify;
+use wagate_workers::{enqueue_outbox, reconcile_outbox};
+
+const SECRET: &str = "a-secret-of-16-chars";
+
+async fn delivers_a_signed_envelope(kind: Kind) {
+    let env = TestEnv::start(kind, test_settings()).await;
+    let rx = Receiver::start(vec![], None).await;
+    let mut seed = WebhookSeed::new(&rx.url);
+    seed.secret = Some(SECRET);
+    let (sid, wid) = seed_webhook(&env.pool, &seed).await;
+    let (oid, key) = seed_outbox(&env.pool, &sid, &wid, json!({"id": "m1", "body": "héllo"})).await;
+    assert_eq!(
+        enqueue_outbox(&env.pool, &env.queue, std::slice::from_ref(&oid))
+            .await
+            .unwrap(),
+        1
+    );
+
+    wait_for("delivered", || async {
+        outbox_status(&env.pool, &oid).await.as_deref() == Some("delivered")
+    })
+    .await;
+    let reqs = rx.requests();
+    assert_eq!(reqs.len(), 1);
+    let r = &reqs[0];
+    assert!(
+        verify(SECRET, &r.body, r.header("x-wagate-signature")),
+        "signature over the raw body"
+    );
+    assert_eq!(r.header("x-wagate-event"), "message.received");
+    assert_eq!(r.header("x-wagate-idempotency-key"), key);
+    assert_eq!(r.header("x-wagate-retry-count"), "0");
+    assert_eq!(r.header("content-type"), "application/json");
+    assert!(r.header("user-agent").starts_with("wagate-webhook/"));
+    let delivery_id = r.header("x-wagate-delivery-id");
+    assert!(delivery_id.starts_with("dlv_"), "{delivery_id}");
+    let expected = format!(
+        r#"{{"event":"message.received","timestamp":"2026-05-01T10:00:00.000Z","sessionId":"{sid}","idempotencyKey":"{key}","deliveryId":"{delivery_id}","data":{{"body":"héllo","id":"m1"}}}}"#
+    );
+    assert_eq!(std::str::from_utf8(&r.body).unwrap(), expected);
+    assert!(last_triggered_at(&env.pool, &wid).await.is_some());
+    assert!(failure_rows(&env.pool, &wid).await.is_empty());
+    env.finish().await;
+}
+
+async fn retries_with_growing_gaps_then_records_the_failure(kind: Kind) {
+    let env = TestEnv::start(kind, test_settings()).await;
+    let rx = Receiver::start(vec![], Some(500)).await;
+    let mut seed = WebhookSeed::new(&rx.url);
+    seed.retry_count = 2;
+    let (sid, wid) = seed_webhook(&env.pool, &seed).await;
+    let (oid, key) = seed_outbox(&env.pool, &sid, &wid, json!({"n": 1})).await;
+    enqueue_outbox(&env.pool, &env.queue, std::slice::from_ref(&oid))
+        .await
+        .unwrap();
+
+    wait_for("failed", || async {
+        outbox_status(&env.pool, &oid).await.as_deref() == Some("failed")
+    })
+    .await;
+    let reqs = rx.requests();
+    assert_eq!(reqs.len(), 3, "1 + retryCount attempts");
+    let counts: Vec<&str> = reqs
+        .iter()
+        .map(|r| r.header("x-wagate-retry-count"))
+        .collect();
+    assert_eq!(counts, ["0", "1", "2"]);
+    let delivery_id = reqs[0].header("x-wagate-delivery-id").to_owned();
+    for r in &reqs {
+        assert_eq!(r.header("x-wagate-idempotency-key"), key);
+        assert_eq!(r.header("x-wagate-delivery-id"), delivery_id);
+    }
+    // The table owns the schedule: an attempt is never claimed before it is due (50 ms, then 100 ms).
+    assert!(reqs[1].at - reqs[0].at >= Duration::from_millis(50));
+    assert!(reqs[2].at - reqs[1].at >= Duration::from_millis(100));
+
+    let rows = failure_rows(&env.pool, &wid).await;
+    assert_eq!(rows.len(), 1);
+    let f = &rows[0];
+    assert_eq!((f.attempts, f.last_status_code), (3, Some(500)));
+    assert_eq!(
+        (f.session_id.as_str(), f.event.as_str(), f.url.as_str()),
+        (sid.as_str(), "message.received", rx.url.as_str())
+    );
+    assert_eq!(
+        (f.idempotency_key.as_str(), f.delivery_id.as_str()),
+        (key.as_str(), delivery_id.as_str())
+    );
+    assert!(
+        f.payload.contains(&key) && !f.payload.contains("deliveryId"),
+        "the stored envelope is kept for redrive"
+    );
+    assert!(f.last_error.as_deref().unwrap_or("").contains("500"));
+    assert_eq!(last_triggered_at(&env.pool, &wid).await, None);
+    env.finish().await;
+}
+
+async fn a_later_attempt_can_succeed(kind: Kind) {
+    let env = TestEnv::start(kind, test_settings()).await;
+    let rx = Receiver::start(vec![503, 502], None).await;
+    let (sid, wid) = seed_webhook(&env.pool, &WebhookSeed::new(&rx.url)).await;
+    let (oid, _) = seed_outbox(&env.pool, &sid, &wid, json!({})).await;
+    enqueue_outbox(&env.pool, &env.queue, std::slice::from_ref(&oid))
+        .await
+        .unwrap();
+
+    wait_for("delivered", || async {
+        outbox_status(&env.pool, &oid).await.as_deref() == Some("delivered")
+    })
+    .await;
+    let counts: Vec<String> = rx
+        .requests()
+        .iter()
+        .map(|r| r.header("x-wagate-retry-count").to_owned())
+        .collect();
+    assert_eq!(counts, ["0", "1", "2"]);
+    assert!(failure_rows(&env.pool, &wid).await.is_empty());
+    assert!(last_triggered_at(&env.pool, &wid).await.is_some());
+    env.finish().await;
+}
+
+async fn oversize_payload_is_never_dispatched(kind: Kind) {
+    let settings = wagate_workers::WebhookSettings {
+        max_payload_bytes: 256,
+        ..test_settings()
+    };
+    let env = TestEnv::start(kind, settings).await;
+    let rx = Receiver::start(vec![], None).await;
+    let (sid, wid) = seed_webhook(&env.pool, &WebhookSeed::new(&rx.url)).await;
+    let (oid, _) = seed_outbox(&env.pool, &sid, &wid, json!({"blob": "x".repeat(400)})).await;
+    enqueue_outbox(&env.pool, &env.queue, std::slice::from_ref(&oid))
+        .await
+        .unwrap();
+
+    wait_for("failed", || async {
+        outbox_status(&env.pool, &oid).await.as_deref() == Some("failed")
+    })
+    .await;
+    assert!(rx.requests().is_empty());
+    let rows = failure_rows(&env.pool, &wid).await;
+    assert_eq!(
+        (rows.len(), rows[0].attempts, rows[0].last_status_code),
+        (1, 0, None)
+    );
+    assert!(
+        rows[0]
+            .last_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("WEBHOOK_MAX_PAYLOAD_BYTES")
+    );
+    env.finish().await;
+}
+
+async fn custom_headers_are_sent_without_reserved_ones(kind: Kind) {
+    let env = TestEnv::start(kind, test_settings()).await;
+    let rx = Receiver::start(vec![], None).await;
+    let mut seed = WebhookSeed::new(&rx.url);
+    seed.headers = r#"{"X-Tenant":"acme","X-Wagate-Event":"forged","X-Wagate-Signature":"sha256=00","User-Agent":"evil","Host":"evil.example","Content-Type":"text/plain"}"#;
+    let (sid, wid) = seed_webhook(&env.pool, &seed).await;
+    let (oid, _) = seed_outbox(&env.pool, &sid, &wid, json!({})).await;
+    enqueue_outbox(&env.pool, &env.queue, std::slice::from_ref(&oid))
+        .await
+        .unwrap();
+
+    wait_for("delivered", || async {
+        outbox_status(&env.pool, &oid).await.as_deref() == Some("delivered")
+    })
+    .await;
+    let r = &rx.requests()[0];
+    assert_eq!(r.header("x-tenant"), "acme");
+    assert_eq!(r.header("x-wagate-event"), "message.received");
+    assert_eq!(
+        r.header("x-wagate-signature"),
+        "",
+        "no secret, so no signature, forged or not"
+    );
+    assert!(r.header("user-agent").starts_with("wagate-webhook/"));
+    assert_eq!(r.header("content-type"), "application/json");
+    assert!(r.header("host").starts_with("127.0.0.1:"));
+    env.finish().await;
+}
+
+async fn duplicate_jobs_deliver_once(kind: Kind) {
+    let env = TestEnv::start(kind, test_settings()).await;
+    let rx = Receiver::start(vec![], None).await;
+    let (sid, wid) = seed_webhook(&env.pool, &WebhookSeed::new(&rx.url)).await;
+    let (oid, _) = seed_outbox(&env.pool, &sid, &wid, json!({})).await;
+    enqueue_outbox(&env.pool, &env.queue, std::slice::from_ref(&oid))
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        env.queue.push_delivery(&oid, None).await.unwrap();
+    }
+    wait_for("delivered", || async {
+        outbox_status(&env.pool, &oid).await.as_deref() == Some("delivered")
+    })
+    .await;
+    // Let the duplicates run: each finds the row already delivered.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(rx.requests().len(), 1);
+    env.finish().await;
+}
+
+async fn inactive_webhook_drops_the_row(kind: Kind) {
+    let env = TestEnv::start(kind, test_settings()).await;
+    let rx = Receiver::start(vec![], None).await;
+    let mut seed = WebhookSeed::new(&rx.url);
+    seed.active = false;
+    let (sid, wid) = seed_webhook(&env.pool, &seed).await;
+    let (oid, _) = seed_outbox(&env.pool, &sid, &wid, json!({})).await;
+    enqueue_outbox(&env.pool, &env.queue, std::slice::from_ref(&oid))
+        .await
+        .unwrap();
+
+    wait_for("row dropped", || async {
+        outbox_status(&env.pool, &oid).await.is_none()
+    })
+    .await;
+    assert!(rx.requests().is_empty());
+    assert!(failure_rows(&env.pool, &wid).await.is_empty());
+    env.finish().await;
+}
+
+async fn reconcile_requeues_a_lost_row(kind: Kind) {
+    let env = TestEnv::start(kind, test_settings()).await;
+    let rx = Receiver::start(vec![], None).await;
+    let (sid, wid) = seed_webhook(&env.pool, &WebhookSeed::new(&rx.url)).await;
+    let old = now_ms() - 120_000;
+    let (lost, _) = seed_outbox_at(&env.pool, &sid, &wid, json!({"lost": true}), old, old).await;
+    let (fresh, _) = seed_outbox(&env.pool, &sid, &wid, json!({"fresh": true})).await;
+
+    let report = reconcile_outbox(
+        &env.pool,
+        &env.queue,
+        &env.settings,
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        report.requeued, 1,
+        "only the row untouched for longer than stale_after"
+    );
+    wait_for("delivered", || async {
+        outbox_status(&env.pool, &lost).await.as_deref() == Some("delivered")
+    })
+    .await;
+    assert_eq!(
+        outbox_status(&env.pool, &fresh).await.as_deref(),
+        Some("pending")
+    );
+    assert_eq!(rx.requests().len(), 1);
+    env.finish().await;
+}
+
+async fn ingress_job_marks_the_event_processed(kind: Kind) {
+    let env = TestEnv::start(kind, test_settings()).await;
+    let id = uuid::Uuid::new_v4().to_string();
+    on_pool!(&env.pool, |p| {
+        sqlx::query(
+        "INSERT INTO ingress_events (id, source, payload, status, created_at) VALUES ($1, 'test', '{}', 'received', $2)"
+    )
+    .bind(&id)
+    .bind(now_ms())
+    .execute(p)
+    .await
+    .map(|_| ())
+    .unwrap()
+    });
+    env.queue
+        .push_ingress(IngressJob {
+            ingress_event_id: id.clone(),
+        })
+        .await
+        .unwrap();
+    wait_for("processed", || async {
+        let status = on_pool!(&env.pool, |p| sqlx::query_scalar::<_, String>(
+            "SELECT status FROM ingress_events WHERE id = $1"
+        )
+        .bind(&id)
+        .fetch_one(p)
+        .await
+        .unwrap());
+        status == "processed"
+    })
+    .await;
+    env.finish().await;
+}
+
+async fn finished_jobs_are_vacuumed(kind: Kind) {
+    let env = TestEnv::start(kind, test_settings()).await;
+    let rx = Receiver::start(vec![], None).await;
+    let (sid, wid) = seed_webhook(&env.pool, &WebhookSeed::new(&rx.url)).await;
+    let (oid, _) = seed_outbox(&env.pool, &sid, &wid, json!({})).await;
+    enqueue_outbox(&env.pool, &env.queue, std::slice::from_ref(&oid))
+        .await
+        .unwrap();
+    wait_for("delivered", || async {
+        outbox_status(&env.pool, &oid).await.as_deref() == Some("delivered")
+    })
+    .await;
+    // Acks land just after the handler returns; a positive count means the finished job was found and deleted.
+    wait_for("the finished job vacuumed", || async {
+        env.queue.vacuum_finished(Duration::ZERO).await.unwrap() >= 1
+    })
+    .await;
+    env.finish().await;
+}
+
+macro_rules! suite {
+    ($name:ident, $kind:expr) => {
+        mod $name {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn delivers_a_signed_envelope() {
+                super::delivers_a_signed_envelope($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn retries_with_growing_gaps_then_records_the_failure() {
+                super::retries_with_growing_gaps_then_records_the_failure($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_later_attempt_can_succeed() {
+                super::a_later_attempt_can_succeed($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn oversize_payload_is_never_dispatched() {
+                super::oversize_payload_is_never_dispatched($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn custom_headers_are_sent_without_reserved_ones() {
+                super::custom_headers_are_sent_without_reserved_ones($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn duplicate_jobs_deliver_once() {
+                super::duplicate_jobs_deliver_once($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn inactive_webhook_drops_the_row() {
+                super::inactive_webhook_drops_the_row($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn reconcile_requeues_a_lost_row() {
+                super::reconcile_requeues_a_lost_row($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn finished_jobs_are_vacuumed() {
+                super::finished_jobs_are_vacuumed($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn ingress_job_marks_the_event_processed() {
+                super::ingress_job_marks_the_event_processed($kind).await
+            }
+        }
+    };
+}
+
+suite!(sqlite, Kind::Sqlite);
+suite!(postgres, Kind::Postgres);
+suite!(postgres_redis, Kind::PostgresRedis);
