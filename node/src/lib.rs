@@ -7,6 +7,7 @@
 //! - `keys/`: API key issue, check (cached) and change rules.
 //! - `audit`: the audit log service.
 //! - `engine/`: the `Engine` trait and the engines (`sim` today).
+//! - `events/`: normalised events, the outbox pipeline and live fan-out.
 //! - `sessions/`: the transition table, reconnect backoff, and the supervisor of running engines.
 //! - `store/`: all SQL; data DB on SQLite or PostgreSQL, main DB on SQLite.
 //! - `boot`: start-up and shutdown of a node.
@@ -17,6 +18,7 @@ mod boot;
 pub mod config;
 mod config_parse;
 pub(crate) mod engine;
+pub(crate) mod events;
 pub mod http;
 pub mod keys;
 pub(crate) mod sessions;

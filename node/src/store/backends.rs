@@ -10,10 +10,12 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Executor, SqlitePool};
 
-use super::{DataPool, StoreResult, with_pool};
+use super::{DataPool, StoreError, StoreResult, with_pool};
 
-static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
-static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
+fn migrate_error(err: wagate_workers::db::DbError) -> StoreError {
+    StoreError::Corrupt(format!("data database migration failed: {err}"))
+}
+
 static MAIN_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/main");
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -34,11 +36,9 @@ async fn open_sqlite(path: &str, max_connections: u32) -> Result<SqlitePool, sql
 /// Opens the data DB and applies its migrations.
 pub async fn connect_data_sqlite(path: &Path) -> StoreResult<DataPool> {
     let pool = open_sqlite(&path.display().to_string(), 8).await?;
-    SQLITE_MIGRATIONS
-        .run(&pool)
-        .await
-        .map_err(sqlx::Error::from)?;
-    Ok(DataPool::Sqlite(pool))
+    let db = DataPool::Sqlite(pool);
+    db.migrate().await.map_err(migrate_error)?;
+    Ok(db)
 }
 
 /// Opens the data DB on PostgreSQL and applies its migrations. Sessions are pinned to UTC.
@@ -54,11 +54,9 @@ pub async fn connect_data_postgres(url: &str) -> StoreResult<DataPool> {
         })
         .connect(url)
         .await?;
-    POSTGRES_MIGRATIONS
-        .run(&pool)
-        .await
-        .map_err(sqlx::Error::from)?;
-    Ok(DataPool::Postgres(pool))
+    let db = DataPool::Postgres(pool);
+    db.migrate().await.map_err(migrate_error)?;
+    Ok(db)
 }
 
 /// Opens the main DB (always SQLite) and applies its migrations.

@@ -2,20 +2,15 @@
 //! `DataPool`; the main DB (API keys, audit log) is always a local SQLite file. All SQL lives in this
 //! folder, one file per table group; callers never learn which backend they have.
 
-use sqlx::{PgPool, SqlitePool};
-
 pub(crate) mod audit;
 pub(crate) mod backends;
 pub(crate) mod keys;
 pub(crate) mod sessions;
 
-/// The data database, on either backend. Queries are written once and compiled for both arms by
-/// [`with_pool!`]: `$n` placeholders, `ON CONFLICT` and `RETURNING` mean the same on both.
-#[derive(Clone, Debug)]
-pub enum DataPool {
-    Sqlite(SqlitePool),
-    Postgres(PgPool),
-}
+/// The data database, on either backend (shared with the workers crate, which links the same tables).
+/// Queries are written once and compiled for both arms by [`with_pool!`]: `$n` placeholders,
+/// `ON CONFLICT` and `RETURNING` mean the same on both.
+pub use wagate_workers::db::DataPool;
 
 /// Runs `$body` with `$p` bound to the concrete pool of either backend.
 macro_rules! with_pool {
@@ -42,6 +37,63 @@ macro_rules! execute {
     };
 }
 pub(crate) use execute;
+
+/// An open transaction on the data DB, on either backend. Store functions that must share one
+/// transaction (persist an event and its outbox rows) take `&mut DataTx`.
+pub enum DataTx {
+    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+/// Opens a transaction on the data DB.
+pub async fn begin(db: &DataPool) -> StoreResult<DataTx> {
+    Ok(match db {
+        DataPool::Sqlite(p) => DataTx::Sqlite(p.begin().await?),
+        DataPool::Postgres(p) => DataTx::Postgres(p.begin().await?),
+    })
+}
+
+impl DataTx {
+    pub async fn commit(self) -> StoreResult<()> {
+        match self {
+            DataTx::Sqlite(tx) => tx.commit().await?,
+            DataTx::Postgres(tx) => tx.commit().await?,
+        }
+        Ok(())
+    }
+}
+
+/// Executes a statement inside a `DataTx`; yields the number of rows affected.
+macro_rules! execute_tx {
+    ($tx:expr, $query:expr) => {
+        match $tx {
+            $crate::store::DataTx::Sqlite(t) => {
+                $query.execute(&mut **t).await.map(|r| r.rows_affected())
+            }
+            $crate::store::DataTx::Postgres(t) => {
+                $query.execute(&mut **t).await.map(|r| r.rows_affected())
+            }
+        }
+    };
+}
+pub(crate) use execute_tx;
+
+/// Runs `$body` with `$c` bound to the transaction's connection (`&mut *tx`) on either backend.
+macro_rules! with_tx {
+    ($tx:expr, $c:ident => $body:expr) => {
+        match $tx {
+            $crate::store::DataTx::Sqlite(t) => {
+                let $c = &mut **t;
+                $body
+            }
+            $crate::store::DataTx::Postgres(t) => {
+                let $c = &mut **t;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_tx;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -1,0 +1,43 @@
+//! The event pipeline: engine event -> normalised `Event` -> persisted with its outbox rows in one
+//! transaction -> enqueued after commit -> published to WebSocket subscribers. This module owns the
+//! `Event` type and the pipeline handle; it knows nothing of HTTP or engine libraries.
+//!
+//! # Layout
+//! - `normalise`: `EngineEvent` -> `Event` with the wire-notes §5 `data`.
+//! - `pipeline`: `Pipeline` (outbox rows inside the caller's transaction, enqueue and fan-out after commit).
+
+pub(crate) mod normalise;
+pub(crate) mod pipeline;
+
+pub(crate) use pipeline::Pipeline;
+
+use wagate_proto::EventName;
+
+/// One occurrence of an event, as every consumer (webhook, WebSocket, automation) sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Event {
+    pub name: EventName,
+    pub session_id: String,
+    /// The wire-notes §5 `data` object.
+    pub data: serde_json::Value,
+    pub occurred_at_ms: i64,
+    /// Stable across every retry of every delivery of this occurrence.
+    pub idempotency_key: String,
+}
+
+impl Event {
+    pub(crate) fn new(name: EventName, session_id: &str, data: serde_json::Value) -> Event {
+        Event {
+            name,
+            session_id: session_id.to_string(),
+            data,
+            occurred_at_ms: crate::store::now_ms(),
+            idempotency_key: format!("evt_{}", uuid::Uuid::now_v7()),
+        }
+    }
+
+    /// ISO 8601 time of the occurrence (the envelope's `timestamp`).
+    pub(crate) fn timestamp_iso(&self) -> String {
+        wagate_proto::iso_ms(self.occurred_at_ms)
+    }
+}
