@@ -8,8 +8,11 @@ use sqlx::SqlitePool;
 
 use crate::audit::AuditLog;
 use crate::config::Config;
+use crate::engine::sim::SimNetwork;
+use crate::events::Pipeline;
 use crate::http::limits::TieredLimiter;
 use crate::keys::KeyService;
+use crate::sessions::SessionService;
 use crate::store::DataPool;
 
 #[derive(Clone)]
@@ -22,4 +25,8 @@ pub struct ApiContext {
     pub limiter: Arc<TieredLimiter>,
     /// Present when this process installed the Prometheus recorder.
     pub metrics: Option<PrometheusHandle>,
+    pub(crate) sessions: Arc<SessionService>,
+    pub(crate) pipeline: Pipeline,
+    /// The simulated network, when `ENGINE_TYPE=sim` (its control API is mounted only then).
+    pub(crate) sim: Option<SimNetwork>,
 }

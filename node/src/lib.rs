@@ -15,6 +15,7 @@
 pub mod app;
 pub mod audit;
 mod boot;
+pub(crate) mod cluster;
 pub mod config;
 mod config_parse;
 pub(crate) mod engine;

@@ -6,6 +6,7 @@
 //! - `normalise`: `EngineEvent` -> `Event` with the wire-notes §5 `data`.
 //! - `pipeline`: `Pipeline` (outbox rows inside the caller's transaction, enqueue and fan-out after commit).
 
+pub(crate) mod ingest;
 pub(crate) mod normalise;
 pub(crate) mod pipeline;
 

@@ -4,3 +4,4 @@ pub mod audit;
 pub mod common;
 pub mod keys;
 pub mod sessions;
+pub mod sim;
