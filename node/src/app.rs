@@ -7,6 +7,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use sqlx::SqlitePool;
 
 use crate::audit::AuditLog;
+use crate::cluster::Cluster;
 use crate::config::Config;
 use crate::engine::sim::SimNetwork;
 use crate::events::Pipeline;
@@ -29,4 +30,8 @@ pub struct ApiContext {
     pub(crate) pipeline: Pipeline,
     /// The simulated network, when `ENGINE_TYPE=sim` (its control API is mounted only then).
     pub(crate) sim: Option<SimNetwork>,
+    /// This node's cluster membership, when `REDIS_ENABLED=true`; `None` in the embedded mode.
+    pub(crate) cluster: Option<Arc<Cluster>>,
+    /// The client session-scoped requests are forwarded to their owner node with.
+    pub(crate) forwarder: reqwest::Client,
 }

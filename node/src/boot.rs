@@ -14,7 +14,8 @@ use tracing_subscriber::EnvFilter;
 
 use crate::app::ApiContext;
 use crate::audit::AuditLog;
-use crate::cluster::lease::LocalLeases;
+use crate::cluster::lease::{Leases, LocalLeases};
+use crate::cluster::{Cluster, SessionHost, heartbeat, takeover};
 use crate::config::{Config, DatabaseType, EngineType};
 use crate::engine::sim::{SimFactory, SimNetwork, network::SimConfig};
 use crate::engine::unavailable::UnavailableFactory;
@@ -88,6 +89,7 @@ fn session_service(
     data_db: &DataPool,
     pipeline: &Pipeline,
     shutdown: &CancellationToken,
+    leases: Arc<dyn Leases>,
 ) -> (Arc<SessionService>, Option<SimNetwork>) {
     let (factory, sim) = engine_factory(config);
     let deps = Arc::new(Deps {
@@ -97,8 +99,8 @@ fn session_service(
         factory,
         sessions_dir: config.data_dir.join("sessions"),
         shutdown: shutdown.clone(),
+        leases: leases.clone(),
     });
-    let leases = Arc::new(LocalLeases::new(data_db.clone(), config.node_id.clone()));
     (
         Arc::new(SessionService::new(
             deps,
@@ -107,6 +109,35 @@ fn session_service(
         )),
         sim,
     )
+}
+
+/// The cluster membership with `REDIS_ENABLED=true` (boot fails when Redis does not answer).
+async fn join_cluster(config: &Config, db: &DataPool) -> anyhow::Result<Option<Arc<Cluster>>> {
+    if !config.redis_enabled {
+        return Ok(None);
+    }
+    let cluster = Cluster::connect(config, db.clone())
+        .await
+        .context("could not reach Redis (REDIS_URL)")?;
+    tracing::info!(node_id = %cluster.node_id, url = %cluster.node_url, "joined the cluster");
+    Ok(Some(Arc::new(cluster)))
+}
+
+/// Sessions at boot: in a cluster the heartbeat and the takeover sweep run them; embedded, the restore.
+fn spawn_session_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &CancellationToken) {
+    let config = &ctx.config;
+    let Some(cluster) = &ctx.cluster else {
+        let concurrency = usize::try_from(config.session_restore_concurrency).unwrap_or(1);
+        tasks.spawn(
+            ctx.sessions
+                .clone()
+                .restore(config.auto_start_sessions, concurrency),
+        );
+        return;
+    };
+    let host: Arc<dyn SessionHost> = ctx.sessions.clone();
+    tasks.spawn(heartbeat::run(cluster.clone(), host.clone(), shutdown.clone()));
+    tasks.spawn(takeover::run(cluster.clone(), host, shutdown.clone()));
 }
 
 async fn build_context(
@@ -127,7 +158,12 @@ async fn build_context(
         println!("wagate admin API key: {generated}");
     }
     let pipeline = Pipeline::new(data_db.clone());
-    let (sessions, sim) = session_service(&config, &data_db, &pipeline, shutdown);
+    let cluster = join_cluster(&config, &data_db).await?;
+    let leases: Arc<dyn Leases> = match &cluster {
+        Some(cluster) => cluster.leases.clone(),
+        None => Arc::new(LocalLeases::new(data_db.clone(), config.node_id.clone())),
+    };
+    let (sessions, sim) = session_service(&config, &data_db, &pipeline, shutdown, leases);
     Ok(ApiContext {
         sessions,
         pipeline,
@@ -135,6 +171,8 @@ async fn build_context(
         limiter: Arc::new(TieredLimiter::new(&config.rate_tiers)),
         audit: AuditLog::new(main_db.clone()),
         metrics: install_metrics(),
+        forwarder: crate::http::forward::client(config.session_proxy_timeout_ms),
+        cluster,
         config,
         keys,
         main_db,
@@ -193,12 +231,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let ctx = build_context(config.clone(), &shutdown).await?;
     let tasks = TaskTracker::new();
     spawn_background(&ctx, &tasks, &shutdown);
-    let restore_concurrency = usize::try_from(config.session_restore_concurrency).unwrap_or(1);
-    tasks.spawn(
-        ctx.sessions
-            .clone()
-            .restore(config.auto_start_sessions, restore_concurrency),
-    );
+    spawn_session_duties(&ctx, &tasks, &shutdown);
     let addr = format!("{}:{}", config.bind_host, config.api_port);
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
@@ -210,5 +243,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .await?;
     tasks.close();
     tasks.wait().await;
+    if let Some(cluster) = &ctx.cluster {
+        cluster.leave(ctx.sessions.as_ref()).await;
+    }
     Ok(())
 }

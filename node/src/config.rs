@@ -63,6 +63,8 @@ pub struct Config {
     pub database_url: String,
     pub redis_enabled: bool,
     pub redis_url: String,
+    /// Prefix of every Redis key this node writes (leases, registry); lets clusters share one Redis.
+    pub redis_key_prefix: String,
     pub api_master_key: Option<String>,
     pub rate_tiers: [RateTier; 3],
     pub body_size_limit: u64,
@@ -202,6 +204,7 @@ impl Config {
             database_url,
             redis_enabled: parse_bool(&env, "REDIS_ENABLED", false)?,
             redis_url: env.string("REDIS_URL", "redis://127.0.0.1:6379"),
+            redis_key_prefix: env.string("REDIS_KEY_PREFIX", "wagate:"),
             api_master_key,
             rate_tiers: parse_rate_tiers(&env)?,
             body_size_limit: parse_byte_size(&env, "BODY_SIZE_LIMIT", 25 * 1024 * 1024)?,

@@ -1,6 +1,6 @@
 //! Session leases: a session runs on exactly one node, and every status write it makes carries the lease's
 //! fencing generation. `LocalLeases` serves the embedded mode (one node, generations from the data DB);
-//! a Redis implementation of `Leases` takes over in a cluster.
+//! `RedisLeases` (`lease_redis.rs`) takes over in a cluster.
 
 use async_trait::async_trait;
 
@@ -16,6 +16,9 @@ pub(crate) struct Lease {
 pub(crate) enum LeaseError {
     #[error("Session lease is held by another node")]
     HeldElsewhere,
+    /// The lease store (Redis) did not answer.
+    #[error("Session lease store unavailable: {0}")]
+    Unavailable(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -26,6 +29,10 @@ pub(crate) trait Leases: Send + Sync {
     async fn acquire(&self, session_id: &str) -> Result<Lease, LeaseError>;
     /// Gives the session up (stop, logout, shutdown) so another node may take it at once.
     async fn release(&self, session_id: &str, lease: Lease);
+    /// Whether `lease` is still this node's to write with (false once its deadline passed or it was lost).
+    fn is_current(&self, _session_id: &str, _lease: Lease) -> bool {
+        true
+    }
 }
 
 /// The embedded mode's lease: this node owns every session; the generation still grows on every claim so

@@ -149,7 +149,6 @@ impl From<crate::engine::EngineError> for ApiError {
 
 impl From<crate::sessions::SessionError> for ApiError {
     fn from(err: crate::sessions::SessionError) -> Self {
-        use crate::cluster::lease::LeaseError;
         use crate::sessions::SessionError as S;
         let message = err.to_string();
         match err {
@@ -165,9 +164,37 @@ impl From<crate::sessions::SessionError> for ApiError {
             S::LogoutIncomplete => ApiError::new(StatusCode::BAD_GATEWAY, message)
                 .with_code("SESSION_LOGOUT_INCOMPLETE"),
             S::StartTimeout(_) => ApiError::new(StatusCode::GATEWAY_TIMEOUT, message),
-            S::Lease(LeaseError::HeldElsewhere) => ApiError::conflict(message),
-            S::Lease(LeaseError::Store(store)) | S::Store(store) => store.into(),
+            S::Lease(lease) => lease.into(),
+            S::Store(store) => store.into(),
             S::Engine(engine) => engine.into(),
         }
+    }
+}
+
+impl From<crate::cluster::lease::LeaseError> for ApiError {
+    fn from(err: crate::cluster::lease::LeaseError) -> Self {
+        use crate::cluster::lease::LeaseError as L;
+        match err {
+            L::HeldElsewhere => ApiError::conflict(err.to_string()),
+            L::Unavailable(cause) => {
+                tracing::error!(error = %cause, "session lease store unavailable");
+                ApiError::unavailable("Session lease store unavailable")
+            }
+            L::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<super::forward::ForwardError> for ApiError {
+    fn from(err: super::forward::ForwardError) -> Self {
+        use super::forward::ForwardError as F;
+        let status = match err {
+            F::NotReached => StatusCode::SERVICE_UNAVAILABLE,
+            F::TimedOut => StatusCode::GATEWAY_TIMEOUT,
+            F::BrokeAfterSend => StatusCode::BAD_GATEWAY,
+            F::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        };
+        tracing::warn!(error = %err, "forward to the owner node failed");
+        ApiError::new(status, err.to_string())
     }
 }

@@ -1,5 +1,6 @@
 //! The HTTP surface: `router()` merges one router per resource, adds the OpenAPI document and its UI, and
-//! wraps everything in the cross-cutting layers (request id, tracing, 415/413, rate limit, panic guard).
+//! wraps everything in the cross-cutting layers (request id, tracing, 415/413, rate limit, panic guard,
+//! and, innermost, forwarding of session-scoped requests to the owner node).
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -20,7 +21,9 @@ pub(crate) mod audit;
 pub(crate) mod auth;
 pub(crate) mod error;
 pub(crate) mod extract;
+pub(crate) mod forward;
 pub(crate) mod health;
+pub(crate) mod infra;
 pub(crate) mod keys;
 pub(crate) mod limits;
 pub(crate) mod metrics;
@@ -56,6 +59,7 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
         .merge(health::router())
         .merge(keys::router())
         .merge(audit::router())
+        .merge(infra::router())
         .merge(sessions::router());
     if with_sim {
         routes.merge(sim::router())
@@ -76,6 +80,7 @@ pub(crate) fn router(ctx: ApiContext) -> Router {
         .route("/api/metrics", get(metrics::scrape))
         .fallback(unknown_route)
         .method_not_allowed_fallback(unknown_route)
+        .layer(from_fn_with_state(ctx.clone(), forward::forward_to_owner))
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(from_fn_with_state(ctx.clone(), limits::rate_limit))
         .layer(from_fn_with_state(

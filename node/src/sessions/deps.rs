@@ -1,11 +1,12 @@
 //! `Deps`: the handles a loaded session needs (data DB, event pipeline and ingest, engine factory, where
-//! engine data lives, the node's shutdown token). Built once at boot and shared by every runtime.
+//! engine data lives, the node's shutdown token, the leases). Built once at boot and shared by every runtime.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::cluster::lease::Leases;
 use crate::engine::EngineFactory;
 use crate::events::Pipeline;
 use crate::events::ingest::Ingest;
@@ -19,4 +20,7 @@ pub(crate) struct Deps {
     /// `DATA_DIR/sessions`: engine auth directories, keyed by session id.
     pub sessions_dir: PathBuf,
     pub shutdown: CancellationToken,
+    /// Asked before every fenced write: a lease past its deadline writes nothing, even if the fence would
+    /// still let it through.
+    pub leases: Arc<dyn Leases>,
 }

@@ -27,10 +27,7 @@ impl SessionService {
             tracing::warn!(session_id = id, proxy = %proxy::view(Some(url)).proxy_host.unwrap_or_default(),
                 "proxy_unauthenticatable: SOCKS4 sends the user name as user id and drops the password");
         }
-        let runtime = match self.runtime(id) {
-            Some(runtime) => runtime,
-            None => self.load(&record).await?,
-        };
+        let runtime = self.load(id).await?;
         {
             let mut st = runtime.lock().await;
             st.desired_running = true;
@@ -50,18 +47,40 @@ impl SessionService {
         self.get(id).await
     }
 
-    async fn load(
-        &self,
-        record: &crate::store::sessions::SessionRecord,
-    ) -> SessionResult<Arc<Runtime>> {
-        let lease = self.leases.acquire(&record.id).await?;
-        let state = RunState::from_record(record);
-        let runtime = Runtime::spawn(self.deps.clone(), state, record.id.clone(), lease);
-        Ok(self
-            .runtimes
-            .entry(record.id.clone())
-            .or_insert(runtime)
-            .clone())
+    /// The session's runtime on this node, loading it (lease first, then the row as the lease's previous
+    /// holder left it) when it is not loaded. One load per session at a time, so two callers never claim
+    /// two generations for one runtime.
+    pub(super) async fn load(&self, id: &str) -> SessionResult<Arc<Runtime>> {
+        if let Some(runtime) = self.runtime(id) {
+            return Ok(runtime);
+        }
+        let gate = self.loading.entry(id.to_string()).or_default().clone();
+        let loaded = {
+            let _loading = gate.lock().await;
+            self.load_now(id).await
+        };
+        // Our clone and the map's: nobody else waits on this gate.
+        self.loading
+            .remove_if(id, |_, g| Arc::strong_count(g) <= 2);
+        loaded
+    }
+
+    async fn load_now(&self, id: &str) -> SessionResult<Arc<Runtime>> {
+        if let Some(runtime) = self.runtime(id) {
+            return Ok(runtime);
+        }
+        let lease = self.leases.acquire(id).await?;
+        let record = match self.record(id).await {
+            Ok(record) => record,
+            Err(err) => {
+                self.leases.release(id, lease).await;
+                return Err(err);
+            }
+        };
+        let state = RunState::from_record(&record);
+        let runtime = Runtime::spawn(self.deps.clone(), state, id.to_string(), lease);
+        self.runtimes.insert(id.to_string(), runtime.clone());
+        Ok(runtime)
     }
 
     /// Disconnects gracefully (forced teardown as fallback) and unloads the engine; credentials stay.
@@ -85,12 +104,9 @@ impl SessionService {
 
     /// Unlinks the device and forgets the credentials; 502 when the network did not confirm the unlink.
     pub(crate) async fn logout(&self, id: &str) -> SessionResult<SessionView> {
-        let record = self.record(id).await?;
+        self.record(id).await?;
         let _teardown = self.begin_teardown(id)?;
-        let runtime = match self.runtime(id) {
-            Some(runtime) => runtime,
-            None => self.load(&record).await?,
-        };
+        let runtime = self.load(id).await?;
         let effects = {
             let mut st = runtime.lock().await;
             let unlinked = self.unlink(&runtime, &st).await;
@@ -128,7 +144,7 @@ impl SessionService {
         self.get(id).await
     }
 
-    async fn unload(&self, id: &str) {
+    pub(super) async fn unload(&self, id: &str) {
         if let Some((_, runtime)) = self.runtimes.remove(id) {
             runtime.unload().await;
             self.leases.release(id, runtime.lease).await;

@@ -1,5 +1,6 @@
 //! Sessions: the spec's transition table (`state`), reconnect timing (`backoff`), and the supervisor of
-//! the sessions loaded on this node (`service`, `lifecycle`, `runtime`, `effects`, `restore`).
+//! the sessions loaded on this node (`service`, `lifecycle`, `runtime`, `effects`, `restore`,
+//! `takeover` for the cluster).
 //! Handlers call `SessionService`; nothing here knows HTTP.
 
 pub(crate) mod backoff;
@@ -13,6 +14,7 @@ pub(crate) mod run_state;
 pub(crate) mod runtime;
 pub(crate) mod service;
 pub(crate) mod state;
+pub(crate) mod takeover;
 
 pub(crate) use error::SessionError;
 pub(crate) use service::{ConfigChange, SessionService, SessionView};

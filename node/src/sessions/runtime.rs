@@ -92,6 +92,13 @@ impl Runtime {
         }
     }
 
+    /// Gives the session up without another write (its lease is lost or handed over): no event is
+    /// handled and no state persisted from now on, and the engine is killed.
+    pub(crate) async fn abandon(&self) {
+        self.is_stale.store(true, Ordering::SeqCst);
+        self.unload().await;
+    }
+
     /// Applies `trigger` and whatever it leads to (a failed launch becomes the next trigger).
     /// Returns every effect applied, so callers can see `Report*Incomplete`.
     pub(crate) async fn drive(
@@ -145,13 +152,19 @@ impl Runtime {
     }
 
     async fn persist(&self, st: &RunState) -> SessionResult<()> {
-        let saved = session_store::save_runtime(
-            &self.deps.db,
-            &self.id,
-            self.lease.generation,
-            &st.to_runtime(),
-        )
-        .await;
+        let saved = if self.is_stale.load(Ordering::SeqCst)
+            || !self.deps.leases.is_current(&self.id, self.lease)
+        {
+            Err(StoreError::StaleLease)
+        } else {
+            session_store::save_runtime(
+                &self.deps.db,
+                &self.id,
+                self.lease.generation,
+                &st.to_runtime(),
+            )
+            .await
+        };
         match saved {
             Err(StoreError::StaleLease) => {
                 tracing::warn!(session_id = %self.id, "lease lost to another node; tearing the engine down");

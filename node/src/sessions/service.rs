@@ -26,6 +26,8 @@ pub(crate) struct SessionService {
     pub(super) deps: Arc<Deps>,
     pub(super) leases: Arc<dyn Leases>,
     pub(super) runtimes: DashMap<String, Arc<Runtime>>,
+    /// One gate per session being loaded (see `load`); removed once nobody waits on it.
+    pub(super) loading: DashMap<String, Arc<tokio::sync::Mutex<()>>>,
     /// Sessions whose credentials are being torn down (logout, delete): start and delete wait.
     pub(super) teardowns: DashSet<String>,
     pub(super) start_timeout_ms: u64,
@@ -64,6 +66,7 @@ impl SessionService {
             deps,
             leases,
             runtimes: DashMap::new(),
+            loading: DashMap::new(),
             teardowns: DashSet::new(),
             start_timeout_ms,
         }

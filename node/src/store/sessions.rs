@@ -13,6 +13,11 @@ const SELECT_PAGE: &str = "SELECT * FROM sessions ORDER BY created_at, id LIMIT 
 const SELECT_BY_NAME: &str = "SELECT * FROM sessions WHERE name = $1";
 const SELECT_DESIRED_RUNNING: &str =
     "SELECT * FROM sessions WHERE desired_running ORDER BY updated_at";
+/// Sessions the takeover sweep looks at: meant to run, or left in a status only a running engine keeps
+/// (`qr_ready` only without a phone: with one the status is kept and nothing needs doing).
+const SELECT_TAKEOVER_CANDIDATES: &str = "SELECT id FROM sessions WHERE desired_running \
+     OR status IN ('ready', 'initializing', 'authenticating', 'action_required') \
+     OR (status = 'qr_ready' AND phone IS NULL) ORDER BY updated_at, id";
 const DELETE: &str = "DELETE FROM sessions WHERE id = $1";
 const UPDATE_CONFIG: &str = "UPDATE sessions SET config = $2, updated_at = $3 WHERE id = $1";
 const UPDATE_PROXY: &str = "UPDATE sessions SET proxy_url = $2, updated_at = $3 WHERE id = $1";
@@ -166,6 +171,13 @@ pub(crate) async fn find_by_name(db: &DataPool, name: &str) -> StoreResult<Optio
 pub(crate) async fn list_desired_running(db: &DataPool) -> StoreResult<Vec<SessionRecord>> {
     let rows = with_pool!(db, p => sqlx::query_as(SELECT_DESIRED_RUNNING).fetch_all(p).await)?;
     records(rows)
+}
+
+/// Ids of the sessions the takeover sweep considers (see `SELECT_TAKEOVER_CANDIDATES`).
+pub(crate) async fn list_takeover_candidates(db: &DataPool) -> StoreResult<Vec<String>> {
+    let ids: Vec<(String,)> =
+        with_pool!(db, p => sqlx::query_as(SELECT_TAKEOVER_CANDIDATES).fetch_all(p).await)?;
+    Ok(ids.into_iter().map(|(id,)| id).collect())
 }
 
 pub(crate) async fn delete(db: &DataPool, id: &str) -> StoreResult<()> {

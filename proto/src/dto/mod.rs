@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod common;
+pub mod infra;
 pub mod keys;
 pub mod sessions;
 pub mod sim;

@@ -1,0 +1,258 @@
+//! `RedisLeases`: the cluster's session lease. Key `{prefix}lease:{sessionId}` holds `{nodeId}:{generation}`
+//! with a PX TTL; the generation comes from `INCR {prefix}leasegen:{sessionId}` inside the same Lua script
+//! that checks and sets the key, so it only ever grows, and is then written to the session row (`claim`).
+//! Renew and release are compare-and-set scripts. The renewal loop itself is in `heartbeat.rs`.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use dashmap::DashMap;
+use deadpool_redis::{Pool, redis};
+
+use super::lease::{Lease, LeaseError, Leases};
+use crate::store::{DataPool, StoreError, sessions};
+
+/// Refuses (-1) when another node holds the key; otherwise bumps the fence (never below the row's
+/// generation, ARGV[3]) and sets the key with its TTL.
+const ACQUIRE: &str = r"
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local owner = string.match(cur, '^(.*):%d+$')
+  if owner ~= ARGV[1] then return -1 end
+end
+local g = redis.call('INCR', KEYS[2])
+local floor = tonumber(ARGV[3])
+if g <= floor then
+  g = floor + 1
+  redis.call('SET', KEYS[2], g)
+end
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. g, 'PX', ARGV[2])
+return g
+";
+
+const RENEW: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+";
+
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+";
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RedisError {
+    #[error("redis setup: {0}")]
+    Setup(String),
+    #[error("redis pool: {0}")]
+    Pool(#[from] deadpool_redis::PoolError),
+    #[error("redis: {0}")]
+    Command(#[from] redis::RedisError),
+}
+
+impl From<RedisError> for LeaseError {
+    fn from(err: RedisError) -> Self {
+        LeaseError::Unavailable(err.to_string())
+    }
+}
+
+/// A lease this node holds, with the monotonic instant by which it must have been renewed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Held {
+    pub generation: i64,
+    pub deadline: Instant,
+}
+
+/// Who holds a session's lease right now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Owner {
+    pub node_id: String,
+    pub generation: i64,
+}
+
+pub(crate) struct RedisLeases {
+    pool: Pool,
+    db: DataPool,
+    node_id: String,
+    prefix: String,
+    ttl: Duration,
+    /// Every lease this node holds. The heartbeat walks it; a sync map because no entry is held across
+    /// an `.await`.
+    held: DashMap<String, Held>,
+}
+
+impl RedisLeases {
+    pub(crate) fn new(
+        pool: Pool,
+        db: DataPool,
+        node_id: String,
+        prefix: String,
+        ttl: Duration,
+    ) -> RedisLeases {
+        RedisLeases {
+            pool,
+            db,
+            node_id,
+            prefix,
+            ttl,
+            held: DashMap::new(),
+        }
+    }
+
+    fn key(&self, session_id: &str) -> String {
+        format!("{}lease:{session_id}", self.prefix)
+    }
+
+    fn value(&self, generation: i64) -> String {
+        format!("{}:{generation}", self.node_id)
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The leases held now (session id, what we hold), for the heartbeat.
+    pub(crate) fn held(&self) -> Vec<(String, Held)> {
+        self.held
+            .iter()
+            .map(|e| (e.key().clone(), *e.value()))
+            .collect()
+    }
+
+    /// Forgets a lease locally (it was lost); the key itself is left to expire or to its new holder.
+    pub(crate) fn forget(&self, session_id: &str, generation: i64) {
+        self.held
+            .remove_if(session_id, |_, h| h.generation == generation);
+    }
+
+    /// Extends a held lease by one TTL; false when it is no longer ours.
+    pub(crate) async fn renew(&self, session_id: &str, generation: i64) -> Result<bool, RedisError> {
+        let sent_at = Instant::now();
+        let mut conn = self.pool.get().await?;
+        let renewed: i64 = redis::Script::new(RENEW)
+            .key(self.key(session_id))
+            .arg(self.value(generation))
+            .arg(self.ttl_ms())
+            .invoke_async(&mut *conn)
+            .await?;
+        if renewed != 1 {
+            return Ok(false);
+        }
+        if let Some(mut held) = self.held.get_mut(session_id)
+            && held.generation == generation
+        {
+            // Measured from before the call: our deadline never outlives the key's real expiry.
+            held.deadline = sent_at + self.ttl;
+        }
+        Ok(true)
+    }
+
+    /// The current holder of a session's lease, if any.
+    pub(crate) async fn owner(&self, session_id: &str) -> Result<Option<Owner>, RedisError> {
+        let mut conn = self.pool.get().await?;
+        let value: Option<String> = redis::cmd("GET")
+            .arg(self.key(session_id))
+            .query_async(&mut *conn)
+            .await?;
+        Ok(value.as_deref().and_then(parse_owner))
+    }
+
+    /// Which of `ids` have no lease key at all (nobody holds them).
+    pub(crate) async fn unheld(&self, ids: &[String]) -> Result<Vec<String>, RedisError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = ids.iter().map(|id| self.key(id)).collect();
+        let mut conn = self.pool.get().await?;
+        let values: Vec<Option<String>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(&mut *conn)
+            .await?;
+        Ok(ids
+            .iter()
+            .zip(values)
+            .filter(|(_, v)| v.is_none())
+            .map(|(id, _)| id.clone())
+            .collect())
+    }
+
+    async fn acquire_key(&self, session_id: &str, floor: i64) -> Result<i64, RedisError> {
+        let mut conn = self.pool.get().await?;
+        let generation: i64 = redis::Script::new(ACQUIRE)
+            .key(self.key(session_id))
+            .key(format!("{}leasegen:{session_id}", self.prefix))
+            .arg(&self.node_id)
+            .arg(self.ttl_ms())
+            .arg(floor)
+            .invoke_async(&mut *conn)
+            .await?;
+        Ok(generation)
+    }
+
+    async fn release_key(&self, session_id: &str, generation: i64) -> Result<(), RedisError> {
+        let mut conn = self.pool.get().await?;
+        let _: i64 = redis::Script::new(RELEASE)
+            .key(self.key(session_id))
+            .arg(self.value(generation))
+            .invoke_async(&mut *conn)
+            .await?;
+        Ok(())
+    }
+}
+
+/// `{nodeId}:{generation}`; a node id may itself contain ':'.
+pub(crate) fn parse_owner(value: &str) -> Option<Owner> {
+    let (node_id, generation) = value.rsplit_once(':')?;
+    Some(Owner {
+        node_id: node_id.to_string(),
+        generation: generation.parse().ok()?,
+    })
+}
+
+#[async_trait]
+impl Leases for RedisLeases {
+    async fn acquire(&self, session_id: &str) -> Result<Lease, LeaseError> {
+        let floor = sessions::get(&self.db, session_id).await?.lease_generation;
+        let started = Instant::now();
+        let generation = self.acquire_key(session_id, floor).await?;
+        if generation < 0 {
+            return Err(LeaseError::HeldElsewhere);
+        }
+        match sessions::claim(&self.db, session_id, generation, &self.node_id).await {
+            Ok(()) => {}
+            Err(err) => {
+                if let Err(redis) = self.release_key(session_id, generation).await {
+                    tracing::warn!(session_id, error = %redis, "lease not released after a failed claim");
+                }
+                return Err(match err {
+                    StoreError::StaleLease => LeaseError::HeldElsewhere,
+                    other => other.into(),
+                });
+            }
+        }
+        let deadline = started + self.ttl;
+        self.held
+            .insert(session_id.to_string(), Held { generation, deadline });
+        Ok(Lease { generation })
+    }
+
+    fn is_current(&self, session_id: &str, lease: Lease) -> bool {
+        self.held.get(session_id).is_some_and(|held| {
+            held.generation == lease.generation && Instant::now() < held.deadline
+        })
+    }
+
+    async fn release(&self, session_id: &str, lease: Lease) {
+        self.forget(session_id, lease.generation);
+        if let Err(err) = self.release_key(session_id, lease.generation).await {
+            tracing::warn!(session_id, error = %err, "lease not released; it will expire");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

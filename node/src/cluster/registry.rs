@@ -1,0 +1,125 @@
+//! The live-node registry: each node publishes `{prefix}node:{nodeId}` (its URL, loaded session count,
+//! draining flag, heartbeat time) with a TTL on every heartbeat and lists itself in `{prefix}nodes`. A node
+//! whose key expired is not live. Written by `heartbeat.rs`, read by forwarding and the takeover sweep.
+
+use std::time::Duration;
+
+use deadpool_redis::{Pool, redis};
+use serde::{Deserialize, Serialize};
+
+use super::lease_redis::RedisError;
+
+/// One live node as it last announced itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NodeInfo {
+    pub node_id: String,
+    pub url: String,
+    pub sessions: usize,
+    pub is_draining: bool,
+    pub heartbeat_at: i64,
+}
+
+#[derive(Clone)]
+pub(crate) struct Registry {
+    pool: Pool,
+    prefix: String,
+    ttl: Duration,
+}
+
+impl Registry {
+    pub(crate) fn new(pool: Pool, prefix: String, ttl: Duration) -> Registry {
+        Registry { pool, prefix, ttl }
+    }
+
+    fn set_key(&self) -> String {
+        format!("{}nodes", self.prefix)
+    }
+
+    fn node_key(&self, node_id: &str) -> String {
+        format!("{}node:{node_id}", self.prefix)
+    }
+
+    /// Announces (or refreshes) this node for one TTL.
+    pub(crate) async fn announce(&self, info: &NodeInfo) -> Result<(), RedisError> {
+        let text = serde_json::to_string(info).unwrap_or_default();
+        let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        let mut conn = self.pool.get().await?;
+        let () = redis::pipe()
+            .cmd("SET")
+            .arg(self.node_key(&info.node_id))
+            .arg(text)
+            .arg("PX")
+            .arg(ttl_ms)
+            .ignore()
+            .cmd("SADD")
+            .arg(self.set_key())
+            .arg(&info.node_id)
+            .ignore()
+            .query_async(&mut *conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Leaves the registry at once (graceful shutdown), so peers stop counting this node.
+    pub(crate) async fn withdraw(&self, node_id: &str) -> Result<(), RedisError> {
+        let mut conn = self.pool.get().await?;
+        let () = redis::pipe()
+            .cmd("DEL")
+            .arg(self.node_key(node_id))
+            .ignore()
+            .cmd("SREM")
+            .arg(self.set_key())
+            .arg(node_id)
+            .ignore()
+            .query_async(&mut *conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Every node whose announcement has not expired, sorted by node id.
+    pub(crate) async fn live_nodes(&self) -> Result<Vec<NodeInfo>, RedisError> {
+        let mut conn = self.pool.get().await?;
+        let mut ids: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(self.set_key())
+            .query_async(&mut *conn)
+            .await?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        ids.sort();
+        let keys: Vec<String> = ids.iter().map(|id| self.node_key(id)).collect();
+        let values: Vec<Option<String>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(&mut *conn)
+            .await?;
+        let gone: Vec<&String> = ids
+            .iter()
+            .zip(&values)
+            .filter(|(_, v)| v.is_none())
+            .map(|(id, _)| id)
+            .collect();
+        if !gone.is_empty() {
+            let _: Result<i64, _> = redis::cmd("SREM")
+                .arg(self.set_key())
+                .arg(&gone)
+                .query_async(&mut *conn)
+                .await;
+        }
+        Ok(values
+            .into_iter()
+            .flatten()
+            .filter_map(|text| serde_json::from_str(&text).ok())
+            .collect())
+    }
+
+    /// One live node by id.
+    pub(crate) async fn node(&self, node_id: &str) -> Result<Option<NodeInfo>, RedisError> {
+        let mut conn = self.pool.get().await?;
+        let value: Option<String> = redis::cmd("GET")
+            .arg(self.node_key(node_id))
+            .query_async(&mut *conn)
+            .await?;
+        Ok(value.and_then(|text| serde_json::from_str(&text).ok()))
+    }
+}

@@ -1,0 +1,204 @@
+//! Forwarding to the owner node: a session-scoped request (`/api/sessions/{sessionId}[/...]`,
+//! `/api/sim/sessions/{sessionId}/...`) whose lease another live node holds is sent there once, marked
+//! `X-Wagate-Forwarded: <thisNodeId>`; a marked request is never forwarded again. Every session-scoped
+//! response names the node that served it in `X-Wagate-Served-By`. Auth is the owner's business.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use wagate_proto::headers::{FORWARDED, SERVED_BY};
+
+use super::error::ApiError;
+use crate::app::ApiContext;
+use crate::cluster::Route;
+use crate::cluster::lease::LeaseError;
+
+/// Why a forward failed; `http/error.rs` maps each to its status.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ForwardError {
+    #[error("The session's owner node could not be reached")]
+    NotReached,
+    #[error("The session's owner node did not answer in time")]
+    TimedOut,
+    #[error("The connection to the session's owner node broke")]
+    BrokeAfterSend,
+    #[error("Request body exceeds BODY_SIZE_LIMIT")]
+    BodyTooLarge,
+}
+
+/// The HTTP client forwards go through: no proxy from the environment, `SESSION_PROXY_TIMEOUT_MS` budget.
+pub(crate) fn client(timeout_ms: u64) -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_millis(timeout_ms))
+        .connect_timeout(Duration::from_millis(timeout_ms.min(5_000)))
+        .build()
+        .unwrap_or_default()
+}
+
+/// The session id of a session-scoped path (a UUID segment right after `sessions/`), if any.
+fn session_in_path(path: &str) -> Option<&str> {
+    let rest = path
+        .strip_prefix("/api/sessions/")
+        .or_else(|| path.strip_prefix("/api/sim/sessions/"))?;
+    let id = rest.split('/').next()?;
+    (id.len() == 36 && uuid::Uuid::parse_str(id).is_ok()).then_some(id)
+}
+
+pub(crate) async fn forward_to_owner(
+    State(ctx): State<ApiContext>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Some(session_id) = session_in_path(req.uri().path()).map(str::to_string) else {
+        return next.run(req).await;
+    };
+    let marks = Marks {
+        is_forwarded: req.headers().contains_key(FORWARDED),
+        is_upgrade: req.headers().contains_key(header::UPGRADE),
+    };
+    let mut response = match decide(&ctx, &session_id, marks).await {
+        Decision::Local => next.run(req).await,
+        Decision::Refuse => ApiError::from(LeaseError::HeldElsewhere).into_response(),
+        Decision::Forward(url) => match forward(&ctx, req, &url).await {
+            Ok(response) => response,
+            Err(err) => ApiError::from(err).into_response(),
+        },
+    };
+    if !response.headers().contains_key(SERVED_BY)
+        && let Ok(value) = HeaderValue::from_str(&ctx.config.node_id)
+    {
+        response.headers_mut().insert(SERVED_BY, value);
+    }
+    response
+}
+
+enum Decision {
+    Local,
+    /// Already forwarded once, and the lease is held elsewhere.
+    Refuse,
+    Forward(String),
+}
+
+/// What the request says about itself that the decision reads (not the request: its body is not `Sync`).
+#[derive(Clone, Copy)]
+struct Marks {
+    is_forwarded: bool,
+    /// WebSocket upgrades are served where they arrive; a forward cannot carry them.
+    is_upgrade: bool,
+}
+
+async fn decide(ctx: &ApiContext, session_id: &str, marks: Marks) -> Decision {
+    let Some(cluster) = &ctx.cluster else {
+        return Decision::Local;
+    };
+    if marks.is_upgrade {
+        return Decision::Local;
+    }
+    let route = match cluster.route(session_id).await {
+        Ok(route) => route,
+        Err(err) => {
+            tracing::warn!(session_id, error = %err, "lease owner unknown; serving locally");
+            return Decision::Local;
+        }
+    };
+    match route {
+        Route::Local => Decision::Local,
+        Route::Remote { .. } if marks.is_forwarded => Decision::Refuse,
+        Route::Remote { url, .. } => Decision::Forward(url),
+    }
+}
+
+/// Headers that describe one hop, not the message; never copied across a forward.
+fn is_hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "host"
+            | "content-length"
+    )
+}
+
+fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
+    for (name, value) in from {
+        if !is_hop_by_hop(name) {
+            to.append(name.clone(), value.clone());
+        }
+    }
+}
+
+async fn forward(ctx: &ApiContext, req: Request, base_url: &str) -> Result<Response, ForwardError> {
+    let (parts, body) = req.into_parts();
+    let limit = usize::try_from(ctx.config.body_size_limit).unwrap_or(usize::MAX);
+    let bytes = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| ForwardError::BodyTooLarge)?;
+    let path = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    let mut headers = HeaderMap::new();
+    copy_headers(&parts.headers, &mut headers);
+    if let Ok(me) = HeaderValue::from_str(&ctx.config.node_id) {
+        headers.insert(FORWARDED, me);
+    }
+    let sent = ctx
+        .forwarder
+        .request(parts.method, format!("{base_url}{path}"))
+        .headers(headers)
+        .body(bytes)
+        .send()
+        .await
+        .map_err(classify)?;
+    let mut response = Response::builder().status(sent.status());
+    if let Some(out) = response.headers_mut() {
+        copy_headers(sent.headers(), out);
+    }
+    response
+        .body(Body::from_stream(sent.bytes_stream()))
+        .map_err(|_| ForwardError::BrokeAfterSend)
+}
+
+fn classify(err: reqwest::Error) -> ForwardError {
+    if err.is_connect() {
+        ForwardError::NotReached
+    } else if err.is_timeout() {
+        ForwardError::TimedOut
+    } else {
+        ForwardError::BrokeAfterSend
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_scoped_paths_are_recognised() {
+        let id = "0b6f7c1e-5a3f-4c2e-9d1a-2f0e8b7c6d5a";
+        assert_eq!(session_in_path(&format!("/api/sessions/{id}")), Some(id));
+        assert_eq!(
+            session_in_path(&format!("/api/sessions/{id}/start")),
+            Some(id)
+        );
+        assert_eq!(
+            session_in_path(&format!("/api/sim/sessions/{id}/scan")),
+            Some(id)
+        );
+        assert_eq!(session_in_path("/api/sessions/stats"), None);
+        assert_eq!(session_in_path("/api/sessions"), None);
+        assert_eq!(session_in_path("/api/sessions/my-name/start"), None);
+    }
+}

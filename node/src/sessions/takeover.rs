@@ -1,0 +1,86 @@
+//! `SessionService` as the cluster's `SessionHost`: taking over a session another node left behind (claim,
+//! the spec's "takeover sweep" status rules fenced by the fresh generation, then a start when it should run),
+//! giving up a session whose lease was lost, and releasing every session (drain, graceful shutdown).
+
+use async_trait::async_trait;
+use wagate_proto::SessionStatus;
+
+use super::error::SessionResult;
+use super::run_state::RunState;
+use super::service::SessionService;
+use super::state::Trigger;
+use crate::cluster::SessionHost;
+use crate::store::sessions::SessionRecord;
+
+/// Whether a session with no live lease needs the sweep: it should run, or its status claims an engine.
+fn needs_takeover(record: &SessionRecord) -> bool {
+    use SessionStatus::*;
+    record.desired_running
+        || matches!(
+            record.status,
+            Ready | Initializing | Authenticating | ActionRequired
+        )
+        || (record.status == QrReady && record.phone.is_none())
+}
+
+impl SessionService {
+    async fn take_over_session(&self, id: &str) -> SessionResult<()> {
+        if self.runtime(id).is_some() {
+            return Ok(());
+        }
+        let runtime = self.load(id).await?;
+        // Read after the claim: the previous holder's last write is in, and it can write no more.
+        let record = self.record(id).await?;
+        if !needs_takeover(&record) {
+            self.unload(id).await;
+            return Ok(());
+        }
+        {
+            let mut st = runtime.lock().await;
+            *st = RunState::from_record(&record);
+            runtime.drive(&mut st, Trigger::TakeoverSweep).await?;
+        }
+        if record.desired_running {
+            self.start(id).await?;
+        } else {
+            self.unload(id).await;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SessionHost for SessionService {
+    fn loaded_count(&self) -> usize {
+        self.runtimes.len()
+    }
+
+    async fn lease_lost(&self, session_id: &str, generation: i64) {
+        let removed = self
+            .runtimes
+            .remove_if(session_id, |_, rt| rt.lease.generation == generation);
+        if let Some((_, runtime)) = removed {
+            runtime.abandon().await;
+        }
+    }
+
+    async fn take_over(&self, session_id: &str) {
+        match self.take_over_session(session_id).await {
+            Ok(()) => tracing::info!(session_id, "session taken over"),
+            Err(err) => tracing::warn!(session_id, error = %err, "session not taken over"),
+        }
+    }
+
+    async fn release_all(&self) -> usize {
+        let ids: Vec<String> = self.runtimes.iter().map(|e| e.key().clone()).collect();
+        let mut released = 0;
+        for id in ids {
+            if let Some((_, runtime)) = self.runtimes.remove(&id) {
+                runtime.abandon().await;
+                self.leases.release(&id, runtime.lease).await;
+                released += 1;
+            }
+        }
+        released
+    }
+}
