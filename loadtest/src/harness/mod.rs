@@ -1,6 +1,7 @@
 //! The one test harness: nodes, clients, webhook receivers and throwaway databases, all on loopback.
 
 pub mod client;
+pub mod cluster;
 pub mod node;
 pub mod pg;
 pub mod receiver;

@@ -59,12 +59,18 @@ fn default_env(dir: &Path, port: u16) -> Vec<(String, String)> {
 }
 
 impl Node {
-    /// Starts a node and (unless told not to) waits until it is ready.
+    /// Starts a node and (unless told not to) waits until it is ready. An `API_PORT` in the options is
+    /// used as given (cluster tests need each node's URL before it starts); otherwise a free port.
     pub async fn start(options: NodeOptions) -> anyhow::Result<Node> {
         let dir = tempfile::tempdir()?;
+        let port = options
+            .env
+            .get("API_PORT")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(free_port);
         let mut node = Node {
             options,
-            port: free_port(),
+            port,
             dir,
             child: None,
         };

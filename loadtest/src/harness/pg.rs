@@ -40,6 +40,22 @@ impl PgDatabase {
     }
 }
 
+impl PgDatabase {
+    /// Runs one query and returns its rows, unaligned, fields separated by `|` (e.g. a row's columns).
+    pub fn query(&self, sql: &str) -> anyhow::Result<String> {
+        let out = Command::new("psql")
+            .args(["-h", &setting("WAGATE_TEST_PG_HOST", "127.0.0.1")])
+            .args(["-p", &setting("WAGATE_TEST_PG_PORT", "5432")])
+            .args(["-U", &setting("WAGATE_TEST_PG_USER", "postgres")])
+            .args(["-d", &self.name, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
+            .output()?;
+        if !out.status.success() {
+            anyhow::bail!("psql failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+}
+
 impl Drop for PgDatabase {
     fn drop(&mut self) {
         let _ = psql(&format!(

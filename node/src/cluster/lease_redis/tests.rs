@@ -1,0 +1,121 @@
+//! `RedisLeases` against a real Redis (127.0.0.1:6379, `WAGATE_TEST_REDIS_URL` overrides) and a SQLite data
+//! DB: exclusivity, the fence only growing, compare-and-set renew and release, and expiry.
+
+use std::time::Duration;
+
+use wagate_proto::dto::sessions::SessionConfig;
+
+use super::*;
+use crate::store::backends;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    db: DataPool,
+    pool: Pool,
+    prefix: String,
+    session: String,
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = backends::connect_data_sqlite(&dir.path().join("data.sqlite"))
+        .await
+        .expect("data db");
+    let session = uuid::Uuid::new_v4().to_string();
+    sessions::insert(&db, &session, "lease-test", &SessionConfig::default(), None)
+        .await
+        .expect("session");
+    let url = std::env::var("WAGATE_TEST_REDIS_URL")
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let pool = deadpool_redis::Config::from_url(url)
+        .create_pool(Some(deadpool_redis::Runtime::Tokio1))
+        .expect("redis pool");
+    let prefix = format!("wagate-test:{}:", uuid::Uuid::new_v4().simple());
+    Fixture {
+        _dir: dir,
+        db,
+        pool,
+        prefix,
+        session,
+    }
+}
+
+impl Fixture {
+    fn node(&self, id: &str, ttl_ms: u64) -> RedisLeases {
+        RedisLeases::new(
+            self.pool.clone(),
+            self.db.clone(),
+            id.into(),
+            self.prefix.clone(),
+            Duration::from_millis(ttl_ms),
+        )
+    }
+
+    async fn row(&self) -> (i64, Option<String>) {
+        let r = sessions::get(&self.db, &self.session).await.expect("row");
+        (r.lease_generation, r.owner_node)
+    }
+}
+
+#[tokio::test]
+async fn a_held_lease_refuses_other_nodes_and_is_written_to_the_row() {
+    let f = fixture().await;
+    let (a, b) = (f.node("a", 10_000), f.node("b", 10_000));
+    let lease = a.acquire(&f.session).await.expect("a acquires");
+    assert!(matches!(
+        b.acquire(&f.session).await,
+        Err(LeaseError::HeldElsewhere)
+    ));
+    assert_eq!(f.row().await, (lease.generation, Some("a".into())));
+    let owner = b.owner(&f.session).await.expect("owner").expect("held");
+    assert_eq!(owner.node_id, "a");
+    assert_eq!(owner.generation, lease.generation);
+    assert!(a.is_current(&f.session, lease));
+}
+
+#[tokio::test]
+async fn release_hands_over_with_a_newer_generation_and_the_old_holder_cannot_renew() {
+    let f = fixture().await;
+    let (a, b) = (f.node("a", 10_000), f.node("b", 10_000));
+    let first = a.acquire(&f.session).await.expect("a acquires");
+    a.release(&f.session, first).await;
+    let second = b.acquire(&f.session).await.expect("b acquires");
+    assert!(second.generation > first.generation);
+    assert!(!a.renew(&f.session, first.generation).await.expect("renew"));
+    a.release(&f.session, first).await;
+    assert_eq!(
+        b.owner(&f.session).await.expect("owner").map(|o| o.node_id),
+        Some("b".into())
+    );
+    assert!(b.renew(&f.session, second.generation).await.expect("renew"));
+}
+
+#[tokio::test]
+async fn the_generation_never_falls_below_the_rows() {
+    let f = fixture().await;
+    sessions::claim(&f.db, &f.session, 41, "elsewhere")
+        .await
+        .expect("claim");
+    let lease = f.node("a", 10_000).acquire(&f.session).await.expect("acquire");
+    assert_eq!(lease.generation, 42);
+}
+
+#[tokio::test]
+async fn an_expired_lease_is_taken_and_its_holder_knows_it_is_not_current() {
+    let f = fixture().await;
+    let (a, b) = (f.node("a", 200), f.node("b", 10_000));
+    let old = a.acquire(&f.session).await.expect("a acquires");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!a.is_current(&f.session, old));
+    let new = b.acquire(&f.session).await.expect("b takes the expired lease");
+    assert!(new.generation > old.generation);
+    assert!(!a.renew(&f.session, old.generation).await.expect("renew"));
+    assert!(matches!(
+        sessions::save_runtime(&f.db, &f.session, old.generation, &Default::default()).await,
+        Err(StoreError::StaleLease)
+    ));
+    assert_eq!(
+        a.unheld(std::slice::from_ref(&f.session)).await.expect("mget"),
+        Vec::<String>::new()
+    );
+}

@@ -1,0 +1,101 @@
+//! Any node serves any session: requests for a session another node owns are forwarded there once and
+//! answered with `X-Wagate-Served-By: <owner>`; a request already forwarded is never forwarded again.
+//! Three real nodes on one PostgreSQL data DB and one Redis (own key prefix).
+
+use reqwest::Method;
+use wagate_loadtest::harness::cluster::{TestCluster, Timings};
+use wagate_loadtest::harness::sessions::{create_linked, get};
+
+const SERVED_BY: &str = "x-wagate-served-by";
+
+async fn cluster() -> TestCluster {
+    TestCluster::start(env!("CARGO_BIN_EXE_wagate"), 3, Timings::default())
+        .await
+        .expect("cluster")
+}
+
+#[tokio::test]
+async fn every_node_answers_for_a_session_owned_elsewhere_naming_the_owner() {
+    let c = cluster().await;
+    let id = create_linked(&c.client(0), "fwd-read", "15550001001")
+        .await
+        .expect("linked on node a");
+    for node in 0..3 {
+        let reply = get(&c.client(node), &id).await.expect("get");
+        assert_eq!(reply.status, 200, "node {node}: {}", reply.text);
+        assert_eq!(reply.header(SERVED_BY), Some("node-a"), "node {node}");
+        assert_eq!(reply.body["status"], "ready");
+        assert_eq!(reply.body["engineLoaded"], true, "the owner's view");
+    }
+    let missing = get(&c.client(1), "00000000-0000-4000-8000-000000000000")
+        .await
+        .expect("get");
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.header(SERVED_BY), Some("node-b"));
+    let stats = c.client(1).get("/api/sessions/stats").await.expect("stats");
+    assert_eq!(stats.header(SERVED_BY), None, "not session-scoped");
+}
+
+#[tokio::test]
+async fn start_on_a_non_owner_is_answered_by_the_owner_and_a_forwarded_one_there_answers_409() {
+    let c = cluster().await;
+    let id = create_linked(&c.client(0), "fwd-start", "15550001002")
+        .await
+        .expect("linked on node a");
+    let path = format!("/api/sessions/{id}/start");
+    let forwarded = c.client(1).post_empty(&path).await.expect("start");
+    assert_eq!(forwarded.status, 409, "{}", forwarded.text);
+    assert_eq!(forwarded.header(SERVED_BY), Some("node-a"), "the owner answered");
+    assert!(forwarded.str("message").contains("already active"));
+
+    let b = c.client(1);
+    let again = b
+        .send(b.raw(Method::POST, &path).header("X-Wagate-Forwarded", "node-c"))
+        .await
+        .expect("start");
+    assert_eq!(again.status, 409, "{}", again.text);
+    assert_eq!(again.header(SERVED_BY), Some("node-b"), "never forwarded twice");
+    assert!(again.str("message").contains("held by another node"));
+    assert!(c.row(&id).expect("row").starts_with("node-a|"));
+}
+
+#[tokio::test]
+async fn a_session_nobody_holds_starts_on_the_node_asked() {
+    let c = cluster().await;
+    let id = create_linked(&c.client(0), "fwd-move", "15550001004")
+        .await
+        .expect("linked on node a");
+    let stopped = c
+        .client(2)
+        .post_empty(&format!("/api/sessions/{id}/stop"))
+        .await
+        .expect("stop");
+    assert_eq!(stopped.status, 200, "{}", stopped.text);
+    assert_eq!(stopped.header(SERVED_BY), Some("node-a"));
+    let started = c
+        .client(2)
+        .post_empty(&format!("/api/sessions/{id}/start"))
+        .await
+        .expect("start");
+    assert_eq!(started.status, 200, "{}", started.text);
+    assert_eq!(started.header(SERVED_BY), Some("node-c"));
+    assert_eq!(started.body["status"], "ready", "stored credentials, no QR");
+    let via_a = get(&c.client(0), &id).await.expect("get");
+    assert_eq!(via_a.header(SERVED_BY), Some("node-c"));
+    assert!(c.row(&id).expect("row").starts_with("node-c|"));
+}
+
+#[tokio::test]
+async fn sim_control_routes_are_forwarded_to_the_owner_too() {
+    let c = cluster().await;
+    let id = create_linked(&c.client(0), "fwd-sim", "15550001003")
+        .await
+        .expect("linked on node a");
+    let drop = c
+        .client(2)
+        .post_empty(&format!("/api/sim/sessions/{id}/drop"))
+        .await
+        .expect("drop");
+    assert_eq!(drop.status, 200, "{}", drop.text);
+    assert_eq!(drop.header(SERVED_BY), Some("node-a"));
+}

@@ -1,0 +1,137 @@
+//! Takeover: when the owner of a session dies, stalls past its lease, stops or drains, another node runs
+//! the session from the stored credentials, and the old owner never writes the session again.
+//! Three real nodes on one PostgreSQL data DB and one Redis (own key prefix). Polls, never asserts how fast.
+
+use std::time::{Duration, Instant};
+
+use wagate_loadtest::harness::cluster::{TestCluster, Timings};
+use wagate_loadtest::harness::sessions::{create_linked, get};
+
+const SERVED_BY: &str = "x-wagate-served-by";
+const BUDGET: Duration = Duration::from_secs(30);
+
+async fn cluster(timings: Timings) -> TestCluster {
+    TestCluster::start(env!("CARGO_BIN_EXE_wagate"), 3, timings)
+        .await
+        .expect("cluster")
+}
+
+/// `engineLoaded` of the session in `node`'s own list (a list is served locally, never forwarded).
+async fn loaded_on(c: &TestCluster, node: usize, id: &str) -> bool {
+    let list = c.client(node).get("/api/sessions").await.expect("list");
+    list.body
+        .as_array()
+        .or_else(|| list.body["data"].as_array())
+        .and_then(|rows| rows.iter().find(|s| s["id"] == id))
+        .is_some_and(|s| s["engineLoaded"] == true)
+}
+
+async fn wait_for_log(c: &TestCluster, node: usize, needle: &str) {
+    let deadline = Instant::now() + BUDGET;
+    while !c.nodes[node].logs().contains(needle) {
+        assert!(Instant::now() < deadline, "node {node} never logged '{needle}'");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn kill_9_of_the_owner_moves_the_session_to_a_survivor() {
+    let mut c = cluster(Timings::default()).await;
+    let id = create_linked(&c.client(0), "kill-owner", "15550002001")
+        .await
+        .expect("linked on node a");
+    c.nodes[0].kill9();
+    let reply = c
+        .wait_served_ready(1, &id, &["node-a", ""], BUDGET)
+        .await
+        .expect("taken over");
+    let owner = reply.header(SERVED_BY).unwrap_or_default().to_string();
+    assert!(owner == "node-b" || owner == "node-c", "{owner}");
+    assert_eq!(reply.body["engineLoaded"], true);
+    assert_eq!(reply.body["phone"], "15550002001");
+    let other = get(&c.client(2), &id).await.expect("get");
+    assert_eq!(other.header(SERVED_BY), Some(owner.as_str()));
+    assert!(c.row(&id).expect("row").starts_with(&format!("{owner}|")));
+}
+
+#[tokio::test]
+async fn a_stalled_owner_past_its_ttl_never_writes_again_and_unloads_its_engine() {
+    let c = cluster(Timings::default()).await;
+    let id = create_linked(&c.client(0), "stall-owner", "15550002002")
+        .await
+        .expect("linked on node a");
+    c.nodes[0].pause();
+    let reply = c
+        .wait_served_ready(1, &id, &["node-a", ""], BUDGET)
+        .await
+        .expect("taken over");
+    let owner = reply.header(SERVED_BY).unwrap_or_default().to_string();
+    let row = c.row(&id).expect("row");
+    assert!(row.starts_with(&format!("{owner}|")), "{row}");
+
+    c.nodes[0].resume();
+    wait_for_log(&c, 0, "session lease lost").await;
+    assert!(!loaded_on(&c, 0, &id).await, "the stalled node unloaded it");
+    let via_a = get(&c.client(0), &id).await.expect("get via node a");
+    assert_eq!(via_a.header(SERVED_BY), Some(owner.as_str()));
+    assert_eq!(via_a.body["status"], "ready");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(c.row(&id).expect("row"), row, "nobody wrote the row since the takeover");
+}
+
+#[tokio::test]
+async fn graceful_stop_releases_the_lease_so_peers_take_over_before_it_would_expire() {
+    // A long TTL: a takeover inside the budget can only come from the released lease.
+    let timings = Timings {
+        ttl_ms: 120_000,
+        heartbeat_ms: 5_000,
+        sweep_ms: 500,
+    };
+    let mut c = cluster(timings).await;
+    let id = create_linked(&c.client(0), "stop-owner", "15550002003")
+        .await
+        .expect("linked on node a");
+    assert_eq!(c.nodes[0].stop().await, Some(0));
+    assert!(c.nodes[0].logs().contains("left the cluster"));
+    let reply = c
+        .wait_served_ready(2, &id, &["node-a", ""], BUDGET)
+        .await
+        .expect("taken over");
+    assert_eq!(reply.body["engineLoaded"], true);
+}
+
+#[tokio::test]
+async fn drain_hands_the_nodes_sessions_to_peers_and_takes_none_back() {
+    let timings = Timings {
+        ttl_ms: 120_000,
+        heartbeat_ms: 5_000,
+        sweep_ms: 500,
+    };
+    let c = cluster(timings).await;
+    let id = create_linked(&c.client(0), "drain-owner", "15550002004")
+        .await
+        .expect("linked on node a");
+    let drained = c.client(0).post_empty("/api/infra/drain").await.expect("drain");
+    assert_eq!(drained.status, 200, "{}", drained.text);
+    assert_eq!(drained.body["released"], 1);
+    assert_eq!(drained.body["nodeId"], "node-a");
+    let reply = c
+        .wait_served_ready(0, &id, &["node-a", ""], BUDGET)
+        .await
+        .expect("taken over");
+    let owner = reply.header(SERVED_BY).unwrap_or_default().to_string();
+    assert!(!loaded_on(&c, 0, &id).await);
+    let viewer = c
+        .client(1)
+        .post("/api/auth/api-keys", serde_json::json!({ "name": "v", "role": "viewer" }))
+        .await
+        .expect("key");
+    let refused = c
+        .nodes[1]
+        .client_with_key(Some(&viewer.str("apiKey")))
+        .post_empty("/api/infra/drain")
+        .await
+        .expect("drain as viewer");
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    assert!(c.row(&id).expect("row").starts_with(&format!("{owner}|")));
+}
