@@ -48,7 +48,7 @@ async fn kill_9_of_the_owner_moves_the_session_to_a_survivor() {
     let owner = reply.header(SERVED_BY).unwrap_or_default().to_string();
     assert!(owner == "node-b" || owner == "node-c", "{owner}");
     assert_eq!(reply.body["engineLoaded"], true);
-    assert_eq!(reply.body["phone"], "15550002001");
+    assert!(reply.str("phone").starts_with("15550002001"), "{}", reply.text);
     let other = get(&c.client(2), &id).await.expect("get");
     assert_eq!(other.header(SERVED_BY), Some(owner.as_str()));
     assert!(c.row(&id).expect("row").starts_with(&format!("{owner}|")));
@@ -123,9 +123,10 @@ async fn drain_hands_the_nodes_sessions_to_peers_and_takes_none_back() {
     assert!(!loaded_on(&c, 0, &id).await);
     let viewer = c
         .client(1)
-        .post("/api/auth/api-keys", serde_json::json!({ "name": "v", "role": "viewer" }))
+        .post("/api/auth/api-keys", serde_json::json!({ "name": "drain-viewer", "role": "viewer" }))
         .await
         .expect("key");
+    assert_eq!(viewer.status, 201, "{}", viewer.text);
     let refused = c
         .nodes[1]
         .client_with_key(Some(&viewer.str("apiKey")))

@@ -75,7 +75,8 @@ impl TestCluster {
         ))
     }
 
-    /// Polls `node` until the session is `ready` and served by a node other than those in `not_by`;
+    /// Polls `node` until the session is `ready` with its engine loaded, served by a node other than those
+    /// in `not_by` (a row left `ready` by a dead owner and read locally does not count);
     /// returns that reply. Failed requests (a dead owner answers 503 until its lease lapses) are retried.
     pub async fn wait_served_ready(
         &self,
@@ -90,7 +91,9 @@ impl TestCluster {
         while Instant::now() < deadline {
             if let Ok(reply) = sessions::get(&client, session_id).await {
                 let by = reply.header("x-wagate-served-by").unwrap_or("").to_string();
-                if reply.status == 200 && reply.body["status"] == "ready" && !not_by.contains(&by.as_str()) {
+                let is_running =
+                    reply.body["status"] == "ready" && reply.body["engineLoaded"] == true;
+                if reply.status == 200 && is_running && !not_by.contains(&by.as_str()) {
                     return Ok(reply);
                 }
                 last = format!("{} by {by}: {}", reply.status, reply.text);
