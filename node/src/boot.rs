@@ -136,8 +136,23 @@ fn spawn_session_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &Cancel
         return;
     };
     let host: Arc<dyn SessionHost> = ctx.sessions.clone();
-    tasks.spawn(heartbeat::run(cluster.clone(), host.clone(), shutdown.clone()));
-    tasks.spawn(takeover::run(cluster.clone(), host, shutdown.clone()));
+    tasks.spawn(heartbeat::run(
+        cluster.clone(),
+        host.clone(),
+        shutdown.clone(),
+    ));
+    tasks.spawn(takeover::run(
+        cluster.clone(),
+        host.clone(),
+        shutdown.clone(),
+    ));
+    // Leave at the shutdown signal, not after in-flight requests drained: leases that stop being renewed
+    // while engines still run would let a peer start a second engine.
+    let (cluster, stop) = (cluster.clone(), shutdown.clone());
+    tasks.spawn(async move {
+        stop.cancelled().await;
+        cluster.leave(host.as_ref()).await;
+    });
 }
 
 async fn build_context(
@@ -243,8 +258,5 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .await?;
     tasks.close();
     tasks.wait().await;
-    if let Some(cluster) = &ctx.cluster {
-        cluster.leave(ctx.sessions.as_ref()).await;
-    }
     Ok(())
 }

@@ -45,16 +45,27 @@ async fn start_on_a_non_owner_is_answered_by_the_owner_and_a_forwarded_one_there
     let path = format!("/api/sessions/{id}/start");
     let forwarded = c.client(1).post_empty(&path).await.expect("start");
     assert_eq!(forwarded.status, 409, "{}", forwarded.text);
-    assert_eq!(forwarded.header(SERVED_BY), Some("node-a"), "the owner answered");
+    assert_eq!(
+        forwarded.header(SERVED_BY),
+        Some("node-a"),
+        "the owner answered"
+    );
     assert!(forwarded.str("message").contains("already active"));
 
     let b = c.client(1);
     let again = b
-        .send(b.raw(Method::POST, &path).header("X-Wagate-Forwarded", "node-c"))
+        .send(
+            b.raw(Method::POST, &path)
+                .header("X-Wagate-Forwarded", "node-c"),
+        )
         .await
         .expect("start");
     assert_eq!(again.status, 409, "{}", again.text);
-    assert_eq!(again.header(SERVED_BY), Some("node-b"), "never forwarded twice");
+    assert_eq!(
+        again.header(SERVED_BY),
+        Some("node-b"),
+        "never forwarded twice"
+    );
     assert!(again.str("message").contains("held by another node"));
     assert!(c.row(&id).expect("row").starts_with("node-a|"));
 }
@@ -98,4 +109,29 @@ async fn sim_control_routes_are_forwarded_to_the_owner_too() {
         .expect("drop");
     assert_eq!(drop.status, 200, "{}", drop.text);
     assert_eq!(drop.header(SERVED_BY), Some("node-a"));
+}
+
+#[tokio::test]
+async fn a_stalled_owner_answers_504_and_an_unreachable_one_503() {
+    // A long lease: the owner stays the owner for the whole test, whatever happens to its process.
+    let timings = Timings {
+        ttl_ms: 120_000,
+        heartbeat_ms: 5_000,
+        sweep_ms: 500,
+    };
+    let mut c = TestCluster::start(env!("CARGO_BIN_EXE_wagate"), 2, timings)
+        .await
+        .expect("cluster");
+    let id = create_linked(&c.client(0), "fwd-errors", "15550001005")
+        .await
+        .expect("linked on node a");
+    c.nodes[0].pause();
+    let stalled = get(&c.client(1), &id).await.expect("get");
+    assert_eq!(stalled.status, 504, "{}", stalled.text);
+    assert_eq!(stalled.header(SERVED_BY), Some("node-b"));
+    c.nodes[0].resume();
+    c.nodes[0].kill9();
+    let gone = get(&c.client(1), &id).await.expect("get");
+    assert_eq!(gone.status, 503, "{}", gone.text);
+    assert_eq!(gone.body["statusCode"], 503);
 }

@@ -29,7 +29,10 @@ async fn loaded_on(c: &TestCluster, node: usize, id: &str) -> bool {
 async fn wait_for_log(c: &TestCluster, node: usize, needle: &str) {
     let deadline = Instant::now() + BUDGET;
     while !c.nodes[node].logs().contains(needle) {
-        assert!(Instant::now() < deadline, "node {node} never logged '{needle}'");
+        assert!(
+            Instant::now() < deadline,
+            "node {node} never logged '{needle}'"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -48,7 +51,11 @@ async fn kill_9_of_the_owner_moves_the_session_to_a_survivor() {
     let owner = reply.header(SERVED_BY).unwrap_or_default().to_string();
     assert!(owner == "node-b" || owner == "node-c", "{owner}");
     assert_eq!(reply.body["engineLoaded"], true);
-    assert!(reply.str("phone").starts_with("15550002001"), "{}", reply.text);
+    assert!(
+        reply.str("phone").starts_with("15550002001"),
+        "{}",
+        reply.text
+    );
     let other = get(&c.client(2), &id).await.expect("get");
     assert_eq!(other.header(SERVED_BY), Some(owner.as_str()));
     assert!(c.row(&id).expect("row").starts_with(&format!("{owner}|")));
@@ -76,7 +83,11 @@ async fn a_stalled_owner_past_its_ttl_never_writes_again_and_unloads_its_engine(
     assert_eq!(via_a.header(SERVED_BY), Some(owner.as_str()));
     assert_eq!(via_a.body["status"], "ready");
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(c.row(&id).expect("row"), row, "nobody wrote the row since the takeover");
+    assert_eq!(
+        c.row(&id).expect("row"),
+        row,
+        "nobody wrote the row since the takeover"
+    );
 }
 
 #[tokio::test]
@@ -111,7 +122,11 @@ async fn drain_hands_the_nodes_sessions_to_peers_and_takes_none_back() {
     let id = create_linked(&c.client(0), "drain-owner", "15550002004")
         .await
         .expect("linked on node a");
-    let drained = c.client(0).post_empty("/api/infra/drain").await.expect("drain");
+    let drained = c
+        .client(0)
+        .post_empty("/api/infra/drain")
+        .await
+        .expect("drain");
     assert_eq!(drained.status, 200, "{}", drained.text);
     assert_eq!(drained.body["released"], 1);
     assert_eq!(drained.body["nodeId"], "node-a");
@@ -123,12 +138,14 @@ async fn drain_hands_the_nodes_sessions_to_peers_and_takes_none_back() {
     assert!(!loaded_on(&c, 0, &id).await);
     let viewer = c
         .client(1)
-        .post("/api/auth/api-keys", serde_json::json!({ "name": "drain-viewer", "role": "viewer" }))
+        .post(
+            "/api/auth/api-keys",
+            serde_json::json!({ "name": "drain-viewer", "role": "viewer" }),
+        )
         .await
         .expect("key");
     assert_eq!(viewer.status, 201, "{}", viewer.text);
-    let refused = c
-        .nodes[1]
+    let refused = c.nodes[1]
         .client_with_key(Some(&viewer.str("apiKey")))
         .post_empty("/api/infra/drain")
         .await

@@ -50,7 +50,10 @@ impl TestCluster {
                 .env("REDIS_ENABLED", "true")
                 .env("REDIS_KEY_PREFIX", prefix.clone())
                 .env("SESSION_LEASE_TTL_MS", timings.ttl_ms.to_string())
-                .env("SESSION_LEASE_HEARTBEAT_MS", timings.heartbeat_ms.to_string())
+                .env(
+                    "SESSION_LEASE_HEARTBEAT_MS",
+                    timings.heartbeat_ms.to_string(),
+                )
                 .env("SESSION_TAKEOVER_SWEEP_MS", timings.sweep_ms.to_string())
                 .env("SESSION_PROXY_TIMEOUT_MS", "1000");
             nodes.push(Node::start(options).await?);

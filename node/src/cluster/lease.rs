@@ -16,6 +16,9 @@ pub(crate) struct Lease {
 pub(crate) enum LeaseError {
     #[error("Session lease is held by another node")]
     HeldElsewhere,
+    /// This node is draining or leaving the cluster and takes no session.
+    #[error("This node is draining and takes no sessions")]
+    Draining,
     /// The lease store (Redis) did not answer.
     #[error("Session lease store unavailable: {0}")]
     Unavailable(String),

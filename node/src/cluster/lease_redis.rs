@@ -3,6 +3,7 @@
 //! that checks and sets the key, so it only ever grows, and is then written to the session row (`claim`).
 //! Renew and release are compare-and-set scripts. The renewal loop itself is in `heartbeat.rs`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -83,6 +84,8 @@ pub(crate) struct RedisLeases {
     /// Every lease this node holds. The heartbeat walks it; a sync map because no entry is held across
     /// an `.await`.
     held: DashMap<String, Held>,
+    /// Set by a drain or a graceful shutdown: no new lease is taken from then on.
+    is_closed: AtomicBool,
 }
 
 impl RedisLeases {
@@ -100,7 +103,13 @@ impl RedisLeases {
             prefix,
             ttl,
             held: DashMap::new(),
+            is_closed: AtomicBool::new(false),
         }
+    }
+
+    /// Takes no new lease from now on (drain, shutdown); held ones stay until released.
+    pub(crate) fn close(&self) {
+        self.is_closed.store(true, Ordering::SeqCst);
     }
 
     fn key(&self, session_id: &str) -> String {
@@ -130,7 +139,11 @@ impl RedisLeases {
     }
 
     /// Extends a held lease by one TTL; false when it is no longer ours.
-    pub(crate) async fn renew(&self, session_id: &str, generation: i64) -> Result<bool, RedisError> {
+    pub(crate) async fn renew(
+        &self,
+        session_id: &str,
+        generation: i64,
+    ) -> Result<bool, RedisError> {
         let sent_at = Instant::now();
         let mut conn = self.pool.get().await?;
         let renewed: i64 = redis::Script::new(RENEW)
@@ -216,6 +229,9 @@ pub(crate) fn parse_owner(value: &str) -> Option<Owner> {
 #[async_trait]
 impl Leases for RedisLeases {
     async fn acquire(&self, session_id: &str) -> Result<Lease, LeaseError> {
+        if self.is_closed.load(Ordering::SeqCst) {
+            return Err(LeaseError::Draining);
+        }
         let floor = sessions::get(&self.db, session_id).await?.lease_generation;
         let started = Instant::now();
         let generation = self.acquire_key(session_id, floor).await?;
@@ -235,8 +251,13 @@ impl Leases for RedisLeases {
             }
         }
         let deadline = started + self.ttl;
-        self.held
-            .insert(session_id.to_string(), Held { generation, deadline });
+        self.held.insert(
+            session_id.to_string(),
+            Held {
+                generation,
+                deadline,
+            },
+        );
         Ok(Lease { generation })
     }
 

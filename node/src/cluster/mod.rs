@@ -41,7 +41,10 @@ pub(crate) trait SessionHost: Send + Sync {
 pub(crate) enum Route {
     Local,
     /// Another live node holds the lease.
-    Remote { node_id: String, url: String },
+    Remote {
+        node_id: String,
+        url: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -134,6 +137,7 @@ impl Cluster {
     /// Stops taking sessions and hands this node's sessions to its peers.
     pub(crate) async fn drain(&self, host: &dyn SessionHost) -> usize {
         self.is_draining.store(true, Ordering::SeqCst);
+        self.leases.close();
         if let Err(err) = self.announce(host.loaded_count()).await {
             tracing::warn!(error = %err, "drain not announced; peers see it at the next heartbeat");
         }
@@ -144,6 +148,7 @@ impl Cluster {
     /// at their next sweep instead of after a TTL.
     pub(crate) async fn leave(&self, host: &dyn SessionHost) {
         self.is_draining.store(true, Ordering::SeqCst);
+        self.leases.close();
         if let Err(err) = self.registry.withdraw(&self.node_id).await {
             tracing::warn!(error = %err, "node not withdrawn from the registry; it will expire");
         }

@@ -176,6 +176,7 @@ impl From<crate::cluster::lease::LeaseError> for ApiError {
         use crate::cluster::lease::LeaseError as L;
         match err {
             L::HeldElsewhere => ApiError::conflict(err.to_string()),
+            L::Draining => ApiError::unavailable(err.to_string()),
             L::Unavailable(cause) => {
                 tracing::error!(error = %cause, "session lease store unavailable");
                 ApiError::unavailable("Session lease store unavailable")

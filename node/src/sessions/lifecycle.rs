@@ -60,8 +60,7 @@ impl SessionService {
             self.load_now(id).await
         };
         // Our clone and the map's: nobody else waits on this gate.
-        self.loading
-            .remove_if(id, |_, g| Arc::strong_count(g) <= 2);
+        self.loading.remove_if(id, |_, g| Arc::strong_count(g) <= 2);
         loaded
     }
 

@@ -25,8 +25,8 @@ async fn fixture() -> Fixture {
     sessions::insert(&db, &session, "lease-test", &SessionConfig::default(), None)
         .await
         .expect("session");
-    let url = std::env::var("WAGATE_TEST_REDIS_URL")
-        .unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let url =
+        std::env::var("WAGATE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
     let pool = deadpool_redis::Config::from_url(url)
         .create_pool(Some(deadpool_redis::Runtime::Tokio1))
         .expect("redis pool");
@@ -96,7 +96,11 @@ async fn the_generation_never_falls_below_the_rows() {
     sessions::claim(&f.db, &f.session, 41, "elsewhere")
         .await
         .expect("claim");
-    let lease = f.node("a", 10_000).acquire(&f.session).await.expect("acquire");
+    let lease = f
+        .node("a", 10_000)
+        .acquire(&f.session)
+        .await
+        .expect("acquire");
     assert_eq!(lease.generation, 42);
 }
 
@@ -107,7 +111,10 @@ async fn an_expired_lease_is_taken_and_its_holder_knows_it_is_not_current() {
     let old = a.acquire(&f.session).await.expect("a acquires");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!a.is_current(&f.session, old));
-    let new = b.acquire(&f.session).await.expect("b takes the expired lease");
+    let new = b
+        .acquire(&f.session)
+        .await
+        .expect("b takes the expired lease");
     assert!(new.generation > old.generation);
     assert!(!a.renew(&f.session, old.generation).await.expect("renew"));
     assert!(matches!(
@@ -115,7 +122,9 @@ async fn an_expired_lease_is_taken_and_its_holder_knows_it_is_not_current() {
         Err(StoreError::StaleLease)
     ));
     assert_eq!(
-        a.unheld(std::slice::from_ref(&f.session)).await.expect("mget"),
+        a.unheld(std::slice::from_ref(&f.session))
+            .await
+            .expect("mget"),
         Vec::<String>::new()
     );
 }
