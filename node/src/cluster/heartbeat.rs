@@ -1,6 +1,6 @@
 //! The node's heartbeat: every `SESSION_LEASE_HEARTBEAT_MS` it renews each held lease and refreshes the
-//! registry entry. A lease whose renewal is refused, or whose monotonic deadline (last successful renewal
-//! + TTL) has passed, is given up at once: the session is unloaded and its engine killed, because WhatsApp
+//! registry entry. A lease whose renewal is refused, or whose monotonic deadline (the last successful
+//! renewal plus the TTL) has passed, is given up at once: the session is unloaded and its engine killed, because WhatsApp
 //! cannot check our fence and a peer may already run it.
 
 use std::sync::Arc;
