@@ -9,6 +9,7 @@
 //! - `engine/`: the `Engine` trait and the engines (`sim` today).
 //! - `events/`: normalised events, the outbox pipeline and live fan-out.
 //! - `sessions/`: the transition table, reconnect backoff, and the supervisor of running engines.
+//! - `cluster/`: session leases (local and Redis, fenced), node registry, heartbeat, takeover sweep.
 //! - `store/`: all SQL; data DB on SQLite or PostgreSQL, main DB on SQLite.
 //! - `boot`: start-up and shutdown of a node.
 
