@@ -23,9 +23,11 @@ pub(crate) mod extract;
 pub(crate) mod health;
 pub(crate) mod keys;
 pub(crate) mod limits;
+pub(crate) mod messages;
 pub(crate) mod metrics;
 pub(crate) mod sessions;
 pub(crate) mod sim;
+pub(crate) mod templates;
 
 use error::ApiError;
 
@@ -56,7 +58,9 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
         .merge(health::router())
         .merge(keys::router())
         .merge(audit::router())
-        .merge(sessions::router());
+        .merge(sessions::router())
+        .merge(messages::router())
+        .merge(templates::router());
     if with_sim {
         routes.merge(sim::router())
     } else {

@@ -4,8 +4,13 @@
 
 pub(crate) mod audit;
 pub(crate) mod backends;
+pub(crate) mod batches;
+pub(crate) mod idempotency;
 pub(crate) mod keys;
+pub(crate) mod messages;
+pub(crate) mod reactions;
 pub(crate) mod sessions;
+pub(crate) mod templates;
 
 /// The data database, on either backend (shared with the workers crate, which links the same tables).
 /// Queries are written once and compiled for both arms by [`with_pool!`]: `$n` placeholders,
