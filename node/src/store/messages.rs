@@ -2,7 +2,7 @@
 //! `(session_id, wa_message_id)`), its delivery status, edit/revoke/star flags, and the list pages.
 //! Writes that accompany an event take the caller's `DataTx`; the rules (who writes what) are in `messaging`.
 
-use super::{DataPool, DataTx, StoreResult, with_pool, with_tx};
+use super::{DataPool, DataTx, StoreResult, execute, execute_tx, with_pool};
 
 const INSERT: &str = "INSERT INTO messages (id, session_id, wa_message_id, chat_id, from_jid, to_jid, chat_name, \
      author, body, type, direction, status, timestamp, has_media, media, mentioned_ids, is_group, quoted_id, \
@@ -70,13 +70,13 @@ pub(crate) struct PageQuery {
 
 /// Inserts a message; false when `(session_id, wa_message_id)` was already stored.
 pub(crate) async fn insert(tx: &mut DataTx, m: &MessageRow) -> StoreResult<bool> {
-    let done = with_tx!(tx, c => sqlx::query(INSERT)
+    let done = execute_tx!(tx, sqlx::query(INSERT)
         .bind(&m.id).bind(&m.session_id).bind(&m.wa_message_id).bind(&m.chat_id).bind(&m.from_jid)
         .bind(&m.to_jid).bind(&m.chat_name).bind(&m.author).bind(&m.body).bind(&m.kind)
         .bind(&m.direction).bind(&m.status).bind(m.timestamp).bind(m.has_media).bind(&m.media)
         .bind(&m.mentioned_ids).bind(m.is_group).bind(&m.quoted_id).bind(&m.extra).bind(m.created_at)
-        .execute(c).await)?;
-    Ok(done.rows_affected() == 1)
+        )?;
+    Ok(done == 1)
 }
 
 /// Moves a message's status forward to `status` of `rank`; false when nothing changed.
@@ -87,13 +87,13 @@ pub(crate) async fn update_status(
     status: &str,
     rank: i64,
 ) -> StoreResult<bool> {
-    let done = with_tx!(tx, c => sqlx::query(UPDATE_STATUS).bind(session_id).bind(wa_id).bind(status)
-        .bind(rank).execute(c).await)?;
-    Ok(done.rows_affected() > 0)
+    let done = execute_tx!(tx, sqlx::query(UPDATE_STATUS).bind(session_id).bind(wa_id).bind(status)
+        .bind(rank))?;
+    Ok(done > 0)
 }
 
 pub(crate) async fn mark_revoked(tx: &mut DataTx, session_id: &str, wa_id: &str) -> StoreResult<()> {
-    with_tx!(tx, c => sqlx::query(SET_REVOKED).bind(session_id).bind(wa_id).execute(c).await)?;
+    execute_tx!(tx, sqlx::query(SET_REVOKED).bind(session_id).bind(wa_id))?;
     Ok(())
 }
 
@@ -103,7 +103,7 @@ pub(crate) async fn set_body(
     wa_id: &str,
     body: &str,
 ) -> StoreResult<()> {
-    with_tx!(tx, c => sqlx::query(SET_BODY).bind(session_id).bind(wa_id).bind(body).execute(c).await)?;
+    execute_tx!(tx, sqlx::query(SET_BODY).bind(session_id).bind(wa_id).bind(body))?;
     Ok(())
 }
 
@@ -113,7 +113,7 @@ pub(crate) async fn set_starred(
     wa_id: &str,
     starred: bool,
 ) -> StoreResult<()> {
-    with_pool!(db, p => sqlx::query(SET_STARRED).bind(session_id).bind(wa_id).bind(starred).execute(p).await)?;
+    execute!(db, sqlx::query(SET_STARRED).bind(session_id).bind(wa_id).bind(starred))?;
     Ok(())
 }
 

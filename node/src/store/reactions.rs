@@ -1,7 +1,7 @@
 //! The `message_reactions` table: the current reaction of each sender on a stored message.
 //! Written inside the reaction event's transaction; an empty emoji deletes the sender's row.
 
-use super::{DataPool, DataTx, StoreResult, with_pool, with_tx};
+use super::{DataPool, DataTx, StoreResult, execute_tx, with_pool};
 
 const UPSERT: &str = "INSERT INTO message_reactions (session_id, wa_message_id, chat_id, sender_id, emoji, \
      timestamp) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (session_id, wa_message_id, sender_id) \
@@ -25,11 +25,11 @@ pub(crate) struct ReactionRow {
 /// Sets (or with an empty emoji removes) the sender's reaction.
 pub(crate) async fn apply(tx: &mut DataTx, r: &ReactionRow) -> StoreResult<()> {
     if r.emoji.is_empty() {
-        with_tx!(tx, c => sqlx::query(DELETE).bind(&r.session_id).bind(&r.wa_message_id)
-            .bind(&r.sender_id).execute(c).await)?;
+        execute_tx!(tx, sqlx::query(DELETE).bind(&r.session_id).bind(&r.wa_message_id)
+            .bind(&r.sender_id))?;
     } else {
-        with_tx!(tx, c => sqlx::query(UPSERT).bind(&r.session_id).bind(&r.wa_message_id)
-            .bind(&r.chat_id).bind(&r.sender_id).bind(&r.emoji).bind(r.timestamp).execute(c).await)?;
+        execute_tx!(tx, sqlx::query(UPSERT).bind(&r.session_id).bind(&r.wa_message_id)
+            .bind(&r.chat_id).bind(&r.sender_id).bind(&r.emoji).bind(r.timestamp))?;
     }
     Ok(())
 }
