@@ -79,7 +79,12 @@ fn write_generated_key(data_dir: &Path, key: &str) -> anyhow::Result<()> {
 fn engine_factory(config: &Config) -> (Arc<dyn EngineFactory>, Option<SimNetwork>) {
     match config.engine_type {
         EngineType::Sim => {
-            let net = SimNetwork::new(SimConfig::default());
+            // Ids must stay unique across restarts: the message store deduplicates on them.
+            let config = SimConfig {
+                id_prefix: format!("3EB0SIM{:06X}", rand::random::<u32>() & 0xFF_FFFF),
+                ..SimConfig::default()
+            };
+            let net = SimNetwork::new(config);
             (Arc::new(SimFactory::new(net.clone())), Some(net))
         }
         EngineType::Socket => (Arc::new(UnavailableFactory::new(EngineKind::Socket)), None),
