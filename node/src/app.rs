@@ -28,6 +28,7 @@ pub struct ApiContext {
     /// Present when this process installed the Prometheus recorder.
     pub metrics: Option<PrometheusHandle>,
     pub(crate) sessions: Arc<SessionService>,
+    #[allow(dead_code)] // read by the WebSocket fan-out (events issue)
     pub(crate) pipeline: Pipeline,
     pub(crate) messaging: Arc<MessagingService>,
     pub(crate) bulk: Arc<BulkRunner>,

@@ -28,7 +28,11 @@ struct TemplatePath {
 /// GET /api/sessions/{sessionId}/templates
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/templates", tag = "templates",
     responses((status = 200, body = [Template])))]
-async fn list_templates(caller: Caller, id: SessionId, State(ctx): State<ApiContext>) -> ApiResult<Json<Vec<Template>>> {
+async fn list_templates(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<Vec<Template>>> {
     authorise(&caller, &id, Role::Operator)?;
     Ok(Json(ctx.messaging.list_templates(&id.0).await?))
 }
@@ -36,17 +40,28 @@ async fn list_templates(caller: Caller, id: SessionId, State(ctx): State<ApiCont
 /// POST /api/sessions/{sessionId}/templates
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/templates", tag = "templates",
     request_body = CreateTemplateRequest, responses((status = 201, body = Template), (status = 400), (status = 409)))]
-async fn create_template(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiJson(body): ApiJson<CreateTemplateRequest>) -> ApiResult<(StatusCode, Json<Template>)> {
+async fn create_template(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<CreateTemplateRequest>,
+) -> ApiResult<(StatusCode, Json<Template>)> {
     authorise(&caller, &id, Role::Operator)?;
-    Ok((StatusCode::CREATED, Json(ctx.messaging.create_template(&id.0, body).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(ctx.messaging.create_template(&id.0, body).await?),
+    ))
 }
 
 /// GET /api/sessions/{sessionId}/templates/{id}
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/templates/{id}", tag = "templates",
     responses((status = 200, body = Template), (status = 404)))]
-async fn get_template(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiPath(path): ApiPath<TemplatePath>) -> ApiResult<Json<Template>> {
+async fn get_template(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<TemplatePath>,
+) -> ApiResult<Json<Template>> {
     authorise(&caller, &id, Role::Operator)?;
     Ok(Json(ctx.messaging.get_template(&id.0, &path.id).await?))
 }
@@ -54,17 +69,28 @@ async fn get_template(caller: Caller, id: SessionId, State(ctx): State<ApiContex
 /// PUT /api/sessions/{sessionId}/templates/{id}
 #[utoipa::path(put, path = "/api/sessions/{sessionId}/templates/{id}", tag = "templates",
     request_body = UpdateTemplateRequest, responses((status = 200, body = Template), (status = 400), (status = 404)))]
-async fn update_template(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiPath(path): ApiPath<TemplatePath>, ApiJson(body): ApiJson<UpdateTemplateRequest>) -> ApiResult<Json<Template>> {
+async fn update_template(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<TemplatePath>,
+    ApiJson(body): ApiJson<UpdateTemplateRequest>,
+) -> ApiResult<Json<Template>> {
     authorise(&caller, &id, Role::Operator)?;
-    Ok(Json(ctx.messaging.update_template(&id.0, &path.id, body).await?))
+    Ok(Json(
+        ctx.messaging.update_template(&id.0, &path.id, body).await?,
+    ))
 }
 
 /// DELETE /api/sessions/{sessionId}/templates/{id}
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}/templates/{id}", tag = "templates",
     responses((status = 204), (status = 404)))]
-async fn delete_template(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiPath(path): ApiPath<TemplatePath>) -> ApiResult<StatusCode> {
+async fn delete_template(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<TemplatePath>,
+) -> ApiResult<StatusCode> {
     authorise(&caller, &id, Role::Operator)?;
     ctx.messaging.delete_template(&id.0, &path.id).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -34,8 +34,12 @@ impl Default for FetchOptions {
 
 fn guard_error(err: GuardError) -> MediaError {
     match err {
-        GuardError::InvalidUrl(e) => MediaError::BadInput(format!("url is not a valid http(s) URL: {e}")),
-        GuardError::Unresolvable(host) => MediaError::Unreachable(format!("host {host} does not resolve")),
+        GuardError::InvalidUrl(e) => {
+            MediaError::BadInput(format!("url is not a valid http(s) URL: {e}"))
+        }
+        GuardError::Unresolvable(host) => {
+            MediaError::Unreachable(format!("host {host} does not resolve"))
+        }
         GuardError::Refused { host, ip } => MediaError::Blocked(format!("{host} resolves to {ip}")),
     }
 }
@@ -62,21 +66,28 @@ fn client(opts: &FetchOptions, proxy_url: Option<&str>) -> Result<reqwest::Clien
             return attempt.error("too many redirects");
         }
         if guarded && let Err(err) = guard::check_literal(attempt.url()) {
-            return attempt.error(format!("redirect refused by the outbound-address guard: {err}"));
+            return attempt.error(format!(
+                "redirect refused by the outbound-address guard: {err}"
+            ));
         }
         attempt.follow()
     });
-    let mut builder = reqwest::Client::builder().timeout(FETCH_TIMEOUT).redirect(policy);
+    let mut builder = reqwest::Client::builder()
+        .timeout(FETCH_TIMEOUT)
+        .redirect(policy);
     if guarded {
         builder = builder.dns_resolver(GuardedResolver);
     }
     builder = match proxy_url.filter(|_| opts.use_session_proxy) {
         Some(proxy) => builder.proxy(
-            reqwest::Proxy::all(proxy).map_err(|e| MediaError::BadInput(format!("session proxy: {e}")))?,
+            reqwest::Proxy::all(proxy)
+                .map_err(|e| MediaError::BadInput(format!("session proxy: {e}")))?,
         ),
         None => builder.no_proxy(),
     };
-    builder.build().map_err(|e| MediaError::Unreachable(e.to_string()))
+    builder
+        .build()
+        .map_err(|e| MediaError::Unreachable(e.to_string()))
 }
 
 pub(super) async fn download(
@@ -89,11 +100,21 @@ pub(super) async fn download(
     if opts.is_guarded {
         guard::check_literal(&parsed).map_err(guard_error)?;
     }
-    let resp = client(opts, proxy_url)?.get(parsed).send().await.map_err(classify)?;
+    let resp = client(opts, proxy_url)?
+        .get(parsed)
+        .send()
+        .await
+        .map_err(classify)?;
     if !resp.status().is_success() {
-        return Err(MediaError::Unreachable(format!("the server answered {}", resp.status())));
+        return Err(MediaError::Unreachable(format!(
+            "the server answered {}",
+            resp.status()
+        )));
     }
-    if resp.content_length().is_some_and(|len| len > sink_max(&sink)) {
+    if resp
+        .content_length()
+        .is_some_and(|len| len > sink_max(&sink))
+    {
         return Err(MediaError::TooLarge(sink_max(&sink)));
     }
     let content_type = resp

@@ -63,10 +63,6 @@ impl MediaStore {
         }
     }
 
-    pub(crate) fn max_bytes(&self) -> u64 {
-        self.max_bytes
-    }
-
     /// Where the file of `key` lives (keys are hex digests, so they cannot escape the directory).
     pub(crate) fn path(&self, key: &str) -> Option<PathBuf> {
         let valid = key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit());
@@ -158,8 +154,14 @@ mod tests {
     async fn oversized_and_prefixed_base64_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let media = store(dir.path(), 4);
-        assert!(matches!(media.put_base64("aGVsbG8gd29ybGQ=").await, Err(MediaError::TooLarge(4))));
-        assert!(matches!(media.put_base64("data:image/png;base64,AAAA").await, Err(MediaError::BadInput(_))));
+        assert!(matches!(
+            media.put_base64("aGVsbG8gd29ybGQ=").await,
+            Err(MediaError::TooLarge(4))
+        ));
+        assert!(matches!(
+            media.put_base64("data:image/png;base64,AAAA").await,
+            Err(MediaError::BadInput(_))
+        ));
         assert!(media.path("../etc/passwd").is_none());
     }
 }

@@ -48,15 +48,26 @@ fn item_draft(index: usize, item: &BulkItem) -> MessagingResult<Draft> {
     let kind = item.kind.as_deref().unwrap_or("text");
     let media_kind = match kind {
         "text" => {
-            let text = content.get("text").and_then(Value::as_str).map(str::to_string);
-            let body = SendTextRequest { chat_id: Some(chat_id), text, ..Default::default() };
+            let text = content
+                .get("text")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let body = SendTextRequest {
+                chat_id: Some(chat_id),
+                text,
+                ..Default::default()
+            };
             return draft::text(body).map_err(at);
         }
         "image" => MediaKind::Image,
         "video" => MediaKind::Video,
         "audio" => MediaKind::Audio,
         "document" => MediaKind::Document,
-        other => return Err(at(bad(format!("type must be text, image, video, audio or document, got '{other}'")))),
+        other => {
+            return Err(at(bad(format!(
+                "type must be text, image, video, audio or document, got '{other}'"
+            ))));
+        }
     };
     let media = content.get(kind).cloned().unwrap_or(Value::Null);
     let field = |k: &str| media.get(k).and_then(Value::as_str).map(str::to_string);
@@ -67,7 +78,10 @@ fn item_draft(index: usize, item: &BulkItem) -> MessagingResult<Draft> {
         mimetype: field("mimetype"),
         filename: field("filename"),
         ptt: media.get("ptt").and_then(Value::as_bool),
-        caption: content.get("caption").and_then(Value::as_str).map(str::to_string),
+        caption: content
+            .get("caption")
+            .and_then(Value::as_str)
+            .map(str::to_string),
         ..Default::default()
     };
     draft::media(media_kind, body).map_err(at)
@@ -90,7 +104,10 @@ fn item_error(err: &MessagingError) -> BatchItemError {
         MessagingError::Media(MediaError::Blocked(_)) => "SEND_BLOCKED",
         _ => "SEND_FAILED",
     };
-    BatchItemError { code: code.into(), message: err.to_string() }
+    BatchItemError {
+        code: code.into(),
+        message: err.to_string(),
+    }
 }
 
 fn delay_ms(options: &BulkOptions) -> u64 {
@@ -103,12 +120,24 @@ fn delay_ms(options: &BulkOptions) -> u64 {
 }
 
 impl BulkRunner {
-    pub(crate) fn new(service: Arc<MessagingService>, shutdown: CancellationToken) -> Arc<BulkRunner> {
-        Arc::new(BulkRunner { service, lock: tokio::sync::Mutex::new(()), cancels: DashMap::new(), shutdown })
+    pub(crate) fn new(
+        service: Arc<MessagingService>,
+        shutdown: CancellationToken,
+    ) -> Arc<BulkRunner> {
+        Arc::new(BulkRunner {
+            service,
+            lock: tokio::sync::Mutex::new(()),
+            cancels: DashMap::new(),
+            shutdown,
+        })
     }
 
     /// Validates and stores a batch, starts it, and answers the 202 body.
-    pub(crate) async fn submit(self: &Arc<Self>, session_id: &str, req: SendBulkRequest) -> MessagingResult<BulkAccepted> {
+    pub(crate) async fn submit(
+        self: &Arc<Self>,
+        session_id: &str,
+        req: SendBulkRequest,
+    ) -> MessagingResult<BulkAccepted> {
         self.service.check_session(session_id).await?;
         let items = req.messages.unwrap_or_default();
         if items.is_empty() || items.len() > MAX_ITEMS {
@@ -120,17 +149,29 @@ impl BulkRunner {
         let options = req.options.unwrap_or_default();
         let delay = options.delay_between_messages.unwrap_or(DEFAULT_DELAY_MS);
         if delay < MIN_DELAY_MS {
-            return Err(bad(format!("options.delayBetweenMessages must be at least {MIN_DELAY_MS}")));
+            return Err(bad(format!(
+                "options.delayBetweenMessages must be at least {MIN_DELAY_MS}"
+            )));
         }
-        let batch_id = req.batch_id.filter(|b| !b.trim().is_empty()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        if batch_store::get_by_id(&self.service.db, &batch_id).await?.is_some() {
+        let batch_id = req
+            .batch_id
+            .filter(|b| !b.trim().is_empty())
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        if batch_store::get_by_id(&self.service.db, &batch_id)
+            .await?
+            .is_some()
+        {
             return Err(bad(format!("batchId {batch_id} already exists")));
         }
         let row = new_row(&batch_id, session_id, &items, &options)?;
-        batch_store::insert(&self.service.db, &row).await.map_err(|e| match e {
-            crate::store::StoreError::Conflict { .. } => bad(format!("batchId {batch_id} already exists")),
-            other => other.into(),
-        })?;
+        batch_store::insert(&self.service.db, &row)
+            .await
+            .map_err(|e| match e {
+                crate::store::StoreError::Conflict { .. } => {
+                    bad(format!("batchId {batch_id} already exists"))
+                }
+                other => other.into(),
+            })?;
         self.spawn(batch_id.clone());
         let eta = row.created_at + i64::try_from(delay * (items.len() as u64 - 1)).unwrap_or(0);
         Ok(BulkAccepted {
@@ -142,7 +183,11 @@ impl BulkRunner {
         })
     }
 
-    pub(crate) async fn status(&self, session_id: &str, batch_id: &str) -> MessagingResult<BatchStatus> {
+    pub(crate) async fn status(
+        &self,
+        session_id: &str,
+        batch_id: &str,
+    ) -> MessagingResult<BatchStatus> {
         self.service.check_session(session_id).await?;
         let row = self.load(session_id, batch_id).await?;
         let results: Vec<BatchItemResult> = from_json(&row.results)?;
@@ -156,7 +201,11 @@ impl BulkRunner {
         })
     }
 
-    pub(crate) async fn cancel(&self, session_id: &str, batch_id: &str) -> MessagingResult<BatchCancelled> {
+    pub(crate) async fn cancel(
+        &self,
+        session_id: &str,
+        batch_id: &str,
+    ) -> MessagingResult<BatchCancelled> {
         self.service.check_session(session_id).await?;
         let _guard = self.lock.lock().await;
         let mut row = self.load(session_id, batch_id).await?;
@@ -174,7 +223,11 @@ impl BulkRunner {
         if let Some(token) = self.cancels.get(batch_id) {
             token.cancel();
         }
-        Ok(BatchCancelled { batch_id: row.id, status: "cancelled".into(), progress: progress(&results) })
+        Ok(BatchCancelled {
+            batch_id: row.id,
+            status: "cancelled".into(),
+            progress: progress(&results),
+        })
     }
 
     async fn load(&self, session_id: &str, batch_id: &str) -> MessagingResult<BatchRow> {
@@ -205,7 +258,9 @@ impl BulkRunner {
 
     async fn run(&self, batch_id: &str, token: &CancellationToken) -> MessagingResult<()> {
         loop {
-            let Some((row, items, options)) = self.next(batch_id).await? else { return Ok(()) };
+            let Some((row, items, options)) = self.next(batch_id).await? else {
+                return Ok(());
+            };
             let index = usize::try_from(row.next_index).unwrap_or(0);
             if index > 0 {
                 tokio::select! {
@@ -217,16 +272,24 @@ impl BulkRunner {
                 return Ok(());
             }
             let outcome = self.send_item(&row.session_id, index, &items[index]).await;
-            self.save_result(batch_id, index, &items[index], outcome).await?;
+            self.save_result(batch_id, index, &items[index], outcome)
+                .await?;
         }
     }
 
     /// The batch if it still has an item to send.
-    async fn next(&self, batch_id: &str) -> MessagingResult<Option<(BatchRow, Vec<BulkItem>, BulkOptions)>> {
+    async fn next(
+        &self,
+        batch_id: &str,
+    ) -> MessagingResult<Option<(BatchRow, Vec<BulkItem>, BulkOptions)>> {
         let _guard = self.lock.lock().await;
-        let Some(row) = batch_store::get_by_id(&self.service.db, batch_id).await? else { return Ok(None) };
+        let Some(row) = batch_store::get_by_id(&self.service.db, batch_id).await? else {
+            return Ok(None);
+        };
         let items: Vec<BulkItem> = from_json(&row.items)?;
-        if row.status != "processing" || usize::try_from(row.next_index).unwrap_or(usize::MAX) >= items.len() {
+        if row.status != "processing"
+            || usize::try_from(row.next_index).unwrap_or(usize::MAX) >= items.len()
+        {
             return Ok(None);
         }
         let options: BulkOptions = from_json(&row.options)?;
@@ -236,7 +299,9 @@ impl BulkRunner {
     /// Waits (bounded) for the session to be ready; false on shutdown or cancel.
     async fn wait_ready(&self, session_id: &str, token: &CancellationToken) -> bool {
         let deadline = tokio::time::Instant::now() + READY_WAIT;
-        while self.service.sessions.ready_engine(session_id).is_err() && tokio::time::Instant::now() < deadline {
+        while self.service.sessions.ready_engine(session_id).is_err()
+            && tokio::time::Instant::now() < deadline
+        {
             tokio::select! {
                 _ = token.cancelled() => return false,
                 _ = tokio::time::sleep(Duration::from_millis(200)) => {}
@@ -245,20 +310,45 @@ impl BulkRunner {
         true
     }
 
-    async fn send_item(&self, session_id: &str, index: usize, item: &BulkItem) -> MessagingResult<String> {
+    async fn send_item(
+        &self,
+        session_id: &str,
+        index: usize,
+        item: &BulkItem,
+    ) -> MessagingResult<String> {
         let draft = item_draft(index, item)?;
         Ok(self.service.send(session_id, draft).await?.id)
     }
 
-    async fn save_result(&self, batch_id: &str, index: usize, item: &BulkItem, outcome: MessagingResult<String>) -> MessagingResult<()> {
+    async fn save_result(
+        &self,
+        batch_id: &str,
+        index: usize,
+        item: &BulkItem,
+        outcome: MessagingResult<String>,
+    ) -> MessagingResult<()> {
         let _guard = self.lock.lock().await;
-        let Some(mut row) = batch_store::get_by_id(&self.service.db, batch_id).await? else { return Ok(()) };
+        let Some(mut row) = batch_store::get_by_id(&self.service.db, batch_id).await? else {
+            return Ok(());
+        };
         let mut results: Vec<BatchItemResult> = from_json(&row.results)?;
         let chat_id = item.chat_id.clone().unwrap_or_default();
         let now = now_ms();
         let result = match outcome {
-            Ok(id) => BatchItemResult { chat_id, status: "sent".into(), message_id: Some(id), sent_at: Some(iso_ms(now)), error: None },
-            Err(err) => BatchItemResult { chat_id, status: "failed".into(), message_id: None, sent_at: None, error: Some(item_error(&err)) },
+            Ok(id) => BatchItemResult {
+                chat_id,
+                status: "sent".into(),
+                message_id: Some(id),
+                sent_at: Some(iso_ms(now)),
+                error: None,
+            },
+            Err(err) => BatchItemResult {
+                chat_id,
+                status: "failed".into(),
+                message_id: None,
+                sent_at: None,
+                error: Some(item_error(&err)),
+            },
         };
         if let Some(slot) = results.get_mut(index) {
             *slot = result;
@@ -275,7 +365,12 @@ impl BulkRunner {
     }
 }
 
-fn new_row(batch_id: &str, session_id: &str, items: &[BulkItem], options: &BulkOptions) -> MessagingResult<BatchRow> {
+fn new_row(
+    batch_id: &str,
+    session_id: &str,
+    items: &[BulkItem],
+    options: &BulkOptions,
+) -> MessagingResult<BatchRow> {
     let pending: Vec<BatchItemResult> = items
         .iter()
         .map(|i| BatchItemResult {

@@ -122,7 +122,11 @@ pub(crate) fn location(b: SendLocationRequest) -> MessagingResult<Draft> {
         longitude: v::coordinate("longitude", b.longitude, 180.0)?,
         description: b.description,
     };
-    Ok(ready(to, MessageContent::Location(loc), b.quoted_message_id))
+    Ok(ready(
+        to,
+        MessageContent::Location(loc),
+        b.quoted_message_id,
+    ))
 }
 
 pub(crate) fn contact(b: SendContactRequest) -> MessagingResult<Draft> {
@@ -131,13 +135,19 @@ pub(crate) fn contact(b: SendContactRequest) -> MessagingResult<Draft> {
     let number = v::required("contactNumber", b.contact_number.as_deref())?;
     let digits = number.trim().trim_start_matches('+');
     if digits.len() < 6 || !digits.chars().all(|c| c.is_ascii_digit()) {
-        return Err(bad("contactNumber must be an international number (digits only)"));
+        return Err(bad(
+            "contactNumber must be an international number (digits only)",
+        ));
     }
     let card = ContactCard {
         name,
         number: digits.to_string(),
     };
-    Ok(ready(to, MessageContent::Contact(card), b.quoted_message_id))
+    Ok(ready(
+        to,
+        MessageContent::Contact(card),
+        b.quoted_message_id,
+    ))
 }
 
 pub(crate) fn poll(b: SendPollRequest) -> MessagingResult<Draft> {
@@ -183,7 +193,9 @@ mod tests {
             ..SendMediaRequest::default()
         };
         let draft = media(MediaKind::Audio, body).unwrap();
-        let DraftContent::Media(m) = draft.content else { panic!("not media") };
+        let DraftContent::Media(m) = draft.content else {
+            panic!("not media")
+        };
         assert_eq!(m.kind, MediaKind::Voice);
         assert_eq!(m.mimetype.as_deref(), Some("audio/ogg; codecs=opus"));
     }
@@ -192,7 +204,9 @@ mod tests {
     fn media_needs_exactly_one_source() {
         assert!(media_input(None, None, true).is_err());
         assert!(media_input(Some("u".into()), Some("b".into()), true).is_err());
-        let err = media_input(None, Some("AAAA".into()), false).unwrap_err().to_string();
+        let err = media_input(None, Some("AAAA".into()), false)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("mimetype"));
     }
 }

@@ -12,7 +12,11 @@ use crate::engine::{InboundMessage, MessageType, SentMessage};
 use crate::store::from_json;
 
 impl MessagingService {
-    pub(crate) async fn forward(&self, session_id: &str, b: ForwardRequest) -> MessagingResult<SentMessage> {
+    pub(crate) async fn forward(
+        &self,
+        session_id: &str,
+        b: ForwardRequest,
+    ) -> MessagingResult<SentMessage> {
         let from = v::jid("fromChatId", b.from_chat_id.as_deref())?;
         let to = v::jid("toChatId", b.to_chat_id.as_deref())?;
         let id = v::required("messageId", b.message_id.as_deref())?;
@@ -23,7 +27,8 @@ impl MessagingService {
         let result = engine.forward(&from, &to, &original.wa_message_id).await;
         self.pace_outcome(session_id, result.as_ref().err());
         let sent = result?;
-        let kind: MessageType = serde_json::from_value(serde_json::json!(original.kind)).unwrap_or(MessageType::Unknown);
+        let kind: MessageType = serde_json::from_value(serde_json::json!(original.kind))
+            .unwrap_or(MessageType::Unknown);
         let me = own_jid(record.phone.as_deref());
         let msg = InboundMessage {
             id: sent.id.clone(),

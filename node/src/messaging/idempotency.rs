@@ -23,9 +23,16 @@ pub(crate) fn request_hash(path: &str, body: &[u8]) -> String {
 
 impl MessagingService {
     /// The stored first answer for this key, if any; 422 when the key was used for another request.
-    pub(crate) async fn replay(&self, session_id: &str, key: &str, hash: &str) -> MessagingResult<Option<(u16, String)>> {
+    pub(crate) async fn replay(
+        &self,
+        session_id: &str,
+        key: &str,
+        hash: &str,
+    ) -> MessagingResult<Option<(u16, String)>> {
         if key.is_empty() || key.len() > MAX_KEY_LEN {
-            return Err(MessagingError::BadInput(format!("Idempotency-Key must be 1-{MAX_KEY_LEN} characters")));
+            return Err(MessagingError::BadInput(format!(
+                "Idempotency-Key must be 1-{MAX_KEY_LEN} characters"
+            )));
         }
         let Some(stored) = store::get(&self.db, session_id, key, now_ms() - TTL_MS).await? else {
             return Ok(None);
@@ -35,11 +42,21 @@ impl MessagingService {
                 "Idempotency-Key was already used with a different request".into(),
             ));
         }
-        Ok(Some((u16::try_from(stored.status_code).unwrap_or(200), stored.response)))
+        Ok(Some((
+            u16::try_from(stored.status_code).unwrap_or(200),
+            stored.response,
+        )))
     }
 
     /// Keeps the first successful answer.
-    pub(crate) async fn remember(&self, session_id: &str, key: &str, hash: &str, status: u16, body: String) -> MessagingResult<()> {
+    pub(crate) async fn remember(
+        &self,
+        session_id: &str,
+        key: &str,
+        hash: &str,
+        status: u16,
+        body: String,
+    ) -> MessagingResult<()> {
         let reply = StoredReply {
             request_hash: hash.to_string(),
             status_code: i32::from(status),

@@ -59,7 +59,11 @@ fn prune(window: &mut VecDeque<i64>, now: i64) {
 }
 
 fn retry_after(window: &VecDeque<i64>, now: i64) -> i64 {
-    window.front().map(|t| t + DAY_MS - now).unwrap_or(1000).max(1000)
+    window
+        .front()
+        .map(|t| t + DAY_MS - now)
+        .unwrap_or(1000)
+        .max(1000)
 }
 
 impl Pacer {
@@ -81,21 +85,40 @@ impl Pacer {
     }
 
     /// Admits a send (reserving its place in the windows) or names the refusing rule.
-    pub(crate) fn admit(&self, session: &str, created_ms: i64, is_cold: bool, now: i64) -> Result<(), Refusal> {
+    pub(crate) fn admit(
+        &self,
+        session: &str,
+        created_ms: i64,
+        is_cold: bool,
+        now: i64,
+    ) -> Result<(), Refusal> {
         let allowance = self.allowance(created_ms, now);
         let mut map = self.sessions.lock();
         let st = map.entry(session.to_string()).or_default();
         if st.open_until > now {
-            return Err(Refusal { rule: "failure_breaker", retry_after_ms: st.open_until - now });
+            return Err(Refusal {
+                rule: "failure_breaker",
+                retry_after_ms: st.open_until - now,
+            });
         }
         prune(&mut st.sends, now);
         prune(&mut st.cold, now);
         if st.sends.len() as u64 >= allowance {
-            let rule = if allowance < self.limits.daily_cap { "warmup" } else { "daily_cap" };
-            return Err(Refusal { rule, retry_after_ms: retry_after(&st.sends, now) });
+            let rule = if allowance < self.limits.daily_cap {
+                "warmup"
+            } else {
+                "daily_cap"
+            };
+            return Err(Refusal {
+                rule,
+                retry_after_ms: retry_after(&st.sends, now),
+            });
         }
         if is_cold && st.cold.len() as u64 >= self.limits.cold_daily {
-            return Err(Refusal { rule: "cold_reachout", retry_after_ms: retry_after(&st.cold, now) });
+            return Err(Refusal {
+                rule: "cold_reachout",
+                retry_after_ms: retry_after(&st.cold, now),
+            });
         }
         st.sends.push_back(now);
         if is_cold {
@@ -132,13 +155,17 @@ impl MessagingService {
         let chat = to.to_string();
         let is_cold = !message_store::chat_has_history(&self.db, session_id, &chat, "").await?;
         let now = crate::store::now_ms();
-        pacer.admit(session_id, record.created_at, is_cold, now).map_err(|r| {
-            metrics::counter!("wagate_send_pacing_refusals_total", "rule" => r.rule).increment(1);
-            MessagingError::Paced {
-                rule: r.rule,
-                retry_after_seconds: u64::try_from((r.retry_after_ms + 999) / 1000).unwrap_or(1),
-            }
-        })
+        pacer
+            .admit(session_id, record.created_at, is_cold, now)
+            .map_err(|r| {
+                metrics::counter!("wagate_send_pacing_refusals_total", "rule" => r.rule)
+                    .increment(1);
+                MessagingError::Paced {
+                    rule: r.rule,
+                    retry_after_seconds: u64::try_from((r.retry_after_ms + 999) / 1000)
+                        .unwrap_or(1),
+                }
+            })
     }
 
     pub(super) fn pace_outcome(&self, session_id: &str, error: Option<&EngineError>) {
@@ -153,7 +180,13 @@ mod tests {
     use super::*;
 
     fn pacer() -> Pacer {
-        Pacer::new(PacingLimits { daily_cap: 10, warmup_days: 5, warmup_start: 2, cold_daily: 1, breaker_failures: 2 })
+        Pacer::new(PacingLimits {
+            daily_cap: 10,
+            warmup_days: 5,
+            warmup_start: 2,
+            cold_daily: 1,
+            breaker_failures: 2,
+        })
     }
 
     #[test]
@@ -170,7 +203,10 @@ mod tests {
         let p = pacer();
         let old = -10 * DAY_MS;
         assert!(p.admit("s", old, true, 0).is_ok());
-        assert_eq!(p.admit("s", old, true, 1).unwrap_err().rule, "cold_reachout");
+        assert_eq!(
+            p.admit("s", old, true, 1).unwrap_err().rule,
+            "cold_reachout"
+        );
         for t in 2..11 {
             assert!(p.admit("s", old, false, t).is_ok());
         }

@@ -27,7 +27,11 @@ pub(crate) struct MediaMeta {
 }
 
 impl MediaMeta {
-    pub(crate) fn new(stored: &StoredMedia, mimetype: String, filename: Option<String>) -> MediaMeta {
+    pub(crate) fn new(
+        stored: &StoredMedia,
+        mimetype: String,
+        filename: Option<String>,
+    ) -> MediaMeta {
         MediaMeta {
             key: stored.key.clone(),
             mimetype,
@@ -57,7 +61,11 @@ fn rank(status: AckStatus) -> i64 {
 
 impl Recorder {
     pub(crate) fn new(db: DataPool, pipeline: Pipeline, media: MediaStore) -> Recorder {
-        Recorder { db, pipeline, media }
+        Recorder {
+            db,
+            pipeline,
+            media,
+        }
     }
 
     pub(crate) fn media(&self) -> &MediaStore {
@@ -77,7 +85,11 @@ impl Recorder {
     }
 
     /// Persists a message-related engine event and publishes it, in one transaction.
-    pub(crate) async fn record_event(&self, session_id: &str, event: &EngineEvent) -> StoreResult<()> {
+    pub(crate) async fn record_event(
+        &self,
+        session_id: &str,
+        event: &EngineEvent,
+    ) -> StoreResult<()> {
         let Some(normalised) = normalise(session_id, event) else {
             return Ok(());
         };
@@ -88,21 +100,51 @@ impl Recorder {
         let mut tx = store::begin(&self.db).await?;
         let publish = match (event, &row) {
             (EngineEvent::Message(_), Some(row)) => message_store::insert(&mut tx, row).await?,
-            (EngineEvent::Ack { message_id, status, .. }, _) => {
-                message_store::update_status(&mut tx, session_id, message_id, status.as_str(), rank(*status))
-                    .await?;
+            (
+                EngineEvent::Ack {
+                    message_id, status, ..
+                },
+                _,
+            ) => {
+                message_store::update_status(
+                    &mut tx,
+                    session_id,
+                    message_id,
+                    status.as_str(),
+                    rank(*status),
+                )
+                .await?;
                 true
             }
             (EngineEvent::Revoked { revoked_id, .. }, _) => {
                 message_store::mark_revoked(&mut tx, session_id, revoked_id).await?;
                 true
             }
-            (EngineEvent::Edited { message_id, body, .. }, _) => {
+            (
+                EngineEvent::Edited {
+                    message_id, body, ..
+                },
+                _,
+            ) => {
                 message_store::set_body(&mut tx, session_id, message_id, body).await?;
                 true
             }
-            (EngineEvent::Reaction { message_id, chat_id, reaction, sender_id }, _) => {
-                let row = reaction_row(session_id, message_id, chat_id.to_string(), sender_id.to_string(), reaction);
+            (
+                EngineEvent::Reaction {
+                    message_id,
+                    chat_id,
+                    reaction,
+                    sender_id,
+                },
+                _,
+            ) => {
+                let row = reaction_row(
+                    session_id,
+                    message_id,
+                    chat_id.to_string(),
+                    sender_id.to_string(),
+                    reaction,
+                );
                 reactions::apply(&mut tx, &row).await?;
                 true
             }
@@ -148,7 +190,11 @@ impl Recorder {
     async fn inbound_row(&self, session_id: &str, msg: &InboundMessage) -> StoreResult<MessageRow> {
         let meta = match &msg.media {
             Some(media) => match self.media.put_bytes(&media.data).await {
-                Ok(stored) => Some(MediaMeta::new(&stored, media.mimetype.clone(), media.filename.clone())),
+                Ok(stored) => Some(MediaMeta::new(
+                    &stored,
+                    media.mimetype.clone(),
+                    media.filename.clone(),
+                )),
                 Err(err) => {
                     tracing::warn!(session_id, error = %err, "inbound media not stored");
                     None
@@ -156,7 +202,11 @@ impl Recorder {
             },
             None => None,
         };
-        let status = if msg.from_me { AckStatus::Sent } else { AckStatus::Delivered };
+        let status = if msg.from_me {
+            AckStatus::Sent
+        } else {
+            AckStatus::Delivered
+        };
         message_row(session_id, msg, meta.as_ref(), status)
     }
 
@@ -170,7 +220,10 @@ impl Recorder {
         };
         if let Some(obj) = out.as_object_mut() {
             match data {
-                Some(bytes) => obj.insert("data".into(), json!(base64::engine::general_purpose::STANDARD.encode(bytes))),
+                Some(bytes) => obj.insert(
+                    "data".into(),
+                    json!(base64::engine::general_purpose::STANDARD.encode(bytes)),
+                ),
                 None => obj.insert("omitted".into(), json!(true)),
             };
         }
@@ -218,13 +271,18 @@ fn message_row(
         chat_name: None,
         author: msg.author.as_ref().map(ToString::to_string),
         body: Some(msg.body.clone()),
-        kind: serde_json::to_value(msg.kind)?.as_str().unwrap_or("unknown").to_string(),
+        kind: serde_json::to_value(msg.kind)?
+            .as_str()
+            .unwrap_or("unknown")
+            .to_string(),
         direction: if msg.from_me { "outgoing" } else { "incoming" }.to_string(),
         status: status.as_str().to_string(),
         timestamp: msg.timestamp,
         has_media: media.is_some() || msg.kind.has_media(),
         media: media.map(to_json).transpose()?,
-        mentioned_ids: (!msg.mentioned_ids.is_empty()).then(|| to_json(&msg.mentioned_ids)).transpose()?,
+        mentioned_ids: (!msg.mentioned_ids.is_empty())
+            .then(|| to_json(&msg.mentioned_ids))
+            .transpose()?,
         is_group: msg.chat_id.is_group(),
         quoted_id: msg.quoted.as_ref().map(|q| q.id.clone()),
         extra: (!extra.is_empty()).then(|| Value::Object(extra).to_string()),

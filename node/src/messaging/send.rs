@@ -22,14 +22,20 @@ pub(crate) fn own_jid(phone: Option<&str>) -> Option<Jid> {
 
 impl MessagingService {
     /// Sends a validated draft and records it.
-    pub(crate) async fn send(&self, session_id: &str, draft: Draft) -> MessagingResult<SentMessage> {
+    pub(crate) async fn send(
+        &self,
+        session_id: &str,
+        draft: Draft,
+    ) -> MessagingResult<SentMessage> {
         let record = self.sessions.record(session_id).await?;
         let engine = self.sessions.ready_engine(session_id)?;
         let quoted = match draft.quoted_id.as_deref() {
             Some(id) => Some(self.find_message(session_id, id).await?),
             None => None,
         };
-        let (content, meta) = self.materialise(draft.content, record.proxy_url.as_deref()).await?;
+        let (content, meta) = self
+            .materialise(draft.content, record.proxy_url.as_deref())
+            .await?;
         let msg = OutgoingMessage {
             to: draft.to,
             content,
@@ -43,12 +49,18 @@ impl MessagingService {
         let sent = result?;
         let me = own_jid(record.phone.as_deref());
         let inbound = sent_as_inbound(&msg, &sent, me, quoted.as_ref());
-        self.recorder.record_sent(session_id, &inbound, meta).await?;
+        self.recorder
+            .record_sent(session_id, &inbound, meta)
+            .await?;
         Ok(sent)
     }
 
     /// A stored message by row id or network id; 404 `Message <id> not found` otherwise.
-    pub(crate) async fn find_message(&self, session_id: &str, id: &str) -> MessagingResult<MessageRow> {
+    pub(crate) async fn find_message(
+        &self,
+        session_id: &str,
+        id: &str,
+    ) -> MessagingResult<MessageRow> {
         message_store::find(&self.db, session_id, id)
             .await?
             .ok_or_else(|| message_not_found(id))

@@ -47,13 +47,21 @@ impl MessagingService {
         Ok(rows.into_iter().map(Template::from).collect())
     }
 
-    pub(crate) async fn get_template(&self, session_id: &str, id: &str) -> MessagingResult<Template> {
+    pub(crate) async fn get_template(
+        &self,
+        session_id: &str,
+        id: &str,
+    ) -> MessagingResult<Template> {
         self.check_session(session_id).await?;
         let row = template_store::get(&self.db, session_id, id).await?;
         Ok(row.ok_or_else(|| not_found(id))?.into())
     }
 
-    pub(crate) async fn create_template(&self, session_id: &str, b: CreateTemplateRequest) -> MessagingResult<Template> {
+    pub(crate) async fn create_template(
+        &self,
+        session_id: &str,
+        b: CreateTemplateRequest,
+    ) -> MessagingResult<Template> {
         self.check_session(session_id).await?;
         let now = now_ms();
         let row = TemplateRow {
@@ -71,9 +79,16 @@ impl MessagingService {
         Ok(row.into())
     }
 
-    pub(crate) async fn update_template(&self, session_id: &str, id: &str, b: UpdateTemplateRequest) -> MessagingResult<Template> {
+    pub(crate) async fn update_template(
+        &self,
+        session_id: &str,
+        id: &str,
+        b: UpdateTemplateRequest,
+    ) -> MessagingResult<Template> {
         self.check_session(session_id).await?;
-        let mut row = template_store::get(&self.db, session_id, id).await?.ok_or_else(|| not_found(id))?;
+        let mut row = template_store::get(&self.db, session_id, id)
+            .await?
+            .ok_or_else(|| not_found(id))?;
         match b.name {
             Some(None) => return Err(bad("name must not be null")),
             Some(Some(name)) => row.name = name.trim().to_string(),
@@ -104,19 +119,33 @@ impl MessagingService {
     }
 
     /// send-template -> a text draft with the rendered template.
-    pub(crate) async fn template_draft(&self, session_id: &str, b: SendTemplateRequest) -> MessagingResult<Draft> {
+    pub(crate) async fn template_draft(
+        &self,
+        session_id: &str,
+        b: SendTemplateRequest,
+    ) -> MessagingResult<Draft> {
         v::jid("chatId", b.chat_id.as_deref())?;
         let id = b.template_id.as_deref().filter(|s| !s.trim().is_empty());
         let name = b.template_name.as_deref().filter(|s| !s.trim().is_empty());
         let row = match (id, name) {
-            (Some(id), _) => template_store::get(&self.db, session_id, id).await?.ok_or_else(|| not_found(id))?,
+            (Some(id), _) => template_store::get(&self.db, session_id, id)
+                .await?
+                .ok_or_else(|| not_found(id))?,
             (None, Some(name)) => template_store::find_by_name(&self.db, session_id, name)
                 .await?
                 .ok_or_else(|| not_found(name))?,
             (None, None) => return Err(bad("templateId or templateName is required")),
         };
-        let parts = [row.header.as_deref(), Some(row.body.as_str()), row.footer.as_deref()];
-        let text: Vec<String> = parts.into_iter().flatten().map(|p| v::render(p, &b.vars)).collect();
+        let parts = [
+            row.header.as_deref(),
+            Some(row.body.as_str()),
+            row.footer.as_deref(),
+        ];
+        let text: Vec<String> = parts
+            .into_iter()
+            .flatten()
+            .map(|p| v::render(p, &b.vars))
+            .collect();
         draft::text(SendTextRequest {
             chat_id: b.chat_id,
             text: Some(text.join("\n\n")),

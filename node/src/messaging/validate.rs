@@ -69,7 +69,10 @@ pub(crate) fn mentions(raw: &[String], text: &str, field: &str) -> MessagingResu
 }
 
 /// Poll question and 2-12 distinct-enough options.
-pub(crate) fn poll(name: Option<&str>, options: Option<&[String]>) -> MessagingResult<(String, Vec<String>)> {
+pub(crate) fn poll(
+    name: Option<&str>,
+    options: Option<&[String]>,
+) -> MessagingResult<(String, Vec<String>)> {
     let name = required("name", name)?;
     max_chars("name", name, POLL_NAME_MAX)?;
     let options = options.unwrap_or_default();
@@ -127,7 +130,12 @@ mod tests {
         assert!(poll(Some("q"), Some(&two)).is_ok());
         assert!(poll(Some("q"), Some(&two[..1])).is_err());
         assert!(poll(Some(&"x".repeat(256)), Some(&two)).is_err());
-        assert!(poll(None, Some(&two)).unwrap_err().to_string().contains("name"));
+        assert!(
+            poll(None, Some(&two))
+                .unwrap_err()
+                .to_string()
+                .contains("name")
+        );
     }
 
     #[test]

@@ -32,9 +32,20 @@ pub(crate) struct BatchRow {
 
 /// Inserts a batch; `Conflict` when its id is taken.
 pub(crate) async fn insert(db: &DataPool, b: &BatchRow) -> StoreResult<()> {
-    execute!(db, sqlx::query(INSERT).bind(&b.id).bind(&b.session_id).bind(&b.status).bind(&b.items)
-        .bind(&b.options).bind(&b.results).bind(b.next_index).bind(b.started_at).bind(b.completed_at)
-        .bind(b.created_at))
+    execute!(
+        db,
+        sqlx::query(INSERT)
+            .bind(&b.id)
+            .bind(&b.session_id)
+            .bind(&b.status)
+            .bind(&b.items)
+            .bind(&b.options)
+            .bind(&b.results)
+            .bind(b.next_index)
+            .bind(b.started_at)
+            .bind(b.completed_at)
+            .bind(b.created_at)
+    )
     .map_err(|e| match StoreError::from(e) {
         StoreError::Conflict { .. } => StoreError::Conflict {
             what: format!("Batch '{}'", b.id),
@@ -46,13 +57,27 @@ pub(crate) async fn insert(db: &DataPool, b: &BatchRow) -> StoreResult<()> {
 
 /// Writes the mutable part of a batch (status, results, progress).
 pub(crate) async fn save(db: &DataPool, b: &BatchRow) -> StoreResult<()> {
-    execute!(db, sqlx::query(SAVE).bind(&b.id).bind(&b.status).bind(&b.results).bind(b.next_index)
-        .bind(b.completed_at).bind(b.updated_at))?;
+    execute!(
+        db,
+        sqlx::query(SAVE)
+            .bind(&b.id)
+            .bind(&b.status)
+            .bind(&b.results)
+            .bind(b.next_index)
+            .bind(b.completed_at)
+            .bind(b.updated_at)
+    )?;
     Ok(())
 }
 
-pub(crate) async fn get(db: &DataPool, session_id: &str, id: &str) -> StoreResult<Option<BatchRow>> {
-    Ok(with_pool!(db, p => sqlx::query_as(SELECT_ONE).bind(session_id).bind(id).fetch_optional(p).await)?)
+pub(crate) async fn get(
+    db: &DataPool,
+    session_id: &str,
+    id: &str,
+) -> StoreResult<Option<BatchRow>> {
+    Ok(
+        with_pool!(db, p => sqlx::query_as(SELECT_ONE).bind(session_id).bind(id).fetch_optional(p).await)?,
+    )
 }
 
 pub(crate) async fn get_by_id(db: &DataPool, id: &str) -> StoreResult<Option<BatchRow>> {

@@ -5,7 +5,8 @@ use super::{DataPool, StoreResult, execute, with_pool};
 
 const SELECT: &str = "SELECT request_hash, status_code, response FROM idempotency_keys \
      WHERE session_id = $1 AND key = $2 AND created_at >= $3";
-const DELETE_EXPIRED: &str = "DELETE FROM idempotency_keys WHERE session_id = $1 AND key = $2 AND created_at < $3";
+const DELETE_EXPIRED: &str =
+    "DELETE FROM idempotency_keys WHERE session_id = $1 AND key = $2 AND created_at < $3";
 const INSERT: &str = "INSERT INTO idempotency_keys (session_id, key, request_hash, status_code, response, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (session_id, key) DO NOTHING";
 
@@ -23,8 +24,10 @@ pub(crate) async fn get(
     key: &str,
     valid_since_ms: i64,
 ) -> StoreResult<Option<StoredReply>> {
-    Ok(with_pool!(db, p => sqlx::query_as(SELECT).bind(session_id).bind(key).bind(valid_since_ms)
-        .fetch_optional(p).await)?)
+    Ok(
+        with_pool!(db, p => sqlx::query_as(SELECT).bind(session_id).bind(key).bind(valid_since_ms)
+        .fetch_optional(p).await)?,
+    )
 }
 
 /// Stores the first answer (an expired entry under the same key is replaced; a concurrent first wins).
@@ -36,8 +39,22 @@ pub(crate) async fn put(
     now_ms: i64,
     valid_since_ms: i64,
 ) -> StoreResult<()> {
-    execute!(db, sqlx::query(DELETE_EXPIRED).bind(session_id).bind(key).bind(valid_since_ms))?;
-    execute!(db, sqlx::query(INSERT).bind(session_id).bind(key).bind(&reply.request_hash)
-        .bind(reply.status_code).bind(&reply.response).bind(now_ms))?;
+    execute!(
+        db,
+        sqlx::query(DELETE_EXPIRED)
+            .bind(session_id)
+            .bind(key)
+            .bind(valid_since_ms)
+    )?;
+    execute!(
+        db,
+        sqlx::query(INSERT)
+            .bind(session_id)
+            .bind(key)
+            .bind(&reply.request_hash)
+            .bind(reply.status_code)
+            .bind(&reply.response)
+            .bind(now_ms)
+    )?;
     Ok(())
 }

@@ -17,13 +17,15 @@ const SET_REVOKED: &str =
 const SET_BODY: &str = "UPDATE messages SET body = $3 WHERE session_id = $1 AND wa_message_id = $2";
 const SET_STARRED: &str =
     "UPDATE messages SET starred = $3 WHERE session_id = $1 AND wa_message_id = $2";
-const FIND: &str = "SELECT * FROM messages WHERE session_id = $1 AND (id = $2 OR wa_message_id = $2) LIMIT 1";
+const FIND: &str =
+    "SELECT * FROM messages WHERE session_id = $1 AND (id = $2 OR wa_message_id = $2) LIMIT 1";
 const PAGE: &str = "SELECT * FROM messages WHERE session_id = $1 \
      AND ($2 IS NULL OR chat_id = $2) AND ($3 IS NULL OR from_jid = $3) \
      AND ($4 IS NULL OR direction = $4) AND ($5 IS NULL OR type = $5) \
      AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) \
      ORDER BY created_at DESC, id DESC LIMIT $8 OFFSET $9";
-const CHAT_EXISTS: &str = "SELECT COUNT(*) FROM messages WHERE session_id = $1 AND chat_id = $2 AND id <> $3";
+const CHAT_EXISTS: &str =
+    "SELECT COUNT(*) FROM messages WHERE session_id = $1 AND chat_id = $2 AND id <> $3";
 
 /// A message row, as written and as read back.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -70,12 +72,30 @@ pub(crate) struct PageQuery {
 
 /// Inserts a message; false when `(session_id, wa_message_id)` was already stored.
 pub(crate) async fn insert(tx: &mut DataTx, m: &MessageRow) -> StoreResult<bool> {
-    let done = execute_tx!(tx, sqlx::query(INSERT)
-        .bind(&m.id).bind(&m.session_id).bind(&m.wa_message_id).bind(&m.chat_id).bind(&m.from_jid)
-        .bind(&m.to_jid).bind(&m.chat_name).bind(&m.author).bind(&m.body).bind(&m.kind)
-        .bind(&m.direction).bind(&m.status).bind(m.timestamp).bind(m.has_media).bind(&m.media)
-        .bind(&m.mentioned_ids).bind(m.is_group).bind(&m.quoted_id).bind(&m.extra).bind(m.created_at)
-        )?;
+    let done = execute_tx!(
+        tx,
+        sqlx::query(INSERT)
+            .bind(&m.id)
+            .bind(&m.session_id)
+            .bind(&m.wa_message_id)
+            .bind(&m.chat_id)
+            .bind(&m.from_jid)
+            .bind(&m.to_jid)
+            .bind(&m.chat_name)
+            .bind(&m.author)
+            .bind(&m.body)
+            .bind(&m.kind)
+            .bind(&m.direction)
+            .bind(&m.status)
+            .bind(m.timestamp)
+            .bind(m.has_media)
+            .bind(&m.media)
+            .bind(&m.mentioned_ids)
+            .bind(m.is_group)
+            .bind(&m.quoted_id)
+            .bind(&m.extra)
+            .bind(m.created_at)
+    )?;
     Ok(done == 1)
 }
 
@@ -87,12 +107,22 @@ pub(crate) async fn update_status(
     status: &str,
     rank: i64,
 ) -> StoreResult<bool> {
-    let done = execute_tx!(tx, sqlx::query(UPDATE_STATUS).bind(session_id).bind(wa_id).bind(status)
-        .bind(rank))?;
+    let done = execute_tx!(
+        tx,
+        sqlx::query(UPDATE_STATUS)
+            .bind(session_id)
+            .bind(wa_id)
+            .bind(status)
+            .bind(rank)
+    )?;
     Ok(done > 0)
 }
 
-pub(crate) async fn mark_revoked(tx: &mut DataTx, session_id: &str, wa_id: &str) -> StoreResult<()> {
+pub(crate) async fn mark_revoked(
+    tx: &mut DataTx,
+    session_id: &str,
+    wa_id: &str,
+) -> StoreResult<()> {
     execute_tx!(tx, sqlx::query(SET_REVOKED).bind(session_id).bind(wa_id))?;
     Ok(())
 }
@@ -103,7 +133,13 @@ pub(crate) async fn set_body(
     wa_id: &str,
     body: &str,
 ) -> StoreResult<()> {
-    execute_tx!(tx, sqlx::query(SET_BODY).bind(session_id).bind(wa_id).bind(body))?;
+    execute_tx!(
+        tx,
+        sqlx::query(SET_BODY)
+            .bind(session_id)
+            .bind(wa_id)
+            .bind(body)
+    )?;
     Ok(())
 }
 
@@ -113,7 +149,13 @@ pub(crate) async fn set_starred(
     wa_id: &str,
     starred: bool,
 ) -> StoreResult<()> {
-    execute!(db, sqlx::query(SET_STARRED).bind(session_id).bind(wa_id).bind(starred))?;
+    execute!(
+        db,
+        sqlx::query(SET_STARRED)
+            .bind(session_id)
+            .bind(wa_id)
+            .bind(starred)
+    )?;
     Ok(())
 }
 
@@ -136,9 +178,11 @@ pub(crate) async fn page(
         Some((at, id)) => (Some(*at), Some(id.as_str())),
         None => (None, None),
     };
-    Ok(with_pool!(db, p => sqlx::query_as(PAGE).bind(session_id).bind(&q.chat_id).bind(&q.from)
+    Ok(
+        with_pool!(db, p => sqlx::query_as(PAGE).bind(session_id).bind(&q.chat_id).bind(&q.from)
         .bind(&q.direction).bind(&q.kind).bind(after_at).bind(after_id).bind(q.limit).bind(q.offset)
-        .fetch_all(p).await)?)
+        .fetch_all(p).await)?,
+    )
 }
 
 /// Whether the chat has any stored message other than `except_id` (pacing's first-contact test).

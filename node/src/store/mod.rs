@@ -84,6 +84,7 @@ macro_rules! execute_tx {
 pub(crate) use execute_tx;
 
 /// Runs `$body` with `$c` bound to the transaction's connection (`&mut *tx`) on either backend.
+#[allow(unused_macros)] // for multi-statement reads inside a transaction; no caller yet
 macro_rules! with_tx {
     ($tx:expr, $c:ident => $body:expr) => {
         match $tx {
@@ -98,6 +99,7 @@ macro_rules! with_tx {
         }
     };
 }
+#[allow(unused_imports)]
 pub(crate) use with_tx;
 
 #[derive(Debug, thiserror::Error)]

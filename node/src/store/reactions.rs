@@ -25,11 +25,24 @@ pub(crate) struct ReactionRow {
 /// Sets (or with an empty emoji removes) the sender's reaction.
 pub(crate) async fn apply(tx: &mut DataTx, r: &ReactionRow) -> StoreResult<()> {
     if r.emoji.is_empty() {
-        execute_tx!(tx, sqlx::query(DELETE).bind(&r.session_id).bind(&r.wa_message_id)
-            .bind(&r.sender_id))?;
+        execute_tx!(
+            tx,
+            sqlx::query(DELETE)
+                .bind(&r.session_id)
+                .bind(&r.wa_message_id)
+                .bind(&r.sender_id)
+        )?;
     } else {
-        execute_tx!(tx, sqlx::query(UPSERT).bind(&r.session_id).bind(&r.wa_message_id)
-            .bind(&r.chat_id).bind(&r.sender_id).bind(&r.emoji).bind(r.timestamp))?;
+        execute_tx!(
+            tx,
+            sqlx::query(UPSERT)
+                .bind(&r.session_id)
+                .bind(&r.wa_message_id)
+                .bind(&r.chat_id)
+                .bind(&r.sender_id)
+                .bind(&r.emoji)
+                .bind(r.timestamp)
+        )?;
     }
     Ok(())
 }

@@ -33,15 +33,33 @@ fn name_conflict(err: sqlx::Error, name: &str) -> StoreError {
 }
 
 pub(crate) async fn insert(db: &DataPool, t: &TemplateRow) -> StoreResult<()> {
-    execute!(db, sqlx::query(INSERT).bind(&t.id).bind(&t.session_id).bind(&t.name).bind(&t.body)
-        .bind(&t.header).bind(&t.footer).bind(t.created_at))
+    execute!(
+        db,
+        sqlx::query(INSERT)
+            .bind(&t.id)
+            .bind(&t.session_id)
+            .bind(&t.name)
+            .bind(&t.body)
+            .bind(&t.header)
+            .bind(&t.footer)
+            .bind(t.created_at)
+    )
     .map_err(|e| name_conflict(e, &t.name))?;
     Ok(())
 }
 
 pub(crate) async fn update(db: &DataPool, t: &TemplateRow) -> StoreResult<()> {
-    let done = execute!(db, sqlx::query(UPDATE).bind(&t.session_id).bind(&t.id).bind(&t.name)
-        .bind(&t.body).bind(&t.header).bind(&t.footer).bind(now_ms()))
+    let done = execute!(
+        db,
+        sqlx::query(UPDATE)
+            .bind(&t.session_id)
+            .bind(&t.id)
+            .bind(&t.name)
+            .bind(&t.body)
+            .bind(&t.header)
+            .bind(&t.footer)
+            .bind(now_ms())
+    )
     .map_err(|e| name_conflict(e, &t.name))?;
     if done == 0 {
         return Err(StoreError::NotFound);
@@ -49,8 +67,14 @@ pub(crate) async fn update(db: &DataPool, t: &TemplateRow) -> StoreResult<()> {
     Ok(())
 }
 
-pub(crate) async fn get(db: &DataPool, session_id: &str, id: &str) -> StoreResult<Option<TemplateRow>> {
-    Ok(with_pool!(db, p => sqlx::query_as(SELECT_ONE).bind(session_id).bind(id).fetch_optional(p).await)?)
+pub(crate) async fn get(
+    db: &DataPool,
+    session_id: &str,
+    id: &str,
+) -> StoreResult<Option<TemplateRow>> {
+    Ok(
+        with_pool!(db, p => sqlx::query_as(SELECT_ONE).bind(session_id).bind(id).fetch_optional(p).await)?,
+    )
 }
 
 pub(crate) async fn find_by_name(
@@ -58,7 +82,9 @@ pub(crate) async fn find_by_name(
     session_id: &str,
     name: &str,
 ) -> StoreResult<Option<TemplateRow>> {
-    Ok(with_pool!(db, p => sqlx::query_as(SELECT_BY_NAME).bind(session_id).bind(name).fetch_optional(p).await)?)
+    Ok(
+        with_pool!(db, p => sqlx::query_as(SELECT_BY_NAME).bind(session_id).bind(name).fetch_optional(p).await)?,
+    )
 }
 
 pub(crate) async fn list(db: &DataPool, session_id: &str) -> StoreResult<Vec<TemplateRow>> {

@@ -18,7 +18,10 @@ pub fn options() -> NodeOptions {
 }
 
 pub async fn create_session(client: &Client, name: &str) -> String {
-    let reply = client.post("/api/sessions", json!({ "name": name })).await.unwrap();
+    let reply = client
+        .post("/api/sessions", json!({ "name": name }))
+        .await
+        .unwrap();
     assert_eq!(reply.status, 201, "{}", reply.text);
     reply.str("id")
 }
@@ -30,15 +33,28 @@ pub async fn wait_status(client: &Client, id: &str, status: &str) {
         if reply.body["status"] == status {
             return;
         }
-        assert!(Instant::now() < deadline, "session not {status}: {}", reply.text);
+        assert!(
+            Instant::now() < deadline,
+            "session not {status}: {}",
+            reply.text
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
 
 pub async fn link(client: &Client, id: &str, phone: &str) {
-    let started = client.post_empty(&format!("/api/sessions/{id}/start")).await.unwrap();
+    let started = client
+        .post_empty(&format!("/api/sessions/{id}/start"))
+        .await
+        .unwrap();
     assert_eq!(started.status, 200, "{}", started.text);
-    let scan = client.post(&format!("/api/sim/sessions/{id}/scan"), json!({ "phone": phone, "pushName": phone })).await.unwrap();
+    let scan = client
+        .post(
+            &format!("/api/sim/sessions/{id}/scan"),
+            json!({ "phone": phone, "pushName": phone }),
+        )
+        .await
+        .unwrap();
     assert_eq!(scan.status, 200, "{}", scan.text);
     wait_status(client, id, "ready").await;
 }
@@ -63,19 +79,39 @@ pub async fn pair(options: NodeOptions) -> Pair {
 
 impl Pair {
     pub async fn post(&self, route: &str, body: Value) -> wagate_loadtest::harness::Reply {
-        self.client.post(&format!("/api/sessions/{}/{route}", self.a), body).await.unwrap()
+        self.client
+            .post(&format!("/api/sessions/{}/{route}", self.a), body)
+            .await
+            .unwrap()
     }
 
     /// Polls `GET /messages` of `session` until a row matches `pred`.
-    pub async fn wait_message(&self, session: &str, query: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    pub async fn wait_message(
+        &self,
+        session: &str,
+        query: &str,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let reply = self.client.get(&format!("/api/sessions/{session}/messages?{query}")).await.unwrap();
+            let reply = self
+                .client
+                .get(&format!("/api/sessions/{session}/messages?{query}"))
+                .await
+                .unwrap();
             assert_eq!(reply.status, 200, "{}", reply.text);
-            if let Some(found) = reply.body.as_array().and_then(|rows| rows.iter().find(|r| pred(r))) {
+            if let Some(found) = reply
+                .body
+                .as_array()
+                .and_then(|rows| rows.iter().find(|r| pred(r)))
+            {
                 return found.clone();
             }
-            assert!(Instant::now() < deadline, "no matching message: {}", reply.text);
+            assert!(
+                Instant::now() < deadline,
+                "no matching message: {}",
+                reply.text
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }

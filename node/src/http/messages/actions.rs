@@ -34,8 +34,12 @@ type Success = ApiResult<Json<SuccessResult>>;
 /// POST /api/sessions/{sessionId}/messages/react
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/react", tag = "messages",
     request_body = ReactRequest, responses((status = 200, body = SuccessResult), (status = 400), (status = 409)))]
-async fn react_message(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiJson(body): ApiJson<ReactRequest>) -> Success {
+async fn react_message(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<ReactRequest>,
+) -> Success {
     authorise(&caller, &id, Role::Operator)?;
     ctx.messaging.react(&id.0, body).await?;
     Ok(Json(SuccessResult::ok()))
@@ -44,18 +48,29 @@ async fn react_message(caller: Caller, id: SessionId, State(ctx): State<ApiConte
 /// POST /api/sessions/{sessionId}/messages/edit
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/edit", tag = "messages",
     request_body = EditRequest, responses((status = 200, body = MessageResponse), (status = 400), (status = 409)))]
-async fn edit_message(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiJson(body): ApiJson<EditRequest>) -> ApiResult<Json<MessageResponse>> {
+async fn edit_message(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<EditRequest>,
+) -> ApiResult<Json<MessageResponse>> {
     authorise(&caller, &id, Role::Operator)?;
     let sent = ctx.messaging.edit(&id.0, body).await?;
-    Ok(Json(MessageResponse { message_id: sent.id, timestamp: sent.timestamp }))
+    Ok(Json(MessageResponse {
+        message_id: sent.id,
+        timestamp: sent.timestamp,
+    }))
 }
 
 /// POST /api/sessions/{sessionId}/messages/delete
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/delete", tag = "messages",
     request_body = DeleteMessageRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
-async fn delete_message(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiJson(body): ApiJson<DeleteMessageRequest>) -> Success {
+async fn delete_message(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<DeleteMessageRequest>,
+) -> Success {
     authorise(&caller, &id, Role::Operator)?;
     ctx.messaging.delete(&id.0, body).await?;
     Ok(Json(SuccessResult::ok()))
@@ -64,8 +79,12 @@ async fn delete_message(caller: Caller, id: SessionId, State(ctx): State<ApiCont
 /// POST /api/sessions/{sessionId}/messages/pin
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/pin", tag = "messages",
     request_body = PinRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
-async fn pin_message(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiJson(body): ApiJson<PinRequest>) -> Success {
+async fn pin_message(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<PinRequest>,
+) -> Success {
     authorise(&caller, &id, Role::Operator)?;
     ctx.messaging.pin(&id.0, body).await?;
     Ok(Json(SuccessResult::ok()))
@@ -74,8 +93,12 @@ async fn pin_message(caller: Caller, id: SessionId, State(ctx): State<ApiContext
 /// POST /api/sessions/{sessionId}/messages/unpin
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/unpin", tag = "messages",
     request_body = MessageRefRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
-async fn unpin_message(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiJson(body): ApiJson<MessageRefRequest>) -> Success {
+async fn unpin_message(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<MessageRefRequest>,
+) -> Success {
     authorise(&caller, &id, Role::Operator)?;
     ctx.messaging.unpin(&id.0, body).await?;
     Ok(Json(SuccessResult::ok()))
@@ -84,8 +107,12 @@ async fn unpin_message(caller: Caller, id: SessionId, State(ctx): State<ApiConte
 /// POST /api/sessions/{sessionId}/messages/vote-poll
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/vote-poll", tag = "messages",
     request_body = VotePollRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
-async fn vote_poll(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiJson(body): ApiJson<VotePollRequest>) -> Success {
+async fn vote_poll(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<VotePollRequest>,
+) -> Success {
     authorise(&caller, &id, Role::Operator)?;
     ctx.messaging.vote_poll(&id.0, body).await?;
     Ok(Json(SuccessResult::ok()))
@@ -94,8 +121,12 @@ async fn vote_poll(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
 /// POST /api/sessions/{sessionId}/messages/star
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/star", tag = "messages",
     request_body = StarRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
-async fn star_message(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiJson(body): ApiJson<StarRequest>) -> Success {
+async fn star_message(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<StarRequest>,
+) -> Success {
     authorise(&caller, &id, Role::Operator)?;
     ctx.messaging.star(&id.0, body).await?;
     Ok(Json(SuccessResult::ok()))
@@ -104,8 +135,12 @@ async fn star_message(caller: Caller, id: SessionId, State(ctx): State<ApiContex
 /// POST /api/sessions/{sessionId}/chats/read
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/read", tag = "chats",
     request_body = ReadChatRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
-async fn read_chat(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiJson(body): ApiJson<ReadChatRequest>) -> Success {
+async fn read_chat(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<ReadChatRequest>,
+) -> Success {
     authorise(&caller, &id, Role::Operator)?;
     ctx.messaging.read_chat(&id.0, body).await?;
     Ok(Json(SuccessResult::ok()))

@@ -29,8 +29,12 @@ struct BatchPath {
 /// POST /api/sessions/{sessionId}/messages/send-bulk
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/send-bulk", tag = "messages",
     request_body = SendBulkRequest, responses((status = 202, body = BulkAccepted), (status = 400), (status = 413)))]
-async fn send_bulk(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiJson(body): ApiJson<SendBulkRequest>) -> ApiResult<(StatusCode, Json<BulkAccepted>)> {
+async fn send_bulk(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<SendBulkRequest>,
+) -> ApiResult<(StatusCode, Json<BulkAccepted>)> {
     authorise(&caller, &id, Role::Operator)?;
     let accepted = ctx.bulk.submit(&id.0, body).await?;
     Ok((StatusCode::ACCEPTED, Json(accepted)))
@@ -39,8 +43,12 @@ async fn send_bulk(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
 /// GET /api/sessions/{sessionId}/messages/batch/{batchId}
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/batch/{batchId}", tag = "messages",
     responses((status = 200, body = BatchStatus), (status = 404)))]
-async fn get_batch(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiPath(path): ApiPath<BatchPath>) -> ApiResult<Json<BatchStatus>> {
+async fn get_batch(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<BatchPath>,
+) -> ApiResult<Json<BatchStatus>> {
     authorise(&caller, &id, Role::Viewer)?;
     Ok(Json(ctx.bulk.status(&id.0, &path.batch_id).await?))
 }
@@ -48,8 +56,12 @@ async fn get_batch(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
 /// POST /api/sessions/{sessionId}/messages/batch/{batchId}/cancel
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/batch/{batchId}/cancel", tag = "messages",
     responses((status = 200, body = BatchCancelled), (status = 404)))]
-async fn cancel_batch(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiPath(path): ApiPath<BatchPath>) -> ApiResult<Json<BatchCancelled>> {
+async fn cancel_batch(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<BatchPath>,
+) -> ApiResult<Json<BatchCancelled>> {
     authorise(&caller, &id, Role::Operator)?;
     Ok(Json(ctx.bulk.cancel(&id.0, &path.batch_id).await?))
 }

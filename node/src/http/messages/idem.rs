@@ -15,14 +15,19 @@ pub(crate) const HEADER: &str = "idempotency-key";
 pub(crate) enum Idem {
     /// No key: nothing to remember.
     Off,
-    Fresh { key: String, hash: String },
+    Fresh {
+        key: String,
+        hash: String,
+    },
     Replay(Response),
 }
 
 fn json_response(status: StatusCode, body: String) -> Response {
     let mut resp = (status, body).into_response();
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 

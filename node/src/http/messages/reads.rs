@@ -26,8 +26,12 @@ pub(super) fn router() -> OpenApiRouter<ApiContext> {
 /// GET /api/sessions/{sessionId}/messages
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages", tag = "messages", params(ListMessagesQuery),
     responses((status = 200, body = [Message]), (status = 400, description = "bad paging or unknown cursor")))]
-async fn list_messages(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiQuery(query): ApiQuery<ListMessagesQuery>) -> ApiResult<Json<Vec<Message>>> {
+async fn list_messages(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiQuery(query): ApiQuery<ListMessagesQuery>,
+) -> ApiResult<Json<Vec<Message>>> {
     authorise(&caller, &id, Role::Viewer)?;
     Ok(Json(ctx.messaging.list(&id.0, query).await?))
 }
@@ -54,26 +58,43 @@ struct HistoryQuery {
 /// GET /api/sessions/{sessionId}/messages/{chatId}/history
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/{chatId}/history", tag = "messages",
     params(HistoryQuery), responses((status = 200, body = [Message])))]
-async fn chat_history(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiPath(path): ApiPath<ChatPath>, ApiQuery(q): ApiQuery<HistoryQuery>) -> ApiResult<Json<Vec<Message>>> {
+async fn chat_history(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<ChatPath>,
+    ApiQuery(q): ApiQuery<HistoryQuery>,
+) -> ApiResult<Json<Vec<Message>>> {
     authorise(&caller, &id, Role::Viewer)?;
-    Ok(Json(ctx.messaging.history(&id.0, &path.chat_id, q.limit).await?))
+    Ok(Json(
+        ctx.messaging.history(&id.0, &path.chat_id, q.limit).await?,
+    ))
 }
 
 /// GET /api/sessions/{sessionId}/messages/{chatId}/{messageId}/reactions
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/{chatId}/{messageId}/reactions", tag = "messages",
     responses((status = 200, body = [ReactionGroup]), (status = 404)))]
-async fn message_reactions(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiPath(path): ApiPath<MessagePath>) -> ApiResult<Json<Vec<ReactionGroup>>> {
+async fn message_reactions(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<MessagePath>,
+) -> ApiResult<Json<Vec<ReactionGroup>>> {
     authorise(&caller, &id, Role::Viewer)?;
-    Ok(Json(ctx.messaging.reactions(&id.0, &path.message_id).await?))
+    Ok(Json(
+        ctx.messaging.reactions(&id.0, &path.message_id).await?,
+    ))
 }
 
 /// GET /api/sessions/{sessionId}/messages/{chatId}/{messageId}/media
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/{chatId}/{messageId}/media", tag = "messages",
     responses((status = 200, description = "the raw media bytes"), (status = 404, description = "no media")))]
-async fn message_media(caller: Caller, id: SessionId, State(ctx): State<ApiContext>,
-    ApiPath(path): ApiPath<MessagePath>) -> ApiResult<Response> {
+async fn message_media(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<MessagePath>,
+) -> ApiResult<Response> {
     authorise(&caller, &id, Role::Viewer)?;
     let (mimetype, bytes) = ctx.messaging.media_bytes(&id.0, &path.message_id).await?;
     let mut resp = bytes.into_response();

@@ -72,8 +72,13 @@ async fn send_with<T: Serialize>(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/send-text", tag = "messages",
     request_body = SendTextRequest, responses((status = 201, body = MessageResponse), (status = 400),
     (status = 404), (status = 409), (status = 429)))]
-async fn send_text(caller: Caller, id: SessionId, State(ctx): State<ApiContext>, headers: HeaderMap,
-    ApiJson(body): ApiJson<SendTextRequest>) -> ApiResult<Response> {
+async fn send_text(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<SendTextRequest>,
+) -> ApiResult<Response> {
     send_with(&ctx, &caller, &id, &headers, "send-text", body, draft::text).await
 }
 
@@ -90,49 +95,117 @@ macro_rules! media_route {
     };
 }
 
-media_route!(send_image, "/api/sessions/{sessionId}/messages/send-image", "send-image", MediaKind::Image);
-media_route!(send_video, "/api/sessions/{sessionId}/messages/send-video", "send-video", MediaKind::Video);
-media_route!(send_audio, "/api/sessions/{sessionId}/messages/send-audio", "send-audio", MediaKind::Audio);
-media_route!(send_document, "/api/sessions/{sessionId}/messages/send-document", "send-document", MediaKind::Document);
-media_route!(send_sticker, "/api/sessions/{sessionId}/messages/send-sticker", "send-sticker", MediaKind::Sticker);
+media_route!(
+    send_image,
+    "/api/sessions/{sessionId}/messages/send-image",
+    "send-image",
+    MediaKind::Image
+);
+media_route!(
+    send_video,
+    "/api/sessions/{sessionId}/messages/send-video",
+    "send-video",
+    MediaKind::Video
+);
+media_route!(
+    send_audio,
+    "/api/sessions/{sessionId}/messages/send-audio",
+    "send-audio",
+    MediaKind::Audio
+);
+media_route!(
+    send_document,
+    "/api/sessions/{sessionId}/messages/send-document",
+    "send-document",
+    MediaKind::Document
+);
+media_route!(
+    send_sticker,
+    "/api/sessions/{sessionId}/messages/send-sticker",
+    "send-sticker",
+    MediaKind::Sticker
+);
 
 /// POST /api/sessions/{sessionId}/messages/send-location
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/send-location", tag = "messages",
     request_body = SendLocationRequest, responses((status = 201, body = MessageResponse), (status = 400)))]
-async fn send_location(caller: Caller, id: SessionId, State(ctx): State<ApiContext>, headers: HeaderMap,
-    ApiJson(body): ApiJson<SendLocationRequest>) -> ApiResult<Response> {
-    send_with(&ctx, &caller, &id, &headers, "send-location", body, draft::location).await
+async fn send_location(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<SendLocationRequest>,
+) -> ApiResult<Response> {
+    send_with(
+        &ctx,
+        &caller,
+        &id,
+        &headers,
+        "send-location",
+        body,
+        draft::location,
+    )
+    .await
 }
 
 /// POST /api/sessions/{sessionId}/messages/send-contact
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/send-contact", tag = "messages",
     request_body = SendContactRequest, responses((status = 201, body = MessageResponse), (status = 400)))]
-async fn send_contact(caller: Caller, id: SessionId, State(ctx): State<ApiContext>, headers: HeaderMap,
-    ApiJson(body): ApiJson<SendContactRequest>) -> ApiResult<Response> {
-    send_with(&ctx, &caller, &id, &headers, "send-contact", body, draft::contact).await
+async fn send_contact(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<SendContactRequest>,
+) -> ApiResult<Response> {
+    send_with(
+        &ctx,
+        &caller,
+        &id,
+        &headers,
+        "send-contact",
+        body,
+        draft::contact,
+    )
+    .await
 }
 
 /// POST /api/sessions/{sessionId}/messages/send-poll
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/send-poll", tag = "messages",
     request_body = SendPollRequest, responses((status = 201, body = MessageResponse), (status = 400)))]
-async fn send_poll(caller: Caller, id: SessionId, State(ctx): State<ApiContext>, headers: HeaderMap,
-    ApiJson(body): ApiJson<SendPollRequest>) -> ApiResult<Response> {
+async fn send_poll(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<SendPollRequest>,
+) -> ApiResult<Response> {
     send_with(&ctx, &caller, &id, &headers, "send-poll", body, draft::poll).await
 }
 
 /// POST /api/sessions/{sessionId}/messages/reply
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/reply", tag = "messages",
     request_body = ReplyRequest, responses((status = 201, body = MessageResponse), (status = 400), (status = 404)))]
-async fn reply(caller: Caller, id: SessionId, State(ctx): State<ApiContext>, headers: HeaderMap,
-    ApiJson(body): ApiJson<ReplyRequest>) -> ApiResult<Response> {
+async fn reply(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<ReplyRequest>,
+) -> ApiResult<Response> {
     send_with(&ctx, &caller, &id, &headers, "reply", body, draft::reply).await
 }
 
 /// POST /api/sessions/{sessionId}/messages/send-template
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/send-template", tag = "messages",
     request_body = SendTemplateRequest, responses((status = 201, body = MessageResponse), (status = 400), (status = 404)))]
-async fn send_template(caller: Caller, id: SessionId, State(ctx): State<ApiContext>, headers: HeaderMap,
-    ApiJson(body): ApiJson<SendTemplateRequest>) -> ApiResult<Response> {
+async fn send_template(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<SendTemplateRequest>,
+) -> ApiResult<Response> {
     authorise(&caller, &id, Role::Operator)?;
     let idem = match Idem::begin(&ctx, &id.0, &headers, "send-template", &body).await? {
         Idem::Replay(resp) => return Ok(resp),
@@ -140,35 +213,50 @@ async fn send_template(caller: Caller, id: SessionId, State(ctx): State<ApiConte
     };
     let draft = ctx.messaging.template_draft(&id.0, body).await?;
     let sent = ctx.messaging.send(&id.0, draft).await?;
-    idem.respond(&ctx, &id.0, StatusCode::CREATED, &response(sent)).await
+    idem.respond(&ctx, &id.0, StatusCode::CREATED, &response(sent))
+        .await
 }
 
 /// POST /api/sessions/{sessionId}/messages/send-product
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/send-product", tag = "messages",
     request_body = SendProductRequest, responses((status = 201, body = ProductSendResponse), (status = 400),
     (status = 404), (status = 501)))]
-async fn send_product(caller: Caller, id: SessionId, State(ctx): State<ApiContext>, headers: HeaderMap,
-    ApiJson(body): ApiJson<SendProductRequest>) -> ApiResult<Response> {
+async fn send_product(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<SendProductRequest>,
+) -> ApiResult<Response> {
     authorise(&caller, &id, Role::Operator)?;
     let idem = match Idem::begin(&ctx, &id.0, &headers, "send-product", &body).await? {
         Idem::Replay(resp) => return Ok(resp),
         idem => idem,
     };
     let sent = ctx.messaging.send(&id.0, draft::product(body)?).await?;
-    let body = ProductSendResponse { id: sent.id, timestamp: sent.timestamp };
+    let body = ProductSendResponse {
+        id: sent.id,
+        timestamp: sent.timestamp,
+    };
     idem.respond(&ctx, &id.0, StatusCode::CREATED, &body).await
 }
 
 /// POST /api/sessions/{sessionId}/messages/forward
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/forward", tag = "messages",
     request_body = ForwardRequest, responses((status = 201, body = MessageResponse), (status = 400), (status = 404)))]
-async fn forward(caller: Caller, id: SessionId, State(ctx): State<ApiContext>, headers: HeaderMap,
-    ApiJson(body): ApiJson<ForwardRequest>) -> ApiResult<Response> {
+async fn forward(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<ForwardRequest>,
+) -> ApiResult<Response> {
     authorise(&caller, &id, Role::Operator)?;
     let idem = match Idem::begin(&ctx, &id.0, &headers, "forward", &body).await? {
         Idem::Replay(resp) => return Ok(resp),
         idem => idem,
     };
     let sent = ctx.messaging.forward(&id.0, body).await?;
-    idem.respond(&ctx, &id.0, StatusCode::CREATED, &response(sent)).await
+    idem.respond(&ctx, &id.0, StatusCode::CREATED, &response(sent))
+        .await
 }
