@@ -15,7 +15,7 @@ use tracing_subscriber::EnvFilter;
 use crate::app::ApiContext;
 use crate::audit::AuditLog;
 use crate::cluster::lease::{Leases, LocalLeases};
-use crate::cluster::{Cluster, SessionHost, heartbeat, takeover};
+use crate::cluster::{self, Cluster};
 use crate::config::{Config, DatabaseType, EngineType};
 use crate::engine::sim::{SimFactory, SimNetwork, network::SimConfig};
 use crate::engine::unavailable::UnavailableFactory;
@@ -24,6 +24,10 @@ use crate::events::Pipeline;
 use crate::events::ingest::Ingest;
 use crate::http::limits::{TieredLimiter, run_limiter_upkeep};
 use crate::keys::KeyService;
+use crate::media::{FetchOptions, MediaStore};
+use crate::messaging::bulk::BulkRunner;
+use crate::messaging::pacing::{Pacer, PacingLimits};
+use crate::messaging::{MessagingService, Recorder};
 use crate::sessions::SessionService;
 use crate::sessions::deps::Deps;
 use crate::store::{DataPool, backends};
@@ -76,7 +80,12 @@ fn write_generated_key(data_dir: &Path, key: &str) -> anyhow::Result<()> {
 fn engine_factory(config: &Config) -> (Arc<dyn EngineFactory>, Option<SimNetwork>) {
     match config.engine_type {
         EngineType::Sim => {
-            let net = SimNetwork::new(SimConfig::default());
+            // Ids must stay unique across restarts: the message store deduplicates on them.
+            let config = SimConfig {
+                id_prefix: format!("3EB0SIM{:06X}", rand::random::<u32>() & 0xFF_FFFF),
+                ..SimConfig::default()
+            };
+            let net = SimNetwork::new(config);
             (Arc::new(SimFactory::new(net.clone())), Some(net))
         }
         EngineType::Socket => (Arc::new(UnavailableFactory::new(EngineKind::Socket)), None),
@@ -88,6 +97,7 @@ fn session_service(
     config: &Config,
     data_db: &DataPool,
     pipeline: &Pipeline,
+    recorder: &Recorder,
     shutdown: &CancellationToken,
     leases: Arc<dyn Leases>,
 ) -> (Arc<SessionService>, Option<SimNetwork>) {
@@ -95,7 +105,7 @@ fn session_service(
     let deps = Arc::new(Deps {
         db: data_db.clone(),
         pipeline: pipeline.clone(),
-        ingest: Ingest::new(pipeline.clone()),
+        ingest: Ingest::new(pipeline.clone(), recorder.clone()),
         factory,
         sessions_dir: config.data_dir.join("sessions"),
         shutdown: shutdown.clone(),
@@ -126,33 +136,42 @@ async fn join_cluster(config: &Config, db: &DataPool) -> anyhow::Result<Option<A
 /// Sessions at boot: in a cluster the heartbeat and the takeover sweep run them; embedded, the restore.
 fn spawn_session_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &CancellationToken) {
     let config = &ctx.config;
-    let Some(cluster) = &ctx.cluster else {
-        let concurrency = usize::try_from(config.session_restore_concurrency).unwrap_or(1);
-        tasks.spawn(
-            ctx.sessions
-                .clone()
-                .restore(config.auto_start_sessions, concurrency),
-        );
-        return;
+    match &ctx.cluster {
+        Some(cluster) => cluster::spawn_duties(cluster, ctx.sessions.clone(), tasks, shutdown),
+        None => {
+            let concurrency = usize::try_from(config.session_restore_concurrency).unwrap_or(1);
+            tasks.spawn(
+                ctx.sessions
+                    .clone()
+                    .restore(config.auto_start_sessions, concurrency),
+            );
+        }
+    }
+}
+
+fn media_store(config: &Config) -> MediaStore {
+    let fetch = FetchOptions {
+        is_guarded: config.media_url_guard,
+        use_session_proxy: config.session_proxy_url_fetch,
     };
-    let host: Arc<dyn SessionHost> = ctx.sessions.clone();
-    tasks.spawn(heartbeat::run(
-        cluster.clone(),
-        host.clone(),
-        shutdown.clone(),
-    ));
-    tasks.spawn(takeover::run(
-        cluster.clone(),
-        host.clone(),
-        shutdown.clone(),
-    ));
-    // Leave at the shutdown signal, not after in-flight requests drained: leases that stop being renewed
-    // while engines still run would let a peer start a second engine.
-    let (cluster, stop) = (cluster.clone(), shutdown.clone());
-    tasks.spawn(async move {
-        stop.cancelled().await;
-        cluster.leave(host.as_ref()).await;
-    });
+    MediaStore::new(
+        config.data_dir.join("media"),
+        config.media_download_max_bytes,
+        fetch,
+    )
+}
+
+/// The send pacing governor, when `SEND_PACING_ENABLED=true`.
+fn pacer(config: &Config) -> Option<Pacer> {
+    config.send_pacing_enabled.then(|| {
+        Pacer::new(PacingLimits {
+            daily_cap: config.send_pacing_daily_cap,
+            warmup_days: config.send_pacing_warmup_days,
+            warmup_start: config.send_pacing_warmup_start,
+            cold_daily: config.send_pacing_cold_daily,
+            breaker_failures: config.send_pacing_breaker_failures,
+        })
+    })
 }
 
 async fn build_context(
@@ -178,8 +197,18 @@ async fn build_context(
         Some(cluster) => cluster.leases.clone(),
         None => Arc::new(LocalLeases::new(data_db.clone(), config.node_id.clone())),
     };
-    let (sessions, sim) = session_service(&config, &data_db, &pipeline, shutdown, leases);
+    let recorder = Recorder::new(data_db.clone(), pipeline.clone(), media_store(&config));
+    let (sessions, sim) =
+        session_service(&config, &data_db, &pipeline, &recorder, shutdown, leases);
+    let messaging = Arc::new(MessagingService::new(
+        data_db.clone(),
+        sessions.clone(),
+        recorder,
+        pacer(&config),
+    ));
     Ok(ApiContext {
+        bulk: BulkRunner::new(messaging.clone(), shutdown.clone()),
+        messaging,
         sessions,
         pipeline,
         sim,
@@ -247,6 +276,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let tasks = TaskTracker::new();
     spawn_background(&ctx, &tasks, &shutdown);
     spawn_session_duties(&ctx, &tasks, &shutdown);
+    tasks.spawn(ctx.bulk.clone().resume_all());
     let addr = format!("{}:{}", config.bind_host, config.api_port);
     let listener = tokio::net::TcpListener::bind(&addr)
         .await

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::store::{DataPool, now_ms};
@@ -155,4 +157,30 @@ impl Cluster {
         let released = host.release_all().await;
         tracing::info!(sessions = released, "left the cluster");
     }
+}
+
+/// Starts this node's cluster duties: the heartbeat, the takeover sweep, and leaving the cluster at the
+/// shutdown signal (not after in-flight requests drained: leases that stop being renewed while engines
+/// still run would let a peer start a second engine).
+pub(crate) fn spawn_duties(
+    cluster: &Arc<Cluster>,
+    host: Arc<dyn SessionHost>,
+    tasks: &TaskTracker,
+    shutdown: &CancellationToken,
+) {
+    tasks.spawn(heartbeat::run(
+        cluster.clone(),
+        host.clone(),
+        shutdown.clone(),
+    ));
+    tasks.spawn(takeover::run(
+        cluster.clone(),
+        host.clone(),
+        shutdown.clone(),
+    ));
+    let (cluster, stop) = (cluster.clone(), shutdown.clone());
+    tasks.spawn(async move {
+        stop.cancelled().await;
+        cluster.leave(host.as_ref()).await;
+    });
 }

@@ -26,9 +26,11 @@ pub(crate) mod health;
 pub(crate) mod infra;
 pub(crate) mod keys;
 pub(crate) mod limits;
+pub(crate) mod messages;
 pub(crate) mod metrics;
 pub(crate) mod sessions;
 pub(crate) mod sim;
+pub(crate) mod templates;
 
 use error::ApiError;
 
@@ -60,7 +62,9 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
         .merge(keys::router())
         .merge(audit::router())
         .merge(infra::router())
-        .merge(sessions::router());
+        .merge(sessions::router())
+        .merge(messages::router())
+        .merge(templates::router());
     if with_sim {
         routes.merge(sim::router())
     } else {
