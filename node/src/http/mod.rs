@@ -18,11 +18,16 @@ use crate::app::ApiContext;
 
 pub(crate) mod audit;
 pub(crate) mod auth;
+pub(crate) mod chats;
+pub(crate) mod contacts;
+pub(crate) mod engine_call;
 pub(crate) mod error;
 pub(crate) mod extract;
+pub(crate) mod groups;
 pub(crate) mod health;
 pub(crate) mod keys;
 pub(crate) mod limits;
+pub(crate) mod media_input;
 pub(crate) mod metrics;
 pub(crate) mod sessions;
 pub(crate) mod sim;
@@ -56,7 +61,10 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
         .merge(health::router())
         .merge(keys::router())
         .merge(audit::router())
-        .merge(sessions::router());
+        .merge(sessions::router())
+        .merge(chats::router())
+        .merge(contacts::router())
+        .merge(groups::router());
     if with_sim {
         routes.merge(sim::router())
     } else {

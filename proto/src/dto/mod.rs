@@ -1,7 +1,15 @@
 //! REST request and response bodies, one file per resource.
 
 pub mod audit;
+pub mod calls;
+pub mod channels;
+pub mod chats;
 pub mod common;
+pub mod contacts;
+pub mod groups;
 pub mod keys;
+pub mod labels;
+pub mod search;
 pub mod sessions;
 pub mod sim;
+pub mod status;
