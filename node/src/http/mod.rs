@@ -18,6 +18,9 @@ use crate::app::ApiContext;
 
 pub(crate) mod audit;
 pub(crate) mod auth;
+pub(crate) mod calls;
+pub(crate) mod catalog;
+pub(crate) mod channels;
 pub(crate) mod chats;
 pub(crate) mod contacts;
 pub(crate) mod engine_call;
@@ -26,11 +29,14 @@ pub(crate) mod extract;
 pub(crate) mod groups;
 pub(crate) mod health;
 pub(crate) mod keys;
+pub(crate) mod labels;
 pub(crate) mod limits;
 pub(crate) mod media_input;
 pub(crate) mod metrics;
+pub(crate) mod profile;
 pub(crate) mod sessions;
 pub(crate) mod sim;
+pub(crate) mod status;
 
 use error::ApiError;
 
@@ -64,7 +70,13 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
         .merge(sessions::router())
         .merge(chats::router())
         .merge(contacts::router())
-        .merge(groups::router());
+        .merge(groups::router())
+        .merge(channels::router())
+        .merge(labels::router())
+        .merge(catalog::router())
+        .merge(status::router())
+        .merge(calls::router())
+        .merge(profile::router());
     if with_sim {
         routes.merge(sim::router())
     } else {

@@ -6,6 +6,7 @@ pub(crate) mod audit;
 pub(crate) mod backends;
 pub(crate) mod keys;
 pub(crate) mod sessions;
+pub(crate) mod status_updates;
 
 /// The data database, on either backend (shared with the workers crate, which links the same tables).
 /// Queries are written once and compiled for both arms by [`with_pool!`]: `$n` placeholders,
