@@ -65,7 +65,9 @@ pub(crate) async fn media(
         return Ok(None);
     };
     let value: serde_json::Value = crate::store::from_json(&text)?;
-    let mimetype = value["mimetype"].as_str().unwrap_or("application/octet-stream");
+    let mimetype = value["mimetype"]
+        .as_str()
+        .unwrap_or("application/octet-stream");
     let bytes = value["data"]
         .as_str()
         .and_then(|d| base64::engine::general_purpose::STANDARD.decode(d).ok());

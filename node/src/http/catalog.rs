@@ -93,5 +93,7 @@ async fn get_product(
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<Option<CatalogProduct>>> {
     let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
-    Ok(Json(bounded(&ctx, engine.product(&path.1)).await?.map(product)))
+    Ok(Json(
+        bounded(&ctx, engine.product(&path.1)).await?.map(product),
+    ))
 }

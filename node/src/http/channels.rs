@@ -49,7 +49,9 @@ impl From<engine::Channel> for Channel {
 fn path_channel(path: &(String, String)) -> ApiResult<Jid> {
     let channel = jid("channelId", &path.1)?;
     if channel.server() != "newsletter" {
-        return Err(ApiError::bad_request("channelId must be a channel id (<id>@newsletter)"));
+        return Err(ApiError::bad_request(
+            "channelId must be a channel id (<id>@newsletter)",
+        ));
     }
     Ok(channel)
 }
@@ -96,12 +98,20 @@ async fn subscribe_channel(
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<SubscribeChannelRequest>,
 ) -> ApiResult<Json<Channel>> {
-    let code = body.invite_code.trim().rsplit('/').next().unwrap_or_default().to_string();
+    let code = body
+        .invite_code
+        .trim()
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
     if code.is_empty() {
         return Err(ApiError::bad_request("inviteCode must not be empty"));
     }
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
-    Ok(Json(bounded(&ctx, engine.subscribe_channel(&code)).await?.into()))
+    Ok(Json(
+        bounded(&ctx, engine.subscribe_channel(&code)).await?.into(),
+    ))
 }
 
 /// GET /api/sessions/{sessionId}/channels/{channelId}
@@ -115,7 +125,9 @@ async fn get_channel(
 ) -> ApiResult<Json<Channel>> {
     let channel = path_channel(&path)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
-    Ok(Json(bounded(&ctx, engine.channel_info(&channel)).await?.into()))
+    Ok(Json(
+        bounded(&ctx, engine.channel_info(&channel)).await?.into(),
+    ))
 }
 
 /// DELETE /api/sessions/{sessionId}/channels/{channelId} (unsubscribe)
@@ -146,7 +158,9 @@ async fn list_channel_messages(
     let channel = path_channel(&path)?;
     let limit = query.limit.unwrap_or(50);
     if !(1..=100).contains(&limit) {
-        return Err(ApiError::bad_request("limit must be an integer between 1 and 100"));
+        return Err(ApiError::bad_request(
+            "limit must be an integer between 1 and 100",
+        ));
     }
     let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
     let messages = bounded(&ctx, engine.channel_messages(&channel, limit)).await?;

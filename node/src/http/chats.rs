@@ -60,7 +60,9 @@ async fn list_chats(
     let page = Page::parse(query.as_deref(), 1000, 1000)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
     let chats = bounded(&ctx, engine.list_chats()).await?;
-    Ok(Json(page.apply(chats).into_iter().map(Into::into).collect()))
+    Ok(Json(
+        page.apply(chats).into_iter().map(Into::into).collect(),
+    ))
 }
 
 /// POST /api/sessions/{sessionId}/chats/unread
@@ -119,7 +121,9 @@ async fn mute_chat(
 ) -> ApiResult<Json<SuccessResult>> {
     let chat = jid("chatId", &body.chat_id)?;
     let until = body.mute_until.ok_or_else(|| {
-        ApiError::bad_request("muteUntil is required (epoch milliseconds, 0 = indefinitely, or null)")
+        ApiError::bad_request(
+            "muteUntil is required (epoch milliseconds, 0 = indefinitely, or null)",
+        )
     })?;
     if until.is_some_and(|ms| ms < 0) {
         return Err(ApiError::bad_request("muteUntil must not be negative"));
@@ -143,7 +147,11 @@ async fn set_chat_typing(
         "typing" => ChatState::Typing,
         "recording" => ChatState::Recording,
         "paused" => ChatState::Paused,
-        _ => return Err(ApiError::bad_request("state must be typing, recording or paused")),
+        _ => {
+            return Err(ApiError::bad_request(
+                "state must be typing, recording or paused",
+            ));
+        }
     };
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
     bounded(&ctx, engine.set_chat_state(&chat, state)).await?;

@@ -118,7 +118,9 @@ async fn get_profile_pictures(
         .map(|s| jid("ids", s))
         .collect::<ApiResult<_>>()?;
     if ids.is_empty() {
-        return Err(ApiError::bad_request("ids must list at least one contact id"));
+        return Err(ApiError::bad_request(
+            "ids must list at least one contact id",
+        ));
     }
     let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
     let lookups = async {
@@ -147,7 +149,9 @@ async fn get_contact(
 ) -> ApiResult<Json<ContactRecord>> {
     let contact = path_contact(&path)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
-    Ok(Json(bounded(&ctx, engine.get_contact(&contact)).await?.into()))
+    Ok(Json(
+        bounded(&ctx, engine.get_contact(&contact)).await?.into(),
+    ))
 }
 
 /// PUT /api/sessions/{sessionId}/contacts/{contactId}

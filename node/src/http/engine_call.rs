@@ -65,7 +65,11 @@ pub(crate) struct Page {
 
 impl Page {
     /// Parses `limit` (1..=`max_limit`, default `default_limit`) and `offset` (default 0).
-    pub(crate) fn parse(query: Option<&str>, default_limit: usize, max_limit: usize) -> ApiResult<Page> {
+    pub(crate) fn parse(
+        query: Option<&str>,
+        default_limit: usize,
+        max_limit: usize,
+    ) -> ApiResult<Page> {
         let mut page = Page {
             limit: default_limit,
             offset: 0,
@@ -81,7 +85,11 @@ impl Page {
     }
 
     pub(crate) fn apply<T>(self, items: Vec<T>) -> Vec<T> {
-        items.into_iter().skip(self.offset).take(self.limit).collect()
+        items
+            .into_iter()
+            .skip(self.offset)
+            .take(self.limit)
+            .collect()
     }
 }
 
@@ -91,7 +99,9 @@ pub(crate) fn whole(field: &str, raw: &str, min: usize, max: usize) -> ApiResult
         .ok()
         .filter(|n| (min..=max).contains(n) && raw.bytes().all(|b| b.is_ascii_digit()))
         .ok_or_else(|| {
-            ApiError::bad_request(format!("{field} must be an integer between {min} and {max}"))
+            ApiError::bad_request(format!(
+                "{field} must be an integer between {min} and {max}"
+            ))
         })
 }
 
@@ -103,20 +113,35 @@ mod tests {
     fn page_defaults_and_bounds() {
         assert_eq!(
             Page::parse(None, 1000, 1000).ok(),
-            Some(Page { limit: 1000, offset: 0 })
+            Some(Page {
+                limit: 1000,
+                offset: 0
+            })
         );
         assert_eq!(
             Page::parse(Some("limit=5&offset=2"), 1000, 1000).ok(),
-            Some(Page { limit: 5, offset: 2 })
+            Some(Page {
+                limit: 5,
+                offset: 2
+            })
         );
-        for bad in ["limit=0", "limit=1001", "limit=1.5", "offset=-1", "limit=1e2"] {
+        for bad in [
+            "limit=0",
+            "limit=1001",
+            "limit=1.5",
+            "offset=-1",
+            "limit=1e2",
+        ] {
             assert!(Page::parse(Some(bad), 1000, 1000).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn page_applies_offset_then_limit() {
-        let page = Page { limit: 2, offset: 1 };
+        let page = Page {
+            limit: 2,
+            offset: 1,
+        };
         assert_eq!(page.apply(vec![1, 2, 3, 4]), vec![2, 3]);
     }
 }

@@ -88,7 +88,9 @@ async fn upsert_label(
         color,
     };
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
-    Ok(Json(label(bounded(&ctx, engine.upsert_label(upsert)).await?)))
+    Ok(Json(label(
+        bounded(&ctx, engine.upsert_label(upsert)).await?,
+    )))
 }
 
 /// DELETE /api/sessions/{sessionId}/labels/{labelId}
@@ -118,7 +120,9 @@ async fn list_label_chats(
     let page = Page::parse(query.as_deref(), 1000, 1000)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
     let chats = bounded(&ctx, engine.label_chats(&path.1)).await?;
-    Ok(Json(page.apply(chats).into_iter().map(Into::into).collect()))
+    Ok(Json(
+        page.apply(chats).into_iter().map(Into::into).collect(),
+    ))
 }
 
 /// GET /api/sessions/{sessionId}/labels/chat/{chatId}

@@ -51,7 +51,8 @@ async fn fetch(url: &str, cap: usize) -> ApiResult<(Vec<u8>, Option<String>)> {
     wagate_workers::webhook::guard::resolve_check(url, true)
         .await
         .map_err(|e| ApiError::bad_request(format!("url: {e}")))?;
-    let unreachable = |e: reqwest::Error| ApiError::bad_request(format!("url could not be fetched: {e}"));
+    let unreachable =
+        |e: reqwest::Error| ApiError::bad_request(format!("url could not be fetched: {e}"));
     let mut response = reqwest::get(url).await.map_err(unreachable)?;
     if !response.status().is_success() {
         return Err(ApiError::bad_request(format!(

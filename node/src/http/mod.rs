@@ -34,6 +34,7 @@ pub(crate) mod limits;
 pub(crate) mod media_input;
 pub(crate) mod metrics;
 pub(crate) mod profile;
+pub(crate) mod search;
 pub(crate) mod sessions;
 pub(crate) mod sim;
 pub(crate) mod status;
@@ -76,7 +77,8 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
         .merge(catalog::router())
         .merge(status::router())
         .merge(calls::router())
-        .merge(profile::router());
+        .merge(profile::router())
+        .merge(search::router());
     if with_sim {
         routes.merge(sim::router())
     } else {

@@ -5,6 +5,7 @@
 pub(crate) mod audit;
 pub(crate) mod backends;
 pub(crate) mod keys;
+pub(crate) mod search;
 pub(crate) mod sessions;
 pub(crate) mod status_updates;
 

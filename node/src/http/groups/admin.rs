@@ -22,7 +22,11 @@ use crate::http::media_input::load_media;
 pub(super) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
         .routes(routes!(get_group_settings, update_group_settings))
-        .routes(routes!(get_group_picture, set_group_picture, remove_group_picture))
+        .routes(routes!(
+            get_group_picture,
+            set_group_picture,
+            remove_group_picture
+        ))
         .routes(routes!(get_invite_code))
         .routes(routes!(revoke_invite_code))
 }
@@ -54,7 +58,9 @@ async fn get_group_settings(
 ) -> ApiResult<Json<GroupSettings>> {
     let group = path_group(&path)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
-    Ok(Json(settings(bounded(&ctx, engine.group_settings(&group)).await?)))
+    Ok(Json(settings(
+        bounded(&ctx, engine.group_settings(&group)).await?,
+    )))
 }
 
 /// PUT /api/sessions/{sessionId}/groups/{groupId}/settings
@@ -143,7 +149,9 @@ async fn get_invite_code(
 ) -> ApiResult<Json<InviteCode>> {
     let group = path_group(&path)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
-    Ok(Json(invite(bounded(&ctx, engine.group_invite_code(&group)).await?)))
+    Ok(Json(invite(
+        bounded(&ctx, engine.group_invite_code(&group)).await?,
+    )))
 }
 
 /// POST /api/sessions/{sessionId}/groups/{groupId}/invite-code/revoke
@@ -157,5 +165,7 @@ async fn revoke_invite_code(
 ) -> ApiResult<Json<InviteCode>> {
     let group = path_group(&path)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
-    Ok(Json(invite(bounded(&ctx, engine.revoke_group_invite(&group)).await?)))
+    Ok(Json(invite(
+        bounded(&ctx, engine.revoke_group_invite(&group)).await?,
+    )))
 }

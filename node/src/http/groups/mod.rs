@@ -72,7 +72,9 @@ fn detail(g: engine::GroupInfo) -> GroupDetail {
 pub(super) fn path_group(path: &(String, String)) -> ApiResult<wagate_proto::Jid> {
     let group = jid("groupId", &path.1)?;
     if !group.is_group() {
-        return Err(ApiError::bad_request("groupId must be a group id (<id>@g.us)"));
+        return Err(ApiError::bad_request(
+            "groupId must be a group id (<id>@g.us)",
+        ));
     }
     Ok(group)
 }
@@ -145,7 +147,12 @@ async fn get_join_info(
 
 /// An invite code, given bare or as a `https://chat.whatsapp.com/<code>` link.
 fn invite_code(raw: &str) -> ApiResult<String> {
-    let code = raw.trim().rsplit('/').next().unwrap_or_default().to_string();
+    let code = raw
+        .trim()
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
     if code.is_empty() || !code.chars().all(|c| c.is_ascii_alphanumeric()) {
         return Err(ApiError::bad_request("invite code is missing or malformed"));
     }
@@ -181,7 +188,9 @@ async fn get_group(
 ) -> ApiResult<Json<GroupDetail>> {
     let group = path_group(&path)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
-    Ok(Json(detail(bounded(&ctx, engine.group_info(&group)).await?)))
+    Ok(Json(detail(
+        bounded(&ctx, engine.group_info(&group)).await?,
+    )))
 }
 
 /// PUT /api/sessions/{sessionId}/groups/{groupId}/subject
@@ -215,7 +224,11 @@ async fn set_group_description(
 ) -> ApiResult<Json<SuccessResult>> {
     let group = path_group(&path)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
-    bounded(&ctx, engine.set_group_description(&group, &body.description)).await?;
+    bounded(
+        &ctx,
+        engine.set_group_description(&group, &body.description),
+    )
+    .await?;
     Ok(Json(SuccessResult::ok()))
 }
 

@@ -38,17 +38,23 @@ fn recipients(ctx: &ApiContext, raw: Option<&[String]>) -> ApiResult<Vec<Jid>> {
     }
     let raw = raw.unwrap_or_default();
     if raw.is_empty() {
-        return Err(ApiError::bad_request("recipients must be a non-empty array of JIDs"));
+        return Err(ApiError::bad_request(
+            "recipients must be a non-empty array of JIDs",
+        ));
     }
     if raw.len() > MAX_RECIPIENTS {
-        return Err(ApiError::bad_request(format!("recipients: at most {MAX_RECIPIENTS} JIDs")));
+        return Err(ApiError::bad_request(format!(
+            "recipients: at most {MAX_RECIPIENTS} JIDs"
+        )));
     }
     raw.iter()
         .map(|r| {
             let id = jid("recipients", r)?;
             match id.server() {
                 "c.us" | "lid" => Ok(id),
-                _ => Err(ApiError::bad_request(format!("recipients: {r} is not a contact JID"))),
+                _ => Err(ApiError::bad_request(format!(
+                    "recipients: {r} is not a contact JID"
+                ))),
             }
         })
         .collect()
@@ -73,7 +79,8 @@ async fn publish(
     let engine = ctx.sessions.ready_engine(session)?;
     let audience = post.recipients.clone();
     let update = engine.post_status(post).await?;
-    if let Err(err) = statuses::persist_own(&ctx.data_db, session, &update, media, &audience).await {
+    if let Err(err) = statuses::persist_own(&ctx.data_db, session, &update, media, &audience).await
+    {
         // The post is live on the network; failing the request now would invite a duplicate retry.
         tracing::warn!(session_id = session, error = %err, "own status post not persisted");
     }
@@ -93,7 +100,9 @@ async fn send_text_status(
         return Err(ApiError::bad_request("text must not be empty"));
     }
     if body.font.is_some_and(|f| !FONTS.contains(&f)) {
-        return Err(ApiError::bad_request("font must be one of 0, 1, 2, 6, 7, 8, 9, 10"));
+        return Err(ApiError::bad_request(
+            "font must be one of 0, 1, 2, 6, 7, 8, 9, 10",
+        ));
     }
     let audience = recipients(&ctx, body.recipients.as_deref())?;
     ready_engine(&ctx, &caller, &id, Role::Operator).await?;
