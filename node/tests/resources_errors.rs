@@ -20,8 +20,14 @@ async fn never_started_session_answers_409_before_501_and_unknown_is_404() {
         assert_eq!(reply.str("message"), "Session is not connected");
     }
     let unknown = "3f2504e0-4f89-41d3-9a0c-0305e82c3301";
-    assert_eq!(c.get(&at(unknown, "/groups")).await.expect("get").status, 404);
-    assert_eq!(c.get(&at("by-name", "/groups")).await.expect("get").status, 400);
+    assert_eq!(
+        c.get(&at(unknown, "/groups")).await.expect("get").status,
+        404
+    );
+    assert_eq!(
+        c.get(&at("by-name", "/groups")).await.expect("get").status,
+        400
+    );
 }
 
 #[tokio::test]
@@ -53,29 +59,48 @@ async fn unanswered_queries_answer_503_and_never_exists_false() {
     let c = node.client();
     let alice = linked_session(&c, "alice", ALICE).await;
     let faults = c
-        .post(&format!("/api/sim/sessions/{alice}/faults"), json!({ "queryDelayMs": 3000 }))
+        .post(
+            &format!("/api/sim/sessions/{alice}/faults"),
+            json!({ "queryDelayMs": 3000 }),
+        )
         .await
         .expect("faults");
     assert!(faults.status < 300, "{}", faults.text);
-    for path in ["/groups", "/contacts/check/4915200000002", "/contacts/4915200000002@c.us/profile-picture"] {
+    for path in [
+        "/groups",
+        "/contacts/check/4915200000002",
+        "/contacts/4915200000002@c.us/profile-picture",
+    ] {
         let reply = c.get(&at(&alice, path)).await.expect("get");
         assert_eq!(reply.status, 503, "{path}: {}", reply.text);
     }
     let write = c
-        .post(&at(&alice, "/chats/archive"), json!({ "chatId": jid("4915200000002"), "archive": true }))
+        .post(
+            &at(&alice, "/chats/archive"),
+            json!({ "chatId": jid("4915200000002"), "archive": true }),
+        )
         .await
         .expect("archive");
     assert_eq!(write.status, 503, "{}", write.text);
     // Routes that never answer 503 are not bounded by the query budget.
     let link = c
-        .post(&at(&alice, "/calls/link"), json!({ "type": "video", "startTime": 1_700_000_000_000_i64 }))
+        .post(
+            &at(&alice, "/calls/link"),
+            json!({ "type": "video", "startTime": 1_700_000_000_000_i64 }),
+        )
         .await
         .expect("link");
     assert_eq!(link.status, 200, "{}", link.text);
-    c.post(&format!("/api/sim/sessions/{alice}/faults"), json!({ "queryDelayMs": 0 }))
-        .await
-        .expect("faults");
-    assert_eq!(c.get(&at(&alice, "/groups")).await.expect("get").status, 200);
+    c.post(
+        &format!("/api/sim/sessions/{alice}/faults"),
+        json!({ "queryDelayMs": 0 }),
+    )
+    .await
+    .expect("faults");
+    assert_eq!(
+        c.get(&at(&alice, "/groups")).await.expect("get").status,
+        200
+    );
 }
 
 #[tokio::test]
@@ -90,12 +115,18 @@ async fn status_posts_need_recipients_on_the_socket_column() {
         json!({ "text": "hi", "recipients": [jid("4915200000002")], "font": 3 }),
     ];
     for body in bodies {
-        let reply = c.post(&at(&alice, "/status/send-text"), body.clone()).await.expect("post");
+        let reply = c
+            .post(&at(&alice, "/status/send-text"), body.clone())
+            .await
+            .expect("post");
         assert_eq!(reply.status, 400, "{body}: {}", reply.text);
     }
     let too_many: Vec<String> = (0..257).map(|i| jid(&format!("49152000{i:05}"))).collect();
     let reply = c
-        .post(&at(&alice, "/status/send-image"), json!({ "image": { "base64": "aGk=" }, "recipients": too_many }))
+        .post(
+            &at(&alice, "/status/send-image"),
+            json!({ "image": { "base64": "aGk=" }, "recipients": too_many }),
+        )
         .await
         .expect("post");
     assert_eq!(reply.status, 400, "{}", reply.text);
