@@ -12,6 +12,8 @@ use crate::engine::sim::SimNetwork;
 use crate::events::Pipeline;
 use crate::http::limits::TieredLimiter;
 use crate::keys::KeyService;
+use crate::messaging::MessagingService;
+use crate::messaging::bulk::BulkRunner;
 use crate::sessions::SessionService;
 use crate::store::DataPool;
 
@@ -26,7 +28,10 @@ pub struct ApiContext {
     /// Present when this process installed the Prometheus recorder.
     pub metrics: Option<PrometheusHandle>,
     pub(crate) sessions: Arc<SessionService>,
+    #[allow(dead_code)] // read by the WebSocket fan-out (events issue)
     pub(crate) pipeline: Pipeline,
+    pub(crate) messaging: Arc<MessagingService>,
+    pub(crate) bulk: Arc<BulkRunner>,
     /// The simulated network, when `ENGINE_TYPE=sim` (its control API is mounted only then).
     pub(crate) sim: Option<SimNetwork>,
 }

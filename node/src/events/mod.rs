@@ -40,6 +40,7 @@ impl Event {
     }
 
     /// ISO 8601 time of the occurrence (the envelope's `timestamp`).
+    #[allow(dead_code)] // the webhook envelope (events issue)
     pub(crate) fn timestamp_iso(&self) -> String {
         wagate_proto::iso_ms(self.occurred_at_ms)
     }

@@ -48,6 +48,7 @@ impl Pipeline {
     }
 
     /// A live feed of every event published on this node (WebSocket fan-out, tests).
+    #[allow(dead_code)] // WebSocket fan-out (events issue)
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.bus.subscribe()
     }

@@ -32,12 +32,14 @@ pub(crate) mod keys;
 pub(crate) mod labels;
 pub(crate) mod limits;
 pub(crate) mod media_input;
+pub(crate) mod messages;
 pub(crate) mod metrics;
 pub(crate) mod profile;
 pub(crate) mod search;
 pub(crate) mod sessions;
 pub(crate) mod sim;
 pub(crate) mod status;
+pub(crate) mod templates;
 
 use error::ApiError;
 
@@ -78,7 +80,9 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
         .merge(status::router())
         .merge(calls::router())
         .merge(profile::router())
-        .merge(search::router());
+        .merge(search::router())
+        .merge(messages::router())
+        .merge(templates::router());
     if with_sim {
         routes.merge(sim::router())
     } else {

@@ -4,10 +4,15 @@
 
 pub(crate) mod audit;
 pub(crate) mod backends;
+pub(crate) mod batches;
+pub(crate) mod idempotency;
 pub(crate) mod keys;
+pub(crate) mod messages;
+pub(crate) mod reactions;
 pub(crate) mod search;
 pub(crate) mod sessions;
 pub(crate) mod status_updates;
+pub(crate) mod templates;
 
 /// The data database, on either backend (shared with the workers crate, which links the same tables).
 /// Queries are written once and compiled for both arms by [`with_pool!`]: `$n` placeholders,
@@ -81,6 +86,7 @@ macro_rules! execute_tx {
 pub(crate) use execute_tx;
 
 /// Runs `$body` with `$c` bound to the transaction's connection (`&mut *tx`) on either backend.
+#[allow(unused_macros)] // for multi-statement reads inside a transaction; no caller yet
 macro_rules! with_tx {
     ($tx:expr, $c:ident => $body:expr) => {
         match $tx {
@@ -95,6 +101,7 @@ macro_rules! with_tx {
         }
     };
 }
+#[allow(unused_imports)]
 pub(crate) use with_tx;
 
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,7 @@
 //! REST request and response bodies, one file per resource.
 
 pub mod audit;
+pub mod bulk;
 pub mod calls;
 pub mod channels;
 pub mod chats;
@@ -9,7 +10,9 @@ pub mod contacts;
 pub mod groups;
 pub mod keys;
 pub mod labels;
+pub mod messages;
 pub mod search;
 pub mod sessions;
 pub mod sim;
 pub mod status;
+pub mod templates;
