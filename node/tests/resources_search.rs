@@ -4,7 +4,7 @@
 
 mod resources_support;
 
-use resources_support::{created_session, key, node};
+use resources_support::{created_session, jid, key, linked_session, node};
 use serde_json::json;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{Executor, SqlitePool};
@@ -120,4 +120,32 @@ async fn search_finds_messages_filters_and_scopes() {
         json!(c.get("/api/search?q=zzz").await.expect("search").body["hits"]),
         json!([])
     );
+}
+
+#[tokio::test]
+async fn search_finds_an_inbound_message() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", "4915500000001").await;
+    let inbound = c
+        .post(
+            &format!("/api/sim/sessions/{alice}/inbound"),
+            json!({ "from": jid("4915500000042"), "type": "text", "body": "fresh kiwi smoothie" }),
+        )
+        .await
+        .expect("inbound");
+    assert!(inbound.status < 300, "{}", inbound.text);
+    let query = format!("/api/search?q=kiwi&sessionId={alice}");
+    for _ in 0..100 {
+        let found = c.get(&query).await.expect("search");
+        if found.body["total"] == 1 {
+            let hit = &found.body["hits"][0];
+            assert_eq!(hit["direction"], "incoming");
+            assert_eq!(hit["from"], jid("4915500000042").as_str());
+            assert_eq!(hit["waMessageId"], inbound.str("messageId").as_str());
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("the inbound message never became searchable");
 }
