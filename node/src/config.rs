@@ -84,6 +84,8 @@ pub struct Config {
     pub auto_start_sessions: bool,
     pub session_restore_concurrency: u64,
     pub session_start_timeout_ms: u64,
+    /// `ENGINE_QUERY_TIMEOUT_MS` (30000): the budget of the engine queries the API bounds (503 after it).
+    pub engine_query_timeout_ms: u64,
     pub session_proxy_url_fetch: bool,
     pub send_pacing_enabled: bool,
     /// `SEND_PACING_DAILY_CAP` (1000): sends per session per rolling 24 h once warmed up.
@@ -245,6 +247,7 @@ impl Config {
             auto_start_sessions: parse_bool(&env, "AUTO_START_SESSIONS", true)?,
             session_restore_concurrency: positive(&env, "SESSION_RESTORE_CONCURRENCY", 5)?,
             session_start_timeout_ms: positive(&env, "SESSION_START_TIMEOUT_MS", 30_000)?,
+            engine_query_timeout_ms: positive(&env, "ENGINE_QUERY_TIMEOUT_MS", 30_000)?,
             session_proxy_url_fetch: parse_bool(&env, "SESSION_PROXY_URL_FETCH", true)?,
             send_pacing_enabled: parse_bool(&env, "SEND_PACING_ENABLED", false)?,
             send_pacing_daily_cap: positive(&env, "SEND_PACING_DAILY_CAP", 1000)?,

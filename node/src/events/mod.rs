@@ -5,10 +5,12 @@
 //! # Layout
 //! - `normalise`: `EngineEvent` -> `Event` with the wire-notes §5 `data`.
 //! - `pipeline`: `Pipeline` (outbox rows inside the caller's transaction, enqueue and fan-out after commit).
+//! - `statuses`: persistence of own and received status posts (`status_updates`).
 
 pub(crate) mod ingest;
 pub(crate) mod normalise;
 pub(crate) mod pipeline;
+pub(crate) mod statuses;
 
 pub(crate) use pipeline::Pipeline;
 

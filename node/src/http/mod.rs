@@ -19,17 +19,29 @@ use crate::app::ApiContext;
 
 pub(crate) mod audit;
 pub(crate) mod auth;
+pub(crate) mod calls;
+pub(crate) mod catalog;
+pub(crate) mod channels;
+pub(crate) mod chats;
+pub(crate) mod contacts;
+pub(crate) mod engine_call;
 pub(crate) mod error;
 pub(crate) mod extract;
 pub(crate) mod forward;
+pub(crate) mod groups;
 pub(crate) mod health;
 pub(crate) mod infra;
 pub(crate) mod keys;
+pub(crate) mod labels;
 pub(crate) mod limits;
+pub(crate) mod media_input;
 pub(crate) mod messages;
 pub(crate) mod metrics;
+pub(crate) mod profile;
+pub(crate) mod search;
 pub(crate) mod sessions;
 pub(crate) mod sim;
+pub(crate) mod status;
 pub(crate) mod templates;
 
 use error::ApiError;
@@ -63,6 +75,16 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
         .merge(audit::router())
         .merge(infra::router())
         .merge(sessions::router())
+        .merge(chats::router())
+        .merge(contacts::router())
+        .merge(groups::router())
+        .merge(channels::router())
+        .merge(labels::router())
+        .merge(catalog::router())
+        .merge(status::router())
+        .merge(calls::router())
+        .merge(profile::router())
+        .merge(search::router())
         .merge(messages::router())
         .merge(templates::router());
     if with_sim {

@@ -9,7 +9,9 @@ pub(crate) mod idempotency;
 pub(crate) mod keys;
 pub(crate) mod messages;
 pub(crate) mod reactions;
+pub(crate) mod search;
 pub(crate) mod sessions;
+pub(crate) mod status_updates;
 pub(crate) mod templates;
 
 /// The data database, on either backend (shared with the workers crate, which links the same tables).
@@ -50,10 +52,13 @@ pub enum DataTx {
     Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
 }
 
-/// Opens a transaction on the data DB.
+/// Opens a transaction on the data DB. On SQLite it takes the write lock up front (`BEGIN IMMEDIATE`):
+/// a deferred transaction that first reads (FTS5 reads its shadow tables when a statement touching
+/// `messages` is prepared) and then writes cannot wait for a concurrent writer in WAL mode and fails at
+/// once with `database is locked`; an immediate one waits out the busy timeout instead.
 pub async fn begin(db: &DataPool) -> StoreResult<DataTx> {
     Ok(match db {
-        DataPool::Sqlite(p) => DataTx::Sqlite(p.begin().await?),
+        DataPool::Sqlite(p) => DataTx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
         DataPool::Postgres(p) => DataTx::Postgres(p.begin().await?),
     })
 }

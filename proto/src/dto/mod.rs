@@ -2,10 +2,18 @@
 
 pub mod audit;
 pub mod bulk;
+pub mod calls;
+pub mod channels;
+pub mod chats;
 pub mod common;
+pub mod contacts;
+pub mod groups;
 pub mod infra;
 pub mod keys;
+pub mod labels;
 pub mod messages;
+pub mod search;
 pub mod sessions;
 pub mod sim;
+pub mod status;
 pub mod templates;
