@@ -73,7 +73,7 @@ CREATE TABLE message_batches (
     items        TEXT NOT NULL,
     options      TEXT NOT NULL,
     results      TEXT NOT NULL,
-    next_index   INTEGER NOT NULL DEFAULT 0,
+    next_index   BIGINT NOT NULL DEFAULT 0,
     started_at   BIGINT,
     completed_at BIGINT,
     created_at   BIGINT NOT NULL,

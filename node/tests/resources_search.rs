@@ -8,7 +8,14 @@ use resources_support::{created_session, jid, key, linked_session, node};
 use serde_json::json;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{Executor, SqlitePool};
-use wagate_loadtest::harness::Node;
+use wagate_loadtest::harness::{Node, NodeOptions};
+
+/// This test writes rows straight into the SQLite file, so it pins the node to SQLite even when the suite
+/// runs on PostgreSQL (`WAGATE_TEST_DATABASE=postgres`).
+async fn sqlite_node() -> Node {
+    let options = NodeOptions::new(env!("CARGO_BIN_EXE_wagate")).env("DATABASE_TYPE", "sqlite");
+    Node::start(options).await.expect("node")
+}
 
 async fn data_db(node: &Node) -> SqlitePool {
     let path = node.dir.path().join("data").join("wagate.sqlite");
@@ -35,7 +42,7 @@ async fn insert(db: &SqlitePool, session: &str, id: &str, body: &str, direction:
 
 #[tokio::test]
 async fn search_finds_messages_filters_and_scopes() {
-    let node = node().await;
+    let node = sqlite_node().await;
     let c = node.client();
     let a = created_session(&c, "search-a").await;
     let b = created_session(&c, "search-b").await;

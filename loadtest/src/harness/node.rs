@@ -37,6 +37,23 @@ pub struct Node {
     pub port: u16,
     pub dir: tempfile::TempDir,
     child: Option<Child>,
+    /// The throwaway data DB when the suite runs on PostgreSQL (`WAGATE_TEST_DATABASE=postgres`).
+    _pg: Option<super::pg::PgDatabase>,
+}
+
+/// With `WAGATE_TEST_DATABASE=postgres`, a node whose options do not pick a database gets its own
+/// throwaway PostgreSQL database, so the whole suite can run on either backend.
+fn suite_database(options: &mut NodeOptions) -> anyhow::Result<Option<super::pg::PgDatabase>> {
+    let wants_pg = std::env::var("WAGATE_TEST_DATABASE").is_ok_and(|v| v == "postgres");
+    if !wants_pg || options.env.contains_key("DATABASE_TYPE") {
+        return Ok(None);
+    }
+    let db = super::pg::PgDatabase::create()?;
+    options
+        .env
+        .insert("DATABASE_TYPE".into(), "postgres".into());
+    options.env.insert("DATABASE_URL".into(), db.url.clone());
+    Ok(Some(db))
 }
 
 fn default_env(dir: &Path, port: u16) -> Vec<(String, String)> {
@@ -61,8 +78,9 @@ fn default_env(dir: &Path, port: u16) -> Vec<(String, String)> {
 impl Node {
     /// Starts a node and (unless told not to) waits until it is ready. An `API_PORT` in the options is
     /// used as given (cluster tests need each node's URL before it starts); otherwise a free port.
-    pub async fn start(options: NodeOptions) -> anyhow::Result<Node> {
+    pub async fn start(mut options: NodeOptions) -> anyhow::Result<Node> {
         let dir = tempfile::tempdir()?;
+        let pg = suite_database(&mut options)?;
         let port = options
             .env
             .get("API_PORT")
@@ -73,6 +91,7 @@ impl Node {
             port,
             dir,
             child: None,
+            _pg: pg,
         };
         node.spawn().await?;
         Ok(node)
