@@ -7,10 +7,13 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use sqlx::SqlitePool;
 
 use crate::audit::AuditLog;
+use crate::automation::AutomationService;
 use crate::config::Config;
+use crate::events::Pipeline;
 use crate::http::limits::TieredLimiter;
 use crate::keys::KeyService;
 use crate::store::DataPool;
+use crate::webhooks::WebhookService;
 
 #[derive(Clone)]
 pub struct ApiContext {
@@ -22,4 +25,10 @@ pub struct ApiContext {
     pub limiter: Arc<TieredLimiter>,
     /// Present when this process installed the Prometheus recorder.
     pub metrics: Option<PrometheusHandle>,
+    /// Every event goes through it: outbox rows, enqueue, live fan-out.
+    pub(crate) pipeline: Pipeline,
+    /// The job queues (SQLite file or Redis); workers consume them in-process with `ROLE=all`.
+    pub(crate) queue: wagate_workers::QueueClient,
+    pub(crate) webhooks: Arc<WebhookService>,
+    pub(crate) automation: Arc<AutomationService>,
 }

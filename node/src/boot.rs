@@ -14,10 +14,13 @@ use tracing_subscriber::EnvFilter;
 
 use crate::app::ApiContext;
 use crate::audit::AuditLog;
+use crate::automation::AutomationService;
 use crate::config::{Config, DatabaseType};
+use crate::events::Pipeline;
 use crate::http::limits::{TieredLimiter, run_limiter_upkeep};
 use crate::keys::KeyService;
 use crate::store::{DataPool, backends};
+use crate::webhooks::WebhookService;
 
 fn init_tracing(config: &Config) {
     let level = if config.log_level == "verbose" {
@@ -77,7 +80,21 @@ async fn build_context(config: Arc<Config>) -> anyhow::Result<ApiContext> {
         );
         println!("wagate admin API key: {generated}");
     }
+    let queue = wagate_workers::QueueClient::connect(&config.queue_config())
+        .await
+        .context("could not open the job queues")?;
+    let pipeline = Pipeline::new(data_db.clone()).with_queue(queue.clone());
+    let webhooks = WebhookService::new(
+        data_db.clone(),
+        pipeline.clone(),
+        config.webhook_settings(),
+    )
+    .context("could not build the webhook HTTP client")?;
     Ok(ApiContext {
+        webhooks: Arc::new(webhooks),
+        automation: Arc::new(AutomationService::new(data_db.clone())),
+        pipeline,
+        queue,
         limiter: Arc::new(TieredLimiter::new(&config.rate_tiers)),
         audit: AuditLog::new(main_db.clone()),
         metrics: install_metrics(),
@@ -88,7 +105,17 @@ async fn build_context(config: Arc<Config>) -> anyhow::Result<ApiContext> {
     })
 }
 
-fn spawn_background(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &CancellationToken) {
+fn spawn_background(
+    ctx: &ApiContext,
+    tasks: &TaskTracker,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    crate::events::reconciler::spawn(ctx, tasks, shutdown)?;
+    tasks.spawn(crate::automation::spawn_matcher(
+        ctx.automation.clone(),
+        &ctx.pipeline,
+        shutdown.clone(),
+    ));
     tasks.spawn(
         ctx.audit
             .clone()
@@ -110,6 +137,7 @@ fn spawn_background(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &Cancellati
         }
         keys.flush_usage().await;
     });
+    Ok(())
 }
 
 async fn shutdown_signal(shutdown: CancellationToken) {
@@ -138,7 +166,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let ctx = build_context(config.clone()).await?;
     let shutdown = CancellationToken::new();
     let tasks = TaskTracker::new();
-    spawn_background(&ctx, &tasks, &shutdown);
+    spawn_background(&ctx, &tasks, &shutdown)?;
     let addr = format!("{}:{}", config.bind_host, config.api_port);
     let listener = tokio::net::TcpListener::bind(&addr)
         .await

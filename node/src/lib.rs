@@ -6,6 +6,8 @@
 //! - `http/`: one router per resource, the error type, auth extractor and request limits.
 //! - `keys/`: API key issue, check (cached) and change rules.
 //! - `audit`: the audit log service.
+//! - `automation`: automation rules (CRUD, matching, the `AutomationSender` hook).
+//! - `webhooks`: the webhook service (rules, test delivery, failure-log redrive).
 //! - `engine/`: the `Engine` trait and the engines (`sim` today).
 //! - `events/`: normalised events, the outbox pipeline and live fan-out.
 //! - `sessions/`: the transition table, reconnect backoff, and the supervisor of running engines.
@@ -14,6 +16,7 @@
 
 pub mod app;
 pub mod audit;
+pub(crate) mod automation;
 mod boot;
 pub mod config;
 mod config_parse;
@@ -23,5 +26,6 @@ pub mod http;
 pub mod keys;
 pub(crate) mod sessions;
 pub mod store;
+pub(crate) mod webhooks;
 
 pub use boot::run;

@@ -3,9 +3,12 @@
 //! folder, one file per table group; callers never learn which backend they have.
 
 pub(crate) mod audit;
+pub(crate) mod automation;
 pub(crate) mod backends;
 pub(crate) mod keys;
+pub(crate) mod outbox;
 pub(crate) mod sessions;
+pub(crate) mod webhooks;
 
 /// The data database, on either backend (shared with the workers crate, which links the same tables).
 /// Queries are written once and compiled for both arms by [`with_pool!`]: `$n` placeholders,
