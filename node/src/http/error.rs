@@ -6,8 +6,10 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use wagate_proto::ErrorBody;
 
+use crate::automation::RuleError;
 use crate::keys::{KeyError, KeyRefusal};
 use crate::store::StoreError;
+use crate::webhooks::WebhookError;
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -128,6 +130,26 @@ impl From<KeyError> for ApiError {
             KeyError::Invalid(message) => ApiError::bad_request(message),
             KeyError::LastAdmin => ApiError::conflict(err.to_string()),
             KeyError::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<WebhookError> for ApiError {
+    fn from(err: WebhookError) -> Self {
+        match err {
+            WebhookError::Invalid(message) => ApiError::bad_request(message),
+            WebhookError::NotFound(_) => ApiError::not_found(err.to_string()),
+            WebhookError::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<RuleError> for ApiError {
+    fn from(err: RuleError) -> Self {
+        match err {
+            RuleError::Invalid(message) => ApiError::bad_request(message),
+            RuleError::NotFound(_) => ApiError::not_found(err.to_string()),
+            RuleError::Store(store) => store.into(),
         }
     }
 }

@@ -18,12 +18,17 @@ use crate::app::ApiContext;
 
 pub(crate) mod audit;
 pub(crate) mod auth;
+pub(crate) mod automation_rules;
 pub(crate) mod error;
 pub(crate) mod extract;
 pub(crate) mod health;
 pub(crate) mod keys;
 pub(crate) mod limits;
 pub(crate) mod metrics;
+pub(crate) mod session_scope;
+pub(crate) mod webhook_failures;
+pub(crate) mod webhooks;
+pub(crate) mod ws;
 
 use error::ApiError;
 
@@ -54,6 +59,10 @@ fn api_routes() -> OpenApiRouter<ApiContext> {
         .merge(health::router())
         .merge(keys::router())
         .merge(audit::router())
+        .merge(webhooks::router())
+        .merge(webhook_failures::router())
+        .merge(automation_rules::router())
+        .merge(ws::router())
 }
 
 /// The generated OpenAPI document (also served at `/api/docs/openapi.json`).
