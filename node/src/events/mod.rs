@@ -49,3 +49,6 @@ impl Event {
         wagate_proto::iso_ms(self.occurred_at_ms)
     }
 }
+
+#[cfg(test)]
+mod tests;
