@@ -9,9 +9,11 @@ use sqlx::SqlitePool;
 use crate::audit::AuditLog;
 use crate::automation::AutomationService;
 use crate::config::Config;
+use crate::engine::sim::SimNetwork;
 use crate::events::Pipeline;
 use crate::http::limits::TieredLimiter;
 use crate::keys::KeyService;
+use crate::sessions::SessionService;
 use crate::store::DataPool;
 use crate::webhooks::WebhookService;
 
@@ -25,10 +27,13 @@ pub struct ApiContext {
     pub limiter: Arc<TieredLimiter>,
     /// Present when this process installed the Prometheus recorder.
     pub metrics: Option<PrometheusHandle>,
-    /// Every event goes through it: outbox rows, enqueue, live fan-out.
-    pub(crate) pipeline: Pipeline,
     /// The job queues (SQLite file or Redis); workers consume them in-process with `ROLE=all`.
     pub(crate) queue: wagate_workers::QueueClient,
     pub(crate) webhooks: Arc<WebhookService>,
     pub(crate) automation: Arc<AutomationService>,
+    pub(crate) sessions: Arc<SessionService>,
+    /// Every event goes through it: outbox rows, enqueue, live fan-out.
+    pub(crate) pipeline: Pipeline,
+    /// The simulated network, when `ENGINE_TYPE=sim` (its control API is mounted only then).
+    pub(crate) sim: Option<SimNetwork>,
 }

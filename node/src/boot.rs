@@ -15,10 +15,17 @@ use tracing_subscriber::EnvFilter;
 use crate::app::ApiContext;
 use crate::audit::AuditLog;
 use crate::automation::AutomationService;
-use crate::config::{Config, DatabaseType};
+use crate::cluster::lease::LocalLeases;
+use crate::config::{Config, DatabaseType, EngineType};
+use crate::engine::sim::{SimFactory, SimNetwork, network::SimConfig};
+use crate::engine::unavailable::UnavailableFactory;
+use crate::engine::{EngineFactory, EngineKind};
 use crate::events::Pipeline;
+use crate::events::ingest::Ingest;
 use crate::http::limits::{TieredLimiter, run_limiter_upkeep};
 use crate::keys::KeyService;
+use crate::sessions::SessionService;
+use crate::sessions::deps::Deps;
 use crate::store::{DataPool, backends};
 use crate::webhooks::WebhookService;
 
@@ -66,7 +73,48 @@ fn write_generated_key(data_dir: &Path, key: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn build_context(config: Arc<Config>) -> anyhow::Result<ApiContext> {
+/// The engine family of this node, and the sim network when it is the sim.
+fn engine_factory(config: &Config) -> (Arc<dyn EngineFactory>, Option<SimNetwork>) {
+    match config.engine_type {
+        EngineType::Sim => {
+            let net = SimNetwork::new(SimConfig::default());
+            (Arc::new(SimFactory::new(net.clone())), Some(net))
+        }
+        EngineType::Socket => (Arc::new(UnavailableFactory::new(EngineKind::Socket)), None),
+        EngineType::Browser => (Arc::new(UnavailableFactory::new(EngineKind::Browser)), None),
+    }
+}
+
+fn session_service(
+    config: &Config,
+    data_db: &DataPool,
+    pipeline: &Pipeline,
+    shutdown: &CancellationToken,
+) -> (Arc<SessionService>, Option<SimNetwork>) {
+    let (factory, sim) = engine_factory(config);
+    let deps = Arc::new(Deps {
+        db: data_db.clone(),
+        pipeline: pipeline.clone(),
+        ingest: Ingest::new(pipeline.clone()),
+        factory,
+        sessions_dir: config.data_dir.join("sessions"),
+        shutdown: shutdown.clone(),
+    });
+    let leases = Arc::new(LocalLeases::new(data_db.clone(), config.node_id.clone()));
+    (
+        Arc::new(SessionService::new(
+            deps,
+            leases,
+            config.session_start_timeout_ms,
+        )),
+        sim,
+    )
+}
+
+async fn build_context(
+    config: Arc<Config>,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<ApiContext> {
     std::fs::create_dir_all(&config.data_dir).context("could not create DATA_DIR")?;
     let main_db = backends::connect_main(&config.main_db_path())
         .await
@@ -90,11 +138,14 @@ async fn build_context(config: Arc<Config>) -> anyhow::Result<ApiContext> {
         config.webhook_settings(),
     )
     .context("could not build the webhook HTTP client")?;
+    let (sessions, sim) = session_service(&config, &data_db, &pipeline, shutdown);
     Ok(ApiContext {
         webhooks: Arc::new(webhooks),
         automation: Arc::new(AutomationService::new(data_db.clone())),
-        pipeline,
         queue,
+        sessions,
+        pipeline,
+        sim,
         limiter: Arc::new(TieredLimiter::new(&config.rate_tiers)),
         audit: AuditLog::new(main_db.clone()),
         metrics: install_metrics(),
@@ -163,10 +214,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     init_tracing(&config);
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = Arc::new(config);
-    let ctx = build_context(config.clone()).await?;
     let shutdown = CancellationToken::new();
+    let ctx = build_context(config.clone(), &shutdown).await?;
     let tasks = TaskTracker::new();
     spawn_background(&ctx, &tasks, &shutdown)?;
+    let restore_concurrency = usize::try_from(config.session_restore_concurrency).unwrap_or(1);
+    tasks.spawn(
+        ctx.sessions
+            .clone()
+            .restore(config.auto_start_sessions, restore_concurrency),
+    );
     let addr = format!("{}:{}", config.bind_host, config.api_port);
     let listener = tokio::net::TcpListener::bind(&addr)
         .await

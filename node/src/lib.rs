@@ -18,6 +18,7 @@ pub mod app;
 pub mod audit;
 pub(crate) mod automation;
 mod boot;
+pub(crate) mod cluster;
 pub mod config;
 mod config_parse;
 pub(crate) mod engine;

@@ -13,6 +13,7 @@ mod event;
 mod op;
 pub(crate) mod sim;
 mod types;
+pub(crate) mod unavailable;
 
 pub(crate) use context::{EngineContext, EngineFactory, EngineKind};
 pub(crate) use entities::*;

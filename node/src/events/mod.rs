@@ -12,6 +12,7 @@
 
 pub(crate) mod filter;
 pub(crate) mod hub;
+pub(crate) mod ingest;
 pub(crate) mod normalise;
 pub(crate) mod pipeline;
 pub(crate) mod reconciler;

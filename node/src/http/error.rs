@@ -134,6 +134,46 @@ impl From<KeyError> for ApiError {
     }
 }
 
+impl From<crate::engine::EngineError> for ApiError {
+    fn from(err: crate::engine::EngineError) -> Self {
+        use crate::engine::EngineError as E;
+        let message = err.to_string();
+        match err {
+            E::NotSupported(_) => ApiError::new(StatusCode::NOT_IMPLEMENTED, message),
+            E::NotReady | E::Busy(_) => ApiError::conflict(message),
+            E::Timeout | E::Network(_) => ApiError::unavailable(message),
+            E::Rejected(_) => ApiError::forbidden(message),
+            E::NotFound(_) => ApiError::not_found(message),
+            E::BadInput(_) => ApiError::bad_request(message),
+        }
+    }
+}
+
+impl From<crate::sessions::SessionError> for ApiError {
+    fn from(err: crate::sessions::SessionError) -> Self {
+        use crate::cluster::lease::LeaseError;
+        use crate::sessions::SessionError as S;
+        let message = err.to_string();
+        match err {
+            S::NotFound(_) => ApiError::not_found(message),
+            S::NameTaken(_) | S::NotConnected | S::Transition(_) => ApiError::conflict(message),
+            S::BadInput(_) | S::NoQr => ApiError::bad_request(message),
+            S::TeardownPending => {
+                ApiError::conflict(message).with_code("SESSION_NAME_TEARDOWN_PENDING")
+            }
+            S::StopIncomplete => {
+                ApiError::new(StatusCode::BAD_GATEWAY, message).with_code("SESSION_STOP_INCOMPLETE")
+            }
+            S::LogoutIncomplete => ApiError::new(StatusCode::BAD_GATEWAY, message)
+                .with_code("SESSION_LOGOUT_INCOMPLETE"),
+            S::StartTimeout(_) => ApiError::new(StatusCode::GATEWAY_TIMEOUT, message),
+            S::Lease(LeaseError::HeldElsewhere) => ApiError::conflict(message),
+            S::Lease(LeaseError::Store(store)) | S::Store(store) => store.into(),
+            S::Engine(engine) => engine.into(),
+        }
+    }
+}
+
 impl From<WebhookError> for ApiError {
     fn from(err: WebhookError) -> Self {
         match err {

@@ -81,3 +81,29 @@ pub fn query_pairs(parts_query: Option<&str>) -> Vec<(String, String)> {
         .into_owned()
         .collect()
 }
+
+/// The `{sessionId}` of a session-scoped path, checked to be a UUID: sessions are never addressed by name.
+pub struct SessionId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for SessionId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let params = axum::extract::RawPathParams::from_request_parts(parts, state)
+            .await
+            .map_err(|e| {
+                ApiError::bad_request(format!("Invalid path parameter: {}", e.body_text()))
+            })?;
+        let raw = params
+            .iter()
+            .find(|(k, _)| *k == "sessionId")
+            .map(|(_, v)| v.to_string())
+            .unwrap_or_default();
+        match uuid::Uuid::parse_str(&raw) {
+            Ok(id) if raw.len() == 36 => Ok(SessionId(id.to_string())),
+            _ => Err(ApiError::bad_request(format!(
+                "Invalid session id '{raw}': sessions are addressed by their UUID, not by name"
+            ))),
+        }
+    }
+}

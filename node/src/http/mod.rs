@@ -29,6 +29,8 @@ pub(crate) mod session_scope;
 pub(crate) mod webhook_failures;
 pub(crate) mod webhooks;
 pub(crate) mod ws;
+pub(crate) mod sessions;
+pub(crate) mod sim;
 
 use error::ApiError;
 
@@ -53,9 +55,9 @@ impl utoipa::Modify for ApiKeyScheme {
     }
 }
 
-/// Every resource's routes with their OpenAPI operations.
-fn api_routes() -> OpenApiRouter<ApiContext> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+/// Every resource's routes with their OpenAPI operations; the sim control API only on the sim engine.
+fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
+    let routes = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(health::router())
         .merge(keys::router())
         .merge(audit::router())
@@ -63,15 +65,21 @@ fn api_routes() -> OpenApiRouter<ApiContext> {
         .merge(webhook_failures::router())
         .merge(automation_rules::router())
         .merge(ws::router())
+        .merge(sessions::router());
+    if with_sim {
+        routes.merge(sim::router())
+    } else {
+        routes
+    }
 }
 
 /// The generated OpenAPI document (also served at `/api/docs/openapi.json`).
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    api_routes().into_openapi()
+    api_routes(true).into_openapi()
 }
 
 pub(crate) fn router(ctx: ApiContext) -> Router {
-    let (api, openapi) = api_routes().split_for_parts();
+    let (api, openapi) = api_routes(ctx.sim.is_some()).split_for_parts();
     let body_limit = usize::try_from(ctx.config.body_size_limit).unwrap_or(usize::MAX);
     api.merge(SwaggerUi::new("/api/docs").url("/api/docs/openapi.json", openapi))
         .route("/api/metrics", get(metrics::scrape))

@@ -1,8 +1,18 @@
-//! Session lifecycle rules: the pure transition table (`state`) and reconnect timing (`backoff`).
-//! The supervisor that applies them to running engines arrives separately; nothing here does I/O.
-
-// The supervisor (a teammate's module) wires these in; until then most items are unused.
-#![allow(dead_code)]
+//! Sessions: the spec's transition table (`state`), reconnect timing (`backoff`), and the supervisor of
+//! the sessions loaded on this node (`service`, `lifecycle`, `runtime`, `effects`, `restore`).
+//! Handlers call `SessionService`; nothing here knows HTTP.
 
 pub(crate) mod backoff;
+pub(crate) mod deps;
+pub(crate) mod effects;
+pub(crate) mod error;
+pub(crate) mod lifecycle;
+pub(crate) mod proxy;
+pub(crate) mod restore;
+pub(crate) mod run_state;
+pub(crate) mod runtime;
+pub(crate) mod service;
 pub(crate) mod state;
+
+pub(crate) use error::SessionError;
+pub(crate) use service::{ConfigChange, SessionService, SessionView};

@@ -5,5 +5,6 @@ pub mod automation;
 pub mod common;
 pub mod keys;
 pub mod sessions;
+pub mod sim;
 pub mod webhooks;
 pub mod ws;

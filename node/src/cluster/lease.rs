@@ -1,0 +1,57 @@
+//! Session leases: a session runs on exactly one node, and every status write it makes carries the lease's
+//! fencing generation. `LocalLeases` serves the embedded mode (one node, generations from the data DB);
+//! a Redis implementation of `Leases` takes over in a cluster.
+
+use async_trait::async_trait;
+
+use crate::store::{DataPool, StoreError, sessions};
+
+/// A held lease on one session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lease {
+    pub generation: i64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LeaseError {
+    #[error("Session lease is held by another node")]
+    HeldElsewhere,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+#[async_trait]
+pub(crate) trait Leases: Send + Sync {
+    /// Claims the session for this node with a generation newer than any before it.
+    async fn acquire(&self, session_id: &str) -> Result<Lease, LeaseError>;
+    /// Gives the session up (stop, logout, shutdown) so another node may take it at once.
+    async fn release(&self, session_id: &str, lease: Lease);
+}
+
+/// The embedded mode's lease: this node owns every session; the generation still grows on every claim so
+/// fenced writes behave exactly as in a cluster.
+pub(crate) struct LocalLeases {
+    db: DataPool,
+    node_id: String,
+}
+
+impl LocalLeases {
+    pub(crate) fn new(db: DataPool, node_id: String) -> LocalLeases {
+        LocalLeases { db, node_id }
+    }
+}
+
+#[async_trait]
+impl Leases for LocalLeases {
+    async fn acquire(&self, session_id: &str) -> Result<Lease, LeaseError> {
+        let current = sessions::get(&self.db, session_id).await?.lease_generation;
+        let generation = current + 1;
+        match sessions::claim(&self.db, session_id, generation, &self.node_id).await {
+            Ok(()) => Ok(Lease { generation }),
+            Err(StoreError::StaleLease) => Err(LeaseError::HeldElsewhere),
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    async fn release(&self, _session_id: &str, _lease: Lease) {}
+}

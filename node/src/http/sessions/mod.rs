@@ -1,0 +1,239 @@
+//! Session routes: the resource itself (create, list, read, delete, stats) here; lifecycle in
+//! `lifecycle.rs`; config, proxy and presence in `settings.rs`. Handlers parse, authorise, call
+//! `SessionService`, and audit what changed.
+
+use axum::Json;
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::Role;
+use wagate_proto::dto::sessions::{
+    CreateSessionRequest, ListSessionsQuery, MemoryUsage, Session, SessionStats,
+};
+use wagate_proto::iso_ms;
+
+use super::auth::Caller;
+use super::error::{ApiError, ApiResult};
+use super::extract::{ApiJson, SessionId, query_pairs};
+use crate::app::ApiContext;
+use crate::sessions::SessionView;
+
+mod lifecycle;
+mod settings;
+
+pub(crate) use settings::parse_config_change;
+
+pub(crate) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(list_sessions, create_session))
+        .routes(routes!(session_stats))
+        .routes(routes!(get_session, delete_session))
+        .merge(lifecycle::router())
+        .merge(settings::router())
+}
+
+impl From<SessionView> for Session {
+    fn from(view: SessionView) -> Session {
+        let r = view.record;
+        Session {
+            id: r.id,
+            name: r.name,
+            status: r.status,
+            phone: r.phone,
+            push_name: r.push_name,
+            last_error: r.last_error,
+            engine_loaded: view.engine_loaded,
+            connected_at: r.connected_at.map(iso_ms),
+            last_active: r.last_active.map(iso_ms),
+            restriction: r.restriction.and_then(|v| serde_json::from_value(v).ok()),
+            created_at: iso_ms(r.created_at),
+            updated_at: iso_ms(r.updated_at),
+        }
+    }
+}
+
+/// Role, then session scope: what every session-scoped handler checks first.
+pub(crate) fn authorise(caller: &Caller, session: &SessionId, role: Role) -> ApiResult<()> {
+    caller.require(role)?;
+    caller.require_session(&session.0)
+}
+
+struct ListParams {
+    limit: i64,
+    offset: i64,
+    name: Option<String>,
+}
+
+fn whole_number(field: &str, raw: &str, min: i64, max: i64) -> ApiResult<i64> {
+    raw.parse::<i64>()
+        .ok()
+        .filter(|n| (min..=max).contains(n) && raw.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "{field} must be an integer between {min} and {max}"
+            ))
+        })
+}
+
+fn parse_list(query: Option<&str>) -> ApiResult<ListParams> {
+    let pairs = query_pairs(query);
+    let mut params = ListParams {
+        limit: 1000,
+        offset: 0,
+        name: None,
+    };
+    let names: Vec<&String> = pairs
+        .iter()
+        .filter(|(k, _)| k == "name")
+        .map(|(_, v)| v)
+        .collect();
+    match names.as_slice() {
+        [] => {}
+        [name] if !name.is_empty() => params.name = Some((*name).clone()),
+        [_] => return Err(ApiError::bad_request("name must not be empty")),
+        _ => return Err(ApiError::bad_request("name must be given at most once")),
+    }
+    for (key, value) in &pairs {
+        match key.as_str() {
+            "limit" => params.limit = whole_number("limit", value, 1, 1000)?,
+            "offset" => params.offset = whole_number("offset", value, 0, i64::MAX)?,
+            _ => {}
+        }
+    }
+    Ok(params)
+}
+
+/// GET /api/sessions
+#[utoipa::path(get, path = "/api/sessions", tag = "sessions", params(ListSessionsQuery),
+    responses((status = 200, body = [Session])))]
+async fn list_sessions(
+    caller: Caller,
+    State(ctx): State<ApiContext>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Json<Vec<Session>>> {
+    caller.require(Role::Viewer)?;
+    let p = parse_list(query.as_deref())?;
+    let sessions = if caller.is_scoped() {
+        let all = ctx.sessions.list(i64::MAX, 0, p.name.as_deref()).await?;
+        let visible = all.into_iter().filter(|s| caller.may_access(&s.record.id));
+        visible
+            .skip(p.offset as usize)
+            .take(p.limit as usize)
+            .collect()
+    } else {
+        ctx.sessions
+            .list(p.limit, p.offset, p.name.as_deref())
+            .await?
+    };
+    Ok(Json(sessions.into_iter().map(Session::from).collect()))
+}
+
+/// POST /api/sessions
+#[utoipa::path(post, path = "/api/sessions", tag = "sessions", request_body = CreateSessionRequest,
+    responses((status = 201, body = Session), (status = 409, description = "name taken")))]
+async fn create_session(
+    caller: Caller,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<CreateSessionRequest>,
+) -> ApiResult<(StatusCode, Json<Session>)> {
+    caller.require(Role::Operator)?;
+    let name = match &body.name {
+        Some(serde_json::Value::String(name)) => name.clone(),
+        _ => {
+            return Err(ApiError::bad_request(
+                "name must be a string of 3-50 letters, digits and hyphens",
+            ));
+        }
+    };
+    let change = body
+        .config
+        .as_ref()
+        .map(parse_config_change)
+        .transpose()?
+        .unwrap_or_default();
+    let view = ctx
+        .sessions
+        .create(&name, &change, body.proxy_url.as_deref())
+        .await?;
+    let meta = serde_json::json!({ "name": name });
+    ctx.audit.record(
+        "session_created",
+        &caller.actor(),
+        Some(&view.record.id),
+        201,
+        Some(meta),
+    );
+    Ok((StatusCode::CREATED, Json(view.into())))
+}
+
+/// GET /api/sessions/{sessionId}
+#[utoipa::path(get, path = "/api/sessions/{sessionId}", tag = "sessions", responses((status = 200, body = Session)))]
+async fn get_session(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<Session>> {
+    authorise(&caller, &id, Role::Viewer)?;
+    Ok(Json(ctx.sessions.get(&id.0).await?.into()))
+}
+
+/// DELETE /api/sessions/{sessionId}
+#[utoipa::path(delete, path = "/api/sessions/{sessionId}", tag = "sessions", responses((status = 204)))]
+async fn delete_session(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<StatusCode> {
+    authorise(&caller, &id, Role::Operator)?;
+    ctx.sessions.delete(&id.0).await?;
+    ctx.audit
+        .record("session_deleted", &caller.actor(), Some(&id.0), 204, None);
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn rss_mb() -> f64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .unwrap_or(0.0);
+    (pages * 4096.0 / (1024.0 * 1024.0) * 100.0).round() / 100.0
+}
+
+/// GET /api/sessions/stats/overview
+#[utoipa::path(get, path = "/api/sessions/stats/overview", tag = "sessions", responses((status = 200, body = SessionStats)))]
+async fn session_stats(
+    caller: Caller,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<SessionStats>> {
+    caller.require(Role::Viewer)?;
+    let by_status: std::collections::BTreeMap<String, i64> =
+        ctx.sessions.count_by_status().await?.into_iter().collect();
+    let count = |s: &str| by_status.get(s).copied().unwrap_or(0);
+    let active = [
+        "initializing",
+        "qr_ready",
+        "authenticating",
+        "ready",
+        "action_required",
+    ]
+    .iter()
+    .map(|s| count(s))
+    .sum();
+    let rss = rss_mb();
+    Ok(Json(SessionStats {
+        total: by_status.values().sum(),
+        active,
+        ready: count("ready"),
+        disconnected: count("disconnected"),
+        by_status,
+        memory_usage: MemoryUsage {
+            heap_used: rss,
+            heap_total: rss,
+            rss,
+        },
+    }))
+}

@@ -1,0 +1,326 @@
+//! The sim engine's control API (wire-notes §10), ADMIN only and mounted only with `ENGINE_TYPE=sim`:
+//! it plays the phone and the other accounts of the simulated network.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use base64::Engine as _;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::dto::common::SuccessResult;
+use wagate_proto::dto::sim::*;
+use wagate_proto::{Jid, Role};
+
+use super::auth::Caller;
+use super::error::{ApiError, ApiResult};
+use super::extract::{ApiJson, SessionId};
+use crate::app::ApiContext;
+use crate::engine::sim::SimNetwork;
+use crate::engine::sim::control::InboundSpec;
+use crate::engine::{AckStatus, CallPhase, GroupAction, GroupChanges, MessageType, ReceivedMedia};
+
+pub(crate) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(sim_scan))
+        .routes(routes!(sim_inbound))
+        .routes(routes!(sim_ack))
+        .routes(routes!(sim_react))
+        .routes(routes!(sim_revoke))
+        .routes(routes!(sim_edit))
+        .routes(routes!(sim_drop))
+        .routes(routes!(sim_unlink))
+        .routes(routes!(sim_restrict))
+        .routes(routes!(sim_call))
+        .routes(routes!(sim_group_event))
+        .routes(routes!(sim_outbox))
+        .routes(routes!(sim_faults))
+}
+
+fn network(caller: &Caller, ctx: &ApiContext) -> ApiResult<SimNetwork> {
+    caller.require(Role::Admin)?;
+    ctx.sim
+        .clone()
+        .ok_or_else(|| ApiError::not_found("The sim control API needs ENGINE_TYPE=sim"))
+}
+
+fn jid(field: &str, raw: Option<&str>) -> ApiResult<Jid> {
+    let raw = raw.ok_or_else(|| ApiError::bad_request(format!("{field} is required")))?;
+    Jid::parse(raw)
+        .or_else(|_| Jid::from_phone(raw))
+        .map_err(|e| ApiError::bad_request(format!("{field}: {e}")))
+}
+
+fn required<'a>(field: &str, raw: &'a Option<String>) -> ApiResult<&'a str> {
+    raw.as_deref()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ApiError::bad_request(format!("{field} is required")))
+}
+
+fn enum_value<T: serde::de::DeserializeOwned>(field: &str, raw: &str) -> ApiResult<T> {
+    serde_json::from_value(serde_json::Value::String(raw.to_string()))
+        .map_err(|_| ApiError::bad_request(format!("{field} '{raw}' is not a known value")))
+}
+
+fn ok() -> Json<SuccessResult> {
+    Json(SuccessResult::ok())
+}
+
+/// POST /api/sim/sessions/{sessionId}/scan
+#[utoipa::path(post, path = "/api/sim/sessions/{sessionId}/scan", tag = "sim", request_body = SimScanRequest,
+    responses((status = 200, body = SuccessResult)))]
+async fn sim_scan(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(b): ApiJson<SimScanRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let net = network(&caller, &ctx)?;
+    net.scan(
+        &id.0,
+        &jid("phone", b.phone.as_deref())?,
+        b.push_name.as_deref(),
+    )?;
+    Ok(ok())
+}
+
+fn media(raw: Option<SimMedia>) -> ApiResult<Option<ReceivedMedia>> {
+    let Some(m) = raw else { return Ok(None) };
+    let data = base64::engine::general_purpose::STANDARD
+        .decode(m.data.unwrap_or_default())
+        .map_err(|_| ApiError::bad_request("media.data must be base64"))?;
+    let mimetype = m
+        .mimetype
+        .unwrap_or_else(|| "application/octet-stream".into());
+    Ok(Some(ReceivedMedia {
+        mimetype,
+        filename: m.filename,
+        data,
+    }))
+}
+
+/// POST /api/sim/sessions/{sessionId}/inbound
+#[utoipa::path(post, path = "/api/sim/sessions/{sessionId}/inbound", tag = "sim", request_body = SimInboundRequest,
+    responses((status = 200, body = SimMessageId)))]
+async fn sim_inbound(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(b): ApiJson<SimInboundRequest>,
+) -> ApiResult<Json<SimMessageId>> {
+    let net = network(&caller, &ctx)?;
+    let spec = InboundSpec {
+        from: jid("from", b.from.as_deref())?,
+        chat_id: b
+            .chat_id
+            .as_deref()
+            .map(|c| jid("chatId", Some(c)))
+            .transpose()?,
+        kind: enum_value::<MessageType>("type", b.kind.as_deref().unwrap_or("text"))?,
+        body: b.body,
+        media: media(b.media)?,
+        quoted_id: b.quoted_message_id,
+        mentioned_ids: b
+            .mentioned_ids
+            .iter()
+            .map(|m| jid("mentionedIds", Some(m)))
+            .collect::<ApiResult<_>>()?,
+    };
+    Ok(Json(SimMessageId {
+        message_id: net.inbound(&id.0, spec)?,
+    }))
+}
+
+/// POST /api/sim/sessions/{sessionId}/ack
+#[utoipa::path(post, path = "/api/sim/sessions/{sessionId}/ack", tag = "sim", request_body = SimAckRequest,
+    responses((status = 200, body = SuccessResult)))]
+async fn sim_ack(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(b): ApiJson<SimAckRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let net = network(&caller, &ctx)?;
+    let status = enum_value::<AckStatus>("status", required("status", &b.status)?)?;
+    net.ack(&id.0, required("messageId", &b.message_id)?, status)?;
+    Ok(ok())
+}
+
+/// POST /api/sim/sessions/{sessionId}/react
+#[utoipa::path(post, path = "/api/sim/sessions/{sessionId}/react", tag = "sim", request_body = SimReactRequest,
+    responses((status = 200, body = SuccessResult)))]
+async fn sim_react(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(b): ApiJson<SimReactRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let net = network(&caller, &ctx)?;
+    let from = jid("from", b.from.as_deref())?;
+    net.react(
+        &id.0,
+        required("messageId", &b.message_id)?,
+        b.emoji.as_deref().unwrap_or(""),
+        &from,
+    )?;
+    Ok(ok())
+}
+
+/// POST /api/sim/sessions/{sessionId}/revoke
+#[utoipa::path(post, path = "/api/sim/sessions/{sessionId}/revoke", tag = "sim", request_body = SimMessageRequest,
+    responses((status = 200, body = SuccessResult)))]
+async fn sim_revoke(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(b): ApiJson<SimMessageRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    network(&caller, &ctx)?.revoke(&id.0, required("messageId", &b.message_id)?)?;
+    Ok(ok())
+}
+
+/// POST /api/sim/sessions/{sessionId}/edit
+#[utoipa::path(post, path = "/api/sim/sessions/{sessionId}/edit", tag = "sim", request_body = SimMessageRequest,
+    responses((status = 200, body = SuccessResult)))]
+async fn sim_edit(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(b): ApiJson<SimMessageRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    network(&caller, &ctx)?.edit(
+        &id.0,
+        required("messageId", &b.message_id)?,
+        b.body.as_deref().unwrap_or(""),
+    )?;
+    Ok(ok())
+}
+
+/// POST /api/sim/sessions/{sessionId}/drop
+#[utoipa::path(post, path = "/api/sim/sessions/{sessionId}/drop", tag = "sim", responses((status = 200, body = SuccessResult)))]
+async fn sim_drop(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<SuccessResult>> {
+    network(&caller, &ctx)?.drop_link(&id.0)?;
+    Ok(ok())
+}
+
+/// POST /api/sim/sessions/{sessionId}/unlink
+#[utoipa::path(post, path = "/api/sim/sessions/{sessionId}/unlink", tag = "sim", responses((status = 200, body = SuccessResult)))]
+async fn sim_unlink(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<SuccessResult>> {
+    network(&caller, &ctx)?.unlink(&id.0)?;
+    Ok(ok())
+}
+
+/// POST /api/sim/sessions/{sessionId}/restrict
+#[utoipa::path(post, path = "/api/sim/sessions/{sessionId}/restrict", tag = "sim", request_body = SimRestrictRequest,
+    responses((status = 200, body = SuccessResult)))]
+async fn sim_restrict(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(b): ApiJson<SimRestrictRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let net = network(&caller, &ctx)?;
+    net.restrict(
+        &id.0,
+        b.kind.as_deref().unwrap_or("temporary_ban"),
+        b.active.unwrap_or(true),
+        b.expires_at,
+    )?;
+    Ok(ok())
+}
+
+/// POST /api/sim/sessions/{sessionId}/call
+#[utoipa::path(post, path = "/api/sim/sessions/{sessionId}/call", tag = "sim", request_body = SimCallRequest,
+    responses((status = 200, body = SimCallResponse)))]
+async fn sim_call(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(b): ApiJson<SimCallRequest>,
+) -> ApiResult<Json<SimCallResponse>> {
+    let net = network(&caller, &ctx)?;
+    let outcome = b
+        .outcome
+        .as_deref()
+        .map(|o| enum_value::<CallPhase>("outcome", o))
+        .transpose()?;
+    let call_id = net.call(&id.0, &jid("from", b.from.as_deref())?, b.is_video, outcome)?;
+    Ok(Json(SimCallResponse { call_id }))
+}
+
+/// POST /api/sim/sessions/{sessionId}/group-event
+#[utoipa::path(post, path = "/api/sim/sessions/{sessionId}/group-event", tag = "sim", request_body = SimGroupEventRequest,
+    responses((status = 200, body = SuccessResult)))]
+async fn sim_group_event(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(b): ApiJson<SimGroupEventRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let net = network(&caller, &ctx)?;
+    let group = jid("groupId", b.group_id.as_deref())?;
+    let action = enum_value::<GroupAction>("action", required("action", &b.action)?)?;
+    let participants: Vec<Jid> = b
+        .participant_ids
+        .iter()
+        .map(|p| jid("participantIds", Some(p)))
+        .collect::<ApiResult<_>>()?;
+    let changes: Option<GroupChanges> = b
+        .changes
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|e| ApiError::bad_request(format!("changes: {e}")))?;
+    net.group_event(&id.0, &group, action, &participants, changes)?;
+    Ok(ok())
+}
+
+/// GET /api/sim/sessions/{sessionId}/outbox
+#[utoipa::path(get, path = "/api/sim/sessions/{sessionId}/outbox", tag = "sim", responses((status = 200, body = [SimOutboxEntry])))]
+async fn sim_outbox(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<Vec<SimOutboxEntry>>> {
+    let entries = network(&caller, &ctx)?.outbox(&id.0);
+    Ok(Json(
+        entries
+            .into_iter()
+            .map(|e| SimOutboxEntry {
+                message_id: e.message_id,
+                to: e.to.to_string(),
+                kind: serde_json::to_value(e.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                body: e.body,
+                timestamp: e.timestamp,
+            })
+            .collect(),
+    ))
+}
+
+/// POST /api/sim/sessions/{sessionId}/faults
+#[utoipa::path(post, path = "/api/sim/sessions/{sessionId}/faults", tag = "sim", request_body = SimFaultsRequest,
+    responses((status = 200, body = SuccessResult)))]
+async fn sim_faults(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(b): ApiJson<SimFaultsRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let net = network(&caller, &ctx)?;
+    if let Some(count) = b.fail_next_starts {
+        net.fail_next_starts(&id.0, count);
+    }
+    if let Some(ms) = b.query_delay_ms {
+        net.set_query_delay((ms > 0).then(|| Duration::from_millis(ms)));
+    }
+    Ok(ok())
+}

@@ -1,0 +1,22 @@
+//! `Deps`: the handles a loaded session needs (data DB, event pipeline and ingest, engine factory, where
+//! engine data lives, the node's shutdown token). Built once at boot and shared by every runtime.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::EngineFactory;
+use crate::events::Pipeline;
+use crate::events::ingest::Ingest;
+use crate::store::DataPool;
+
+pub(crate) struct Deps {
+    pub db: DataPool,
+    pub pipeline: Pipeline,
+    pub ingest: Ingest,
+    pub factory: Arc<dyn EngineFactory>,
+    /// `DATA_DIR/sessions`: engine auth directories, keyed by session id.
+    pub sessions_dir: PathBuf,
+    pub shutdown: CancellationToken,
+}

@@ -1,0 +1,201 @@
+//! Lifecycle operations of `SessionService`: start (with its budget), stop, logout, force-kill, QR and
+//! pairing code, and access to a ready engine for every other route (409 before any 501).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wagate_proto::SessionStatus;
+
+use super::error::{SessionError, SessionResult};
+use super::proxy;
+use super::run_state::RunState;
+use super::runtime::Runtime;
+use super::service::{SessionService, SessionView};
+use super::state::{Effect, Teardown, Trigger};
+use crate::engine::{Engine, EngineError};
+
+impl SessionService {
+    /// Loads the session on this node if needed, fires `Start` and waits for it to leave `initializing`.
+    pub(crate) async fn start(&self, id: &str) -> SessionResult<SessionView> {
+        let record = self.record(id).await?;
+        self.check_no_teardown(id)?;
+        if let Some(url) = record
+            .proxy_url
+            .as_deref()
+            .filter(|u| proxy::is_unauthenticatable(u))
+        {
+            tracing::warn!(session_id = id, proxy = %proxy::view(Some(url)).proxy_host.unwrap_or_default(),
+                "proxy_unauthenticatable: SOCKS4 sends the user name as user id and drops the password");
+        }
+        let runtime = match self.runtime(id) {
+            Some(runtime) => runtime,
+            None => self.load(&record).await?,
+        };
+        {
+            let mut st = runtime.lock().await;
+            st.desired_running = true;
+            st.policy = super::backoff::ReconnectPolicy {
+                base_delay_ms: record.config.reconnect_base_delay,
+                max_attempts: record.config.max_reconnect_attempts,
+            };
+            st.proxy_url = record.proxy_url.clone();
+            runtime.drive(&mut st, Trigger::Start).await?;
+        }
+        if !runtime
+            .wait_settled(Duration::from_millis(self.start_timeout_ms))
+            .await
+        {
+            return Err(SessionError::StartTimeout(self.start_timeout_ms));
+        }
+        self.get(id).await
+    }
+
+    async fn load(
+        &self,
+        record: &crate::store::sessions::SessionRecord,
+    ) -> SessionResult<Arc<Runtime>> {
+        let lease = self.leases.acquire(&record.id).await?;
+        let state = RunState::from_record(record);
+        let runtime = Runtime::spawn(self.deps.clone(), state, record.id.clone(), lease);
+        Ok(self
+            .runtimes
+            .entry(record.id.clone())
+            .or_insert(runtime)
+            .clone())
+    }
+
+    /// Disconnects gracefully (forced teardown as fallback) and unloads the engine; credentials stay.
+    pub(crate) async fn stop(&self, id: &str) -> SessionResult<SessionView> {
+        self.record(id).await?;
+        let Some(runtime) = self.runtime(id) else {
+            return self.get(id).await;
+        };
+        let effects = {
+            let mut st = runtime.lock().await;
+            let teardown = teardown(runtime.engine()).await;
+            st.desired_running = false;
+            runtime.drive(&mut st, Trigger::Stop { teardown }).await?
+        };
+        self.unload(id).await;
+        if effects.contains(&Effect::ReportStopIncomplete) {
+            return Err(SessionError::StopIncomplete);
+        }
+        self.get(id).await
+    }
+
+    /// Unlinks the device and forgets the credentials; 502 when the network did not confirm the unlink.
+    pub(crate) async fn logout(&self, id: &str) -> SessionResult<SessionView> {
+        let record = self.record(id).await?;
+        let _teardown = self.begin_teardown(id)?;
+        let runtime = match self.runtime(id) {
+            Some(runtime) => runtime,
+            None => self.load(&record).await?,
+        };
+        let effects = {
+            let mut st = runtime.lock().await;
+            let unlinked = self.unlink(&runtime, &st).await;
+            st.desired_running = false;
+            runtime.drive(&mut st, Trigger::Logout { unlinked }).await?
+        };
+        self.unload(id).await;
+        if effects.contains(&Effect::ReportLogoutIncomplete) {
+            return Err(SessionError::LogoutIncomplete);
+        }
+        self.get(id).await
+    }
+
+    /// Asks the network to unlink; a session with no engine loaded gets a short-lived one for it.
+    async fn unlink(&self, runtime: &Runtime, st: &RunState) -> bool {
+        if !st.has_credentials && runtime.engine().is_none() {
+            return true;
+        }
+        let engine = match runtime.engine() {
+            Some(engine) => engine,
+            None => runtime.temporary_engine(st).await,
+        };
+        engine.logout().await.is_ok()
+    }
+
+    /// Tears the engine down without talking to the network.
+    pub(crate) async fn force_kill(&self, id: &str) -> SessionResult<SessionView> {
+        self.record(id).await?;
+        if let Some(runtime) = self.runtime(id) {
+            let mut st = runtime.lock().await;
+            st.desired_running = false;
+            runtime.drive(&mut st, Trigger::ForceKill).await?;
+        }
+        self.unload(id).await;
+        self.get(id).await
+    }
+
+    async fn unload(&self, id: &str) {
+        if let Some((_, runtime)) = self.runtimes.remove(id) {
+            runtime.unload().await;
+            self.leases.release(id, runtime.lease).await;
+        }
+    }
+
+    /// The cached QR (400 when none is cached).
+    pub(crate) async fn qr(&self, id: &str) -> SessionResult<(String, SessionStatus)> {
+        self.record(id).await?;
+        let runtime = self.runtime(id).ok_or(SessionError::NoQr)?;
+        let st = runtime.lock().await;
+        match &st.qr {
+            Some(qr) if st.status == SessionStatus::QrReady => Ok((qr.clone(), st.status)),
+            _ => Err(SessionError::NoQr),
+        }
+    }
+
+    /// Issues a pairing code; only while `qr_ready` (409 otherwise).
+    pub(crate) async fn pairing_code(
+        &self,
+        id: &str,
+        phone: &str,
+    ) -> SessionResult<(String, SessionStatus)> {
+        if phone.is_empty() || phone.len() > 15 || !phone.chars().all(|c| c.is_ascii_digit()) {
+            return Err(SessionError::BadInput(
+                "phoneNumber must be digits only, in international format".into(),
+            ));
+        }
+        self.record(id).await?;
+        let Some(runtime) = self.runtime(id) else {
+            return Err(super::state::TransitionError::PairingNotAllowed(
+                self.record(id).await?.status,
+            )
+            .into());
+        };
+        let mut st = runtime.lock().await;
+        runtime.drive(&mut st, Trigger::PairingRequested).await?;
+        let engine = runtime.engine().ok_or(SessionError::NotConnected)?;
+        let code = engine.request_pairing_code(phone).await?;
+        Ok((code, st.status))
+    }
+
+    /// The engine of a `ready` session; 409 `Session is not connected` otherwise (checked before any 501).
+    pub(crate) fn ready_engine(&self, id: &str) -> SessionResult<Arc<dyn Engine>> {
+        let runtime = self.runtime(id).ok_or(SessionError::NotConnected)?;
+        if runtime.status() != SessionStatus::Ready {
+            return Err(SessionError::NotConnected);
+        }
+        runtime.engine().ok_or(SessionError::NotConnected)
+    }
+
+    /// The engine if one is loaded, whatever the status (presence reads answer null without one).
+    pub(crate) fn loaded_engine(&self, id: &str) -> Option<Arc<dyn Engine>> {
+        self.runtime(id).and_then(|r| r.engine())
+    }
+}
+
+/// Graceful stop, then forced, reporting which one worked.
+async fn teardown(engine: Option<Arc<dyn Engine>>) -> Teardown {
+    let Some(engine) = engine else {
+        return Teardown::Graceful;
+    };
+    if engine.stop().await.is_ok() {
+        return Teardown::Graceful;
+    }
+    match engine.kill().await {
+        Ok(()) | Err(EngineError::NotSupported(_)) => Teardown::Forced,
+        Err(_) => Teardown::Failed,
+    }
+}

@@ -1,0 +1,70 @@
+//! Boot restore for the embedded mode: sessions a stopped process left in an active status are marked
+//! `disconnected` (nothing runs them any more), then, with `AUTO_START_SESSIONS=true`, those that were
+//! meant to run are started again a few at a time (`SESSION_RESTORE_CONCURRENCY`), never all at once.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use wagate_proto::SessionStatus;
+
+use super::service::SessionService;
+use crate::store::sessions::{self as session_store, SessionRecord};
+
+fn was_active(status: SessionStatus) -> bool {
+    matches!(
+        status,
+        SessionStatus::Initializing
+            | SessionStatus::QrReady
+            | SessionStatus::Authenticating
+            | SessionStatus::Ready
+            | SessionStatus::ActionRequired
+    )
+}
+
+impl SessionService {
+    async fn normalise_after_restart(&self, record: &SessionRecord) {
+        let Ok(lease) = self.leases.acquire(&record.id).await else {
+            return;
+        };
+        let mut state = super::run_state::RunState::from_record(record).to_runtime();
+        state.status = Some(SessionStatus::Disconnected);
+        if let Err(err) =
+            session_store::save_runtime(&self.deps.db, &record.id, lease.generation, &state).await
+        {
+            tracing::warn!(session_id = %record.id, error = %err, "could not normalise session status at boot");
+        }
+        self.leases.release(&record.id, lease).await;
+    }
+
+    /// Runs once after boot.
+    pub(crate) async fn restore(self: Arc<Self>, auto_start: bool, concurrency: usize) {
+        let records = match session_store::list(&self.deps.db, i64::MAX, 0).await {
+            Ok(records) => records,
+            Err(err) => {
+                return tracing::error!(error = %err, "session restore could not list sessions");
+            }
+        };
+        for record in records.iter().filter(|r| was_active(r.status)) {
+            self.normalise_after_restart(record).await;
+        }
+        if !auto_start {
+            return;
+        }
+        let wanted: Vec<String> = records
+            .into_iter()
+            .filter(|r| r.desired_running)
+            .map(|r| r.id)
+            .collect();
+        tracing::info!(sessions = wanted.len(), concurrency, "restoring sessions");
+        futures::stream::iter(wanted)
+            .for_each_concurrent(concurrency.max(1), |id| {
+                let service = self.clone();
+                async move {
+                    if let Err(err) = service.start(&id).await {
+                        tracing::warn!(session_id = %id, error = %err, "session not restored");
+                    }
+                }
+            })
+            .await;
+    }
+}

@@ -1,0 +1,295 @@
+//! One session loaded on this node: its engine, its in-memory state, and the loop that turns engine events
+//! and reconnect timers into transitions of the state table. Every transition is persisted (fenced by the
+//! lease generation) before its events are published; a stale lease tears the engine down.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex as SyncMutex;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::{Mutex, MutexGuard, Notify, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use wagate_proto::SessionStatus;
+
+use super::deps::Deps;
+use super::effects;
+use super::error::{SessionError, SessionResult};
+use super::run_state::RunState;
+use super::state::{Context, Effect, Trigger, transition};
+use crate::cluster::lease::Lease;
+use crate::engine::{Engine, EngineContext, EngineError, EngineEvent, LinkedAccount};
+use crate::store::{StoreError, sessions as session_store};
+
+pub(crate) struct Runtime {
+    pub id: String,
+    pub lease: Lease,
+    pub(super) deps: Arc<Deps>,
+    state: Mutex<RunState>,
+    /// The engine instance, swapped on every launch. A sync mutex: it is held only to clone the Arc.
+    engine: SyncMutex<Option<Arc<dyn Engine>>>,
+    status: watch::Sender<SessionStatus>,
+    /// Wakes the loop when the reconnect deadline changes.
+    wake: Notify,
+    events_tx: UnboundedSender<EngineEvent>,
+    cancel: CancellationToken,
+    is_stale: AtomicBool,
+}
+
+impl Runtime {
+    /// Loads a session on this node and starts its event loop. The engine is launched by the first
+    /// `Start` trigger, not here.
+    pub(crate) fn spawn(
+        deps: Arc<Deps>,
+        state: RunState,
+        id: String,
+        lease: Lease,
+    ) -> Arc<Runtime> {
+        let (events_tx, events_rx) = unbounded_channel();
+        let (status, _) = watch::channel(state.status);
+        let runtime = Arc::new(Runtime {
+            cancel: deps.shutdown.child_token(),
+            id,
+            lease,
+            deps,
+            state: Mutex::new(state),
+            engine: SyncMutex::new(None),
+            status,
+            wake: Notify::new(),
+            events_tx,
+            is_stale: AtomicBool::new(false),
+        });
+        tokio::spawn(runtime.clone().run(events_rx));
+        runtime
+    }
+
+    pub(crate) fn engine(&self) -> Option<Arc<dyn Engine>> {
+        self.engine.lock().clone()
+    }
+
+    pub(crate) fn status(&self) -> SessionStatus {
+        *self.status.borrow()
+    }
+
+    pub(crate) async fn lock(&self) -> MutexGuard<'_, RunState> {
+        self.state.lock().await
+    }
+
+    /// Waits until the session has left `initializing`; false when the budget ran out first.
+    pub(crate) async fn wait_settled(&self, budget: Duration) -> bool {
+        let mut rx = self.status.subscribe();
+        let settled = rx.wait_for(|s| *s != SessionStatus::Initializing);
+        matches!(tokio::time::timeout(budget, settled).await, Ok(Ok(_)))
+    }
+
+    /// Stops the loop and drops the engine (without talking to the network).
+    pub(crate) async fn unload(&self) {
+        self.cancel.cancel();
+        let engine = self.engine.lock().take();
+        if let Some(engine) = engine {
+            let _ = engine.kill().await;
+        }
+    }
+
+    /// Applies `trigger` and whatever it leads to (a failed launch becomes the next trigger).
+    /// Returns every effect applied, so callers can see `Report*Incomplete`.
+    pub(crate) async fn drive(
+        &self,
+        st: &mut RunState,
+        trigger: Trigger,
+    ) -> SessionResult<Vec<Effect>> {
+        let mut applied = Vec::new();
+        let mut next = Some(trigger);
+        while let Some(trigger) = next.take() {
+            let (effects, follow) = self.apply(st, trigger).await?;
+            applied.extend(effects);
+            next = follow;
+        }
+        Ok(applied)
+    }
+
+    async fn apply(
+        &self,
+        st: &mut RunState,
+        trigger: Trigger,
+    ) -> SessionResult<(Vec<Effect>, Option<Trigger>)> {
+        let ctx = Context {
+            has_phone: st.phone.is_some(),
+            reconnect: st.policy,
+            failed_attempts: st.failed_attempts,
+        };
+        let step = transition(st.status, &trigger, &ctx)?;
+        if matches!(trigger, Trigger::ReconnectFailed { .. }) {
+            st.failed_attempts = st.failed_attempts.saturating_add(1);
+        }
+        st.status = step.to;
+        for effect in &step.effects {
+            effects::apply_local(self, st, effect, &trigger).await?;
+        }
+        self.persist(st).await?;
+        self.status.send_replace(st.status);
+        for effect in &step.effects {
+            effects::emit(self, st, effect, &trigger).await;
+        }
+        let mut follow = None;
+        for effect in &step.effects {
+            match effect {
+                Effect::LaunchEngine => follow = self.launch(st).await.err().map(launch_failure),
+                Effect::StopEngine => self.stop_engine(false).await,
+                Effect::KillEngine => self.stop_engine(true).await,
+                _ => {}
+            }
+        }
+        Ok((step.effects, follow))
+    }
+
+    async fn persist(&self, st: &RunState) -> SessionResult<()> {
+        let saved = session_store::save_runtime(
+            &self.deps.db,
+            &self.id,
+            self.lease.generation,
+            &st.to_runtime(),
+        )
+        .await;
+        match saved {
+            Err(StoreError::StaleLease) => {
+                tracing::warn!(session_id = %self.id, "lease lost to another node; tearing the engine down");
+                self.is_stale.store(true, Ordering::SeqCst);
+                self.cancel.cancel();
+                self.stop_engine(true).await;
+                Err(SessionError::Store(StoreError::StaleLease))
+            }
+            other => other.map_err(SessionError::from),
+        }
+    }
+
+    pub(super) fn wake_loop(&self) {
+        self.wake.notify_one();
+    }
+
+    async fn stop_engine(&self, kill: bool) {
+        let engine = self.engine.lock().take();
+        if let Some(engine) = engine {
+            let done = if kill {
+                engine.kill().await
+            } else {
+                engine.stop().await
+            };
+            if let Err(err) = done {
+                tracing::debug!(session_id = %self.id, error = %err, "engine teardown reported an error");
+            }
+        }
+    }
+
+    /// Creates a fresh engine instance with the stored credentials and starts it.
+    async fn launch(&self, st: &RunState) -> Result<(), EngineError> {
+        self.stop_engine(true).await;
+        let linked = self.load_credentials().await;
+        let data_dir = self
+            .deps
+            .sessions_dir
+            .join(&self.id)
+            .join(self.deps.factory.kind().as_str());
+        let ctx = EngineContext {
+            session_id: self.id.clone(),
+            events: self.events_tx.clone(),
+            data_dir,
+            proxy_url: st.proxy_url.clone(),
+            linked,
+        };
+        let engine = self.deps.factory.create(ctx);
+        *self.engine.lock() = Some(engine.clone());
+        engine.start().await
+    }
+
+    /// An engine with the stored credentials that is never started (to unlink a session that is not loaded).
+    pub(crate) async fn temporary_engine(&self, st: &RunState) -> Arc<dyn Engine> {
+        let ctx = EngineContext {
+            session_id: self.id.clone(),
+            events: self.events_tx.clone(),
+            data_dir: self
+                .deps
+                .sessions_dir
+                .join(&self.id)
+                .join(self.deps.factory.kind().as_str()),
+            proxy_url: st.proxy_url.clone(),
+            linked: self.load_credentials().await,
+        };
+        self.deps.factory.create(ctx)
+    }
+
+    async fn load_credentials(&self) -> Option<LinkedAccount> {
+        let kind = self.deps.factory.kind().as_str();
+        let stored = session_store::load_engine_auth(&self.deps.db, &self.id, kind).await;
+        match stored {
+            Ok(Some(text)) => serde_json::from_str(&text).ok(),
+            Ok(None) => None,
+            Err(err) => {
+                tracing::warn!(session_id = %self.id, error = %err, "could not load engine credentials");
+                None
+            }
+        }
+    }
+
+    /// The session's loop: engine events and reconnect timers, one at a time.
+    async fn run(self: Arc<Self>, mut events: UnboundedReceiver<EngineEvent>) {
+        loop {
+            let deadline = self.state.lock().await.reconnect_at;
+            tokio::select! {
+                _ = self.cancel.cancelled() => break,
+                Some(event) = events.recv() => self.on_event(event).await,
+                _ = sleep_until(deadline) => self.on_reconnect_due().await,
+                _ = self.wake.notified() => {}
+            }
+        }
+    }
+
+    async fn on_reconnect_due(&self) {
+        let mut st = self.state.lock().await;
+        if st.reconnect_at.is_some_and(|at| at <= Instant::now()) {
+            st.reconnect_at = None;
+            self.drive_logged(&mut st, Trigger::ReconnectBegan).await;
+        }
+    }
+
+    pub(super) async fn drive_logged(&self, st: &mut RunState, trigger: Trigger) {
+        if let Err(err) = self.drive(st, trigger).await {
+            tracing::debug!(session_id = %self.id, error = %err, "engine event did not change the session");
+        }
+    }
+
+    async fn on_event(&self, event: EngineEvent) {
+        if self.is_stale.load(Ordering::SeqCst) {
+            return;
+        }
+        if !effects::is_lifecycle(&event) {
+            self.deps.ingest.handle(&self.id, event).await;
+            return;
+        }
+        let mut st = self.state.lock().await;
+        if let Some(trigger) = effects::prepare(self, &mut st, event).await {
+            self.drive_logged(&mut st, trigger).await;
+        }
+    }
+}
+
+fn launch_failure(err: EngineError) -> Trigger {
+    match err {
+        EngineError::Network(reason) => Trigger::ReconnectFailed { reason },
+        EngineError::Timeout => Trigger::ReconnectFailed {
+            reason: "the network did not answer".into(),
+        },
+        EngineError::Rejected(reason) => Trigger::AuthFailed { reason },
+        other => Trigger::EngineFailed {
+            reason: other.to_string(),
+        },
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

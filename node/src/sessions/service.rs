@@ -1,0 +1,231 @@
+//! `SessionService`: the rules of the session resource (create, list, read, delete, config, proxy) and
+//! the registry of sessions loaded on this node. Lifecycle operations are in `lifecycle.rs`.
+
+use std::sync::Arc;
+
+use dashmap::{DashMap, DashSet};
+use wagate_proto::dto::sessions::SessionConfig;
+
+use super::deps::Deps;
+use super::error::{SessionError, SessionResult};
+use super::proxy;
+use super::runtime::Runtime;
+use crate::cluster::lease::Leases;
+use crate::engine::{Capabilities, EngineKind};
+use crate::store::StoreError;
+use crate::store::sessions::{self as session_store, SessionRecord};
+
+/// A session as the API shows it: the stored row plus whether an engine is loaded here.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionView {
+    pub record: SessionRecord,
+    pub engine_loaded: bool,
+}
+
+pub(crate) struct SessionService {
+    pub(super) deps: Arc<Deps>,
+    pub(super) leases: Arc<dyn Leases>,
+    pub(super) runtimes: DashMap<String, Arc<Runtime>>,
+    /// Sessions whose credentials are being torn down (logout, delete): start and delete wait.
+    pub(super) teardowns: DashSet<String>,
+    pub(super) start_timeout_ms: u64,
+}
+
+/// A config change: for each field `None` = unchanged, `Some(None)` = back to default, `Some(Some(v))` = set.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConfigChange {
+    pub auto_reject_calls: Option<Option<bool>>,
+    pub max_reconnect_attempts: Option<Option<u32>>,
+    pub reconnect_base_delay: Option<Option<u64>>,
+}
+
+impl ConfigChange {
+    pub(crate) fn apply(&self, config: &mut SessionConfig) {
+        let defaults = SessionConfig::default();
+        if let Some(v) = self.auto_reject_calls {
+            config.auto_reject_calls = v.unwrap_or(defaults.auto_reject_calls);
+        }
+        if let Some(v) = self.max_reconnect_attempts {
+            config.max_reconnect_attempts = v;
+        }
+        if let Some(v) = self.reconnect_base_delay {
+            config.reconnect_base_delay = v.unwrap_or(defaults.reconnect_base_delay);
+        }
+    }
+}
+
+impl SessionService {
+    pub(crate) fn new(
+        deps: Arc<Deps>,
+        leases: Arc<dyn Leases>,
+        start_timeout_ms: u64,
+    ) -> SessionService {
+        SessionService {
+            deps,
+            leases,
+            runtimes: DashMap::new(),
+            teardowns: DashSet::new(),
+            start_timeout_ms,
+        }
+    }
+
+    pub(crate) fn engine_kind(&self) -> EngineKind {
+        self.deps.factory.kind()
+    }
+
+    pub(crate) fn capabilities(&self) -> &Capabilities {
+        self.deps.factory.capabilities()
+    }
+
+    pub(crate) fn runtime(&self, id: &str) -> Option<Arc<Runtime>> {
+        self.runtimes.get(id).map(|r| r.clone())
+    }
+
+    pub(super) fn view(&self, record: SessionRecord) -> SessionView {
+        let engine_loaded = self
+            .runtime(&record.id)
+            .is_some_and(|r| r.engine().is_some());
+        SessionView {
+            record,
+            engine_loaded,
+        }
+    }
+
+    pub(crate) async fn record(&self, id: &str) -> SessionResult<SessionRecord> {
+        session_store::get(&self.deps.db, id)
+            .await
+            .map_err(|err| match err {
+                StoreError::NotFound => SessionError::NotFound(id.to_string()),
+                other => other.into(),
+            })
+    }
+
+    pub(crate) async fn get(&self, id: &str) -> SessionResult<SessionView> {
+        Ok(self.view(self.record(id).await?))
+    }
+
+    pub(crate) async fn create(
+        &self,
+        name: &str,
+        change: &ConfigChange,
+        proxy_url: Option<&str>,
+    ) -> SessionResult<SessionView> {
+        check_name(name)?;
+        if let Some(url) = proxy_url {
+            proxy::parse(url)?;
+        }
+        let mut config = SessionConfig::default();
+        change.apply(&mut config);
+        let id = uuid::Uuid::new_v4().to_string();
+        match session_store::insert(&self.deps.db, &id, name, &config, proxy_url).await {
+            Err(StoreError::Conflict { .. }) => Err(SessionError::NameTaken(name.to_string())),
+            other => Ok(self.view(other?)),
+        }
+    }
+
+    /// A page of sessions, or the one with exactly `name`.
+    pub(crate) async fn list(
+        &self,
+        limit: i64,
+        offset: i64,
+        name: Option<&str>,
+    ) -> SessionResult<Vec<SessionView>> {
+        let records = match name {
+            Some(name) => session_store::find_by_name(&self.deps.db, name)
+                .await?
+                .into_iter()
+                .collect(),
+            None => session_store::list(&self.deps.db, limit, offset).await?,
+        };
+        Ok(records.into_iter().map(|r| self.view(r)).collect())
+    }
+
+    pub(crate) async fn count_by_status(&self) -> SessionResult<Vec<(String, i64)>> {
+        Ok(session_store::count_by_status(&self.deps.db).await?)
+    }
+
+    pub(crate) async fn update_config(
+        &self,
+        id: &str,
+        change: &ConfigChange,
+    ) -> SessionResult<SessionConfig> {
+        let mut config = self.record(id).await?.config;
+        change.apply(&mut config);
+        session_store::update_config(&self.deps.db, id, &config).await?;
+        Ok(config)
+    }
+
+    /// Stores a new proxy URL (applies at the next start); `None` clears it.
+    pub(crate) async fn update_proxy(
+        &self,
+        id: &str,
+        url: Option<&str>,
+    ) -> SessionResult<Option<String>> {
+        self.record(id).await?;
+        if let Some(url) = url {
+            proxy::parse(url)?;
+        }
+        session_store::update_proxy(&self.deps.db, id, url).await?;
+        Ok(url.map(str::to_string))
+    }
+
+    /// Deletes the session, its engine and its credentials (both engines' auth data).
+    pub(crate) async fn delete(&self, id: &str) -> SessionResult<()> {
+        self.record(id).await?;
+        let _teardown = self.begin_teardown(id)?;
+        if let Some((_, runtime)) = self.runtimes.remove(id) {
+            runtime.unload().await;
+            self.leases.release(id, runtime.lease).await;
+        }
+        session_store::delete_engine_auth(&self.deps.db, id).await?;
+        session_store::delete(&self.deps.db, id).await?;
+        let dir = self.deps.sessions_dir.join(id);
+        if let Err(err) = tokio::fs::remove_dir_all(&dir).await
+            && err.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(session_id = id, error = %err, "engine auth directory not removed");
+        }
+        Ok(())
+    }
+
+    /// Marks a credential teardown; refused while another is in flight. Ends when the guard drops.
+    pub(super) fn begin_teardown(&self, id: &str) -> SessionResult<TeardownGuard<'_>> {
+        if !self.teardowns.insert(id.to_string()) {
+            return Err(SessionError::TeardownPending);
+        }
+        Ok(TeardownGuard {
+            set: &self.teardowns,
+            id: id.to_string(),
+        })
+    }
+
+    pub(super) fn check_no_teardown(&self, id: &str) -> SessionResult<()> {
+        if self.teardowns.contains(id) {
+            Err(SessionError::TeardownPending)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+pub(super) struct TeardownGuard<'a> {
+    set: &'a DashSet<String>,
+    id: String,
+}
+
+impl Drop for TeardownGuard<'_> {
+    fn drop(&mut self) {
+        self.set.remove(&self.id);
+    }
+}
+
+/// 3-50 characters, alphanumeric and hyphens.
+pub(crate) fn check_name(name: &str) -> SessionResult<()> {
+    let len = name.chars().count();
+    if !(3..=50).contains(&len) || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return Err(SessionError::BadInput(
+            "name must be 3-50 characters, letters, digits and hyphens only".into(),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! Bodies of the sim engine's control API (wire-notes §10, §11): the phone and the rest of the network.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimScanRequest {
+    pub phone: Option<String>,
+    pub push_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimMedia {
+    pub mimetype: Option<String>,
+    pub filename: Option<String>,
+    /// Raw base64.
+    pub data: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimInboundRequest {
+    pub from: Option<String>,
+    pub chat_id: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub body: Option<String>,
+    pub media: Option<SimMedia>,
+    pub quoted_message_id: Option<String>,
+    #[serde(default)]
+    pub mentioned_ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimMessageId {
+    pub message_id: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimAckRequest {
+    pub message_id: Option<String>,
+    pub status: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimReactRequest {
+    pub message_id: Option<String>,
+    pub emoji: Option<String>,
+    pub from: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimMessageRequest {
+    pub message_id: Option<String>,
+    pub body: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimRestrictRequest {
+    pub kind: Option<String>,
+    pub active: Option<bool>,
+    pub expires_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimCallRequest {
+    pub from: Option<String>,
+    #[serde(default)]
+    pub is_video: bool,
+    /// missed | accepted | rejected
+    pub outcome: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimCallResponse {
+    pub call_id: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimGroupEventRequest {
+    pub group_id: Option<String>,
+    /// join | leave | update | join_request
+    pub action: Option<String>,
+    #[serde(default)]
+    pub participant_ids: Vec<String>,
+    pub changes: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimOutboxEntry {
+    pub message_id: String,
+    pub to: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub body: String,
+    pub timestamp: i64,
+}
+
+/// Test knobs: fail the next N engine starts of a session; delay engine query answers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimFaultsRequest {
+    pub fail_next_starts: Option<u32>,
+    /// Milliseconds; 0 clears.
+    pub query_delay_ms: Option<u64>,
+}
