@@ -14,7 +14,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::app::ApiContext;
 use crate::audit::AuditLog;
-use crate::automation::AutomationService;
+use crate::automation::{AutomationService, SessionSender};
 use crate::cluster::lease::LocalLeases;
 use crate::config::{Config, DatabaseType, EngineType};
 use crate::engine::sim::{SimFactory, SimNetwork, network::SimConfig};
@@ -139,9 +139,11 @@ async fn build_context(
     )
     .context("could not build the webhook HTTP client")?;
     let (sessions, sim) = session_service(&config, &data_db, &pipeline, shutdown);
+    let automation = Arc::new(AutomationService::new(data_db.clone()));
+    automation.set_sender(Box::new(SessionSender::new(sessions.clone())));
     Ok(ApiContext {
         webhooks: Arc::new(webhooks),
-        automation: Arc::new(AutomationService::new(data_db.clone())),
+        automation,
         queue,
         sessions,
         pipeline,

@@ -3,6 +3,9 @@
 //! `AutomationSender` hook, which the session service implements; this module never holds an engine.
 
 mod matcher;
+mod sender;
+
+pub(crate) use sender::SessionSender;
 
 use std::sync::Arc;
 
@@ -17,7 +20,7 @@ use crate::store::{DataPool, StoreError, now_ms};
 
 /// Sends the reply of a rule as a text message from the session. Implemented by the session service.
 #[async_trait::async_trait]
-pub trait AutomationSender: Send + Sync {
+pub(crate) trait AutomationSender: Send + Sync {
     async fn send_text(&self, session_id: &str, chat_id: &str, text: &str) -> Result<(), String>;
 }
 
@@ -55,7 +58,7 @@ impl AutomationService {
     }
 
     /// Installs the hook replies go through; until then matching rules only log.
-    pub fn set_sender(&self, sender: Box<dyn AutomationSender>) {
+    pub(crate) fn set_sender(&self, sender: Box<dyn AutomationSender>) {
         self.sender.store(Some(Arc::new(sender)));
     }
 
