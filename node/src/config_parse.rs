@@ -3,9 +3,11 @@
 
 use crate::config::{ConfigError, refuse};
 
+type Lookup = Box<dyn Fn(&str) -> Option<String>>;
+
 /// An environment lookup in which an empty value reads as unset.
 pub(crate) struct Env {
-    lookup: Box<dyn Fn(&str) -> Option<String>>,
+    lookup: Lookup,
 }
 
 impl Env {

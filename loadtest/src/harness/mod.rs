@@ -4,6 +4,7 @@ pub mod client;
 pub mod node;
 pub mod pg;
 pub mod receiver;
+pub mod sessions;
 
 pub use client::{Client, Reply};
 pub use node::{Node, NodeOptions};

@@ -1,13 +1,24 @@
 //! Scenario dispatch: `wagate-loadtest <scenario> [options]`.
 
 mod reads;
+mod sessions;
+
+/// The value after `name` in the arguments, or `default`.
+pub(crate) fn arg(args: &[String], name: &str, default: &str) -> String {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .unwrap_or_else(|| default.to_string())
+}
 
 pub async fn run(args: &[String]) -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("reads") => reads::run(&args[1..]).await,
+        Some("sessions") => sessions::run(&args[1..]).await,
         _ => {
             eprintln!(
-                "usage: wagate-loadtest reads [--url URL] [--key KEY] [--seconds N] [--connections N]"
+                "usage: wagate-loadtest reads [--url URL] [--key KEY] [--seconds N] [--connections N]\n       wagate-loadtest sessions [--binary PATH] [--count N] [--concurrency N]"
             );
             Ok(())
         }

@@ -5,13 +5,7 @@ use std::time::{Duration, Instant};
 
 use wagate_loadtest::harness::Client;
 
-fn arg(args: &[String], name: &str, default: &str) -> String {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-        .unwrap_or_else(|| default.to_string())
-}
+use super::arg;
 
 pub async fn run(args: &[String]) -> anyhow::Result<()> {
     let url = arg(args, "--url", "http://127.0.0.1:2785");

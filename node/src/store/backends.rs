@@ -83,14 +83,3 @@ pub async fn probe_main(pool: &SqlitePool) -> bool {
         .await
         .unwrap_or(false)
 }
-
-const SQLITE_TABLES: &str = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name";
-const PG_TABLES: &str = "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1";
-
-/// Names of the tables in the data DB (export uses it to list skipped tables).
-pub async fn list_tables(pool: &DataPool) -> super::StoreResult<Vec<String>> {
-    Ok(match pool {
-        DataPool::Sqlite(p) => sqlx::query_scalar(SQLITE_TABLES).fetch_all(p).await?,
-        DataPool::Postgres(p) => sqlx::query_scalar(PG_TABLES).fetch_all(p).await?,
-    })
-}

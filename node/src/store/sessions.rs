@@ -11,8 +11,6 @@ const INSERT: &str = "INSERT INTO sessions (id, name, status, config, proxy_url,
 const SELECT_ONE: &str = "SELECT * FROM sessions WHERE id = $1";
 const SELECT_PAGE: &str = "SELECT * FROM sessions ORDER BY created_at, id LIMIT $1 OFFSET $2";
 const SELECT_BY_NAME: &str = "SELECT * FROM sessions WHERE name = $1";
-const SELECT_DESIRED_RUNNING: &str =
-    "SELECT * FROM sessions WHERE desired_running ORDER BY updated_at";
 const DELETE: &str = "DELETE FROM sessions WHERE id = $1";
 const UPDATE_CONFIG: &str = "UPDATE sessions SET config = $2, updated_at = $3 WHERE id = $1";
 const UPDATE_PROXY: &str = "UPDATE sessions SET proxy_url = $2, updated_at = $3 WHERE id = $1";
@@ -160,12 +158,6 @@ pub(crate) async fn find_by_name(db: &DataPool, name: &str) -> StoreResult<Optio
     let row: Option<Row> =
         with_pool!(db, p => sqlx::query_as(SELECT_BY_NAME).bind(name).fetch_optional(p).await)?;
     row.map(SessionRecord::try_from).transpose()
-}
-
-/// Sessions that were running when their node stopped (boot restore, takeover).
-pub(crate) async fn list_desired_running(db: &DataPool) -> StoreResult<Vec<SessionRecord>> {
-    let rows = with_pool!(db, p => sqlx::query_as(SELECT_DESIRED_RUNNING).fetch_all(p).await)?;
-    records(rows)
 }
 
 pub(crate) async fn delete(db: &DataPool, id: &str) -> StoreResult<()> {

@@ -7,6 +7,17 @@ use wagate_proto::dto::sessions::SessionConfig;
 use super::sessions::{self, RuntimeState};
 use super::{DataPool, StoreError, backends};
 
+const SQLITE_TABLES: &str = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name";
+const PG_TABLES: &str = "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1";
+
+/// Names of the tables in the data DB.
+async fn list_tables(pool: &DataPool) -> super::StoreResult<Vec<String>> {
+    Ok(match pool {
+        DataPool::Sqlite(p) => sqlx::query_scalar(SQLITE_TABLES).fetch_all(p).await?,
+        DataPool::Postgres(p) => sqlx::query_scalar(PG_TABLES).fetch_all(p).await?,
+    })
+}
+
 const EXPORT_TABLES: [&str; 16] = [
     "sessions",
     "webhooks",
@@ -27,7 +38,7 @@ const EXPORT_TABLES: [&str; 16] = [
 ];
 
 async fn migrations_create_every_export_table(db: &DataPool) {
-    let tables = backends::list_tables(db).await.expect("tables");
+    let tables = list_tables(db).await.expect("tables");
     for table in EXPORT_TABLES {
         assert!(
             tables.iter().any(|t| t == table),

@@ -84,6 +84,8 @@ impl Engine for SimEngine {
         Ok(())
     }
     async fn logout(&self) -> EngineResult<()> {
+        // The unlink is a network round trip: it honours the injected query delay (teardown tests).
+        self.net.query_gate().await;
         self.net.logout_device(self.id());
         Ok(())
     }

@@ -1,0 +1,353 @@
+//! Session lifecycle over HTTP on the sim network: every transition row the sim can trigger.
+
+use std::time::Duration;
+
+use serde_json::json;
+use wagate_loadtest::harness::sessions::{create, create_linked, get, link, wait_status};
+use wagate_loadtest::harness::{Client, Node, NodeOptions};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn node() -> Node {
+    Node::start(NodeOptions::new(env!("CARGO_BIN_EXE_wagate")))
+        .await
+        .expect("node")
+}
+
+fn path(id: &str, rest: &str) -> String {
+    format!("/api/sessions/{id}{rest}")
+}
+
+async fn post(client: &Client, id: &str, rest: &str) -> wagate_loadtest::harness::Reply {
+    client.post_empty(&path(id, rest)).await.expect("reply")
+}
+
+#[tokio::test]
+async fn start_shows_a_rotating_png_qr_then_scan_links_to_ready() {
+    let node = node().await;
+    let c = node.client();
+    let id = create(&c, "alpha").await.expect("create");
+    let started = post(&c, &id, "/start").await;
+    assert_eq!(started.status, 200, "{}", started.text);
+    assert_eq!(started.body["status"], "qr_ready");
+    assert_eq!(started.body["engineLoaded"], true);
+    let qr = c.get(&path(&id, "/qr")).await.expect("qr");
+    assert!(
+        qr.str("qrCode").starts_with("data:image/png;base64,"),
+        "{}",
+        qr.text
+    );
+    assert_eq!(qr.body["status"], "qr_ready");
+    c.post(
+        &format!("/api/sim/sessions/{id}/scan"),
+        json!({ "phone": "4915100000001", "pushName": "Ann" }),
+    )
+    .await
+    .expect("scan");
+    let ready = wait_status(&c, &id, "ready", WAIT).await.expect("ready");
+    assert_eq!(ready.body["phone"], "4915100000001@c.us");
+    assert_eq!(ready.body["pushName"], "Ann");
+    assert!(ready.body.get("lastError").is_none());
+    assert_eq!(
+        c.get(&path(&id, "/qr")).await.expect("qr").status,
+        400,
+        "no QR once ready"
+    );
+}
+
+#[tokio::test]
+async fn start_twice_answers_409_and_unknown_or_named_sessions_are_refused() {
+    let node = node().await;
+    let c = node.client();
+    let id = create(&c, "twice").await.expect("create");
+    assert_eq!(post(&c, &id, "/start").await.status, 200);
+    assert_eq!(post(&c, &id, "/start").await.status, 409);
+    assert_eq!(
+        c.get("/api/sessions/twice").await.expect("r").status,
+        400,
+        "names are not ids"
+    );
+    let unknown = c
+        .get("/api/sessions/00000000-0000-4000-8000-000000000000")
+        .await
+        .expect("r");
+    assert_eq!(unknown.status, 404);
+    assert_eq!(unknown.body["statusCode"], 404);
+}
+
+#[tokio::test]
+async fn pairing_code_only_while_qr_ready() {
+    let node = node().await;
+    let c = node.client();
+    let id = create(&c, "pairing").await.expect("create");
+    let body = json!({ "phoneNumber": "4915100000002" });
+    let early = c
+        .post(&path(&id, "/pairing-code"), body.clone())
+        .await
+        .expect("r");
+    assert_eq!(early.status, 409, "before start: {}", early.text);
+    post(&c, &id, "/start").await;
+    let code = c
+        .post(&path(&id, "/pairing-code"), body.clone())
+        .await
+        .expect("r");
+    assert_eq!(code.status, 200, "{}", code.text);
+    assert_eq!(code.str("pairingCode").len(), 8);
+    assert_eq!(
+        c.post(
+            &path(&id, "/pairing-code"),
+            json!({ "phoneNumber": "49-abc" })
+        )
+        .await
+        .expect("r")
+        .status,
+        400
+    );
+    c.post(
+        &format!("/api/sim/sessions/{id}/scan"),
+        json!({ "phone": "4915100000002" }),
+    )
+    .await
+    .expect("scan");
+    wait_status(&c, &id, "ready", WAIT).await.expect("ready");
+    assert_eq!(
+        c.post(&path(&id, "/pairing-code"), body)
+            .await
+            .expect("r")
+            .status,
+        409,
+        "after linking"
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_link_reconnects_to_ready() {
+    let node = node().await;
+    let c = node.client();
+    let id = create_linked(&c, "drops", "4915100000003")
+        .await
+        .expect("linked");
+    c.patch(&path(&id, "/config"), json!({ "reconnectBaseDelay": 1000 }))
+        .await
+        .expect("config");
+    post(&c, &id, "/stop").await;
+    link_again(&c, &id).await;
+    c.post_empty(&format!("/api/sim/sessions/{id}/drop"))
+        .await
+        .expect("drop");
+    wait_status(&c, &id, "disconnected", WAIT)
+        .await
+        .expect("disconnected");
+    let back = wait_status(&c, &id, "ready", WAIT)
+        .await
+        .expect("reconnected");
+    assert_eq!(back.body["phone"], "4915100000003@c.us");
+}
+
+/// Starts a session that has credentials: it goes straight to ready, no QR.
+async fn link_again(c: &Client, id: &str) {
+    let started = post(c, id, "/start").await;
+    assert_eq!(started.body["status"], "ready", "{}", started.text);
+}
+
+#[tokio::test]
+async fn exhausted_reconnect_attempts_end_in_failed_with_last_error() {
+    let node = node().await;
+    let c = node.client();
+    let id = create(&c, "exhaust").await.expect("create");
+    let cfg = c
+        .patch(
+            &path(&id, "/config"),
+            json!({ "maxReconnectAttempts": 1, "reconnectBaseDelay": 1000 }),
+        )
+        .await;
+    assert_eq!(cfg.expect("config").body["maxReconnectAttempts"], 1);
+    link(&c, &id, "4915100000004").await.expect("linked");
+    c.post(
+        &format!("/api/sim/sessions/{id}/faults"),
+        json!({ "failNextStarts": 5 }),
+    )
+    .await
+    .expect("faults");
+    c.post_empty(&format!("/api/sim/sessions/{id}/drop"))
+        .await
+        .expect("drop");
+    let failed = wait_status(&c, &id, "failed", WAIT).await.expect("failed");
+    assert!(
+        failed.str("lastError").contains("launch failure"),
+        "{}",
+        failed.text
+    );
+}
+
+#[tokio::test]
+async fn zero_reconnect_attempts_fail_at_once() {
+    let node = node().await;
+    let c = node.client();
+    let id = create(&c, "no-retry").await.expect("create");
+    c.patch(&path(&id, "/config"), json!({ "maxReconnectAttempts": 0 }))
+        .await
+        .expect("config");
+    link(&c, &id, "4915100000005").await.expect("linked");
+    c.post_empty(&format!("/api/sim/sessions/{id}/drop"))
+        .await
+        .expect("drop");
+    let failed = wait_status(&c, &id, "failed", WAIT).await.expect("failed");
+    assert!(failed.body["lastError"].is_string());
+}
+
+#[tokio::test]
+async fn unlink_from_the_phone_clears_the_phone_and_needs_a_new_qr() {
+    let node = node().await;
+    let c = node.client();
+    let id = create_linked(&c, "unlinked", "4915100000006")
+        .await
+        .expect("linked");
+    c.post_empty(&format!("/api/sim/sessions/{id}/unlink"))
+        .await
+        .expect("unlink");
+    let gone = wait_status(&c, &id, "disconnected", WAIT)
+        .await
+        .expect("disconnected");
+    assert!(gone.body["phone"].is_null(), "{}", gone.text);
+    assert_eq!(post(&c, &id, "/start").await.body["status"], "qr_ready");
+}
+
+#[tokio::test]
+async fn stop_keeps_credentials_logout_and_force_kill_do_what_they_say() {
+    let node = node().await;
+    let c = node.client();
+    let id = create_linked(&c, "stopper", "4915100000007")
+        .await
+        .expect("linked");
+    let stopped = post(&c, &id, "/stop").await;
+    assert_eq!(
+        (stopped.status, stopped.body["status"].as_str()),
+        (200, Some("disconnected"))
+    );
+    assert_eq!(stopped.body["engineLoaded"], false);
+    link_again(&c, &id).await;
+    let killed = post(&c, &id, "/force-kill").await;
+    assert_eq!(
+        (
+            killed.body["status"].as_str(),
+            killed.body["engineLoaded"].as_bool()
+        ),
+        (Some("disconnected"), Some(false))
+    );
+    link_again(&c, &id).await;
+    let out = post(&c, &id, "/logout").await;
+    assert_eq!(out.status, 200, "{}", out.text);
+    assert!(out.body["phone"].is_null());
+    assert_eq!(
+        post(&c, &id, "/start").await.body["status"],
+        "qr_ready",
+        "logout forgot the credentials"
+    );
+    let audit = c
+        .get(&format!("/api/audit?sessionId={id}"))
+        .await
+        .expect("audit");
+    assert!(
+        audit.body["total"].as_i64().is_some_and(|n| n >= 4),
+        "{}",
+        audit.text
+    );
+}
+
+#[tokio::test]
+async fn delete_removes_the_session_and_refuses_during_teardown() {
+    let node = node().await;
+    let c = node.client();
+    let id = create_linked(&c, "doomed", "4915100000008")
+        .await
+        .expect("linked");
+    c.post(
+        &format!("/api/sim/sessions/{id}/faults"),
+        json!({ "queryDelayMs": 1500 }),
+    )
+    .await
+    .expect("faults");
+    let (c2, id2) = (c.clone(), id.clone());
+    let logout =
+        tokio::spawn(async move { c2.post_empty(&format!("/api/sessions/{id2}/logout")).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let busy = c.delete(&path(&id, "")).await.expect("delete");
+    assert_eq!(busy.status, 409, "{}", busy.text);
+    assert_eq!(busy.body["code"], "SESSION_NAME_TEARDOWN_PENDING");
+    assert_eq!(
+        post(&c, &id, "/start").await.body["code"],
+        "SESSION_NAME_TEARDOWN_PENDING"
+    );
+    assert_eq!(logout.await.expect("join").expect("logout").status, 200);
+    c.post(
+        &format!("/api/sim/sessions/{id}/faults"),
+        json!({ "queryDelayMs": 0 }),
+    )
+    .await
+    .expect("faults");
+    assert_eq!(c.delete(&path(&id, "")).await.expect("delete").status, 204);
+    assert_eq!(get(&c, &id).await.expect("get").status, 404);
+}
+
+#[tokio::test]
+async fn a_restriction_requires_action_and_lifting_it_restores_ready() {
+    let node = node().await;
+    let c = node.client();
+    let id = create_linked(&c, "restricted", "4915100000009")
+        .await
+        .expect("linked");
+    let sim = format!("/api/sim/sessions/{id}/restrict");
+    c.post(&sim, json!({ "kind": "temporary_ban", "active": true }))
+        .await
+        .expect("restrict");
+    let held = wait_status(&c, &id, "action_required", WAIT)
+        .await
+        .expect("action_required");
+    assert!(held.body["lastError"].is_string());
+    assert_eq!(held.body["restriction"]["kind"], "temporary_ban");
+    c.post(&sim, json!({ "kind": "temporary_ban", "active": false }))
+        .await
+        .expect("lift");
+    wait_status(&c, &id, "ready", WAIT)
+        .await
+        .expect("ready again");
+}
+
+#[tokio::test]
+async fn engine_routes_answer_409_while_not_ready() {
+    let node = node().await;
+    let c = node.client();
+    let id = create(&c, "idle").await.expect("create");
+    let reply = c
+        .put(&path(&id, "/presence"), json!({ "available": true }))
+        .await
+        .expect("r");
+    assert_eq!(reply.status, 409, "{}", reply.text);
+    assert_eq!(reply.body["message"], "Session is not connected");
+    let presence = c
+        .get(&path(&id, "/presence/4915100000010@c.us"))
+        .await
+        .expect("r");
+    assert_eq!(
+        (presence.status, presence.body.is_null()),
+        (200, true),
+        "null without an engine"
+    );
+}
+
+#[tokio::test]
+async fn linked_sessions_come_back_after_a_restart() {
+    let mut node = node().await;
+    let c = node.client();
+    let id = create_linked(&c, "survivor", "4915100000011")
+        .await
+        .expect("linked");
+    let idle = create(&c, "never-started").await.expect("create");
+    node.restart().await.expect("restart");
+    let c = node.client();
+    wait_status(&c, &id, "ready", WAIT)
+        .await
+        .expect("restored without a QR");
+    assert_eq!(get(&c, &idle).await.expect("get").body["status"], "created");
+}
