@@ -132,12 +132,9 @@ async fn build_context(
         .await
         .context("could not open the job queues")?;
     let pipeline = Pipeline::new(data_db.clone()).with_queue(queue.clone());
-    let webhooks = WebhookService::new(
-        data_db.clone(),
-        pipeline.clone(),
-        config.webhook_settings(),
-    )
-    .context("could not build the webhook HTTP client")?;
+    let webhooks =
+        WebhookService::new(data_db.clone(), pipeline.clone(), config.webhook_settings())
+            .context("could not build the webhook HTTP client")?;
     let (sessions, sim) = session_service(&config, &data_db, &pipeline, shutdown);
     let automation = Arc::new(AutomationService::new(data_db.clone()));
     automation.set_sender(Box::new(SessionSender::new(sessions.clone())));

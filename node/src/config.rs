@@ -288,7 +288,8 @@ impl Config {
         wagate_workers::WebhookSettings {
             timeout_ms: self.webhook_timeout_ms,
             retry_delay_ms: self.webhook_retry_delay_ms,
-            max_payload_bytes: usize::try_from(self.webhook_max_payload_bytes).unwrap_or(usize::MAX),
+            max_payload_bytes: usize::try_from(self.webhook_max_payload_bytes)
+                .unwrap_or(usize::MAX),
             dispatch_concurrency: usize::try_from(self.webhook_dispatch_concurrency)
                 .unwrap_or(usize::MAX),
             is_ssrf_protected: self.webhook_ssrf_protect,

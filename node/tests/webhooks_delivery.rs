@@ -37,7 +37,12 @@ impl Drop for Rig {
 impl Rig {
     async fn embedded() -> Rig {
         let node = Node::start(fast_options()).await.expect("node");
-        Rig { node, worker: None, worker_env: Vec::new(), _pg: None }
+        Rig {
+            node,
+            worker: None,
+            worker_env: Vec::new(),
+            _pg: None,
+        }
     }
 
     async fn clustered() -> Rig {
@@ -57,7 +62,12 @@ impl Rig {
             opts = opts.env(k, v.clone());
         }
         let node = Node::start(opts).await.expect("node");
-        let mut rig = Rig { node, worker: None, worker_env: shared, _pg: Some(pg) };
+        let mut rig = Rig {
+            node,
+            worker: None,
+            worker_env: shared,
+            _pg: Some(pg),
+        };
         rig.start_worker();
         rig
     }
@@ -84,11 +94,19 @@ impl Rig {
 }
 
 fn uuid_like() -> String {
-    format!("{:x}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos())
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos()
+    )
 }
 
 fn of_key<'a>(all: &'a [Delivery], key: &str) -> Vec<&'a Delivery> {
-    all.iter().filter(|d| d.header("x-wagate-idempotency-key") == Some(key)).collect()
+    all.iter()
+        .filter(|d| d.header("x-wagate-idempotency-key") == Some(key))
+        .collect()
 }
 
 async fn retries_keep_keys_sign_raw_bytes_and_back_off(rig: Rig) {
@@ -96,36 +114,79 @@ async fn retries_keep_keys_sign_raw_bytes_and_back_off(rig: Rig) {
     let s = ready_session(&c, "dlv-retry").await;
     let rx = Receiver::start().await.unwrap();
     rx.respond_with(&[500, 500]);
-    let w = add_webhook(&c, &s, json!({ "url": rx.url(), "events": ["message.received"], "secret": SECRET })).await;
+    let w = add_webhook(
+        &c,
+        &s,
+        json!({ "url": rx.url(), "events": ["message.received"], "secret": SECRET }),
+    )
+    .await;
     inbound(&c, &s, PEER, "hello").await;
     let got = rx.wait_until(WAIT, |d| d.len() >= 3).await;
     assert_eq!(got.len(), 3, "{}", rig.node.logs());
-    let key = got[0].header("x-wagate-idempotency-key").unwrap().to_string();
+    let key = got[0]
+        .header("x-wagate-idempotency-key")
+        .unwrap()
+        .to_string();
     let dlv = got[0].header("x-wagate-delivery-id").unwrap().to_string();
     assert!(dlv.starts_with("dlv_"));
     for (i, d) in got.iter().enumerate() {
-        assert!(d.signed_with(SECRET), "attempt {i} not signed over its raw body");
+        assert!(
+            d.signed_with(SECRET),
+            "attempt {i} not signed over its raw body"
+        );
         assert_eq!(d.header("x-wagate-idempotency-key"), Some(key.as_str()));
         assert_eq!(d.header("x-wagate-delivery-id"), Some(dlv.as_str()));
-        assert_eq!(d.header("x-wagate-retry-count"), Some(i.to_string().as_str()));
+        assert_eq!(
+            d.header("x-wagate-retry-count"),
+            Some(i.to_string().as_str())
+        );
         assert_eq!(d.header("x-wagate-event"), Some("message.received"));
-        assert!(d.header("user-agent").unwrap().starts_with("wagate-webhook/"));
+        assert!(
+            d.header("user-agent")
+                .unwrap()
+                .starts_with("wagate-webhook/")
+        );
     }
     // Gaps honour the doubling backoff from WEBHOOK_RETRY_DELAY (lower bounds only).
     assert!(got[1].at - got[0].at >= Duration::from_millis(50));
     assert!(got[2].at - got[1].at >= Duration::from_millis(100));
     let body = got[2].json();
-    let keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["data", "deliveryId", "event", "idempotencyKey", "sessionId", "timestamp"]);
+    let keys: Vec<&str> = body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "data",
+            "deliveryId",
+            "event",
+            "idempotencyKey",
+            "sessionId",
+            "timestamp"
+        ]
+    );
     let text = String::from_utf8(got[2].body.to_vec()).unwrap();
-    assert!(text.starts_with(r#"{"event":"message.received","timestamp":""#), "{text}");
+    assert!(
+        text.starts_with(r#"{"event":"message.received","timestamp":""#),
+        "{text}"
+    );
     assert_eq!(body["data"]["body"], "hello");
     assert_eq!(body["data"]["from"], PEER);
     assert_eq!(body["sessionId"], s.as_str());
     let path = format!("/api/sessions/{s}/webhooks/{}", w["id"].as_str().unwrap());
-    support::wait_for(WAIT, || async { !c.get(&path).await.unwrap().body["lastTriggeredAt"].is_null() }).await;
+    support::wait_for(WAIT, || async {
+        !c.get(&path).await.unwrap().body["lastTriggeredAt"].is_null()
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(rx.deliveries().len(), 3, "a delivered event is not sent again");
+    assert_eq!(
+        rx.deliveries().len(),
+        3,
+        "a delivered event is not sent again"
+    );
 }
 
 async fn exhausted_deliveries_land_in_the_failure_log_and_redrive(rig: Rig) {
@@ -133,10 +194,24 @@ async fn exhausted_deliveries_land_in_the_failure_log_and_redrive(rig: Rig) {
     let s = ready_session(&c, "dlv-fail").await;
     let rx = Receiver::start().await.unwrap();
     rx.respond_with(&[500, 502]);
-    let w = add_webhook(&c, &s, json!({ "url": rx.url(), "events": ["message.received"], "retryCount": 1 })).await;
+    let w = add_webhook(
+        &c,
+        &s,
+        json!({ "url": rx.url(), "events": ["message.received"], "retryCount": 1 }),
+    )
+    .await;
     inbound(&c, &s, PEER, "doomed").await;
     let failures = format!("/api/webhooks/delivery-failures?sessionId={s}");
-    support::wait_for(WAIT, || async { !c.get(&failures).await.unwrap().body.as_array().unwrap().is_empty() }).await;
+    support::wait_for(WAIT, || async {
+        !c.get(&failures)
+            .await
+            .unwrap()
+            .body
+            .as_array()
+            .unwrap()
+            .is_empty()
+    })
+    .await;
     let rows = c.get(&failures).await.unwrap().body;
     let row = &rows[0];
     assert_eq!(row["attempts"], 2);
@@ -145,20 +220,54 @@ async fn exhausted_deliveries_land_in_the_failure_log_and_redrive(rig: Rig) {
     assert_eq!(row["event"], "message.received");
     assert_eq!(row["url"], rx.url().as_str());
     assert_eq!(rx.deliveries().len(), 2, "1 + retryCount attempts, no more");
-    assert_eq!(row["idempotencyKey"], rx.deliveries()[0].header("x-wagate-idempotency-key").unwrap());
+    assert_eq!(
+        row["idempotencyKey"],
+        rx.deliveries()[0]
+            .header("x-wagate-idempotency-key")
+            .unwrap()
+    );
     let all = c.get("/api/webhooks/delivery-failures").await.unwrap();
-    assert!(all.body.as_array().unwrap().iter().any(|r| r["id"] == row["id"]));
+    assert!(
+        all.body
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"] == row["id"])
+    );
     let path = format!("/api/sessions/{s}/webhooks/{}", w["id"].as_str().unwrap());
-    assert!(c.get(&path).await.unwrap().body["lastTriggeredAt"].is_null(), "no 2xx yet");
+    assert!(
+        c.get(&path).await.unwrap().body["lastTriggeredAt"].is_null(),
+        "no 2xx yet"
+    );
 
-    let r = c.post("/api/webhooks/delivery-failures/redrive", json!({ "sessionId": s })).await.unwrap();
+    let r = c
+        .post(
+            "/api/webhooks/delivery-failures/redrive",
+            json!({ "sessionId": s }),
+        )
+        .await
+        .unwrap();
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(r.body, json!({ "redriven": 1, "delivered": 1, "failed": 0, "remaining": 0 }));
+    assert_eq!(
+        r.body,
+        json!({ "redriven": 1, "delivered": 1, "failed": 0, "remaining": 0 })
+    );
     let got = rx.deliveries();
     assert_eq!(got.len(), 3);
-    assert_eq!(got[2].header("x-wagate-idempotency-key"), got[0].header("x-wagate-idempotency-key"));
+    assert_eq!(
+        got[2].header("x-wagate-idempotency-key"),
+        got[0].header("x-wagate-idempotency-key")
+    );
     assert_eq!(got[2].json()["data"]["body"], "doomed");
-    assert!(c.get(&failures).await.unwrap().body.as_array().unwrap().is_empty());
+    assert!(
+        c.get(&failures)
+            .await
+            .unwrap()
+            .body
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
     assert!(!c.get(&path).await.unwrap().body["lastTriggeredAt"].is_null());
 }
 
@@ -169,11 +278,19 @@ async fn a_sender_filter_drops_events_without_a_sender(rig: Rig) {
     let plain = Receiver::start().await.unwrap();
     let cond = json!({ "conditions": [{ "field": "sender", "operator": "is", "value": PEER }] });
     add_webhook(&c, &s, json!({ "url": filtered.url(), "events": ["message.received", "message.reaction"], "filters": cond })).await;
-    add_webhook(&c, &s, json!({ "url": plain.url(), "events": ["message.received", "message.reaction"] })).await;
+    add_webhook(
+        &c,
+        &s,
+        json!({ "url": plain.url(), "events": ["message.received", "message.reaction"] }),
+    )
+    .await;
     let id = inbound(&c, &s, PEER, "one").await;
     inbound(&c, &s, "15558880000@c.us", "other sender").await;
     let r = c
-        .post(&format!("/api/sim/sessions/{s}/react"), json!({ "messageId": id, "emoji": "👍", "from": PEER }))
+        .post(
+            &format!("/api/sim/sessions/{s}/react"),
+            json!({ "messageId": id, "emoji": "👍", "from": PEER }),
+        )
         .await
         .unwrap();
     assert!(r.status < 300, "{}", r.text);
@@ -193,16 +310,28 @@ async fn nothing_is_lost_across_kill9(mut rig: Rig) {
     let s = ready_session(&c, "dlv-crash").await;
     let rx = Receiver::start().await.unwrap();
     rx.respond_with(&[500; FAILING]);
-    add_webhook(&c, &s, json!({ "url": rx.url(), "events": ["message.received"], "retryCount": 10 })).await;
+    add_webhook(
+        &c,
+        &s,
+        json!({ "url": rx.url(), "events": ["message.received"], "retryCount": 10 }),
+    )
+    .await;
     for i in 0..5 {
         inbound(&c, &s, PEER, &format!("m{i}")).await;
     }
     // Every occurrence is committed (each has been attempted at least once) and none has succeeded yet.
     rx.wait_until(WAIT, |d| {
-        d.iter().filter_map(|x| x.header("x-wagate-idempotency-key")).collect::<std::collections::HashSet<_>>().len() == 5
+        d.iter()
+            .filter_map(|x| x.header("x-wagate-idempotency-key"))
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+            == 5
     })
     .await;
-    assert!(rx.deliveries().len() < FAILING, "the receiver must still be failing at the crash");
+    assert!(
+        rx.deliveries().len() < FAILING,
+        "the receiver must still be failing at the crash"
+    );
     rig.node.kill9();
     if let Some(mut w) = rig.worker.take() {
         let _ = w.kill();
@@ -214,15 +343,24 @@ async fn nothing_is_lost_across_kill9(mut rig: Rig) {
         .wait_until(Duration::from_secs(60), |d| {
             let mut ok: HashMap<&str, bool> = HashMap::new();
             for (i, x) in d.iter().enumerate() {
-                let e = ok.entry(x.header("x-wagate-idempotency-key").unwrap_or("")).or_default();
+                let e = ok
+                    .entry(x.header("x-wagate-idempotency-key").unwrap_or(""))
+                    .or_default();
                 *e |= i >= FAILING;
             }
             ok.len() == 5 && ok.values().all(|v| *v)
         })
         .await;
-    let bodies: std::collections::BTreeSet<String> =
-        got.iter().map(|d| d.json()["data"]["body"].as_str().unwrap_or("").to_string()).collect();
-    assert_eq!(bodies.len(), 5, "every event delivered: {bodies:?}\n{}", rig.node.logs());
+    let bodies: std::collections::BTreeSet<String> = got
+        .iter()
+        .map(|d| d.json()["data"]["body"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        bodies.len(),
+        5,
+        "every event delivered: {bodies:?}\n{}",
+        rig.node.logs()
+    );
     for d in &got {
         let key = d.header("x-wagate-idempotency-key").unwrap();
         let same = of_key(&got, key);

@@ -107,8 +107,10 @@ mod tests {
             name: id.into(),
             enabled,
             conditions: vec![
-                serde_json::from_value(json!({"field": "body", "operator": "contains", "value": body}))
-                    .unwrap(),
+                serde_json::from_value(
+                    json!({"field": "body", "operator": "contains", "value": body}),
+                )
+                .unwrap(),
             ],
             reply_text: "hi".into(),
             cooldown_seconds,
@@ -119,7 +121,11 @@ mod tests {
 
     #[test]
     fn first_enabled_matching_rule_wins() {
-        let rules = vec![rule("a", false, "price", 0), rule("b", true, "price", 0), rule("c", true, "", 0)];
+        let rules = vec![
+            rule("a", false, "price", 0),
+            rule("b", true, "price", 0),
+            rule("c", true, "", 0),
+        ];
         let data = json!({"body": "what is the price?"});
         assert_eq!(first_match(&rules, &data).map(|r| r.id.as_str()), Some("b"));
         assert_eq!(

@@ -37,6 +37,10 @@ impl AutomationSender for SessionSender {
             quoted_id: None,
             mentions: Vec::new(),
         };
-        engine.send(msg).await.map(|_| ()).map_err(|e| e.to_string())
+        engine
+            .send(msg)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }

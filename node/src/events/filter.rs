@@ -144,7 +144,8 @@ mod tests {
             json!({"field": "body", "operator": "contains", "value": "hello", "caseSensitive": true}),
         );
         assert!(evaluate(&sensitive, &msg()).is_err());
-        let is_not = cond(json!({"field": "type", "operator": "isNot", "value": ["image", "video"]}));
+        let is_not =
+            cond(json!({"field": "type", "operator": "isNot", "value": ["image", "video"]}));
         assert!(evaluate(&is_not, &msg()).is_ok());
         let list = cond(json!({"field": "type", "operator": "is", "value": ["image", "text"]}));
         assert!(evaluate(&list, &msg()).is_ok());

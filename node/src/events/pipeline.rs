@@ -10,10 +10,10 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use wagate_workers::{QueueClient, enqueue_outbox};
 
+use super::Event;
 use super::filter;
 use super::hub::Hub;
 use super::subscriptions::SubscriptionCache;
-use super::Event;
 use crate::store::outbox::{self as outbox_store, NewOutboxRow};
 use crate::store::{DataPool, DataTx, StoreResult, now_ms, to_json};
 

@@ -46,7 +46,10 @@ impl SubscriptionCache {
     }
 
     /// The active webhooks of a session, from the cache or (once) from the store.
-    pub(crate) async fn for_session(&self, session_id: &str) -> StoreResult<Arc<Vec<Subscription>>> {
+    pub(crate) async fn for_session(
+        &self,
+        session_id: &str,
+    ) -> StoreResult<Arc<Vec<Subscription>>> {
         if let Some(hit) = self.by_session.get(session_id) {
             return Ok(hit.clone());
         }

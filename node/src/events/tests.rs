@@ -14,8 +14,12 @@ const SID: &str = "11111111-1111-4111-8111-111111111111";
 
 async fn db() -> (tempfile::TempDir, DataPool) {
     let dir = tempfile::tempdir().unwrap();
-    let db = backends::connect_data_sqlite(&dir.path().join("d.sqlite")).await.unwrap();
-    sessions::insert(&db, SID, "alpha", &SessionConfig::default(), None).await.unwrap();
+    let db = backends::connect_data_sqlite(&dir.path().join("d.sqlite"))
+        .await
+        .unwrap();
+    sessions::insert(&db, SID, "alpha", &SessionConfig::default(), None)
+        .await
+        .unwrap();
     (dir, db)
 }
 
@@ -52,10 +56,20 @@ fn received() -> Event {
 #[tokio::test]
 async fn one_row_per_subscribed_webhook_whose_filters_pass() {
     let (_dir, db) = db().await;
-    let sender = json!({"conditions": [{"field": "sender", "operator": "is", "value": "111@c.us"}]});
-    webhook_store::insert(&db, &hook("a-all", &["*"], None)).await.unwrap();
-    webhook_store::insert(&db, &hook("b-recv", &["message.received"], Some(sender.clone()))).await.unwrap();
-    webhook_store::insert(&db, &hook("c-ack", &["message.ack"], None)).await.unwrap();
+    let sender =
+        json!({"conditions": [{"field": "sender", "operator": "is", "value": "111@c.us"}]});
+    webhook_store::insert(&db, &hook("a-all", &["*"], None))
+        .await
+        .unwrap();
+    webhook_store::insert(
+        &db,
+        &hook("b-recv", &["message.received"], Some(sender.clone())),
+    )
+    .await
+    .unwrap();
+    webhook_store::insert(&db, &hook("c-ack", &["message.ack"], None))
+        .await
+        .unwrap();
     let mut off = hook("d-off", &["*"], None);
     off.active = false;
     webhook_store::insert(&db, &off).await.unwrap();
@@ -67,16 +81,36 @@ async fn one_row_per_subscribed_webhook_whose_filters_pass() {
     let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
     assert_eq!(ids, ["a-all", "b-recv"]);
     let payload = &rows[0].2;
-    assert!(payload.starts_with(r#"{"event":"message.received","timestamp":"#), "{payload}");
-    assert!(payload.contains(&format!(r#""idempotencyKey":"{}","data":"#, event.idempotency_key)));
-    assert_eq!(feed.recv().await.unwrap().idempotency_key, event.idempotency_key);
+    assert!(
+        payload.starts_with(r#"{"event":"message.received","timestamp":"#),
+        "{payload}"
+    );
+    assert!(payload.contains(&format!(
+        r#""idempotencyKey":"{}","data":"#,
+        event.idempotency_key
+    )));
+    assert_eq!(
+        feed.recv().await.unwrap().idempotency_key,
+        event.idempotency_key
+    );
 
     // A sender filter drops an ack (no `from` in its data).
-    webhook_store::insert(&db, &hook("e-ackf", &["message.ack"], Some(sender))).await.unwrap();
+    webhook_store::insert(&db, &hook("e-ackf", &["message.ack"], Some(sender)))
+        .await
+        .unwrap();
     p.subscriptions().invalidate(SID);
-    let ack = Event::new(EventName::MessageAck, SID, json!({"id": "m1", "messageId": "m1", "status": "read", "chatId": "x"}));
+    let ack = Event::new(
+        EventName::MessageAck,
+        SID,
+        json!({"id": "m1", "messageId": "m1", "status": "read", "chatId": "x"}),
+    );
     p.publish(ack).await.unwrap();
-    let acks: Vec<String> = outbox(&db).await.into_iter().filter(|r| r.1 == "message.ack").map(|r| r.0).collect();
+    let acks: Vec<String> = outbox(&db)
+        .await
+        .into_iter()
+        .filter(|r| r.1 == "message.ack")
+        .map(|r| r.0)
+        .collect();
     assert_eq!(acks, ["a-all", "c-ack"]);
 }
 
@@ -85,9 +119,14 @@ async fn rows_roll_back_with_the_transaction_and_cache_needs_invalidation() {
     let (_dir, db) = db().await;
     let p = Pipeline::new(db.clone());
     p.publish(received()).await.unwrap();
-    webhook_store::insert(&db, &hook("a", &["*"], None)).await.unwrap();
+    webhook_store::insert(&db, &hook("a", &["*"], None))
+        .await
+        .unwrap();
     p.publish(received()).await.unwrap();
-    assert!(outbox(&db).await.is_empty(), "cached empty list until invalidated");
+    assert!(
+        outbox(&db).await.is_empty(),
+        "cached empty list until invalidated"
+    );
     p.subscriptions().invalidate(SID);
     let mut tx = crate::store::begin(&db).await.unwrap();
     p.publish_in(&mut tx, &[received()]).await.unwrap();

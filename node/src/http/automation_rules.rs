@@ -68,7 +68,13 @@ async fn create_rule(
     let session_id = authorise(&ctx, &caller, &session_id).await?;
     let rule = ctx.automation.create(&session_id, body).await?;
     let meta = serde_json::json!({ "ruleId": rule.id, "name": rule.name });
-    ctx.audit.record("automation_rule_created", &caller.actor(), Some(&session_id), 201, Some(meta));
+    ctx.audit.record(
+        "automation_rule_created",
+        &caller.actor(),
+        Some(&session_id),
+        201,
+        Some(meta),
+    );
     Ok((StatusCode::CREATED, Json(record(rule))))
 }
 
@@ -98,7 +104,13 @@ async fn update_rule(
     let session_id = authorise(&ctx, &caller, &session_id).await?;
     let rule = ctx.automation.update(&session_id, &id, body).await?;
     let meta = serde_json::json!({ "ruleId": rule.id });
-    ctx.audit.record("automation_rule_updated", &caller.actor(), Some(&session_id), 200, Some(meta));
+    ctx.audit.record(
+        "automation_rule_updated",
+        &caller.actor(),
+        Some(&session_id),
+        200,
+        Some(meta),
+    );
     Ok(Json(record(rule)))
 }
 
@@ -113,6 +125,12 @@ async fn delete_rule(
     let session_id = authorise(&ctx, &caller, &session_id).await?;
     ctx.automation.delete(&session_id, &id).await?;
     let meta = serde_json::json!({ "ruleId": id });
-    ctx.audit.record("automation_rule_deleted", &caller.actor(), Some(&session_id), 204, Some(meta));
+    ctx.audit.record(
+        "automation_rule_deleted",
+        &caller.actor(),
+        Some(&session_id),
+        204,
+        Some(meta),
+    );
     Ok(StatusCode::NO_CONTENT)
 }

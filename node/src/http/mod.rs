@@ -26,11 +26,11 @@ pub(crate) mod keys;
 pub(crate) mod limits;
 pub(crate) mod metrics;
 pub(crate) mod session_scope;
+pub(crate) mod sessions;
+pub(crate) mod sim;
 pub(crate) mod webhook_failures;
 pub(crate) mod webhooks;
 pub(crate) mod ws;
-pub(crate) mod sessions;
-pub(crate) mod sim;
 
 use error::ApiError;
 

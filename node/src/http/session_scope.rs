@@ -13,7 +13,9 @@ pub(crate) async fn existing_session(
     raw_id: &str,
 ) -> ApiResult<String> {
     let id = uuid::Uuid::parse_str(raw_id)
-        .map_err(|_| ApiError::bad_request(format!("Invalid session id '{raw_id}': expected a UUID")))?
+        .map_err(|_| {
+            ApiError::bad_request(format!("Invalid session id '{raw_id}': expected a UUID"))
+        })?
         .to_string();
     caller.require_session(&id)?;
     match session_store::get(&ctx.data_db, &id).await {

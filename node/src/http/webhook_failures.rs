@@ -4,7 +4,9 @@
 use axum::Json;
 use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::dto::webhooks::{DeliveryFailure, DeliveryFailureQuery, RedriveRequest, RedriveResult};
+use wagate_proto::dto::webhooks::{
+    DeliveryFailure, DeliveryFailureQuery, RedriveRequest, RedriveResult,
+};
 use wagate_proto::{Role, iso_ms};
 
 use super::auth::Caller;
@@ -30,11 +32,17 @@ pub(crate) fn page(
     let limit = match limit {
         None => default,
         Some(n) if n >= 1 && usize::try_from(n).is_ok_and(|n| n <= max) => n as usize,
-        Some(_) => return Err(ApiError::bad_request(format!("limit must be between 1 and {max}"))),
+        Some(_) => {
+            return Err(ApiError::bad_request(format!(
+                "limit must be between 1 and {max}"
+            )));
+        }
     };
     let offset = match offset {
         None => 0,
-        Some(n) => usize::try_from(n).map_err(|_| ApiError::bad_request("offset must be 0 or more"))?,
+        Some(n) => {
+            usize::try_from(n).map_err(|_| ApiError::bad_request("offset must be 0 or more"))?
+        }
     };
     Ok((limit, offset))
 }
@@ -78,7 +86,9 @@ async fn list_delivery_failures(
             .take(limit as usize)
             .collect()
     } else {
-        ctx.webhooks.failures(q.session_id.as_deref(), limit, offset).await?
+        ctx.webhooks
+            .failures(q.session_id.as_deref(), limit, offset)
+            .await?
     };
     Ok(Json(rows.into_iter().map(failure).collect()))
 }

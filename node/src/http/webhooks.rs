@@ -55,7 +55,13 @@ async fn create_webhook(
     let session_id = existing_session(&ctx, &caller, &session_id).await?;
     let w = ctx.webhooks.create(&session_id, body).await?;
     let meta = serde_json::json!({ "webhookId": w.id, "url": w.url, "events": w.events });
-    ctx.audit.record("webhook_created", &caller.actor(), Some(&session_id), 201, Some(meta));
+    ctx.audit.record(
+        "webhook_created",
+        &caller.actor(),
+        Some(&session_id),
+        201,
+        Some(meta),
+    );
     Ok((StatusCode::CREATED, Json(record(&w))))
 }
 
@@ -101,7 +107,13 @@ async fn update_webhook(
     let session_id = existing_session(&ctx, &caller, &session_id).await?;
     let w = ctx.webhooks.update(&session_id, &id, body).await?;
     let meta = serde_json::json!({ "webhookId": w.id });
-    ctx.audit.record("webhook_updated", &caller.actor(), Some(&session_id), 200, Some(meta));
+    ctx.audit.record(
+        "webhook_updated",
+        &caller.actor(),
+        Some(&session_id),
+        200,
+        Some(meta),
+    );
     Ok(Json(record(&w)))
 }
 
@@ -118,7 +130,13 @@ async fn delete_webhook(
     let session_id = existing_session(&ctx, &caller, &session_id).await?;
     ctx.webhooks.delete(&session_id, &id).await?;
     let meta = serde_json::json!({ "webhookId": id });
-    ctx.audit.record("webhook_deleted", &caller.actor(), Some(&session_id), 204, Some(meta));
+    ctx.audit.record(
+        "webhook_deleted",
+        &caller.actor(),
+        Some(&session_id),
+        204,
+        Some(meta),
+    );
     Ok(StatusCode::NO_CONTENT)
 }
 

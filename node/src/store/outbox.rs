@@ -88,11 +88,13 @@ pub(crate) async fn failures_for_redrive(
     session_id: Option<&str>,
     webhook_id: Option<&str>,
 ) -> StoreResult<Vec<FailureRow>> {
-    Ok(with_pool!(db, p => sqlx::query_as(SELECT_FAILURES_FOR_REDRIVE)
+    Ok(
+        with_pool!(db, p => sqlx::query_as(SELECT_FAILURES_FOR_REDRIVE)
         .bind(session_id)
         .bind(webhook_id)
         .fetch_all(p)
-        .await)?)
+        .await)?,
+    )
 }
 
 pub(crate) async fn delete_failure(db: &DataPool, id: &str) -> StoreResult<()> {

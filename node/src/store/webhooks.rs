@@ -13,8 +13,7 @@ const UPDATE: &str = "UPDATE webhooks SET url = $3, events = $4, secret = $5, he
      filters = $8, retry_count = $9, updated_at = $10 WHERE id = $1 AND session_id = $2";
 const SELECT_ONE: &str = "SELECT * FROM webhooks WHERE id = $1 AND session_id = $2";
 const SELECT_BY_ID: &str = "SELECT * FROM webhooks WHERE id = $1";
-const SELECT_SESSION: &str =
-    "SELECT * FROM webhooks WHERE session_id = $1 ORDER BY created_at, id";
+const SELECT_SESSION: &str = "SELECT * FROM webhooks WHERE session_id = $1 ORDER BY created_at, id";
 const SELECT_ACTIVE_SESSION: &str =
     "SELECT * FROM webhooks WHERE session_id = $1 AND active ORDER BY created_at, id";
 const SELECT_ALL: &str = "SELECT * FROM webhooks ORDER BY created_at, id";

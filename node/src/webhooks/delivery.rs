@@ -8,9 +8,9 @@ use wagate_workers::webhook::deliver::{
 };
 
 use super::{WebhookError, WebhookResult, WebhookService};
+use crate::store::now_ms;
 use crate::store::outbox::{self as outbox_store, FailureRow};
 use crate::store::webhooks as webhook_store;
-use crate::store::now_ms;
 
 /// Rows one redrive call attempts; `remaining` tells the caller to call again.
 const REDRIVE_BATCH: usize = 100;
@@ -43,7 +43,10 @@ impl WebhookService {
             "idempotencyKey": format!("test_{}", uuid::Uuid::now_v7()),
             "data": { "webhookId": w.id, "message": "wagate test delivery" },
         });
-        let idempotency_key = stored["idempotencyKey"].as_str().unwrap_or_default().to_owned();
+        let idempotency_key = stored["idempotencyKey"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         let delivery_id = new_delivery_id();
         let body = envelope_body(&stored.to_string(), &delivery_id)
             .map_err(|e| WebhookError::Invalid(e.to_string()))?;

@@ -33,7 +33,9 @@ pub(crate) async fn url(raw: &str, is_protected: bool) -> WebhookResult<String> 
 /// Known event names, or the single entry `*`.
 pub(crate) fn events(list: Vec<String>) -> WebhookResult<Vec<String>> {
     if list.is_empty() {
-        return Err(invalid("events must not be empty (use [\"*\"] for every event)"));
+        return Err(invalid(
+            "events must not be empty (use [\"*\"] for every event)",
+        ));
     }
     if list.iter().any(|e| e == "*") {
         if list.len() > 1 {
@@ -107,7 +109,12 @@ mod tests {
 
     #[test]
     fn secrets_and_retries() {
-        assert!(secret(Some("short".into())).unwrap_err().to_string().contains("secret"));
+        assert!(
+            secret(Some("short".into()))
+                .unwrap_err()
+                .to_string()
+                .contains("secret")
+        );
         assert_eq!(secret(Some(String::new())).unwrap(), None);
         assert!(secret(Some("0123456789abcdef".into())).unwrap().is_some());
         assert_eq!(retry_count(None).unwrap(), 3);

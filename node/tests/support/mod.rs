@@ -26,18 +26,31 @@ pub async fn node() -> Node {
 
 /// Creates a session, starts it and scans the QR; waits for `ready`. Returns its id.
 pub async fn ready_session(c: &Client, name: &str) -> String {
-    let created = c.post("/api/sessions", json!({ "name": name })).await.unwrap();
+    let created = c
+        .post("/api/sessions", json!({ "name": name }))
+        .await
+        .unwrap();
     assert_eq!(created.status, 201, "{}", created.text);
     let id = created.str("id");
-    let started = c.post_empty(&format!("/api/sessions/{id}/start")).await.unwrap();
+    let started = c
+        .post_empty(&format!("/api/sessions/{id}/start"))
+        .await
+        .unwrap();
     assert!(started.status < 300, "{}", started.text);
     let scan = c
-        .post(&format!("/api/sim/sessions/{id}/scan"), json!({ "phone": "15550001111@c.us" }))
+        .post(
+            &format!("/api/sim/sessions/{id}/scan"),
+            json!({ "phone": "15550001111@c.us" }),
+        )
         .await
         .unwrap();
     assert!(scan.status < 300, "{}", scan.text);
     wait_for(Duration::from_secs(20), || async {
-        c.get(&format!("/api/sessions/{id}")).await.unwrap().str("status") == "ready"
+        c.get(&format!("/api/sessions/{id}"))
+            .await
+            .unwrap()
+            .str("status")
+            == "ready"
     })
     .await;
     id
@@ -45,7 +58,10 @@ pub async fn ready_session(c: &Client, name: &str) -> String {
 
 /// Creates a webhook; answers its record.
 pub async fn add_webhook(c: &Client, session: &str, body: Value) -> Value {
-    let r = c.post(&format!("/api/sessions/{session}/webhooks"), body).await.unwrap();
+    let r = c
+        .post(&format!("/api/sessions/{session}/webhooks"), body)
+        .await
+        .unwrap();
     assert_eq!(r.status, 201, "{}", r.text);
     r.body
 }
@@ -85,7 +101,14 @@ pub fn worker_binary() -> PathBuf {
     if !worker.exists() {
         let target_dir = node.parent().and_then(Path::parent).expect("target dir");
         let status = std::process::Command::new(env!("CARGO"))
-            .args(["build", "-p", "wagate-workers", "--bin", "wagate-worker", "--target-dir"])
+            .args([
+                "build",
+                "-p",
+                "wagate-workers",
+                "--bin",
+                "wagate-worker",
+                "--target-dir",
+            ])
             .arg(target_dir)
             .status()
             .expect("cargo runs");

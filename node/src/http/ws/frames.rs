@@ -24,7 +24,11 @@ pub(super) fn error_frame(code: &str, message: &str, request_id: Option<Value>) 
 }
 
 /// `{type, ...fields, requestId, timestamp}` for `subscribed`, `unsubscribed` and `pong`.
-pub(super) fn reply_frame(kind: &str, fields: Map<String, Value>, request_id: Option<Value>) -> Message {
+pub(super) fn reply_frame(
+    kind: &str,
+    fields: Map<String, Value>,
+    request_id: Option<Value>,
+) -> Message {
     let mut frame = Map::new();
     frame.insert("type".into(), json!(kind));
     frame.extend(fields);

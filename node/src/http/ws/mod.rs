@@ -160,7 +160,11 @@ async fn handle_frame(
     text: &str,
 ) -> Message {
     let Ok(frame) = serde_json::from_str::<ClientFrame>(text) else {
-        return error_frame(codes::INVALID_MESSAGE, "Frame is not a JSON object with a type", None);
+        return error_frame(
+            codes::INVALID_MESSAGE,
+            "Frame is not a JSON object with a type",
+            None,
+        );
     };
     let request_id = frame.request_id.clone();
     match frame.kind.as_str() {
@@ -169,7 +173,11 @@ async fn handle_frame(
             let is_subscribe = frame.kind == "subscribe";
             match subs.apply(&ctx.data_db, key, &frame, is_subscribe).await {
                 Ok(fields) => {
-                    let kind = if is_subscribe { "subscribed" } else { "unsubscribed" };
+                    let kind = if is_subscribe {
+                        "subscribed"
+                    } else {
+                        "unsubscribed"
+                    };
                     reply_frame(kind, fields, request_id)
                 }
                 Err((code, message)) => error_frame(code, &message, request_id),

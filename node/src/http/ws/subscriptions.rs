@@ -37,10 +37,16 @@ impl Subscriptions {
         let events = events_of(frame.events.as_deref())?;
         let fields = Map::from_iter([
             ("sessionId".to_owned(), json!(session)),
-            ("events".to_owned(), json!(frame.events.clone().unwrap_or_default())),
+            (
+                "events".to_owned(),
+                json!(frame.events.clone().unwrap_or_default()),
+            ),
         ]);
         if is_subscribe {
-            let entry = self.by_session.entry(session).or_insert_with(|| Some(HashSet::new()));
+            let entry = self
+                .by_session
+                .entry(session)
+                .or_insert_with(|| Some(HashSet::new()));
             match (entry.as_mut(), events) {
                 (Some(have), Some(add)) => have.extend(add),
                 _ => *entry = None,
@@ -51,7 +57,8 @@ impl Subscriptions {
                     self.by_session.remove(&session);
                 }
                 Some(remove) => {
-                    let have = entry.get_or_insert_with(|| EventName::ALL.iter().copied().collect());
+                    let have =
+                        entry.get_or_insert_with(|| EventName::ALL.iter().copied().collect());
                     have.retain(|e| !remove.contains(e));
                     if have.is_empty() {
                         self.by_session.remove(&session);
@@ -95,7 +102,12 @@ async fn session_of(
         return Ok(ANY.to_owned());
     }
     let id = uuid::Uuid::parse_str(raw)
-        .map_err(|_| (codes::INVALID_SESSION, format!("Invalid session id '{raw}'")))?
+        .map_err(|_| {
+            (
+                codes::INVALID_SESSION,
+                format!("Invalid session id '{raw}'"),
+            )
+        })?
         .to_string();
     if !may_access(key, &id) {
         return Err((
@@ -117,9 +129,10 @@ async fn session_of(
 
 /// `None` = every event.
 fn events_of(raw: Option<&[String]>) -> Result<Option<HashSet<EventName>>, FrameError> {
-    let list = raw
-        .filter(|l| !l.is_empty())
-        .ok_or((codes::INVALID_EVENTS, "events must be a non-empty list".to_owned()))?;
+    let list = raw.filter(|l| !l.is_empty()).ok_or((
+        codes::INVALID_EVENTS,
+        "events must be a non-empty list".to_owned(),
+    ))?;
     if list.iter().any(|e| e == ANY) {
         return Ok(None);
     }
