@@ -13,6 +13,8 @@ use crate::engine::sim::SimNetwork;
 use crate::events::Pipeline;
 use crate::http::limits::TieredLimiter;
 use crate::keys::KeyService;
+use crate::messaging::MessagingService;
+use crate::messaging::bulk::BulkRunner;
 use crate::sessions::SessionService;
 use crate::store::DataPool;
 use crate::webhooks::WebhookService;
@@ -34,6 +36,8 @@ pub struct ApiContext {
     pub(crate) sessions: Arc<SessionService>,
     /// Every event goes through it: outbox rows, enqueue, live fan-out.
     pub(crate) pipeline: Pipeline,
+    pub(crate) messaging: Arc<MessagingService>,
+    pub(crate) bulk: Arc<BulkRunner>,
     /// The simulated network, when `ENGINE_TYPE=sim` (its control API is mounted only then).
     pub(crate) sim: Option<SimNetwork>,
 }

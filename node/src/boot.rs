@@ -24,6 +24,10 @@ use crate::events::Pipeline;
 use crate::events::ingest::Ingest;
 use crate::http::limits::{TieredLimiter, run_limiter_upkeep};
 use crate::keys::KeyService;
+use crate::media::{FetchOptions, MediaStore};
+use crate::messaging::bulk::BulkRunner;
+use crate::messaging::pacing::{Pacer, PacingLimits};
+use crate::messaging::{MessagingService, Recorder};
 use crate::sessions::SessionService;
 use crate::sessions::deps::Deps;
 use crate::store::{DataPool, backends};
@@ -77,7 +81,12 @@ fn write_generated_key(data_dir: &Path, key: &str) -> anyhow::Result<()> {
 fn engine_factory(config: &Config) -> (Arc<dyn EngineFactory>, Option<SimNetwork>) {
     match config.engine_type {
         EngineType::Sim => {
-            let net = SimNetwork::new(SimConfig::default());
+            // Ids must stay unique across restarts: the message store deduplicates on them.
+            let config = SimConfig {
+                id_prefix: format!("3EB0SIM{:06X}", rand::random::<u32>() & 0xFF_FFFF),
+                ..SimConfig::default()
+            };
+            let net = SimNetwork::new(config);
             (Arc::new(SimFactory::new(net.clone())), Some(net))
         }
         EngineType::Socket => (Arc::new(UnavailableFactory::new(EngineKind::Socket)), None),
@@ -89,13 +98,14 @@ fn session_service(
     config: &Config,
     data_db: &DataPool,
     pipeline: &Pipeline,
+    recorder: &Recorder,
     shutdown: &CancellationToken,
 ) -> (Arc<SessionService>, Option<SimNetwork>) {
     let (factory, sim) = engine_factory(config);
     let deps = Arc::new(Deps {
         db: data_db.clone(),
         pipeline: pipeline.clone(),
-        ingest: Ingest::new(pipeline.clone()),
+        ingest: Ingest::new(pipeline.clone(), recorder.clone()),
         factory,
         sessions_dir: config.data_dir.join("sessions"),
         shutdown: shutdown.clone(),
@@ -109,6 +119,31 @@ fn session_service(
         )),
         sim,
     )
+}
+
+fn media_store(config: &Config) -> MediaStore {
+    let fetch = FetchOptions {
+        is_guarded: config.media_url_guard,
+        use_session_proxy: config.session_proxy_url_fetch,
+    };
+    MediaStore::new(
+        config.data_dir.join("media"),
+        config.media_download_max_bytes,
+        fetch,
+    )
+}
+
+/// The send pacing governor, when `SEND_PACING_ENABLED=true`.
+fn pacer(config: &Config) -> Option<Pacer> {
+    config.send_pacing_enabled.then(|| {
+        Pacer::new(PacingLimits {
+            daily_cap: config.send_pacing_daily_cap,
+            warmup_days: config.send_pacing_warmup_days,
+            warmup_start: config.send_pacing_warmup_start,
+            cold_daily: config.send_pacing_cold_daily,
+            breaker_failures: config.send_pacing_breaker_failures,
+        })
+    })
 }
 
 async fn build_context(
@@ -135,13 +170,22 @@ async fn build_context(
     let webhooks =
         WebhookService::new(data_db.clone(), pipeline.clone(), config.webhook_settings())
             .context("could not build the webhook HTTP client")?;
-    let (sessions, sim) = session_service(&config, &data_db, &pipeline, shutdown);
+    let recorder = Recorder::new(data_db.clone(), pipeline.clone(), media_store(&config));
+    let (sessions, sim) = session_service(&config, &data_db, &pipeline, &recorder, shutdown);
+    let messaging = Arc::new(MessagingService::new(
+        data_db.clone(),
+        sessions.clone(),
+        recorder,
+        pacer(&config),
+    ));
     let automation = Arc::new(AutomationService::new(data_db.clone()));
     automation.set_sender(Box::new(SessionSender::new(sessions.clone())));
     Ok(ApiContext {
         webhooks: Arc::new(webhooks),
         automation,
         queue,
+        bulk: BulkRunner::new(messaging.clone(), shutdown.clone()),
+        messaging,
         sessions,
         pipeline,
         sim,
@@ -223,6 +267,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             .clone()
             .restore(config.auto_start_sessions, restore_concurrency),
     );
+    tasks.spawn(ctx.bulk.clone().resume_all());
     let addr = format!("{}:{}", config.bind_host, config.api_port);
     let listener = tokio::net::TcpListener::bind(&addr)
         .await

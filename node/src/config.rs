@@ -82,8 +82,23 @@ pub struct Config {
     pub auto_start_sessions: bool,
     pub session_restore_concurrency: u64,
     pub session_start_timeout_ms: u64,
+    /// `ENGINE_QUERY_TIMEOUT_MS` (30000): the budget of the engine queries the API bounds (503 after it).
+    pub engine_query_timeout_ms: u64,
     pub session_proxy_url_fetch: bool,
     pub send_pacing_enabled: bool,
+    /// `SEND_PACING_DAILY_CAP` (1000): sends per session per rolling 24 h once warmed up.
+    pub send_pacing_daily_cap: u64,
+    /// `SEND_PACING_WARMUP_DAYS` (7): days a new session ramps up to the daily cap.
+    pub send_pacing_warmup_days: u64,
+    /// `SEND_PACING_WARMUP_START` (50): sends allowed on a session's first day.
+    pub send_pacing_warmup_start: u64,
+    /// `SEND_PACING_COLD_DAILY` (100): first-contact sends per session per rolling 24 h.
+    pub send_pacing_cold_daily: u64,
+    /// `SEND_PACING_BREAKER_FAILURES` (5): consecutive network failures that open the 15-minute breaker.
+    pub send_pacing_breaker_failures: u64,
+    /// `MEDIA_URL_GUARD` (true): media URL fetches refuse loopback, private, link-local and metadata
+    /// addresses. Turn off only for tests serving media from loopback.
+    pub media_url_guard: bool,
     pub metrics_token: Option<String>,
     pub otel_endpoint: Option<String>,
     pub node_id: String,
@@ -237,8 +252,15 @@ impl Config {
             auto_start_sessions: parse_bool(&env, "AUTO_START_SESSIONS", true)?,
             session_restore_concurrency: positive(&env, "SESSION_RESTORE_CONCURRENCY", 5)?,
             session_start_timeout_ms: positive(&env, "SESSION_START_TIMEOUT_MS", 30_000)?,
+            engine_query_timeout_ms: positive(&env, "ENGINE_QUERY_TIMEOUT_MS", 30_000)?,
             session_proxy_url_fetch: parse_bool(&env, "SESSION_PROXY_URL_FETCH", true)?,
             send_pacing_enabled: parse_bool(&env, "SEND_PACING_ENABLED", false)?,
+            send_pacing_daily_cap: positive(&env, "SEND_PACING_DAILY_CAP", 1000)?,
+            send_pacing_warmup_days: parse_u64(&env, "SEND_PACING_WARMUP_DAYS", 7)?,
+            send_pacing_warmup_start: positive(&env, "SEND_PACING_WARMUP_START", 50)?,
+            send_pacing_cold_daily: parse_u64(&env, "SEND_PACING_COLD_DAILY", 100)?,
+            send_pacing_breaker_failures: positive(&env, "SEND_PACING_BREAKER_FAILURES", 5)?,
+            media_url_guard: parse_bool(&env, "MEDIA_URL_GUARD", true)?,
             metrics_token: env.get("METRICS_TOKEN"),
             otel_endpoint: env.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
             session_lease_ttl_ms: positive(&env, "SESSION_LEASE_TTL_MS", 15_000)?,

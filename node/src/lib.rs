@@ -10,6 +10,8 @@
 //! - `webhooks`: the webhook service (rules, test delivery, failure-log redrive).
 //! - `engine/`: the `Engine` trait and the engines (`sim` today).
 //! - `events/`: normalised events, the outbox pipeline and live fan-out.
+//! - `messaging/`: sends, message operations, the message store's write path, templates, bulk, pacing.
+//! - `media/`: media files under `DATA_DIR/media` (content-addressed) and guarded URL fetches.
 //! - `sessions/`: the transition table, reconnect backoff, and the supervisor of running engines.
 //! - `store/`: all SQL; data DB on SQLite or PostgreSQL, main DB on SQLite.
 //! - `boot`: start-up and shutdown of a node.
@@ -25,6 +27,8 @@ pub(crate) mod engine;
 pub(crate) mod events;
 pub mod http;
 pub mod keys;
+pub(crate) mod media;
+pub(crate) mod messaging;
 pub(crate) mod sessions;
 pub mod store;
 pub(crate) mod webhooks;

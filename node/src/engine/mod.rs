@@ -12,6 +12,8 @@ mod error;
 mod event;
 mod op;
 pub(crate) mod sim;
+#[cfg(test)]
+mod support_table_tests;
 mod types;
 pub(crate) mod unavailable;
 

@@ -9,6 +9,7 @@
 //! - `pipeline`: `Pipeline` (outbox rows inside the caller's transaction, enqueue and fan-out after commit).
 //! - `reconciler`: in-process workers (`ROLE=all`), the outbox sweep and pruning of settled rows.
 //! - `hub`: live fan-out to WebSocket sockets and the automation matcher.
+//! - `statuses`: persistence of own and received status posts (`status_updates`).
 
 pub(crate) mod filter;
 pub(crate) mod hub;
@@ -16,6 +17,7 @@ pub(crate) mod ingest;
 pub(crate) mod normalise;
 pub(crate) mod pipeline;
 pub(crate) mod reconciler;
+pub(crate) mod statuses;
 pub(crate) mod subscriptions;
 
 pub(crate) use pipeline::Pipeline;
@@ -46,6 +48,7 @@ impl Event {
     }
 
     /// ISO 8601 time of the occurrence (the envelope's `timestamp`).
+    #[allow(dead_code)] // the webhook envelope (events issue)
     pub(crate) fn timestamp_iso(&self) -> String {
         wagate_proto::iso_ms(self.occurred_at_ms)
     }

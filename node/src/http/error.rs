@@ -174,6 +174,32 @@ impl From<crate::sessions::SessionError> for ApiError {
     }
 }
 
+impl From<crate::messaging::MessagingError> for ApiError {
+    fn from(err: crate::messaging::MessagingError) -> Self {
+        use crate::media::MediaError as Me;
+        use crate::messaging::MessagingError as M;
+        let message = err.to_string();
+        match err {
+            M::BadInput(_) => ApiError::bad_request(message),
+            M::NotFound(_) => ApiError::not_found(message),
+            M::Unprocessable(_) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message),
+            M::Paced {
+                retry_after_seconds,
+                ..
+            } => ApiError::too_many_requests(message, retry_after_seconds)
+                .with_code("SEND_PACING_LIMITED"),
+            M::Media(Me::TooLarge(_)) => ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message),
+            M::Media(Me::BadInput(_) | Me::Blocked(_) | Me::Unreachable(_)) => {
+                ApiError::bad_request(message)
+            }
+            M::Media(Me::Io(io)) => ApiError::internal(io),
+            M::Session(session) => session.into(),
+            M::Engine(engine) => engine.into(),
+            M::Store(store) => store.into(),
+        }
+    }
+}
+
 impl From<WebhookError> for ApiError {
     fn from(err: WebhookError) -> Self {
         match err {

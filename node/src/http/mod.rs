@@ -19,15 +19,29 @@ use crate::app::ApiContext;
 pub(crate) mod audit;
 pub(crate) mod auth;
 pub(crate) mod automation_rules;
+pub(crate) mod calls;
+pub(crate) mod catalog;
+pub(crate) mod channels;
+pub(crate) mod chats;
+pub(crate) mod contacts;
+pub(crate) mod engine_call;
 pub(crate) mod error;
 pub(crate) mod extract;
+pub(crate) mod groups;
 pub(crate) mod health;
 pub(crate) mod keys;
+pub(crate) mod labels;
 pub(crate) mod limits;
+pub(crate) mod media_input;
+pub(crate) mod messages;
 pub(crate) mod metrics;
+pub(crate) mod profile;
+pub(crate) mod search;
 pub(crate) mod session_scope;
 pub(crate) mod sessions;
 pub(crate) mod sim;
+pub(crate) mod status;
+pub(crate) mod templates;
 pub(crate) mod webhook_failures;
 pub(crate) mod webhooks;
 pub(crate) mod ws;
@@ -61,11 +75,23 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
         .merge(health::router())
         .merge(keys::router())
         .merge(audit::router())
+        .merge(sessions::router())
+        .merge(chats::router())
+        .merge(contacts::router())
+        .merge(groups::router())
+        .merge(channels::router())
+        .merge(labels::router())
+        .merge(catalog::router())
+        .merge(status::router())
+        .merge(calls::router())
+        .merge(profile::router())
+        .merge(search::router())
+        .merge(messages::router())
+        .merge(templates::router())
         .merge(webhooks::router())
         .merge(webhook_failures::router())
         .merge(automation_rules::router())
-        .merge(ws::router())
-        .merge(sessions::router());
+        .merge(ws::router());
     if with_sim {
         routes.merge(sim::router())
     } else {

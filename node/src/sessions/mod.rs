@@ -6,6 +6,7 @@ pub(crate) mod backoff;
 pub(crate) mod deps;
 pub(crate) mod effects;
 pub(crate) mod error;
+pub(crate) mod event_hooks;
 pub(crate) mod lifecycle;
 pub(crate) mod proxy;
 pub(crate) mod restore;

@@ -264,6 +264,7 @@ impl Runtime {
             return;
         }
         if !effects::is_lifecycle(&event) {
+            super::event_hooks::before_ingest(self, &event).await;
             self.deps.ingest.handle(&self.id, event).await;
             return;
         }

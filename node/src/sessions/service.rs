@@ -69,10 +69,12 @@ impl SessionService {
         }
     }
 
+    #[allow(dead_code)] // capability reads (key check, docs)
     pub(crate) fn engine_kind(&self) -> EngineKind {
         self.deps.factory.kind()
     }
 
+    #[allow(dead_code)]
     pub(crate) fn capabilities(&self) -> &Capabilities {
         self.deps.factory.capabilities()
     }

@@ -8,6 +8,7 @@ use wagate_proto::SessionStatus;
 
 /// Something that may move a session between statuses.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(dead_code)] // page-reload, restore and takeover triggers come with the browser engine and cluster issues
 pub(crate) enum Trigger {
     /// The operator started the session.
     Start,

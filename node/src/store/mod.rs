@@ -5,9 +5,16 @@
 pub(crate) mod audit;
 pub(crate) mod automation;
 pub(crate) mod backends;
+pub(crate) mod batches;
+pub(crate) mod idempotency;
 pub(crate) mod keys;
+pub(crate) mod messages;
 pub(crate) mod outbox;
+pub(crate) mod reactions;
+pub(crate) mod search;
 pub(crate) mod sessions;
+pub(crate) mod status_updates;
+pub(crate) mod templates;
 pub(crate) mod webhooks;
 
 /// The data database, on either backend (shared with the workers crate, which links the same tables).
@@ -48,10 +55,13 @@ pub enum DataTx {
     Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
 }
 
-/// Opens a transaction on the data DB.
+/// Opens a transaction on the data DB. On SQLite it takes the write lock up front (`BEGIN IMMEDIATE`):
+/// a deferred transaction that first reads (FTS5 reads its shadow tables when a statement touching
+/// `messages` is prepared) and then writes cannot wait for a concurrent writer in WAL mode and fails at
+/// once with `database is locked`; an immediate one waits out the busy timeout instead.
 pub async fn begin(db: &DataPool) -> StoreResult<DataTx> {
     Ok(match db {
-        DataPool::Sqlite(p) => DataTx::Sqlite(p.begin().await?),
+        DataPool::Sqlite(p) => DataTx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
         DataPool::Postgres(p) => DataTx::Postgres(p.begin().await?),
     })
 }
@@ -82,6 +92,7 @@ macro_rules! execute_tx {
 pub(crate) use execute_tx;
 
 /// Runs `$body` with `$c` bound to the transaction's connection (`&mut *tx`) on either backend.
+#[allow(unused_macros)] // for multi-statement reads inside a transaction; no caller yet
 macro_rules! with_tx {
     ($tx:expr, $c:ident => $body:expr) => {
         match $tx {
@@ -96,6 +107,7 @@ macro_rules! with_tx {
         }
     };
 }
+#[allow(unused_imports)]
 pub(crate) use with_tx;
 
 #[derive(Debug, thiserror::Error)]

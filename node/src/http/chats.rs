@@ -1,0 +1,189 @@
+//! Chat routes: the chat list and the chat write actions (unread, archive, pin, mute, typing, clear,
+//! delete). Reads and writes go through the engine; `/chats/read` belongs to the messaging routes.
+
+use axum::Json;
+use axum::extract::{RawQuery, State};
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::Role;
+use wagate_proto::dto::chats::{
+    ArchiveChatRequest, ChatIdRequest, ChatSummary, ChatTypingRequest, MuteChatRequest, PageQuery,
+    PinChatRequest,
+};
+use wagate_proto::dto::common::SuccessResult;
+
+use super::auth::Caller;
+use super::engine_call::{Page, bounded, jid, ready_engine};
+use super::error::{ApiError, ApiResult};
+use super::extract::{ApiJson, ApiPath, SessionId};
+use crate::app::ApiContext;
+use crate::engine::{self, ChatState};
+
+pub(crate) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(list_chats))
+        .routes(routes!(mark_chat_unread))
+        .routes(routes!(archive_chat))
+        .routes(routes!(pin_chat))
+        .routes(routes!(mute_chat))
+        .routes(routes!(set_chat_typing))
+        .routes(routes!(clear_chat))
+        .routes(routes!(delete_chat))
+}
+
+impl From<engine::ChatSummary> for ChatSummary {
+    fn from(c: engine::ChatSummary) -> ChatSummary {
+        ChatSummary {
+            is_group: c.id.is_group(),
+            kind: c.id.kind().as_str().to_string(),
+            id: c.id.to_string(),
+            name: c.name,
+            unread_count: c.unread_count,
+            timestamp: c.timestamp,
+            last_message: c.last_message,
+            archived: c.archived,
+            pinned: c.pinned,
+            muted: c.muted,
+            mute_expiration: if c.muted { c.mute_expiration } else { 0 },
+        }
+    }
+}
+
+/// GET /api/sessions/{sessionId}/chats
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/chats", tag = "chats", params(PageQuery),
+    responses((status = 200, body = [ChatSummary])))]
+async fn list_chats(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Json<Vec<ChatSummary>>> {
+    let page = Page::parse(query.as_deref(), 1000, 1000)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let chats = bounded(&ctx, engine.list_chats()).await?;
+    Ok(Json(
+        page.apply(chats).into_iter().map(Into::into).collect(),
+    ))
+}
+
+/// POST /api/sessions/{sessionId}/chats/unread
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/unread", tag = "chats",
+    request_body = ChatIdRequest, responses((status = 200, body = SuccessResult)))]
+async fn mark_chat_unread(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<ChatIdRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let chat = jid("chatId", &body.chat_id)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.mark_unread(&chat)).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// POST /api/sessions/{sessionId}/chats/archive
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/archive", tag = "chats",
+    request_body = ArchiveChatRequest, responses((status = 200, body = SuccessResult)))]
+async fn archive_chat(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<ArchiveChatRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let chat = jid("chatId", &body.chat_id)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.archive_chat(&chat, body.archive)).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// POST /api/sessions/{sessionId}/chats/pin
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/pin", tag = "chats",
+    request_body = PinChatRequest, responses((status = 200, body = SuccessResult)))]
+async fn pin_chat(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<PinChatRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let chat = jid("chatId", &body.chat_id)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.pin_chat(&chat, body.pin)).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// POST /api/sessions/{sessionId}/chats/mute
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/mute", tag = "chats",
+    request_body = MuteChatRequest, responses((status = 200, body = SuccessResult)))]
+async fn mute_chat(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<MuteChatRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let chat = jid("chatId", &body.chat_id)?;
+    let until = body.mute_until.ok_or_else(|| {
+        ApiError::bad_request(
+            "muteUntil is required (epoch milliseconds, 0 = indefinitely, or null)",
+        )
+    })?;
+    if until.is_some_and(|ms| ms < 0) {
+        return Err(ApiError::bad_request("muteUntil must not be negative"));
+    }
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.mute_chat(&chat, until)).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// POST /api/sessions/{sessionId}/chats/typing
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/typing", tag = "chats",
+    request_body = ChatTypingRequest, responses((status = 200, body = SuccessResult)))]
+async fn set_chat_typing(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<ChatTypingRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let chat = jid("chatId", &body.chat_id)?;
+    let state = match body.state.as_str() {
+        "typing" => ChatState::Typing,
+        "recording" => ChatState::Recording,
+        "paused" => ChatState::Paused,
+        _ => {
+            return Err(ApiError::bad_request(
+                "state must be typing, recording or paused",
+            ));
+        }
+    };
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.set_chat_state(&chat, state)).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// DELETE /api/sessions/{sessionId}/chats/{chatId}/messages
+#[utoipa::path(delete, path = "/api/sessions/{sessionId}/chats/{chatId}/messages", tag = "chats",
+    responses((status = 200, body = SuccessResult)))]
+async fn clear_chat(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+) -> ApiResult<Json<SuccessResult>> {
+    let chat = jid("chatId", &path.1)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.clear_chat(&chat)).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// POST /api/sessions/{sessionId}/chats/delete
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/delete", tag = "chats",
+    request_body = ChatIdRequest, responses((status = 200, body = SuccessResult)))]
+async fn delete_chat(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<ChatIdRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let chat = jid("chatId", &body.chat_id)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.delete_chat(&chat)).await?;
+    Ok(Json(SuccessResult::ok()))
+}

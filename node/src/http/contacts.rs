@@ -1,0 +1,254 @@
+//! Contact routes: records, number checks, profile pictures (one and many), phone lookups, blocking and
+//! address-book edits. Static segments (`blocked`, `check`, `profile-pictures`) win over `{contactId}`.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::dto::common::SuccessResult;
+use wagate_proto::dto::contacts::{
+    ContactCheck, ContactPhone, ContactRecord, PictureUrl, ProfilePictures, ProfilePicturesQuery,
+    UpsertContactRequest,
+};
+use wagate_proto::{Jid, Role};
+
+use super::auth::Caller;
+use super::engine_call::{bounded, jid, ready_engine};
+use super::error::{ApiError, ApiResult};
+use super::extract::{ApiJson, ApiPath, ApiQuery, SessionId};
+use crate::app::ApiContext;
+use crate::engine::{self, EngineError};
+
+/// At most this many ids are looked up by one profile-pictures request.
+const MAX_PICTURE_IDS: usize = 50;
+
+pub(crate) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(list_contacts))
+        .routes(routes!(list_blocked_contacts))
+        .routes(routes!(check_number))
+        .routes(routes!(get_profile_pictures))
+        .routes(routes!(get_contact, save_contact, delete_contact))
+        .routes(routes!(get_profile_picture))
+        .routes(routes!(get_contact_phone))
+        .routes(routes!(block_contact, unblock_contact))
+}
+
+impl From<engine::Contact> for ContactRecord {
+    fn from(c: engine::Contact) -> ContactRecord {
+        ContactRecord {
+            number: (c.id.server() == "c.us").then(|| c.id.user().to_string()),
+            id: c.id.to_string(),
+            name: c.name,
+            push_name: c.push_name,
+            is_my_contact: c.is_my_contact,
+            is_blocked: c.is_blocked,
+            profile_pic_url: c.profile_pic_url,
+        }
+    }
+}
+
+fn path_contact(path: &(String, String)) -> ApiResult<Jid> {
+    jid("contactId", &path.1)
+}
+
+/// GET /api/sessions/{sessionId}/contacts
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts", tag = "contacts",
+    responses((status = 200, body = [ContactRecord])))]
+async fn list_contacts(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<Vec<ContactRecord>>> {
+    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let contacts = bounded(&ctx, engine.list_contacts()).await?;
+    Ok(Json(contacts.into_iter().map(Into::into).collect()))
+}
+
+/// GET /api/sessions/{sessionId}/contacts/blocked
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts/blocked", tag = "contacts",
+    responses((status = 200, body = [String])))]
+async fn list_blocked_contacts(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<Vec<String>>> {
+    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let blocked = bounded(&ctx, engine.blocked()).await?;
+    Ok(Json(blocked.iter().map(Jid::to_string).collect()))
+}
+
+/// GET /api/sessions/{sessionId}/contacts/check/{number}
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts/check/{number}", tag = "contacts",
+    responses((status = 200, body = ContactCheck)))]
+async fn check_number(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+) -> ApiResult<Json<ContactCheck>> {
+    let digits = path.1.split('@').next().unwrap_or_default();
+    let digits = digits.trim().trim_start_matches('+').to_string();
+    Jid::from_phone(&digits).map_err(|e| ApiError::bad_request(format!("number: {e}")))?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let check = bounded(&ctx, engine.check_number(&digits)).await?;
+    Ok(Json(ContactCheck {
+        number: check.number,
+        exists: check.exists,
+        whatsapp_id: check.whatsapp_id.to_string(),
+    }))
+}
+
+/// GET /api/sessions/{sessionId}/contacts/profile-pictures
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts/profile-pictures", tag = "contacts",
+    params(ProfilePicturesQuery), responses((status = 200, body = ProfilePictures)))]
+async fn get_profile_pictures(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiQuery(query): ApiQuery<ProfilePicturesQuery>,
+) -> ApiResult<Json<ProfilePictures>> {
+    let raw = query.ids.unwrap_or_default();
+    let ids: Vec<Jid> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .take(MAX_PICTURE_IDS)
+        .map(|s| jid("ids", s))
+        .collect::<ApiResult<_>>()?;
+    if ids.is_empty() {
+        return Err(ApiError::bad_request(
+            "ids must list at least one contact id",
+        ));
+    }
+    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let lookups = async {
+        let mut pictures = BTreeMap::new();
+        for contact in &ids {
+            let url = match engine.profile_picture(contact).await {
+                Err(EngineError::NotFound(_)) => None,
+                other => other?,
+            };
+            pictures.insert(contact.to_string(), url);
+        }
+        Ok(pictures)
+    };
+    let pictures = bounded(&ctx, lookups).await?;
+    Ok(Json(ProfilePictures { pictures }))
+}
+
+/// GET /api/sessions/{sessionId}/contacts/{contactId}
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts/{contactId}", tag = "contacts",
+    responses((status = 200, body = ContactRecord)))]
+async fn get_contact(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+) -> ApiResult<Json<ContactRecord>> {
+    let contact = path_contact(&path)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    Ok(Json(
+        bounded(&ctx, engine.get_contact(&contact)).await?.into(),
+    ))
+}
+
+/// PUT /api/sessions/{sessionId}/contacts/{contactId}
+#[utoipa::path(put, path = "/api/sessions/{sessionId}/contacts/{contactId}", tag = "contacts",
+    request_body = UpsertContactRequest, responses((status = 200, body = SuccessResult)))]
+async fn save_contact(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<UpsertContactRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let contact = path_contact(&path)?;
+    if body.first_name.trim().is_empty() {
+        return Err(ApiError::bad_request("firstName must not be empty"));
+    }
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let save = engine.save_contact(&contact, &body.first_name, body.last_name.as_deref());
+    bounded(&ctx, save).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// DELETE /api/sessions/{sessionId}/contacts/{contactId}
+#[utoipa::path(delete, path = "/api/sessions/{sessionId}/contacts/{contactId}", tag = "contacts",
+    responses((status = 200, body = SuccessResult)))]
+async fn delete_contact(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+) -> ApiResult<Json<SuccessResult>> {
+    let contact = path_contact(&path)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.delete_contact(&contact)).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// GET /api/sessions/{sessionId}/contacts/{contactId}/profile-picture
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts/{contactId}/profile-picture", tag = "contacts",
+    responses((status = 200, body = PictureUrl)))]
+async fn get_profile_picture(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+) -> ApiResult<Json<PictureUrl>> {
+    let contact = path_contact(&path)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let url = bounded(&ctx, engine.profile_picture(&contact)).await?;
+    Ok(Json(PictureUrl { url }))
+}
+
+/// GET /api/sessions/{sessionId}/contacts/{contactId}/phone
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts/{contactId}/phone", tag = "contacts",
+    responses((status = 200, body = ContactPhone)))]
+async fn get_contact_phone(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+) -> ApiResult<Json<ContactPhone>> {
+    let contact = path_contact(&path)?;
+    ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    // A phone number is only knowable from a phone-number JID; a @lid hides it.
+    let phone = (contact.server() == "c.us").then(|| contact.user().to_string());
+    Ok(Json(ContactPhone {
+        contact_id: contact.to_string(),
+        phone,
+    }))
+}
+
+/// POST /api/sessions/{sessionId}/contacts/{contactId}/block
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/contacts/{contactId}/block", tag = "contacts",
+    responses((status = 200, body = SuccessResult)))]
+async fn block_contact(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+) -> ApiResult<Json<SuccessResult>> {
+    let contact = path_contact(&path)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.block(&contact)).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// DELETE /api/sessions/{sessionId}/contacts/{contactId}/block
+#[utoipa::path(delete, path = "/api/sessions/{sessionId}/contacts/{contactId}/block", tag = "contacts",
+    responses((status = 200, body = SuccessResult)))]
+async fn unblock_contact(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+) -> ApiResult<Json<SuccessResult>> {
+    let contact = path_contact(&path)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.unblock(&contact)).await?;
+    Ok(Json(SuccessResult::ok()))
+}

@@ -1,0 +1,248 @@
+//! Group routes: list, create, detail, join info and join, subject, description, leave. Roster changes
+//! and membership requests are in `participants.rs`; settings, picture and invite codes in `admin.rs`.
+//! `join-info` and `join` are static segments and win over `{groupId}`.
+
+use axum::Json;
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::Role;
+use wagate_proto::dto::chats::PageQuery;
+use wagate_proto::dto::common::SuccessResult;
+use wagate_proto::dto::groups::{
+    CreateGroupRequest, GroupDescriptionRequest, GroupDetail, GroupJoinInfo, GroupParticipant,
+    GroupSubjectRequest, GroupSummary, JoinGroupRequest, JoinGroupResponse, JoinInfoQuery,
+};
+
+use super::auth::Caller;
+use super::engine_call::{Page, bounded, jid, ready_engine};
+use super::error::{ApiError, ApiResult};
+use super::extract::{ApiJson, ApiPath, ApiQuery, SessionId};
+use crate::app::ApiContext;
+use crate::engine::{self, NewGroup};
+
+mod admin;
+mod participants;
+
+pub(crate) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(list_groups, create_group))
+        .routes(routes!(get_join_info))
+        .routes(routes!(join_group))
+        .routes(routes!(get_group))
+        .routes(routes!(set_group_subject))
+        .routes(routes!(set_group_description))
+        .routes(routes!(leave_group))
+        .merge(participants::router())
+        .merge(admin::router())
+}
+
+fn summary(g: engine::GroupSummary) -> GroupSummary {
+    GroupSummary {
+        id: g.id.to_string(),
+        name: g.name,
+        participants_count: Some(g.participants_count),
+        is_admin: Some(g.is_admin),
+    }
+}
+
+fn detail(g: engine::GroupInfo) -> GroupDetail {
+    let participants = g
+        .participants
+        .into_iter()
+        .map(|p| GroupParticipant {
+            number: p.id.user().to_string(),
+            id: p.id.to_string(),
+            name: None,
+            is_admin: p.is_admin || p.is_super_admin,
+            is_super_admin: p.is_super_admin,
+        })
+        .collect();
+    GroupDetail {
+        id: g.id.to_string(),
+        name: g.subject,
+        description: g.description,
+        owner: g.owner.to_string(),
+        created_at: g.created_at,
+        participants,
+    }
+}
+
+/// The `{groupId}` of a group path, as a group JID.
+pub(super) fn path_group(path: &(String, String)) -> ApiResult<wagate_proto::Jid> {
+    let group = jid("groupId", &path.1)?;
+    if !group.is_group() {
+        return Err(ApiError::bad_request(
+            "groupId must be a group id (<id>@g.us)",
+        ));
+    }
+    Ok(group)
+}
+
+/// GET /api/sessions/{sessionId}/groups
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/groups", tag = "groups", params(PageQuery),
+    responses((status = 200, body = [GroupSummary])))]
+async fn list_groups(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Json<Vec<GroupSummary>>> {
+    let page = Page::parse(query.as_deref(), 1000, 1000)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let groups = bounded(&ctx, engine.list_groups()).await?;
+    let list = page.apply(groups).into_iter().map(|g| GroupSummary {
+        participants_count: None,
+        is_admin: None,
+        ..summary(g)
+    });
+    Ok(Json(list.collect()))
+}
+
+/// POST /api/sessions/{sessionId}/groups
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/groups", tag = "groups",
+    request_body = CreateGroupRequest, responses((status = 201, body = GroupSummary)))]
+async fn create_group(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<CreateGroupRequest>,
+) -> ApiResult<(StatusCode, Json<GroupSummary>)> {
+    if body.name.trim().is_empty() {
+        return Err(ApiError::bad_request("name must not be empty"));
+    }
+    let participants = super::engine_call::jids("participants", &body.participants)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    // Unbounded on purpose: the spec lists group create among the routes that never answer 503.
+    let group = engine
+        .create_group(NewGroup {
+            subject: body.name,
+            participants,
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(summary(group))))
+}
+
+/// GET /api/sessions/{sessionId}/groups/join-info
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/groups/join-info", tag = "groups",
+    params(JoinInfoQuery), responses((status = 200, body = GroupJoinInfo)))]
+async fn get_join_info(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiQuery(query): ApiQuery<JoinInfoQuery>,
+) -> ApiResult<Json<GroupJoinInfo>> {
+    let code = invite_code(query.code.as_deref().unwrap_or_default())?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let info = bounded(&ctx, engine.group_join_info(&code)).await?;
+    Ok(Json(GroupJoinInfo {
+        id: info.id.to_string(),
+        name: info.subject,
+        description: info.description,
+        owner: info.owner.to_string(),
+        created_at: info.created_at,
+        participant_count: info.participants.len(),
+    }))
+}
+
+/// An invite code, given bare or as a `https://chat.whatsapp.com/<code>` link.
+fn invite_code(raw: &str) -> ApiResult<String> {
+    let code = raw
+        .trim()
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    if code.is_empty() || !code.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(ApiError::bad_request("invite code is missing or malformed"));
+    }
+    Ok(code)
+}
+
+/// POST /api/sessions/{sessionId}/groups/join
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/groups/join", tag = "groups",
+    request_body = JoinGroupRequest, responses((status = 200, body = JoinGroupResponse)))]
+async fn join_group(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<JoinGroupRequest>,
+) -> ApiResult<Json<JoinGroupResponse>> {
+    let code = invite_code(&body.invite_code)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let group = bounded(&ctx, engine.join_group(&code)).await?;
+    Ok(Json(JoinGroupResponse {
+        success: true,
+        group_id: group.to_string(),
+    }))
+}
+
+/// GET /api/sessions/{sessionId}/groups/{groupId}
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/groups/{groupId}", tag = "groups",
+    responses((status = 200, body = GroupDetail)))]
+async fn get_group(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+) -> ApiResult<Json<GroupDetail>> {
+    let group = path_group(&path)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    Ok(Json(detail(
+        bounded(&ctx, engine.group_info(&group)).await?,
+    )))
+}
+
+/// PUT /api/sessions/{sessionId}/groups/{groupId}/subject
+#[utoipa::path(put, path = "/api/sessions/{sessionId}/groups/{groupId}/subject", tag = "groups",
+    request_body = GroupSubjectRequest, responses((status = 200, body = SuccessResult)))]
+async fn set_group_subject(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<GroupSubjectRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let group = path_group(&path)?;
+    if body.subject.trim().is_empty() {
+        return Err(ApiError::bad_request("subject must not be empty"));
+    }
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.set_group_subject(&group, &body.subject)).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// PUT /api/sessions/{sessionId}/groups/{groupId}/description
+#[utoipa::path(put, path = "/api/sessions/{sessionId}/groups/{groupId}/description", tag = "groups",
+    request_body = GroupDescriptionRequest, responses((status = 200, body = SuccessResult)))]
+async fn set_group_description(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<GroupDescriptionRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let group = path_group(&path)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(
+        &ctx,
+        engine.set_group_description(&group, &body.description),
+    )
+    .await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// POST /api/sessions/{sessionId}/groups/{groupId}/leave
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/groups/{groupId}/leave", tag = "groups",
+    responses((status = 200, body = SuccessResult)))]
+async fn leave_group(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+) -> ApiResult<Json<SuccessResult>> {
+    let group = path_group(&path)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.leave_group(&group)).await?;
+    Ok(Json(SuccessResult::ok()))
+}

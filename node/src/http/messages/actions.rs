@@ -1,0 +1,147 @@
+//! Operations on existing messages (200): react, edit (MessageResponse), delete, pin, unpin, poll vote,
+//! star, and the chat read receipt `POST /chats/read`. Handlers parse, authorise, call the service.
+
+use axum::Json;
+use axum::extract::State;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::Role;
+use wagate_proto::dto::common::{MessageResponse, SuccessResult};
+use wagate_proto::dto::messages::{
+    DeleteMessageRequest, EditRequest, MessageRefRequest, PinRequest, ReactRequest,
+    ReadChatRequest, StarRequest, VotePollRequest,
+};
+
+use crate::app::ApiContext;
+use crate::http::auth::Caller;
+use crate::http::error::ApiResult;
+use crate::http::extract::{ApiJson, SessionId};
+use crate::http::sessions::authorise;
+
+pub(super) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(react_message))
+        .routes(routes!(edit_message))
+        .routes(routes!(delete_message))
+        .routes(routes!(pin_message))
+        .routes(routes!(unpin_message))
+        .routes(routes!(vote_poll))
+        .routes(routes!(star_message))
+        .routes(routes!(read_chat))
+}
+
+type Success = ApiResult<Json<SuccessResult>>;
+
+/// POST /api/sessions/{sessionId}/messages/react
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/react", tag = "messages",
+    request_body = ReactRequest, responses((status = 200, body = SuccessResult), (status = 400), (status = 409)))]
+async fn react_message(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<ReactRequest>,
+) -> Success {
+    authorise(&caller, &id, Role::Operator)?;
+    ctx.messaging.react(&id.0, body).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// POST /api/sessions/{sessionId}/messages/edit
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/edit", tag = "messages",
+    request_body = EditRequest, responses((status = 200, body = MessageResponse), (status = 400), (status = 409)))]
+async fn edit_message(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<EditRequest>,
+) -> ApiResult<Json<MessageResponse>> {
+    authorise(&caller, &id, Role::Operator)?;
+    let sent = ctx.messaging.edit(&id.0, body).await?;
+    Ok(Json(MessageResponse {
+        message_id: sent.id,
+        timestamp: sent.timestamp,
+    }))
+}
+
+/// POST /api/sessions/{sessionId}/messages/delete
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/delete", tag = "messages",
+    request_body = DeleteMessageRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
+async fn delete_message(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<DeleteMessageRequest>,
+) -> Success {
+    authorise(&caller, &id, Role::Operator)?;
+    ctx.messaging.delete(&id.0, body).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// POST /api/sessions/{sessionId}/messages/pin
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/pin", tag = "messages",
+    request_body = PinRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
+async fn pin_message(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<PinRequest>,
+) -> Success {
+    authorise(&caller, &id, Role::Operator)?;
+    ctx.messaging.pin(&id.0, body).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// POST /api/sessions/{sessionId}/messages/unpin
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/unpin", tag = "messages",
+    request_body = MessageRefRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
+async fn unpin_message(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<MessageRefRequest>,
+) -> Success {
+    authorise(&caller, &id, Role::Operator)?;
+    ctx.messaging.unpin(&id.0, body).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// POST /api/sessions/{sessionId}/messages/vote-poll
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/vote-poll", tag = "messages",
+    request_body = VotePollRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
+async fn vote_poll(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<VotePollRequest>,
+) -> Success {
+    authorise(&caller, &id, Role::Operator)?;
+    ctx.messaging.vote_poll(&id.0, body).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// POST /api/sessions/{sessionId}/messages/star
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/star", tag = "messages",
+    request_body = StarRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
+async fn star_message(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<StarRequest>,
+) -> Success {
+    authorise(&caller, &id, Role::Operator)?;
+    ctx.messaging.star(&id.0, body).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// POST /api/sessions/{sessionId}/chats/read
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/read", tag = "chats",
+    request_body = ReadChatRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
+async fn read_chat(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<ReadChatRequest>,
+) -> Success {
+    authorise(&caller, &id, Role::Operator)?;
+    ctx.messaging.read_chat(&id.0, body).await?;
+    Ok(Json(SuccessResult::ok()))
+}

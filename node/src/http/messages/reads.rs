@@ -1,0 +1,105 @@
+//! Message reads (viewer): the session's message list, a chat's history, a message's reactions and its
+//! media bytes. All come from the message store.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::Role;
+use wagate_proto::dto::messages::{ListMessagesQuery, Message, ReactionGroup};
+
+use crate::app::ApiContext;
+use crate::http::auth::Caller;
+use crate::http::error::ApiResult;
+use crate::http::extract::{ApiPath, ApiQuery, SessionId};
+use crate::http::sessions::authorise;
+
+pub(super) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(list_messages))
+        .routes(routes!(chat_history))
+        .routes(routes!(message_reactions))
+        .routes(routes!(message_media))
+}
+
+/// GET /api/sessions/{sessionId}/messages
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/messages", tag = "messages", params(ListMessagesQuery),
+    responses((status = 200, body = [Message]), (status = 400, description = "bad paging or unknown cursor")))]
+async fn list_messages(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiQuery(query): ApiQuery<ListMessagesQuery>,
+) -> ApiResult<Json<Vec<Message>>> {
+    authorise(&caller, &id, Role::Viewer)?;
+    Ok(Json(ctx.messaging.list(&id.0, query).await?))
+}
+
+#[derive(serde::Deserialize)]
+struct ChatPath {
+    #[serde(rename = "chatId")]
+    chat_id: String,
+}
+
+#[derive(serde::Deserialize)]
+struct MessagePath {
+    #[serde(rename = "messageId")]
+    message_id: String,
+}
+
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct HistoryQuery {
+    /// 1-1000, default 50.
+    limit: Option<String>,
+}
+
+/// GET /api/sessions/{sessionId}/messages/{chatId}/history
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/{chatId}/history", tag = "messages",
+    params(HistoryQuery), responses((status = 200, body = [Message])))]
+async fn chat_history(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<ChatPath>,
+    ApiQuery(q): ApiQuery<HistoryQuery>,
+) -> ApiResult<Json<Vec<Message>>> {
+    authorise(&caller, &id, Role::Viewer)?;
+    Ok(Json(
+        ctx.messaging.history(&id.0, &path.chat_id, q.limit).await?,
+    ))
+}
+
+/// GET /api/sessions/{sessionId}/messages/{chatId}/{messageId}/reactions
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/{chatId}/{messageId}/reactions", tag = "messages",
+    responses((status = 200, body = [ReactionGroup]), (status = 404)))]
+async fn message_reactions(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<MessagePath>,
+) -> ApiResult<Json<Vec<ReactionGroup>>> {
+    authorise(&caller, &id, Role::Viewer)?;
+    Ok(Json(
+        ctx.messaging.reactions(&id.0, &path.message_id).await?,
+    ))
+}
+
+/// GET /api/sessions/{sessionId}/messages/{chatId}/{messageId}/media
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/{chatId}/{messageId}/media", tag = "messages",
+    responses((status = 200, description = "the raw media bytes"), (status = 404, description = "no media")))]
+async fn message_media(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<MessagePath>,
+) -> ApiResult<Response> {
+    authorise(&caller, &id, Role::Viewer)?;
+    let (mimetype, bytes) = ctx.messaging.media_bytes(&id.0, &path.message_id).await?;
+    let mut resp = bytes.into_response();
+    if let Ok(value) = HeaderValue::from_str(&mimetype) {
+        resp.headers_mut().insert(header::CONTENT_TYPE, value);
+    }
+    Ok(resp)
+}

@@ -1,0 +1,82 @@
+//! Profile routes: display name, status text (about) and picture of the session's own account.
+
+use axum::Json;
+use axum::extract::State;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::Role;
+use wagate_proto::dto::calls::{SetProfileNameRequest, SetProfileStatusRequest};
+use wagate_proto::dto::common::SuccessResult;
+use wagate_proto::dto::status::MediaInput;
+
+use super::auth::Caller;
+use super::engine_call::{bounded, ready_engine};
+use super::error::{ApiError, ApiResult};
+use super::extract::{ApiJson, SessionId};
+use super::media_input::load_media;
+use crate::app::ApiContext;
+
+pub(crate) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(set_profile_name))
+        .routes(routes!(set_profile_status))
+        .routes(routes!(set_profile_picture, remove_profile_picture))
+}
+
+/// PUT /api/sessions/{sessionId}/profile/name
+#[utoipa::path(put, path = "/api/sessions/{sessionId}/profile/name", tag = "profile",
+    request_body = SetProfileNameRequest, responses((status = 200, body = SuccessResult)))]
+async fn set_profile_name(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<SetProfileNameRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    if body.name.trim().is_empty() {
+        return Err(ApiError::bad_request("name must not be empty"));
+    }
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.set_profile_name(&body.name)).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// PUT /api/sessions/{sessionId}/profile/status
+#[utoipa::path(put, path = "/api/sessions/{sessionId}/profile/status", tag = "profile",
+    request_body = SetProfileStatusRequest, responses((status = 200, body = SuccessResult)))]
+async fn set_profile_status(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<SetProfileStatusRequest>,
+) -> ApiResult<Json<SuccessResult>> {
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.set_profile_status(&body.status)).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// PUT /api/sessions/{sessionId}/profile/picture
+#[utoipa::path(put, path = "/api/sessions/{sessionId}/profile/picture", tag = "profile",
+    request_body = MediaInput, responses((status = 200, body = SuccessResult)))]
+async fn set_profile_picture(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<MediaInput>,
+) -> ApiResult<Json<SuccessResult>> {
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let (image, _) = load_media(&ctx, &body, "image/jpeg").await?;
+    bounded(&ctx, engine.set_profile_picture(image)).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// DELETE /api/sessions/{sessionId}/profile/picture
+#[utoipa::path(delete, path = "/api/sessions/{sessionId}/profile/picture", tag = "profile",
+    responses((status = 200, body = SuccessResult)))]
+async fn remove_profile_picture(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<SuccessResult>> {
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.remove_profile_picture()).await?;
+    Ok(Json(SuccessResult::ok()))
+}

@@ -1,0 +1,121 @@
+//! `GET /api/search`: full-text search over stored messages through the built-in provider (SQLite FTS5 or
+//! PostgreSQL full text). Strict query parsing (integers only for `limit`/`offset`), scoped keys see
+//! only their sessions, and a provider that does not answer within 10 seconds is a 503.
+
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::extract::{RawQuery, State};
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::Role;
+use wagate_proto::dto::search::{SearchHit, SearchQuery, SearchResults};
+
+use super::auth::Caller;
+use super::engine_call::whole;
+use super::error::{ApiError, ApiResult};
+use super::extract::query_pairs;
+use crate::app::ApiContext;
+use crate::store::search::{SearchFilter, SearchRow, search};
+
+/// The spec's search timeout.
+const SEARCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// The name the built-in provider answers with.
+const PROVIDER: &str = "builtin-fts";
+
+pub(crate) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new().routes(routes!(search_messages))
+}
+
+/// ISO 8601 (date or date-time) or Unix seconds.
+fn instant(field: &str, raw: &str) -> ApiResult<i64> {
+    if let Ok(secs) = raw.parse::<i64>() {
+        return Ok(secs);
+    }
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(raw) {
+        return Ok(at.timestamp());
+    }
+    chrono::NaiveDate::parse_from_str(raw, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|d| d.and_utc().timestamp())
+        .ok_or_else(|| ApiError::bad_request(format!("{field} must be ISO 8601 or Unix seconds")))
+}
+
+fn parse(caller: &Caller, query: Option<&str>) -> ApiResult<SearchFilter> {
+    let mut f = SearchFilter {
+        limit: 20,
+        ..SearchFilter::default()
+    };
+    let some = |v: &str| Some(v.to_string()).filter(|v| !v.is_empty());
+    for (key, value) in query_pairs(query) {
+        match key.as_str() {
+            "q" => f.text = value.trim().to_string(),
+            "sessionId" => f.session_id = some(&value),
+            "chatId" => f.chat_id = some(&value),
+            "direction" => f.direction = some(&value),
+            "type" => f.kind = some(&value),
+            "from" => f.from = some(&value),
+            "dateFrom" => f.date_from = Some(instant("dateFrom", &value)?),
+            "dateTo" => f.date_to = Some(instant("dateTo", &value)?),
+            "limit" => f.limit = whole("limit", &value, 1, 100)? as i64,
+            "offset" => f.offset = whole("offset", &value, 0, 1_000_000)? as i64,
+            _ => {}
+        }
+    }
+    if f.text.is_empty() {
+        return Err(ApiError::bad_request("q is required"));
+    }
+    if f.direction
+        .as_deref()
+        .is_some_and(|d| d != "incoming" && d != "outgoing")
+    {
+        return Err(ApiError::bad_request(
+            "direction must be incoming or outgoing",
+        ));
+    }
+    if let Some(session) = &f.session_id {
+        caller.require_session(session)?;
+    }
+    if caller.is_scoped() {
+        f.sessions = caller.key.allowed_sessions.clone();
+    }
+    Ok(f)
+}
+
+fn hit(row: SearchRow) -> SearchHit {
+    SearchHit {
+        message_id: row.id,
+        wa_message_id: row.wa_message_id,
+        session_id: row.session_id,
+        chat_id: row.chat_id,
+        body: row.body,
+        snippet: row.snippet,
+        timestamp: row.timestamp,
+        kind: row.kind,
+        direction: row.direction,
+        from: row.from_jid,
+        score: Some(row.score),
+    }
+}
+
+/// GET /api/search
+#[utoipa::path(get, path = "/api/search", tag = "search", params(SearchQuery),
+    responses((status = 200, body = SearchResults)))]
+async fn search_messages(
+    caller: Caller,
+    State(ctx): State<ApiContext>,
+    RawQuery(query): RawQuery,
+) -> ApiResult<Json<SearchResults>> {
+    caller.require(Role::Viewer)?;
+    let filter = parse(&caller, query.as_deref())?;
+    let started = Instant::now();
+    let (rows, total) = tokio::time::timeout(SEARCH_TIMEOUT, search(&ctx.data_db, &filter))
+        .await
+        .map_err(|_| ApiError::unavailable("Search provider did not answer in time"))??;
+    Ok(Json(SearchResults {
+        hits: rows.into_iter().map(hit).collect(),
+        total,
+        took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        provider: PROVIDER.to_string(),
+    }))
+}

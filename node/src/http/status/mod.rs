@@ -1,0 +1,116 @@
+//! Status (story) routes: the four posts are in `post.rs`; here the live lists (own, a contact's),
+//! delete, and the media of a status this session posted. The path parameter is `{id}` throughout
+//! (a contact id for the list, a status id for delete and media) so the router sees one shape.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::Response;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::dto::common::SuccessResult;
+use wagate_proto::dto::status::{StatusContact, StatusList, StatusRecord};
+use wagate_proto::{Role, iso_ms};
+
+use crate::app::ApiContext;
+use crate::engine::StatusUpdate;
+use crate::events::statuses;
+use crate::http::auth::Caller;
+use crate::http::engine_call::{bounded, jid, ready_engine};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{ApiPath, SessionId};
+use crate::http::sessions::authorise;
+
+mod post;
+
+pub(crate) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(list_statuses))
+        .routes(routes!(list_contact_statuses, delete_status))
+        .routes(routes!(get_status_media))
+        .merge(post::router())
+}
+
+fn record(s: StatusUpdate) -> StatusRecord {
+    StatusRecord {
+        id: s.status_id,
+        contact: StatusContact {
+            id: s.contact.to_string(),
+        },
+        kind: serde_json::to_value(s.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "unknown".into()),
+        caption: s.caption,
+        has_media: s.has_media,
+        timestamp: iso_ms(s.posted_at.saturating_mul(1000)),
+        expires_at: iso_ms(s.expires_at.saturating_mul(1000)),
+    }
+}
+
+/// GET /api/sessions/{sessionId}/status
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/status", tag = "status",
+    responses((status = 200, body = StatusList)))]
+async fn list_statuses(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<StatusList>> {
+    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let statuses = bounded(&ctx, engine.list_statuses()).await?;
+    Ok(Json(StatusList {
+        statuses: statuses.into_iter().map(record).collect(),
+    }))
+}
+
+/// GET /api/sessions/{sessionId}/status/{id} (`id` = contact id)
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/status/{id}", tag = "status",
+    responses((status = 200, body = StatusList)))]
+async fn list_contact_statuses(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+) -> ApiResult<Json<StatusList>> {
+    let contact = jid("contactId", &path.1)?;
+    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let statuses = bounded(&ctx, engine.contact_statuses(&contact)).await?;
+    Ok(Json(StatusList {
+        statuses: statuses.into_iter().map(record).collect(),
+    }))
+}
+
+/// DELETE /api/sessions/{sessionId}/status/{id} (`id` = status id)
+#[utoipa::path(delete, path = "/api/sessions/{sessionId}/status/{id}", tag = "status",
+    responses((status = 200, body = SuccessResult)))]
+async fn delete_status(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+) -> ApiResult<Json<SuccessResult>> {
+    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    bounded(&ctx, engine.delete_status(&path.1)).await?;
+    statuses::forget(&ctx.data_db, &id.0, &path.1).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// GET /api/sessions/{sessionId}/status/{id}/media (raw bytes; 404 when none)
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/status/{id}/media", tag = "status",
+    responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>)))]
+async fn get_status_media(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<(String, String)>,
+) -> ApiResult<Response> {
+    authorise(&caller, &id, Role::Viewer)?;
+    ctx.sessions.record(&id.0).await?;
+    let (mimetype, bytes) = statuses::media(&ctx.data_db, &id.0, &path.1)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Status {} has no stored media", path.1)))?;
+    Response::builder()
+        .header(header::CONTENT_TYPE, mimetype)
+        .body(Body::from(bytes))
+        .map_err(ApiError::internal)
+}

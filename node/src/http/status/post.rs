@@ -1,0 +1,192 @@
+//! The four status posts (text, image, video, voice): body validation (recipients up to 256 JIDs, required
+//! non-empty where the engine's capabilities say so, ignored otherwise; fonts), the engine post (never
+//! bounded: status posts are among the routes that never answer 503), then the own post is persisted.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::dto::status::{
+    MediaInput, SendMediaStatusRequest, SendTextStatusRequest, StatusResult,
+};
+use wagate_proto::{Jid, Role, iso_ms};
+
+use crate::app::ApiContext;
+use crate::engine::{MediaSource, MessageType, StatusContent, StatusPost, StatusUpdate};
+use crate::events::statuses;
+use crate::http::auth::Caller;
+use crate::http::engine_call::{jid, ready_engine};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{ApiJson, SessionId};
+use crate::http::media_input::load_media;
+
+const MAX_RECIPIENTS: usize = 256;
+const FONTS: [u8; 8] = [0, 1, 2, 6, 7, 8, 9, 10];
+
+pub(super) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(send_text_status))
+        .routes(routes!(send_image_status))
+        .routes(routes!(send_video_status))
+        .routes(routes!(send_voice_status))
+}
+
+/// The audience: required non-empty when the engine needs it, ignored when it broadcasts anyway.
+fn recipients(ctx: &ApiContext, raw: Option<&[String]>) -> ApiResult<Vec<Jid>> {
+    if !ctx.sessions.capabilities().status_recipients_required {
+        return Ok(Vec::new());
+    }
+    let raw = raw.unwrap_or_default();
+    if raw.is_empty() {
+        return Err(ApiError::bad_request(
+            "recipients must be a non-empty array of JIDs",
+        ));
+    }
+    if raw.len() > MAX_RECIPIENTS {
+        return Err(ApiError::bad_request(format!(
+            "recipients: at most {MAX_RECIPIENTS} JIDs"
+        )));
+    }
+    raw.iter()
+        .map(|r| {
+            let id = jid("recipients", r)?;
+            match id.server() {
+                "c.us" | "lid" => Ok(id),
+                _ => Err(ApiError::bad_request(format!(
+                    "recipients: {r} is not a contact JID"
+                ))),
+            }
+        })
+        .collect()
+}
+
+fn accepted(update: &StatusUpdate) -> (StatusCode, Json<StatusResult>) {
+    let result = StatusResult {
+        status_id: update.status_id.clone(),
+        timestamp: iso_ms(update.posted_at.saturating_mul(1000)),
+        expires_at: iso_ms(update.expires_at.saturating_mul(1000)),
+    };
+    (StatusCode::CREATED, Json(result))
+}
+
+/// Posts and persists; `media` is what to keep for `GET /status/{id}/media`.
+async fn publish(
+    ctx: &ApiContext,
+    session: &str,
+    post: StatusPost,
+    media: Option<(&str, &[u8])>,
+) -> ApiResult<(StatusCode, Json<StatusResult>)> {
+    let engine = ctx.sessions.ready_engine(session)?;
+    let audience = post.recipients.clone();
+    let update = engine.post_status(post).await?;
+    if let Err(err) = statuses::persist_own(&ctx.data_db, session, &update, media, &audience).await
+    {
+        // The post is live on the network; failing the request now would invite a duplicate retry.
+        tracing::warn!(session_id = session, error = %err, "own status post not persisted");
+    }
+    Ok(accepted(&update))
+}
+
+/// POST /api/sessions/{sessionId}/status/send-text
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/status/send-text", tag = "status",
+    request_body = SendTextStatusRequest, responses((status = 201, body = StatusResult)))]
+async fn send_text_status(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<SendTextStatusRequest>,
+) -> ApiResult<(StatusCode, Json<StatusResult>)> {
+    if body.text.trim().is_empty() {
+        return Err(ApiError::bad_request("text must not be empty"));
+    }
+    if body.font.is_some_and(|f| !FONTS.contains(&f)) {
+        return Err(ApiError::bad_request(
+            "font must be one of 0, 1, 2, 6, 7, 8, 9, 10",
+        ));
+    }
+    let audience = recipients(&ctx, body.recipients.as_deref())?;
+    ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let content = StatusContent::Text {
+        text: body.text,
+        background_color: body.background_color,
+        font: body.font,
+    };
+    let post = StatusPost {
+        content,
+        recipients: audience,
+    };
+    publish(&ctx, &id.0, post, None).await
+}
+
+async fn send_media(
+    ctx: ApiContext,
+    caller: Caller,
+    id: SessionId,
+    body: SendMediaStatusRequest,
+    kind: MessageType,
+) -> ApiResult<(StatusCode, Json<StatusResult>)> {
+    let (nested, default_mimetype) = match kind {
+        MessageType::Image => (body.image.clone(), "image/jpeg"),
+        MessageType::Video => (body.video.clone(), "video/mp4"),
+        _ => (body.audio.clone(), "audio/ogg; codecs=opus"),
+    };
+    let input = nested.unwrap_or(MediaInput {
+        url: body.url.clone(),
+        base64: body.base64.clone(),
+        mimetype: body.mimetype.clone(),
+    });
+    let audience = recipients(&ctx, body.recipients.as_deref())?;
+    ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let (source, mimetype) = load_media(&ctx, &input, default_mimetype).await?;
+    let bytes = match &source {
+        MediaSource::Bytes(bytes) => bytes.clone(),
+        MediaSource::File(_) => Vec::new(),
+    };
+    let content = StatusContent::Media {
+        kind,
+        source,
+        mimetype: mimetype.clone(),
+        caption: body.caption.filter(|c| !c.is_empty()),
+    };
+    let post = StatusPost {
+        content,
+        recipients: audience,
+    };
+    publish(&ctx, &id.0, post, Some((&mimetype, &bytes))).await
+}
+
+/// POST /api/sessions/{sessionId}/status/send-image
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/status/send-image", tag = "status",
+    request_body = SendMediaStatusRequest, responses((status = 201, body = StatusResult)))]
+async fn send_image_status(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<SendMediaStatusRequest>,
+) -> ApiResult<(StatusCode, Json<StatusResult>)> {
+    send_media(ctx, caller, id, body, MessageType::Image).await
+}
+
+/// POST /api/sessions/{sessionId}/status/send-video
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/status/send-video", tag = "status",
+    request_body = SendMediaStatusRequest, responses((status = 201, body = StatusResult)))]
+async fn send_video_status(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<SendMediaStatusRequest>,
+) -> ApiResult<(StatusCode, Json<StatusResult>)> {
+    send_media(ctx, caller, id, body, MessageType::Video).await
+}
+
+/// POST /api/sessions/{sessionId}/status/send-voice
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/status/send-voice", tag = "status",
+    request_body = SendMediaStatusRequest, responses((status = 201, body = StatusResult)))]
+async fn send_voice_status(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<SendMediaStatusRequest>,
+) -> ApiResult<(StatusCode, Json<StatusResult>)> {
+    send_media(ctx, caller, id, body, MessageType::Voice).await
+}

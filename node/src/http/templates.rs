@@ -1,0 +1,97 @@
+//! Template routes (operator): list, create, read, update, delete per session. Rules in
+//! `messaging::templates`.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::Role;
+use wagate_proto::dto::templates::{CreateTemplateRequest, Template, UpdateTemplateRequest};
+
+use super::auth::Caller;
+use super::error::ApiResult;
+use super::extract::{ApiJson, ApiPath, SessionId};
+use super::sessions::authorise;
+use crate::app::ApiContext;
+
+pub(crate) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(list_templates, create_template))
+        .routes(routes!(get_template, update_template, delete_template))
+}
+
+#[derive(serde::Deserialize)]
+struct TemplatePath {
+    id: String,
+}
+
+/// GET /api/sessions/{sessionId}/templates
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/templates", tag = "templates",
+    responses((status = 200, body = [Template])))]
+async fn list_templates(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<Vec<Template>>> {
+    authorise(&caller, &id, Role::Operator)?;
+    Ok(Json(ctx.messaging.list_templates(&id.0).await?))
+}
+
+/// POST /api/sessions/{sessionId}/templates
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/templates", tag = "templates",
+    request_body = CreateTemplateRequest, responses((status = 201, body = Template), (status = 400), (status = 409)))]
+async fn create_template(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<CreateTemplateRequest>,
+) -> ApiResult<(StatusCode, Json<Template>)> {
+    authorise(&caller, &id, Role::Operator)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(ctx.messaging.create_template(&id.0, body).await?),
+    ))
+}
+
+/// GET /api/sessions/{sessionId}/templates/{id}
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/templates/{id}", tag = "templates",
+    responses((status = 200, body = Template), (status = 404)))]
+async fn get_template(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<TemplatePath>,
+) -> ApiResult<Json<Template>> {
+    authorise(&caller, &id, Role::Operator)?;
+    Ok(Json(ctx.messaging.get_template(&id.0, &path.id).await?))
+}
+
+/// PUT /api/sessions/{sessionId}/templates/{id}
+#[utoipa::path(put, path = "/api/sessions/{sessionId}/templates/{id}", tag = "templates",
+    request_body = UpdateTemplateRequest, responses((status = 200, body = Template), (status = 400), (status = 404)))]
+async fn update_template(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<TemplatePath>,
+    ApiJson(body): ApiJson<UpdateTemplateRequest>,
+) -> ApiResult<Json<Template>> {
+    authorise(&caller, &id, Role::Operator)?;
+    Ok(Json(
+        ctx.messaging.update_template(&id.0, &path.id, body).await?,
+    ))
+}
+
+/// DELETE /api/sessions/{sessionId}/templates/{id}
+#[utoipa::path(delete, path = "/api/sessions/{sessionId}/templates/{id}", tag = "templates",
+    responses((status = 204), (status = 404)))]
+async fn delete_template(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiPath(path): ApiPath<TemplatePath>,
+) -> ApiResult<StatusCode> {
+    authorise(&caller, &id, Role::Operator)?;
+    ctx.messaging.delete_template(&id.0, &path.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,134 @@
+//! Media URL download: http(s) only, through the session's proxy (unless `SESSION_PROXY_URL_FETCH=false`),
+//! and with the guard on (`MEDIA_URL_GUARD`, default true) through the outbound-address guard: IP
+//! literals are checked up front and on every redirect, names by a resolver that vets and pins the
+//! addresses each connection uses. Streams into a `Sink`; never buffers the body.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use wagate_workers::webhook::guard::{self, GuardError, GuardedResolver};
+
+use super::sink::Sink;
+use super::{MediaError, StoredMedia};
+
+const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
+const MAX_REDIRECTS: usize = 5;
+
+/// How URLs are fetched; built from the config at boot.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FetchOptions {
+    /// `MEDIA_URL_GUARD`: refuse loopback, private, link-local and metadata addresses.
+    pub is_guarded: bool,
+    /// `SESSION_PROXY_URL_FETCH`: go through the session's proxy when it has one.
+    pub use_session_proxy: bool,
+}
+
+impl Default for FetchOptions {
+    fn default() -> Self {
+        FetchOptions {
+            is_guarded: true,
+            use_session_proxy: true,
+        }
+    }
+}
+
+fn guard_error(err: GuardError) -> MediaError {
+    match err {
+        GuardError::InvalidUrl(e) => {
+            MediaError::BadInput(format!("url is not a valid http(s) URL: {e}"))
+        }
+        GuardError::Unresolvable(host) => {
+            MediaError::Unreachable(format!("host {host} does not resolve"))
+        }
+        GuardError::Refused { host, ip } => MediaError::Blocked(format!("{host} resolves to {ip}")),
+    }
+}
+
+/// The guard's refusal anywhere in a reqwest error's source chain.
+fn classify(err: reqwest::Error) -> MediaError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&err);
+    while let Some(cause) = source {
+        if let Some(guard) = cause.downcast_ref::<GuardError>() {
+            return guard_error(guard.clone());
+        }
+        if cause.to_string().contains("outbound-address guard") {
+            return MediaError::Blocked(cause.to_string());
+        }
+        source = cause.source();
+    }
+    MediaError::Unreachable(err.to_string())
+}
+
+fn client(opts: &FetchOptions, proxy_url: Option<&str>) -> Result<reqwest::Client, MediaError> {
+    let guarded = opts.is_guarded;
+    let policy = reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.previous().len() >= MAX_REDIRECTS {
+            return attempt.error("too many redirects");
+        }
+        if guarded && let Err(err) = guard::check_literal(attempt.url()) {
+            return attempt.error(format!(
+                "redirect refused by the outbound-address guard: {err}"
+            ));
+        }
+        attempt.follow()
+    });
+    let mut builder = reqwest::Client::builder()
+        .timeout(FETCH_TIMEOUT)
+        .redirect(policy);
+    if guarded {
+        builder = builder.dns_resolver(GuardedResolver);
+    }
+    builder = match proxy_url.filter(|_| opts.use_session_proxy) {
+        Some(proxy) => builder.proxy(
+            reqwest::Proxy::all(proxy)
+                .map_err(|e| MediaError::BadInput(format!("session proxy: {e}")))?,
+        ),
+        None => builder.no_proxy(),
+    };
+    builder
+        .build()
+        .map_err(|e| MediaError::Unreachable(e.to_string()))
+}
+
+pub(super) async fn download(
+    opts: &FetchOptions,
+    url: &str,
+    proxy_url: Option<&str>,
+    mut sink: Sink,
+) -> Result<StoredMedia, MediaError> {
+    let parsed = guard::parse_url(url).map_err(guard_error)?;
+    if opts.is_guarded {
+        guard::check_literal(&parsed).map_err(guard_error)?;
+    }
+    let resp = client(opts, proxy_url)?
+        .get(parsed)
+        .send()
+        .await
+        .map_err(classify)?;
+    if !resp.status().is_success() {
+        return Err(MediaError::Unreachable(format!(
+            "the server answered {}",
+            resp.status()
+        )));
+    }
+    if resp
+        .content_length()
+        .is_some_and(|len| len > sink_max(&sink))
+    {
+        return Err(MediaError::TooLarge(sink_max(&sink)));
+    }
+    let content_type = resp
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let mut body = resp.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        sink.write(&chunk.map_err(classify)?).await?;
+    }
+    sink.finish(content_type).await
+}
+
+fn sink_max(sink: &Sink) -> u64 {
+    sink.max()
+}

@@ -1,0 +1,398 @@
+//! Bulk batches: validate and store a batch (`message_batches`), then send its items one by one in a
+//! background task with the requested delay, saving each result and the next index, so a batch resumes
+//! after a restart (`resume_all` at boot). Cancel marks the remaining items cancelled and wakes the runner.
+//! Items go through the same send path as single sends (pacing, hook, recording).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::DashMap;
+use rand::Rng;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use wagate_proto::dto::bulk::{
+    BatchCancelled, BatchItemError, BatchItemResult, BatchProgress, BatchStatus, BulkAccepted,
+    BulkItem, BulkOptions, SendBulkRequest,
+};
+use wagate_proto::dto::messages::{SendMediaRequest, SendTextRequest};
+use wagate_proto::iso_ms;
+
+use super::MessagingService;
+use super::draft::{self, Draft};
+use super::error::{MessagingError, MessagingResult, bad};
+use crate::engine::MediaKind;
+use crate::media::MediaError;
+use crate::store::batches::{self as batch_store, BatchRow};
+use crate::store::{from_json, now_ms, to_json};
+
+const MAX_ITEMS: usize = 100;
+const MIN_DELAY_MS: u64 = 1000;
+const DEFAULT_DELAY_MS: u64 = 3000;
+/// How long an item waits for its session to become ready (e.g. after a restart) before failing.
+const READY_WAIT: Duration = Duration::from_secs(60);
+
+pub(crate) struct BulkRunner {
+    service: Arc<MessagingService>,
+    /// Serialises read-modify-write of batch rows between runners and cancel.
+    lock: tokio::sync::Mutex<()>,
+    cancels: DashMap<String, CancellationToken>,
+    shutdown: CancellationToken,
+}
+
+/// One bulk item as a draft; errors name the item.
+fn item_draft(index: usize, item: &BulkItem) -> MessagingResult<Draft> {
+    let at = |e: MessagingError| bad(format!("messages[{index}]: {e}"));
+    let chat_id = item.chat_id.clone().filter(|c| !c.trim().is_empty());
+    let chat_id = chat_id.ok_or_else(|| at(bad("chatId is required")))?;
+    let content = item.content.clone().unwrap_or(Value::Null);
+    let kind = item.kind.as_deref().unwrap_or("text");
+    let media_kind = match kind {
+        "text" => {
+            let text = content
+                .get("text")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let body = SendTextRequest {
+                chat_id: Some(chat_id),
+                text,
+                ..Default::default()
+            };
+            return draft::text(body).map_err(at);
+        }
+        "image" => MediaKind::Image,
+        "video" => MediaKind::Video,
+        "audio" => MediaKind::Audio,
+        "document" => MediaKind::Document,
+        other => {
+            return Err(at(bad(format!(
+                "type must be text, image, video, audio or document, got '{other}'"
+            ))));
+        }
+    };
+    let media = content.get(kind).cloned().unwrap_or(Value::Null);
+    let field = |k: &str| media.get(k).and_then(Value::as_str).map(str::to_string);
+    let body = SendMediaRequest {
+        chat_id: Some(chat_id),
+        url: field("url"),
+        base64: field("base64"),
+        mimetype: field("mimetype"),
+        filename: field("filename"),
+        ptt: media.get("ptt").and_then(Value::as_bool),
+        caption: content
+            .get("caption")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        ..Default::default()
+    };
+    draft::media(media_kind, body).map_err(at)
+}
+
+fn progress(results: &[BatchItemResult]) -> BatchProgress {
+    let count = |s: &str| results.iter().filter(|r| r.status == s).count();
+    BatchProgress {
+        total: results.len(),
+        sent: count("sent"),
+        failed: count("failed"),
+        pending: count("pending"),
+        cancelled: count("cancelled"),
+    }
+}
+
+fn item_error(err: &MessagingError) -> BatchItemError {
+    let code = match err {
+        MessagingError::Paced { .. } => "SEND_PACING_LIMITED",
+        MessagingError::Media(MediaError::Blocked(_)) => "SEND_BLOCKED",
+        _ => "SEND_FAILED",
+    };
+    BatchItemError {
+        code: code.into(),
+        message: err.to_string(),
+    }
+}
+
+fn delay_ms(options: &BulkOptions) -> u64 {
+    let base = options.delay_between_messages.unwrap_or(DEFAULT_DELAY_MS);
+    if options.randomize_delay == Some(true) {
+        rand::rng().random_range(base..=base + base / 2)
+    } else {
+        base
+    }
+}
+
+impl BulkRunner {
+    pub(crate) fn new(
+        service: Arc<MessagingService>,
+        shutdown: CancellationToken,
+    ) -> Arc<BulkRunner> {
+        Arc::new(BulkRunner {
+            service,
+            lock: tokio::sync::Mutex::new(()),
+            cancels: DashMap::new(),
+            shutdown,
+        })
+    }
+
+    /// Validates and stores a batch, starts it, and answers the 202 body.
+    pub(crate) async fn submit(
+        self: &Arc<Self>,
+        session_id: &str,
+        req: SendBulkRequest,
+    ) -> MessagingResult<BulkAccepted> {
+        self.service.check_session(session_id).await?;
+        let items = req.messages.unwrap_or_default();
+        if items.is_empty() || items.len() > MAX_ITEMS {
+            return Err(bad(format!("messages must hold 1-{MAX_ITEMS} items")));
+        }
+        for (i, item) in items.iter().enumerate() {
+            item_draft(i, item)?;
+        }
+        let options = req.options.unwrap_or_default();
+        let delay = options.delay_between_messages.unwrap_or(DEFAULT_DELAY_MS);
+        if delay < MIN_DELAY_MS {
+            return Err(bad(format!(
+                "options.delayBetweenMessages must be at least {MIN_DELAY_MS}"
+            )));
+        }
+        let batch_id = req
+            .batch_id
+            .filter(|b| !b.trim().is_empty())
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        if batch_store::get_by_id(&self.service.db, &batch_id)
+            .await?
+            .is_some()
+        {
+            return Err(bad(format!("batchId {batch_id} already exists")));
+        }
+        let row = new_row(&batch_id, session_id, &items, &options)?;
+        batch_store::insert(&self.service.db, &row)
+            .await
+            .map_err(|e| match e {
+                crate::store::StoreError::Conflict { .. } => {
+                    bad(format!("batchId {batch_id} already exists"))
+                }
+                other => other.into(),
+            })?;
+        self.spawn(batch_id.clone());
+        let eta = row.created_at + i64::try_from(delay * (items.len() as u64 - 1)).unwrap_or(0);
+        Ok(BulkAccepted {
+            status_url: format!("/api/sessions/{session_id}/messages/batch/{batch_id}"),
+            batch_id,
+            status: "processing".into(),
+            total_messages: items.len(),
+            estimated_completion_time: iso_ms(eta),
+        })
+    }
+
+    pub(crate) async fn status(
+        &self,
+        session_id: &str,
+        batch_id: &str,
+    ) -> MessagingResult<BatchStatus> {
+        self.service.check_session(session_id).await?;
+        let row = self.load(session_id, batch_id).await?;
+        let results: Vec<BatchItemResult> = from_json(&row.results)?;
+        Ok(BatchStatus {
+            batch_id: row.id,
+            status: row.status,
+            progress: progress(&results),
+            results,
+            started_at: row.started_at.map(iso_ms),
+            completed_at: row.completed_at.map(iso_ms),
+        })
+    }
+
+    pub(crate) async fn cancel(
+        &self,
+        session_id: &str,
+        batch_id: &str,
+    ) -> MessagingResult<BatchCancelled> {
+        self.service.check_session(session_id).await?;
+        let _guard = self.lock.lock().await;
+        let mut row = self.load(session_id, batch_id).await?;
+        let mut results: Vec<BatchItemResult> = from_json(&row.results)?;
+        if row.status == "processing" {
+            for r in results.iter_mut().filter(|r| r.status == "pending") {
+                r.status = "cancelled".into();
+            }
+            row.status = "cancelled".into();
+            row.completed_at = Some(now_ms());
+            row.results = to_json(&results)?;
+            row.updated_at = now_ms();
+            batch_store::save(&self.service.db, &row).await?;
+        }
+        if let Some(token) = self.cancels.get(batch_id) {
+            token.cancel();
+        }
+        Ok(BatchCancelled {
+            batch_id: row.id,
+            status: "cancelled".into(),
+            progress: progress(&results),
+        })
+    }
+
+    async fn load(&self, session_id: &str, batch_id: &str) -> MessagingResult<BatchRow> {
+        batch_store::get(&self.service.db, session_id, batch_id)
+            .await?
+            .ok_or_else(|| MessagingError::NotFound(format!("Batch {batch_id} not found")))
+    }
+
+    /// Restarts every batch left `processing` (boot).
+    pub(crate) async fn resume_all(self: Arc<Self>) {
+        match batch_store::processing(&self.service.db).await {
+            Ok(rows) => rows.into_iter().for_each(|row| self.spawn(row.id)),
+            Err(err) => tracing::error!(error = %err, "bulk batches could not be resumed"),
+        }
+    }
+
+    fn spawn(self: &Arc<Self>, batch_id: String) {
+        let token = self.shutdown.child_token();
+        self.cancels.insert(batch_id.clone(), token.clone());
+        let runner = self.clone();
+        tokio::spawn(async move {
+            if let Err(err) = runner.run(&batch_id, &token).await {
+                tracing::error!(batch_id, error = %err, "bulk batch stopped");
+            }
+            runner.cancels.remove(&batch_id);
+        });
+    }
+
+    async fn run(&self, batch_id: &str, token: &CancellationToken) -> MessagingResult<()> {
+        loop {
+            let Some((row, items, options)) = self.next(batch_id).await? else {
+                return Ok(());
+            };
+            let index = usize::try_from(row.next_index).unwrap_or(0);
+            if index > 0 {
+                tokio::select! {
+                    _ = token.cancelled() => return Ok(()),
+                    _ = tokio::time::sleep(Duration::from_millis(delay_ms(&options))) => {}
+                }
+            }
+            if token.is_cancelled() || !self.wait_ready(&row.session_id, token).await {
+                return Ok(());
+            }
+            let outcome = self.send_item(&row.session_id, index, &items[index]).await;
+            self.save_result(batch_id, index, &items[index], outcome)
+                .await?;
+        }
+    }
+
+    /// The batch if it still has an item to send.
+    async fn next(
+        &self,
+        batch_id: &str,
+    ) -> MessagingResult<Option<(BatchRow, Vec<BulkItem>, BulkOptions)>> {
+        let _guard = self.lock.lock().await;
+        let Some(row) = batch_store::get_by_id(&self.service.db, batch_id).await? else {
+            return Ok(None);
+        };
+        let items: Vec<BulkItem> = from_json(&row.items)?;
+        if row.status != "processing"
+            || usize::try_from(row.next_index).unwrap_or(usize::MAX) >= items.len()
+        {
+            return Ok(None);
+        }
+        let options: BulkOptions = from_json(&row.options)?;
+        Ok(Some((row, items, options)))
+    }
+
+    /// Waits (bounded) for the session to be ready; false on shutdown or cancel.
+    async fn wait_ready(&self, session_id: &str, token: &CancellationToken) -> bool {
+        let deadline = tokio::time::Instant::now() + READY_WAIT;
+        while self.service.sessions.ready_engine(session_id).is_err()
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::select! {
+                _ = token.cancelled() => return false,
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
+        }
+        true
+    }
+
+    async fn send_item(
+        &self,
+        session_id: &str,
+        index: usize,
+        item: &BulkItem,
+    ) -> MessagingResult<String> {
+        let draft = item_draft(index, item)?;
+        Ok(self.service.send(session_id, draft).await?.id)
+    }
+
+    async fn save_result(
+        &self,
+        batch_id: &str,
+        index: usize,
+        item: &BulkItem,
+        outcome: MessagingResult<String>,
+    ) -> MessagingResult<()> {
+        let _guard = self.lock.lock().await;
+        let Some(mut row) = batch_store::get_by_id(&self.service.db, batch_id).await? else {
+            return Ok(());
+        };
+        let mut results: Vec<BatchItemResult> = from_json(&row.results)?;
+        let chat_id = item.chat_id.clone().unwrap_or_default();
+        let now = now_ms();
+        let result = match outcome {
+            Ok(id) => BatchItemResult {
+                chat_id,
+                status: "sent".into(),
+                message_id: Some(id),
+                sent_at: Some(iso_ms(now)),
+                error: None,
+            },
+            Err(err) => BatchItemResult {
+                chat_id,
+                status: "failed".into(),
+                message_id: None,
+                sent_at: None,
+                error: Some(item_error(&err)),
+            },
+        };
+        if let Some(slot) = results.get_mut(index) {
+            *slot = result;
+        }
+        row.next_index = i64::try_from(index + 1).unwrap_or(i64::MAX);
+        if row.status == "processing" && index + 1 >= results.len() {
+            row.status = "completed".into();
+            row.completed_at = Some(now);
+        }
+        row.results = to_json(&results)?;
+        row.updated_at = now;
+        batch_store::save(&self.service.db, &row).await?;
+        Ok(())
+    }
+}
+
+fn new_row(
+    batch_id: &str,
+    session_id: &str,
+    items: &[BulkItem],
+    options: &BulkOptions,
+) -> MessagingResult<BatchRow> {
+    let pending: Vec<BatchItemResult> = items
+        .iter()
+        .map(|i| BatchItemResult {
+            chat_id: i.chat_id.clone().unwrap_or_default(),
+            status: "pending".into(),
+            message_id: None,
+            sent_at: None,
+            error: None,
+        })
+        .collect();
+    let now = now_ms();
+    Ok(BatchRow {
+        id: batch_id.to_string(),
+        session_id: session_id.to_string(),
+        status: "processing".into(),
+        items: to_json(&items)?,
+        options: to_json(options)?,
+        results: to_json(&pending)?,
+        next_index: 0,
+        started_at: Some(now),
+        completed_at: None,
+        created_at: now,
+        updated_at: now,
+    })
+}

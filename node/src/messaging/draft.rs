@@ -1,0 +1,212 @@
+//! Send bodies -> `Draft`: a validated outgoing message whose media is not fetched or decoded yet (that
+//! happens after the session is known to be ready). One builder per send route; pure apart from nothing.
+
+use wagate_proto::Jid;
+use wagate_proto::dto::messages::{
+    ReplyRequest, SendContactRequest, SendLocationRequest, SendMediaRequest, SendPollRequest,
+    SendProductRequest, SendTextRequest,
+};
+
+use super::error::{MessagingResult, bad};
+use super::validate as v;
+use crate::engine::{ContactCard, Location, MediaKind, MessageContent, Poll};
+
+/// Where a media send's bytes come from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum MediaInput {
+    Url(String),
+    Base64(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MediaDraft {
+    pub kind: MediaKind,
+    pub input: MediaInput,
+    pub mimetype: Option<String>,
+    pub filename: Option<String>,
+    pub caption: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum DraftContent {
+    Ready(MessageContent),
+    Media(MediaDraft),
+}
+
+/// A validated send.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Draft {
+    pub to: Jid,
+    pub content: DraftContent,
+    pub quoted_id: Option<String>,
+    pub mentions: Vec<Jid>,
+}
+
+fn quoted(raw: Option<String>) -> Option<String> {
+    raw.filter(|q| !q.trim().is_empty())
+}
+
+pub(crate) fn text(b: SendTextRequest) -> MessagingResult<Draft> {
+    let to = v::jid("chatId", b.chat_id.as_deref())?;
+    let body = v::text("text", b.text.as_deref())?;
+    let mentions = v::mentions(&b.mentions, &body, "text")?;
+    let link_preview = b.link_preview.unwrap_or(true) || b.custom_link_preview.is_some();
+    Ok(Draft {
+        to,
+        content: DraftContent::Ready(MessageContent::Text { body, link_preview }),
+        quoted_id: quoted(b.quoted_message_id),
+        mentions,
+    })
+}
+
+pub(crate) fn reply(b: ReplyRequest) -> MessagingResult<Draft> {
+    v::required("quotedMessageId", b.quoted_message_id.as_deref())?;
+    text(SendTextRequest {
+        chat_id: b.chat_id,
+        text: b.text,
+        mentions: b.mentions,
+        quoted_message_id: b.quoted_message_id,
+        ..SendTextRequest::default()
+    })
+}
+
+/// The media of one of the five media routes (`kind` from the route; `ptt` turns audio into voice).
+pub(crate) fn media(kind: MediaKind, b: SendMediaRequest) -> MessagingResult<Draft> {
+    let to = v::jid("chatId", b.chat_id.as_deref())?;
+    let caption = v::caption(b.caption.as_deref())?;
+    let mentions = v::mentions(&b.mentions, caption.as_deref().unwrap_or(""), "caption")?;
+    let kind = match kind {
+        MediaKind::Audio if b.ptt == Some(true) => MediaKind::Voice,
+        other => other,
+    };
+    let mimetype = b.mimetype.filter(|m| !m.trim().is_empty());
+    let input = media_input(b.url, b.base64, mimetype.is_some())?;
+    let mimetype = match (mimetype, kind) {
+        (None, MediaKind::Voice | MediaKind::Audio) => Some("audio/ogg; codecs=opus".to_string()),
+        (m, _) => m,
+    };
+    Ok(Draft {
+        to,
+        content: DraftContent::Media(MediaDraft {
+            kind,
+            input,
+            mimetype,
+            filename: b.filename,
+            caption,
+        }),
+        quoted_id: quoted(b.quoted_message_id),
+        mentions,
+    })
+}
+
+/// Exactly one of url or base64; base64 needs a mimetype.
+pub(crate) fn media_input(
+    url: Option<String>,
+    base64: Option<String>,
+    has_mimetype: bool,
+) -> MessagingResult<MediaInput> {
+    let url = url.filter(|u| !u.trim().is_empty());
+    let base64 = base64.filter(|b| !b.trim().is_empty());
+    match (url, base64) {
+        (Some(url), None) => Ok(MediaInput::Url(url)),
+        (None, Some(data)) if has_mimetype => Ok(MediaInput::Base64(data)),
+        (None, Some(_)) => Err(bad("mimetype is required with base64")),
+        _ => Err(bad("exactly one of url or base64 is required")),
+    }
+}
+
+pub(crate) fn location(b: SendLocationRequest) -> MessagingResult<Draft> {
+    let to = v::jid("chatId", b.chat_id.as_deref())?;
+    let loc = Location {
+        latitude: v::coordinate("latitude", b.latitude, 90.0)?,
+        longitude: v::coordinate("longitude", b.longitude, 180.0)?,
+        description: b.description,
+    };
+    Ok(ready(
+        to,
+        MessageContent::Location(loc),
+        b.quoted_message_id,
+    ))
+}
+
+pub(crate) fn contact(b: SendContactRequest) -> MessagingResult<Draft> {
+    let to = v::jid("chatId", b.chat_id.as_deref())?;
+    let name = v::required("contactName", b.contact_name.as_deref())?.to_string();
+    let number = v::required("contactNumber", b.contact_number.as_deref())?;
+    let digits = number.trim().trim_start_matches('+');
+    if digits.len() < 6 || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return Err(bad(
+            "contactNumber must be an international number (digits only)",
+        ));
+    }
+    let card = ContactCard {
+        name,
+        number: digits.to_string(),
+    };
+    Ok(ready(
+        to,
+        MessageContent::Contact(card),
+        b.quoted_message_id,
+    ))
+}
+
+pub(crate) fn poll(b: SendPollRequest) -> MessagingResult<Draft> {
+    let to = v::jid("chatId", b.chat_id.as_deref())?;
+    let (name, options) = v::poll(b.name.as_deref(), b.options.as_deref())?;
+    let poll = Poll {
+        name,
+        options,
+        allow_multiple: b.allow_multiple_answers.unwrap_or(false),
+    };
+    Ok(ready(to, MessageContent::Poll(poll), b.quoted_message_id))
+}
+
+pub(crate) fn product(b: SendProductRequest) -> MessagingResult<Draft> {
+    let to = v::jid("chatId", b.chat_id.as_deref())?;
+    let product_id = v::required("productId", b.product_id.as_deref())?.to_string();
+    let content = MessageContent::Product {
+        product_id,
+        body: b.body,
+    };
+    Ok(ready(to, content, b.quoted_message_id))
+}
+
+fn ready(to: Jid, content: MessageContent, quoted_id: Option<String>) -> Draft {
+    Draft {
+        to,
+        content: DraftContent::Ready(content),
+        quoted_id: quoted(quoted_id),
+        mentions: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ptt_audio_becomes_voice_with_the_default_mimetype() {
+        let body = SendMediaRequest {
+            chat_id: Some("4915100000001@c.us".into()),
+            url: Some("https://example.com/a.ogg".into()),
+            ptt: Some(true),
+            ..SendMediaRequest::default()
+        };
+        let draft = media(MediaKind::Audio, body).unwrap();
+        let DraftContent::Media(m) = draft.content else {
+            panic!("not media")
+        };
+        assert_eq!(m.kind, MediaKind::Voice);
+        assert_eq!(m.mimetype.as_deref(), Some("audio/ogg; codecs=opus"));
+    }
+
+    #[test]
+    fn media_needs_exactly_one_source() {
+        assert!(media_input(None, None, true).is_err());
+        assert!(media_input(Some("u".into()), Some("b".into()), true).is_err());
+        let err = media_input(None, Some("AAAA".into()), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("mimetype"));
+    }
+}

@@ -1,0 +1,66 @@
+//! Messaging: the rules of every send, the operations on existing messages, message reads from the
+//! store, templates, bulk batches, idempotent replays and send pacing. Handlers call
+//! `MessagingService`; engines are reached through `SessionService::ready_engine` (409 before any 501),
+//! SQL stays in `store/`, media files in `media/`.
+//!
+//! # Layout
+//! - `validate`, `draft`: field rules and send bodies -> `Draft`.
+//! - `send`: the send path (ready engine, quote, media, hook, pacing, engine, record).
+//! - `record`: `Recorder`, the message store's write path shared with `events::ingest`.
+//! - `ops`: react, edit, delete, pin, unpin, poll vote, star, chat read.
+//! - `reads`: message list, chat history, reactions, media bytes.
+//! - `templates`, `bulk`, `idempotency`, `pacing`, `hooks`.
+
+pub(crate) mod bulk;
+pub(crate) mod draft;
+pub(crate) mod error;
+pub(crate) mod forward;
+pub(crate) mod hooks;
+pub(crate) mod idempotency;
+pub(crate) mod ops;
+pub(crate) mod pacing;
+pub(crate) mod reads;
+pub(crate) mod record;
+pub(crate) mod send;
+pub(crate) mod templates;
+pub(crate) mod validate;
+
+use std::sync::Arc;
+
+pub(crate) use error::{MessagingError, MessagingResult};
+pub(crate) use record::Recorder;
+
+use crate::sessions::SessionService;
+use crate::store::DataPool;
+use pacing::Pacer;
+
+/// The messaging service; one per node, shared by the handlers and the bulk runner.
+pub(crate) struct MessagingService {
+    db: DataPool,
+    sessions: Arc<SessionService>,
+    recorder: Recorder,
+    /// `None` unless `SEND_PACING_ENABLED=true`.
+    pacer: Option<Pacer>,
+}
+
+impl MessagingService {
+    pub(crate) fn new(
+        db: DataPool,
+        sessions: Arc<SessionService>,
+        recorder: Recorder,
+        pacer: Option<Pacer>,
+    ) -> MessagingService {
+        MessagingService {
+            db,
+            sessions,
+            recorder,
+            pacer,
+        }
+    }
+
+    /// 404 for an unknown session.
+    pub(crate) async fn check_session(&self, session_id: &str) -> MessagingResult<()> {
+        self.sessions.record(session_id).await?;
+        Ok(())
+    }
+}

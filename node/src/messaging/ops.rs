@@ -1,0 +1,207 @@
+//! Operations on existing messages: react, edit, delete, pin, unpin, poll vote, star, and the chat read
+//! receipt. Each validates its body, takes the ready engine (409 first), resolves the message through the
+//! store when it is there (row id or network id), acts, and updates the store where the network will not
+//! tell us (own reactions, edits, deletes, stars).
+
+use wagate_proto::Jid;
+use wagate_proto::dto::messages::{
+    DeleteMessageRequest, EditRequest, MessageRefRequest, PinRequest, ReactRequest,
+    ReadChatRequest, StarRequest, VotePollRequest,
+};
+
+use super::MessagingService;
+use super::error::{MessagingResult, bad};
+use super::record::reaction_row;
+use super::send::own_jid;
+use super::validate as v;
+use crate::engine::{Engine, SentMessage};
+use crate::store::{self, messages as message_store};
+
+/// The target of an operation: chat, network id of the message, and the ready engine.
+struct Target {
+    chat: Jid,
+    wa_id: String,
+    engine: std::sync::Arc<dyn Engine>,
+}
+
+impl MessagingService {
+    async fn target(
+        &self,
+        session_id: &str,
+        chat: Option<&str>,
+        id_field: &str,
+        id: Option<&str>,
+    ) -> MessagingResult<Target> {
+        let chat = v::jid("chatId", chat)?;
+        let id = v::required(id_field, id)?.to_string();
+        self.check_session(session_id).await?;
+        let engine = self.sessions.ready_engine(session_id)?;
+        let wa_id = match message_store::find(&self.db, session_id, &id).await? {
+            Some(row) => row.wa_message_id,
+            None => id,
+        };
+        Ok(Target {
+            chat,
+            wa_id,
+            engine,
+        })
+    }
+
+    pub(crate) async fn react(&self, session_id: &str, b: ReactRequest) -> MessagingResult<()> {
+        let emoji = b
+            .emoji
+            .ok_or_else(|| bad("emoji is required (an empty string removes the reaction)"))?;
+        let t = self
+            .target(
+                session_id,
+                b.chat_id.as_deref(),
+                "messageId",
+                b.message_id.as_deref(),
+            )
+            .await?;
+        t.engine.react(&t.chat, &t.wa_id, &emoji).await?;
+        let me = own_jid(self.sessions.record(session_id).await?.phone.as_deref());
+        if let Some(me) = me {
+            let row = reaction_row(
+                session_id,
+                &t.wa_id,
+                t.chat.to_string(),
+                me.to_string(),
+                &emoji,
+            );
+            self.recorder.record_own_reaction(row).await?;
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn edit(
+        &self,
+        session_id: &str,
+        b: EditRequest,
+    ) -> MessagingResult<SentMessage> {
+        let body = v::text("body", b.body.as_deref())?;
+        let t = self
+            .target(
+                session_id,
+                b.chat_id.as_deref(),
+                "messageId",
+                b.message_id.as_deref(),
+            )
+            .await?;
+        let sent = t.engine.edit(&t.chat, &t.wa_id, &body).await?;
+        let mut tx = store::begin(&self.db).await?;
+        message_store::set_body(&mut tx, session_id, &t.wa_id, &body).await?;
+        tx.commit().await?;
+        Ok(sent)
+    }
+
+    pub(crate) async fn delete(
+        &self,
+        session_id: &str,
+        b: DeleteMessageRequest,
+    ) -> MessagingResult<()> {
+        let t = self
+            .target(
+                session_id,
+                b.chat_id.as_deref(),
+                "messageId",
+                b.message_id.as_deref(),
+            )
+            .await?;
+        let for_everyone = b.for_everyone.unwrap_or(true);
+        t.engine.revoke(&t.chat, &t.wa_id, for_everyone).await?;
+        if for_everyone {
+            let mut tx = store::begin(&self.db).await?;
+            message_store::mark_revoked(&mut tx, session_id, &t.wa_id).await?;
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn pin(&self, session_id: &str, b: PinRequest) -> MessagingResult<()> {
+        let duration = b.duration_seconds.unwrap_or(v::PIN_DURATIONS[0]);
+        if !v::PIN_DURATIONS.contains(&duration) {
+            return Err(bad("durationSeconds must be 86400, 604800 or 2592000"));
+        }
+        let t = self
+            .target(
+                session_id,
+                b.chat_id.as_deref(),
+                "messageId",
+                b.message_id.as_deref(),
+            )
+            .await?;
+        Ok(t.engine.pin(&t.chat, &t.wa_id, duration).await?)
+    }
+
+    pub(crate) async fn unpin(
+        &self,
+        session_id: &str,
+        b: MessageRefRequest,
+    ) -> MessagingResult<()> {
+        let t = self
+            .target(
+                session_id,
+                b.chat_id.as_deref(),
+                "messageId",
+                b.message_id.as_deref(),
+            )
+            .await?;
+        Ok(t.engine.unpin(&t.chat, &t.wa_id).await?)
+    }
+
+    pub(crate) async fn vote_poll(
+        &self,
+        session_id: &str,
+        b: VotePollRequest,
+    ) -> MessagingResult<()> {
+        let options = b.options.clone().unwrap_or_default();
+        if options.is_empty() || options.iter().any(|o| o.trim().is_empty()) {
+            return Err(bad("options must hold at least one non-empty option text"));
+        }
+        let t = self
+            .target(
+                session_id,
+                b.chat_id.as_deref(),
+                "pollMessageId",
+                b.poll_message_id.as_deref(),
+            )
+            .await?;
+        Ok(t.engine.vote_poll(&t.chat, &t.wa_id, &options).await?)
+    }
+
+    pub(crate) async fn star(&self, session_id: &str, b: StarRequest) -> MessagingResult<()> {
+        let star = b
+            .star
+            .ok_or_else(|| bad("star is required (true or false)"))?;
+        let t = self
+            .target(
+                session_id,
+                b.chat_id.as_deref(),
+                "messageId",
+                b.message_id.as_deref(),
+            )
+            .await?;
+        t.engine.star(&t.chat, &t.wa_id, star).await?;
+        message_store::set_starred(&self.db, session_id, &t.wa_id, star).await?;
+        Ok(())
+    }
+
+    pub(crate) async fn read_chat(
+        &self,
+        session_id: &str,
+        b: ReadChatRequest,
+    ) -> MessagingResult<()> {
+        let chat = v::jid("chatId", b.chat_id.as_deref())?;
+        let ids = b.message_ids.unwrap_or_default();
+        if ids.len() > v::READ_IDS_MAX {
+            return Err(bad(format!(
+                "messageIds must hold at most {} ids",
+                v::READ_IDS_MAX
+            )));
+        }
+        self.check_session(session_id).await?;
+        let engine = self.sessions.ready_engine(session_id)?;
+        Ok(engine.mark_read(&chat, &ids).await?)
+    }
+}

@@ -1,0 +1,193 @@
+//! Reads from the message store: the session's message list (cursor or offset paging, filters, inline
+//! media switch), a chat's history, a message's reactions and its media bytes.
+
+use std::collections::BTreeMap;
+
+use wagate_proto::dto::messages::{ListMessagesQuery, Message, ReactionGroup, ReactionSender};
+use wagate_proto::iso_ms;
+
+use super::MessagingService;
+use super::error::{MessagingResult, bad};
+use super::record::MediaMeta;
+use crate::store::messages::{self as message_store, MessageRow, PageQuery};
+use crate::store::{from_json, reactions};
+
+pub(crate) const DEFAULT_LIMIT: i64 = 50;
+
+fn blank_to_none(raw: Option<String>) -> Option<String> {
+    raw.filter(|v| !v.trim().is_empty())
+}
+
+fn number(
+    field: &str,
+    raw: Option<&str>,
+    min: i64,
+    max: i64,
+    default: i64,
+) -> MessagingResult<i64> {
+    let Some(raw) = raw else { return Ok(default) };
+    raw.parse::<i64>()
+        .ok()
+        .filter(|n| (min..=max).contains(n) && raw.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| {
+            bad(format!(
+                "{field} must be an integer between {min} and {max}"
+            ))
+        })
+}
+
+impl MessagingService {
+    pub(crate) async fn list(
+        &self,
+        session_id: &str,
+        q: ListMessagesQuery,
+    ) -> MessagingResult<Vec<Message>> {
+        self.check_session(session_id).await?;
+        let limit = number(
+            "limit",
+            blank_to_none(q.limit).as_deref(),
+            1,
+            1000,
+            DEFAULT_LIMIT,
+        )?;
+        let offset = number("offset", blank_to_none(q.offset).as_deref(), 0, i64::MAX, 0)?;
+        let inline = match blank_to_none(q.inline_media).as_deref() {
+            None | Some("true") | Some("1") => true,
+            Some("false") | Some("0") => false,
+            Some(_) => return Err(bad("inlineMedia must be true or false")),
+        };
+        let direction = blank_to_none(q.direction);
+        if direction
+            .as_deref()
+            .is_some_and(|d| d != "incoming" && d != "outgoing")
+        {
+            return Err(bad("direction must be incoming or outgoing"));
+        }
+        let after = match blank_to_none(q.after) {
+            Some(cursor) => {
+                let row = message_store::find(&self.db, session_id, &cursor).await?;
+                let row = row.ok_or_else(|| {
+                    bad(format!("after names no message in this session: {cursor}"))
+                })?;
+                Some((row.created_at, row.id))
+            }
+            None => None,
+        };
+        let page = PageQuery {
+            chat_id: blank_to_none(q.chat_id),
+            from: blank_to_none(q.from),
+            direction,
+            kind: blank_to_none(q.kind),
+            offset: if after.is_some() { 0 } else { offset },
+            after,
+            limit,
+        };
+        let rows = message_store::page(&self.db, session_id, &page).await?;
+        self.to_messages(rows, inline).await
+    }
+
+    pub(crate) async fn history(
+        &self,
+        session_id: &str,
+        chat_id: &str,
+        limit: Option<String>,
+    ) -> MessagingResult<Vec<Message>> {
+        self.list(
+            session_id,
+            ListMessagesQuery {
+                chat_id: Some(chat_id.to_string()),
+                limit,
+                ..Default::default()
+            },
+        )
+        .await
+    }
+
+    async fn to_messages(
+        &self,
+        rows: Vec<MessageRow>,
+        inline: bool,
+    ) -> MessagingResult<Vec<Message>> {
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            out.push(self.to_message(row, inline).await?);
+        }
+        Ok(out)
+    }
+
+    async fn to_message(&self, r: MessageRow, inline: bool) -> MessagingResult<Message> {
+        let media = match r.media.as_deref() {
+            Some(text) => Some(
+                self.recorder
+                    .media_json(&from_json::<MediaMeta>(text)?, inline)
+                    .await,
+            ),
+            None => None,
+        };
+        Ok(Message {
+            mentioned_ids: r.mentioned_ids.as_deref().map(from_json).transpose()?,
+            id: r.id,
+            session_id: r.session_id,
+            wa_message_id: r.wa_message_id,
+            chat_id: r.chat_id,
+            from: r.from_jid,
+            to: r.to_jid,
+            chat_name: r.chat_name,
+            author: r.author,
+            body: r.body.unwrap_or_default(),
+            kind: r.kind,
+            direction: r.direction,
+            status: r.status,
+            timestamp: r.timestamp,
+            has_media: r.has_media,
+            media,
+            is_group: r.is_group,
+            created_at: iso_ms(r.created_at),
+        })
+    }
+
+    /// Reactions on a stored message, grouped by emoji.
+    pub(crate) async fn reactions(
+        &self,
+        session_id: &str,
+        message_id: &str,
+    ) -> MessagingResult<Vec<ReactionGroup>> {
+        self.check_session(session_id).await?;
+        let row = self.find_message(session_id, message_id).await?;
+        let mut groups: BTreeMap<String, Vec<ReactionSender>> = BTreeMap::new();
+        for r in reactions::list(&self.db, session_id, &row.wa_message_id).await? {
+            groups
+                .entry(r.emoji.clone())
+                .or_default()
+                .push(ReactionSender {
+                    sender_id: r.sender_id,
+                    emoji: r.emoji,
+                    timestamp: r.timestamp,
+                });
+        }
+        Ok(groups
+            .into_iter()
+            .map(|(emoji, senders)| ReactionGroup { emoji, senders })
+            .collect())
+    }
+
+    /// The media bytes of a stored message and their mimetype; 404 when it has none.
+    pub(crate) async fn media_bytes(
+        &self,
+        session_id: &str,
+        message_id: &str,
+    ) -> MessagingResult<(String, Vec<u8>)> {
+        self.check_session(session_id).await?;
+        let row = self.find_message(session_id, message_id).await?;
+        let none =
+            || super::error::MessagingError::NotFound(format!("Message {message_id} has no media"));
+        let meta: MediaMeta = from_json(row.media.as_deref().ok_or_else(none)?)?;
+        let bytes = self
+            .recorder
+            .media()
+            .read(&meta.key)
+            .await?
+            .ok_or_else(none)?;
+        Ok((meta.mimetype, bytes))
+    }
+}

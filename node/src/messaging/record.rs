@@ -1,0 +1,293 @@
+//! `Recorder`: the message store's write path. An inbound message (or ack, revoke, edit, reaction) is
+//! persisted and its event's outbox rows written in ONE transaction, then published after commit; a
+//! message already stored (same `(session, waMessageId)`) produces no second event. Sends record the
+//! outgoing message and `message.sent` the same way. Input: `events::ingest` and the send path.
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::engine::{AckStatus, EngineEvent, InboundMessage};
+use crate::events::normalise::{INLINE_MEDIA_MAX_BYTES, normalise};
+use crate::events::{Event, Pipeline};
+use crate::media::{MediaStore, StoredMedia};
+use crate::store::messages::{self as message_store, MessageRow};
+use crate::store::reactions::{self, ReactionRow};
+use crate::store::{self, DataPool, StoreResult, now_ms, to_json};
+
+/// What the `media` column holds: the file's content address and how to present it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MediaMeta {
+    pub key: String,
+    pub mimetype: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    pub size_bytes: u64,
+}
+
+impl MediaMeta {
+    pub(crate) fn new(
+        stored: &StoredMedia,
+        mimetype: String,
+        filename: Option<String>,
+    ) -> MediaMeta {
+        MediaMeta {
+            key: stored.key.clone(),
+            mimetype,
+            filename,
+            size_bytes: stored.size,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct Recorder {
+    db: DataPool,
+    pipeline: Pipeline,
+    media: MediaStore,
+}
+
+/// Rank of a status in the forward-only order the store enforces.
+fn rank(status: AckStatus) -> i64 {
+    match status {
+        AckStatus::Pending => 0,
+        AckStatus::Sent => 1,
+        AckStatus::Delivered => 2,
+        AckStatus::Read => 3,
+        AckStatus::Failed => 4,
+    }
+}
+
+impl Recorder {
+    pub(crate) fn new(db: DataPool, pipeline: Pipeline, media: MediaStore) -> Recorder {
+        Recorder {
+            db,
+            pipeline,
+            media,
+        }
+    }
+
+    pub(crate) fn media(&self) -> &MediaStore {
+        &self.media
+    }
+
+    /// Whether `event` is one the message store records (the rest go straight to the pipeline).
+    pub(crate) fn records(event: &EngineEvent) -> bool {
+        matches!(
+            event,
+            EngineEvent::Message(_)
+                | EngineEvent::Ack { .. }
+                | EngineEvent::Revoked { .. }
+                | EngineEvent::Edited { .. }
+                | EngineEvent::Reaction { .. }
+        )
+    }
+
+    /// Persists a message-related engine event and publishes it, in one transaction.
+    pub(crate) async fn record_event(
+        &self,
+        session_id: &str,
+        event: &EngineEvent,
+    ) -> StoreResult<()> {
+        let Some(normalised) = normalise(session_id, event) else {
+            return Ok(());
+        };
+        let row = match event {
+            EngineEvent::Message(msg) => Some(self.inbound_row(session_id, msg).await?),
+            _ => None,
+        };
+        let mut tx = store::begin(&self.db).await?;
+        let publish = match (event, &row) {
+            (EngineEvent::Message(_), Some(row)) => message_store::insert(&mut tx, row).await?,
+            (
+                EngineEvent::Ack {
+                    message_id, status, ..
+                },
+                _,
+            ) => {
+                message_store::update_status(
+                    &mut tx,
+                    session_id,
+                    message_id,
+                    status.as_str(),
+                    rank(*status),
+                )
+                .await?;
+                true
+            }
+            (EngineEvent::Revoked { revoked_id, .. }, _) => {
+                message_store::mark_revoked(&mut tx, session_id, revoked_id).await?;
+                true
+            }
+            (
+                EngineEvent::Edited {
+                    message_id, body, ..
+                },
+                _,
+            ) => {
+                message_store::set_body(&mut tx, session_id, message_id, body).await?;
+                true
+            }
+            (
+                EngineEvent::Reaction {
+                    message_id,
+                    chat_id,
+                    reaction,
+                    sender_id,
+                },
+                _,
+            ) => {
+                let row = reaction_row(
+                    session_id,
+                    message_id,
+                    chat_id.to_string(),
+                    sender_id.to_string(),
+                    reaction,
+                );
+                reactions::apply(&mut tx, &row).await?;
+                true
+            }
+            _ => true,
+        };
+        self.finish(tx, publish.then_some(normalised)).await
+    }
+
+    /// Records a message this service sent and publishes `message.sent`.
+    pub(crate) async fn record_sent(
+        &self,
+        session_id: &str,
+        msg: &InboundMessage,
+        media: Option<MediaMeta>,
+    ) -> StoreResult<()> {
+        let mut data = crate::events::normalise::message_data(msg);
+        if let (Some(meta), Some(obj)) = (&media, data.as_object_mut()) {
+            obj.insert("hasMedia".into(), json!(true));
+            obj.insert("media".into(), self.media_json(meta, true).await);
+        }
+        let event = Event::new(wagate_proto::EventName::MessageSent, session_id, data);
+        let row = message_row(session_id, msg, media.as_ref(), AckStatus::Pending)?;
+        let mut tx = store::begin(&self.db).await?;
+        let inserted = message_store::insert(&mut tx, &row).await?;
+        self.finish(tx, inserted.then_some(event)).await
+    }
+
+    /// Records this account's own reaction (the network does not echo it back).
+    pub(crate) async fn record_own_reaction(&self, row: ReactionRow) -> StoreResult<()> {
+        let mut tx = store::begin(&self.db).await?;
+        reactions::apply(&mut tx, &row).await?;
+        tx.commit().await
+    }
+
+    async fn finish(&self, mut tx: store::DataTx, event: Option<Event>) -> StoreResult<()> {
+        let events: Vec<Event> = event.into_iter().collect();
+        self.pipeline.publish_in(&mut tx, &events).await?;
+        tx.commit().await?;
+        self.pipeline.after_commit(events).await;
+        Ok(())
+    }
+
+    async fn inbound_row(&self, session_id: &str, msg: &InboundMessage) -> StoreResult<MessageRow> {
+        let meta = match &msg.media {
+            Some(media) => match self.media.put_bytes(&media.data).await {
+                Ok(stored) => Some(MediaMeta::new(
+                    &stored,
+                    media.mimetype.clone(),
+                    media.filename.clone(),
+                )),
+                Err(err) => {
+                    tracing::warn!(session_id, error = %err, "inbound media not stored");
+                    None
+                }
+            },
+            None => None,
+        };
+        let status = if msg.from_me {
+            AckStatus::Sent
+        } else {
+            AckStatus::Delivered
+        };
+        message_row(session_id, msg, meta.as_ref(), status)
+    }
+
+    /// The row's media as the API shows it: inline base64 when asked and small enough, else the marker.
+    pub(crate) async fn media_json(&self, meta: &MediaMeta, inline: bool) -> Value {
+        let mut out = json!({ "mimetype": meta.mimetype, "filename": meta.filename, "sizeBytes": meta.size_bytes });
+        let data = if inline && meta.size_bytes as usize <= INLINE_MEDIA_MAX_BYTES {
+            self.media.read(&meta.key).await.ok().flatten()
+        } else {
+            None
+        };
+        if let Some(obj) = out.as_object_mut() {
+            match data {
+                Some(bytes) => obj.insert(
+                    "data".into(),
+                    json!(base64::engine::general_purpose::STANDARD.encode(bytes)),
+                ),
+                None => obj.insert("omitted".into(), json!(true)),
+            };
+        }
+        out
+    }
+}
+
+pub(crate) fn reaction_row(
+    session_id: &str,
+    message_id: &str,
+    chat_id: String,
+    sender_id: String,
+    emoji: &str,
+) -> ReactionRow {
+    ReactionRow {
+        session_id: session_id.to_string(),
+        wa_message_id: message_id.to_string(),
+        chat_id,
+        sender_id,
+        emoji: emoji.to_string(),
+        timestamp: now_ms() / 1000,
+    }
+}
+
+fn message_row(
+    session_id: &str,
+    msg: &InboundMessage,
+    media: Option<&MediaMeta>,
+    status: AckStatus,
+) -> StoreResult<MessageRow> {
+    let mut extra = serde_json::Map::new();
+    if let Some(loc) = &msg.location {
+        extra.insert("location".into(), serde_json::to_value(loc)?);
+    }
+    if let Some(poll) = &msg.poll {
+        extra.insert("poll".into(), serde_json::to_value(poll)?);
+    }
+    Ok(MessageRow {
+        id: uuid::Uuid::now_v7().to_string(),
+        session_id: session_id.to_string(),
+        wa_message_id: msg.id.clone(),
+        chat_id: msg.chat_id.to_string(),
+        from_jid: msg.from.to_string(),
+        to_jid: msg.to.to_string(),
+        chat_name: None,
+        author: msg.author.as_ref().map(ToString::to_string),
+        body: Some(msg.body.clone()),
+        kind: serde_json::to_value(msg.kind)?
+            .as_str()
+            .unwrap_or("unknown")
+            .to_string(),
+        direction: if msg.from_me { "outgoing" } else { "incoming" }.to_string(),
+        status: status.as_str().to_string(),
+        timestamp: msg.timestamp,
+        has_media: media.is_some() || msg.kind.has_media(),
+        media: media.map(to_json).transpose()?,
+        mentioned_ids: (!msg.mentioned_ids.is_empty())
+            .then(|| to_json(&msg.mentioned_ids))
+            .transpose()?,
+        is_group: msg.chat_id.is_group(),
+        quoted_id: msg.quoted.as_ref().map(|q| q.id.clone()),
+        extra: (!extra.is_empty()).then(|| Value::Object(extra).to_string()),
+        starred: false,
+        revoked: false,
+        created_at: now_ms(),
+    })
+}

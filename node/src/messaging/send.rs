@@ -1,0 +1,131 @@
+//! The send path: ready engine (409 first), quoted message resolved in the store (404), media
+//! materialised through the media store (413/400), the `message:sending` hook, pacing (429), the engine
+//! send, then the outgoing message and `message.sent` recorded in one transaction.
+
+use wagate_proto::Jid;
+
+use super::MessagingService;
+use super::draft::{Draft, DraftContent, MediaDraft, MediaInput};
+use super::error::{MessagingResult, message_not_found};
+use super::record::MediaMeta;
+use crate::engine::{
+    InboundMessage, MediaMessage, MediaSource, MessageContent, OutgoingMessage, QuotedRef,
+    SentMessage,
+};
+use crate::store::messages::{self as message_store, MessageRow};
+
+/// The session's own JID, from its stored phone.
+pub(crate) fn own_jid(phone: Option<&str>) -> Option<Jid> {
+    let phone = phone?;
+    Jid::parse(phone).or_else(|_| Jid::from_phone(phone)).ok()
+}
+
+impl MessagingService {
+    /// Sends a validated draft and records it.
+    pub(crate) async fn send(
+        &self,
+        session_id: &str,
+        draft: Draft,
+    ) -> MessagingResult<SentMessage> {
+        let record = self.sessions.record(session_id).await?;
+        let engine = self.sessions.ready_engine(session_id)?;
+        let quoted = match draft.quoted_id.as_deref() {
+            Some(id) => Some(self.find_message(session_id, id).await?),
+            None => None,
+        };
+        let (content, meta) = self
+            .materialise(draft.content, record.proxy_url.as_deref())
+            .await?;
+        let msg = OutgoingMessage {
+            to: draft.to,
+            content,
+            quoted_id: quoted.as_ref().map(|q| q.wa_message_id.clone()),
+            mentions: draft.mentions,
+        };
+        super::hooks::message_sending(session_id, &msg);
+        self.pace(session_id, &msg.to).await?;
+        let result = engine.send(msg.clone()).await;
+        self.pace_outcome(session_id, result.as_ref().err());
+        let sent = result?;
+        let me = own_jid(record.phone.as_deref());
+        let inbound = sent_as_inbound(&msg, &sent, me, quoted.as_ref());
+        self.recorder
+            .record_sent(session_id, &inbound, meta)
+            .await?;
+        Ok(sent)
+    }
+
+    /// A stored message by row id or network id; 404 `Message <id> not found` otherwise.
+    pub(crate) async fn find_message(
+        &self,
+        session_id: &str,
+        id: &str,
+    ) -> MessagingResult<MessageRow> {
+        message_store::find(&self.db, session_id, id)
+            .await?
+            .ok_or_else(|| message_not_found(id))
+    }
+
+    async fn materialise(
+        &self,
+        content: DraftContent,
+        proxy_url: Option<&str>,
+    ) -> MessagingResult<(MessageContent, Option<MediaMeta>)> {
+        let draft: MediaDraft = match content {
+            DraftContent::Ready(content) => return Ok((content, None)),
+            DraftContent::Media(draft) => draft,
+        };
+        let media = self.recorder.media();
+        let stored = match draft.input {
+            MediaInput::Base64(data) => media.put_base64(&data).await?,
+            MediaInput::Url(url) => media.put_url(&url, proxy_url).await?,
+        };
+        let mimetype = draft
+            .mimetype
+            .or_else(|| stored.content_type.clone())
+            .unwrap_or_else(|| "application/octet-stream".to_string());
+        let meta = MediaMeta::new(&stored, mimetype.clone(), draft.filename.clone());
+        let path = media.path(&stored.key).unwrap_or_default();
+        let message = MediaMessage {
+            kind: draft.kind,
+            source: MediaSource::File(path),
+            mimetype,
+            filename: draft.filename,
+            caption: draft.caption,
+        };
+        Ok((MessageContent::Media(message), Some(meta)))
+    }
+}
+
+/// The sent message as the store and `message.sent` describe it.
+pub(crate) fn sent_as_inbound(
+    msg: &OutgoingMessage,
+    sent: &SentMessage,
+    me: Option<Jid>,
+    quoted: Option<&MessageRow>,
+) -> InboundMessage {
+    let (location, poll) = match &msg.content {
+        MessageContent::Location(loc) => (Some(loc.clone()), None),
+        MessageContent::Poll(poll) => (None, Some(poll.clone())),
+        _ => (None, None),
+    };
+    InboundMessage {
+        id: sent.id.clone(),
+        chat_id: msg.to.clone(),
+        from: me.unwrap_or_else(|| msg.to.clone()),
+        to: msg.to.clone(),
+        author: None,
+        from_me: true,
+        kind: msg.content.message_type(),
+        body: msg.content.body_text(),
+        timestamp: sent.timestamp,
+        media: None,
+        quoted: quoted.map(|q| QuotedRef {
+            id: q.wa_message_id.clone(),
+            body: q.body.clone().unwrap_or_default(),
+        }),
+        mentioned_ids: msg.mentions.clone(),
+        location,
+        poll,
+    }
+}

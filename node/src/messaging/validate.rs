@@ -1,0 +1,147 @@
+//! The field rules of message bodies (the spec's limits), each refusal naming its field. Pure functions.
+
+use wagate_proto::Jid;
+
+use super::error::{MessagingResult, bad};
+
+pub(crate) const TEXT_MAX: usize = 4096;
+pub(crate) const CAPTION_MAX: usize = 1024;
+pub(crate) const POLL_NAME_MAX: usize = 255;
+pub(crate) const POLL_OPTION_MAX: usize = 100;
+pub(crate) const READ_IDS_MAX: usize = 100;
+pub(crate) const PIN_DURATIONS: [u32; 3] = [86_400, 604_800, 2_592_000];
+
+/// A required, well-formed JID.
+pub(crate) fn jid(field: &str, raw: Option<&str>) -> MessagingResult<Jid> {
+    let raw = required(field, raw)?;
+    Jid::parse(raw).map_err(|_| {
+        bad(format!(
+            "{field} must be a valid WhatsApp id (<number>@c.us, <id>@g.us or <id>@newsletter), got '{raw}'"
+        ))
+    })
+}
+
+/// A required, non-blank string.
+pub(crate) fn required<'a>(field: &str, raw: Option<&'a str>) -> MessagingResult<&'a str> {
+    match raw {
+        Some(value) if !value.trim().is_empty() => Ok(value),
+        _ => Err(bad(format!("{field} is required"))),
+    }
+}
+
+pub(crate) fn max_chars(field: &str, value: &str, max: usize) -> MessagingResult<()> {
+    if value.chars().count() > max {
+        return Err(bad(format!("{field} must be at most {max} characters")));
+    }
+    Ok(())
+}
+
+/// Required text of at most 4096 characters.
+pub(crate) fn text(field: &str, raw: Option<&str>) -> MessagingResult<String> {
+    let text = required(field, raw)?;
+    max_chars(field, text, TEXT_MAX)?;
+    Ok(text.to_string())
+}
+
+pub(crate) fn caption(raw: Option<&str>) -> MessagingResult<Option<String>> {
+    let Some(caption) = raw else { return Ok(None) };
+    max_chars("caption", caption, CAPTION_MAX)?;
+    Ok(Some(caption.to_string()))
+}
+
+/// Each mention is an individual JID whose `@<number>` token appears in `text` (`field` names it).
+pub(crate) fn mentions(raw: &[String], text: &str, field: &str) -> MessagingResult<Vec<Jid>> {
+    raw.iter()
+        .map(|m| {
+            let jid = Jid::parse(m)
+                .ok()
+                .filter(|j| j.server() == "c.us")
+                .ok_or_else(|| bad(format!("mentions must be <number>@c.us ids, got '{m}'")))?;
+            if !text.contains(&format!("@{}", jid.user())) {
+                return Err(bad(format!(
+                    "mentions: {m} needs the literal @{} token in {field}",
+                    jid.user()
+                )));
+            }
+            Ok(jid)
+        })
+        .collect()
+}
+
+/// Poll question and 2-12 distinct-enough options.
+pub(crate) fn poll(
+    name: Option<&str>,
+    options: Option<&[String]>,
+) -> MessagingResult<(String, Vec<String>)> {
+    let name = required("name", name)?;
+    max_chars("name", name, POLL_NAME_MAX)?;
+    let options = options.unwrap_or_default();
+    if !(2..=12).contains(&options.len()) {
+        return Err(bad("options must hold 2-12 entries"));
+    }
+    for option in options {
+        if option.trim().is_empty() {
+            return Err(bad("options must not contain empty entries"));
+        }
+        max_chars("options", option, POLL_OPTION_MAX)?;
+    }
+    Ok((name.to_string(), options.to_vec()))
+}
+
+pub(crate) fn coordinate(field: &str, raw: Option<f64>, bound: f64) -> MessagingResult<f64> {
+    match raw {
+        Some(v) if v.is_finite() && v.abs() <= bound => Ok(v),
+        Some(_) => Err(bad(format!("{field} must be between -{bound} and {bound}"))),
+        None => Err(bad(format!("{field} is required"))),
+    }
+}
+
+/// Renders `{{var}}` placeholders from `vars` (strings as-is, other JSON values as written).
+pub(crate) fn render(template: &str, vars: &serde_json::Map<String, serde_json::Value>) -> String {
+    let mut out = template.to_string();
+    for (name, value) in vars {
+        let text = match value {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        for token in [format!("{{{{{name}}}}}"), format!("{{{{ {name} }}}}")] {
+            out = out.replace(&token, &text);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_need_their_token() {
+        let ids = vec!["4915100000001@c.us".to_string()];
+        assert!(mentions(&ids, "hi @4915100000001", "text").is_ok());
+        let err = mentions(&ids, "hi there", "text").unwrap_err().to_string();
+        assert!(err.contains("mentions") && err.contains("@4915100000001"));
+        assert!(mentions(&["x@g.us".into()], "@x", "text").is_err());
+    }
+
+    #[test]
+    fn poll_limits() {
+        let two = vec!["a".to_string(), "b".to_string()];
+        assert!(poll(Some("q"), Some(&two)).is_ok());
+        assert!(poll(Some("q"), Some(&two[..1])).is_err());
+        assert!(poll(Some(&"x".repeat(256)), Some(&two)).is_err());
+        assert!(
+            poll(None, Some(&two))
+                .unwrap_err()
+                .to_string()
+                .contains("name")
+        );
+    }
+
+    #[test]
+    fn templates_render_vars() {
+        let vars = serde_json::json!({"name": "Ann", "n": 3});
+        let vars = vars.as_object().cloned().unwrap_or_default();
+        assert_eq!(render("Hi {{name}}, {{ n }} left", &vars), "Hi Ann, 3 left");
+    }
+}

@@ -1,0 +1,198 @@
+//! The `messages` table: every inbound and outbound message once (deduplicated on
+//! `(session_id, wa_message_id)`), its delivery status, edit/revoke/star flags, and the list pages.
+//! Writes that accompany an event take the caller's `DataTx`; the rules (who writes what) are in `messaging`.
+
+use super::{DataPool, DataTx, StoreResult, execute, execute_tx, with_pool};
+
+const INSERT: &str = "INSERT INTO messages (id, session_id, wa_message_id, chat_id, from_jid, to_jid, chat_name, \
+     author, body, type, direction, status, timestamp, has_media, media, mentioned_ids, is_group, quoted_id, \
+     extra, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+     $18, $19, $20) ON CONFLICT (session_id, wa_message_id) DO NOTHING";
+/// Moves the status forward only (pending < sent < delivered < read; failed is terminal).
+const UPDATE_STATUS: &str = "UPDATE messages SET status = $3 WHERE session_id = $1 AND wa_message_id = $2 \
+     AND (CASE status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 \
+     ELSE 4 END) < $4";
+const SET_REVOKED: &str =
+    "UPDATE messages SET revoked = TRUE WHERE session_id = $1 AND wa_message_id = $2";
+const SET_BODY: &str = "UPDATE messages SET body = $3 WHERE session_id = $1 AND wa_message_id = $2";
+const SET_STARRED: &str =
+    "UPDATE messages SET starred = $3 WHERE session_id = $1 AND wa_message_id = $2";
+const FIND: &str =
+    "SELECT * FROM messages WHERE session_id = $1 AND (id = $2 OR wa_message_id = $2) LIMIT 1";
+const PAGE: &str = "SELECT * FROM messages WHERE session_id = $1 \
+     AND ($2 IS NULL OR chat_id = $2) AND ($3 IS NULL OR from_jid = $3) \
+     AND ($4 IS NULL OR direction = $4) AND ($5 IS NULL OR type = $5) \
+     AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) \
+     ORDER BY created_at DESC, id DESC LIMIT $8 OFFSET $9";
+const CHAT_EXISTS: &str =
+    "SELECT COUNT(*) FROM messages WHERE session_id = $1 AND chat_id = $2 AND id <> $3";
+
+/// A message row, as written and as read back.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub(crate) struct MessageRow {
+    pub id: String,
+    pub session_id: String,
+    pub wa_message_id: String,
+    pub chat_id: String,
+    pub from_jid: String,
+    pub to_jid: String,
+    pub chat_name: Option<String>,
+    pub author: Option<String>,
+    pub body: Option<String>,
+    #[sqlx(rename = "type")]
+    pub kind: String,
+    pub direction: String,
+    pub status: String,
+    pub timestamp: i64,
+    pub has_media: bool,
+    /// JSON: `{key, mimetype, filename?, sizeBytes}` (the media file's content-addressed key).
+    pub media: Option<String>,
+    /// JSON array of JIDs.
+    pub mentioned_ids: Option<String>,
+    pub is_group: bool,
+    pub quoted_id: Option<String>,
+    pub extra: Option<String>,
+    pub starred: bool,
+    pub revoked: bool,
+    pub created_at: i64,
+}
+
+/// What a page of `GET /messages` asks for; `None` filters match everything.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PageQuery {
+    pub chat_id: Option<String>,
+    pub from: Option<String>,
+    pub direction: Option<String>,
+    pub kind: Option<String>,
+    /// `(created_at, id)` of the previous page's last row.
+    pub after: Option<(i64, String)>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+/// Inserts a message; false when `(session_id, wa_message_id)` was already stored.
+pub(crate) async fn insert(tx: &mut DataTx, m: &MessageRow) -> StoreResult<bool> {
+    let done = execute_tx!(
+        tx,
+        sqlx::query(INSERT)
+            .bind(&m.id)
+            .bind(&m.session_id)
+            .bind(&m.wa_message_id)
+            .bind(&m.chat_id)
+            .bind(&m.from_jid)
+            .bind(&m.to_jid)
+            .bind(&m.chat_name)
+            .bind(&m.author)
+            .bind(&m.body)
+            .bind(&m.kind)
+            .bind(&m.direction)
+            .bind(&m.status)
+            .bind(m.timestamp)
+            .bind(m.has_media)
+            .bind(&m.media)
+            .bind(&m.mentioned_ids)
+            .bind(m.is_group)
+            .bind(&m.quoted_id)
+            .bind(&m.extra)
+            .bind(m.created_at)
+    )?;
+    Ok(done == 1)
+}
+
+/// Moves a message's status forward to `status` of `rank`; false when nothing changed.
+pub(crate) async fn update_status(
+    tx: &mut DataTx,
+    session_id: &str,
+    wa_id: &str,
+    status: &str,
+    rank: i64,
+) -> StoreResult<bool> {
+    let done = execute_tx!(
+        tx,
+        sqlx::query(UPDATE_STATUS)
+            .bind(session_id)
+            .bind(wa_id)
+            .bind(status)
+            .bind(rank)
+    )?;
+    Ok(done > 0)
+}
+
+pub(crate) async fn mark_revoked(
+    tx: &mut DataTx,
+    session_id: &str,
+    wa_id: &str,
+) -> StoreResult<()> {
+    execute_tx!(tx, sqlx::query(SET_REVOKED).bind(session_id).bind(wa_id))?;
+    Ok(())
+}
+
+pub(crate) async fn set_body(
+    tx: &mut DataTx,
+    session_id: &str,
+    wa_id: &str,
+    body: &str,
+) -> StoreResult<()> {
+    execute_tx!(
+        tx,
+        sqlx::query(SET_BODY)
+            .bind(session_id)
+            .bind(wa_id)
+            .bind(body)
+    )?;
+    Ok(())
+}
+
+pub(crate) async fn set_starred(
+    db: &DataPool,
+    session_id: &str,
+    wa_id: &str,
+    starred: bool,
+) -> StoreResult<()> {
+    execute!(
+        db,
+        sqlx::query(SET_STARRED)
+            .bind(session_id)
+            .bind(wa_id)
+            .bind(starred)
+    )?;
+    Ok(())
+}
+
+/// The message whose row id or network id is `id`.
+pub(crate) async fn find(
+    db: &DataPool,
+    session_id: &str,
+    id: &str,
+) -> StoreResult<Option<MessageRow>> {
+    Ok(with_pool!(db, p => sqlx::query_as(FIND).bind(session_id).bind(id).fetch_optional(p).await)?)
+}
+
+/// A page, newest first.
+pub(crate) async fn page(
+    db: &DataPool,
+    session_id: &str,
+    q: &PageQuery,
+) -> StoreResult<Vec<MessageRow>> {
+    let (after_at, after_id) = match &q.after {
+        Some((at, id)) => (Some(*at), Some(id.as_str())),
+        None => (None, None),
+    };
+    Ok(
+        with_pool!(db, p => sqlx::query_as(PAGE).bind(session_id).bind(&q.chat_id).bind(&q.from)
+        .bind(&q.direction).bind(&q.kind).bind(after_at).bind(after_id).bind(q.limit).bind(q.offset)
+        .fetch_all(p).await)?,
+    )
+}
+
+/// Whether the chat has any stored message other than `except_id` (pacing's first-contact test).
+pub(crate) async fn chat_has_history(
+    db: &DataPool,
+    session_id: &str,
+    chat_id: &str,
+    except_id: &str,
+) -> StoreResult<bool> {
+    let n: i64 = with_pool!(db, p => sqlx::query_scalar(CHAT_EXISTS).bind(session_id).bind(chat_id)
+        .bind(except_id).fetch_one(p).await)?;
+    Ok(n > 0)
+}

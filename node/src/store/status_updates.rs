@@ -1,0 +1,87 @@
+//! The `status_updates` table: status posts the session made (with their media, so they can be served
+//! again) and statuses it received. Rows are written after the engine posted or reported them; reads
+//! of live statuses go to the engine, only media is served from here.
+
+use super::{DataPool, StoreResult, execute, now_ms, with_pool};
+
+const INSERT: &str = "INSERT INTO status_updates (id, session_id, status_id, contact, direction, type, \
+     caption, has_media, media, recipients, posted_at, expires_at, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+     ON CONFLICT (session_id, status_id) DO NOTHING";
+const SELECT_MEDIA: &str =
+    "SELECT media FROM status_updates WHERE session_id = $1 AND status_id = $2";
+const DELETE: &str = "DELETE FROM status_updates WHERE session_id = $1 AND status_id = $2";
+
+/// Whether the session posted the status or received it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StatusDirection {
+    Outgoing,
+    Incoming,
+}
+
+impl StatusDirection {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Outgoing => "outgoing",
+            Self::Incoming => "incoming",
+        }
+    }
+}
+
+/// A status row to write. Times are epoch milliseconds; `media` and `recipients` are JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NewStatus {
+    pub session_id: String,
+    pub status_id: String,
+    pub contact: String,
+    pub direction: StatusDirection,
+    pub kind: String,
+    pub caption: Option<String>,
+    pub has_media: bool,
+    pub media: Option<String>,
+    pub recipients: Option<String>,
+    pub posted_at_ms: i64,
+    pub expires_at_ms: i64,
+}
+
+/// Writes a status once; a repeat of the same `(session, status id)` is ignored.
+pub(crate) async fn insert(db: &DataPool, row: &NewStatus) -> StoreResult<()> {
+    let id = uuid::Uuid::now_v7().to_string();
+    execute!(
+        db,
+        sqlx::query(INSERT)
+            .bind(&id)
+            .bind(&row.session_id)
+            .bind(&row.status_id)
+            .bind(&row.contact)
+            .bind(row.direction.as_str())
+            .bind(&row.kind)
+            .bind(&row.caption)
+            .bind(row.has_media)
+            .bind(&row.media)
+            .bind(&row.recipients)
+            .bind(row.posted_at_ms)
+            .bind(row.expires_at_ms)
+            .bind(now_ms())
+    )?;
+    Ok(())
+}
+
+/// The stored media JSON of a status, `None` when the status or its media is unknown.
+pub(crate) async fn media(
+    db: &DataPool,
+    session_id: &str,
+    status_id: &str,
+) -> StoreResult<Option<String>> {
+    let found: Option<Option<String>> = with_pool!(db, p => sqlx::query_scalar(SELECT_MEDIA)
+        .bind(session_id)
+        .bind(status_id)
+        .fetch_optional(p)
+        .await)?;
+    Ok(found.flatten())
+}
+
+pub(crate) async fn delete(db: &DataPool, session_id: &str, status_id: &str) -> StoreResult<()> {
+    execute!(db, sqlx::query(DELETE).bind(session_id).bind(status_id))?;
+    Ok(())
+}

@@ -1,0 +1,371 @@
+//! Validation (400 naming the field), media caps (413), the outbound-address guard on media URLs,
+//! idempotent replays, and operations on messages (react, edit, delete, pin, star, vote, read).
+
+mod messaging_support;
+
+use base64::Engine as _;
+use messaging_support::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn every_validation_rule_answers_400_naming_the_field() {
+    let p = pair(options().env("MEDIA_DOWNLOAD_MAX_BYTES", "1000")).await;
+    let to = jid(PHONE_B);
+    let cases = [
+        ("messages/send-text", json!({ "text": "x" }), "chatId"),
+        (
+            "messages/send-text",
+            json!({ "chatId": "12345", "text": "x" }),
+            "chatId",
+        ),
+        ("messages/send-text", json!({ "chatId": to }), "text"),
+        (
+            "messages/send-text",
+            json!({ "chatId": to, "text": "x".repeat(4097) }),
+            "text",
+        ),
+        (
+            "messages/send-text",
+            json!({ "chatId": to, "text": "hi", "mentions": [to] }),
+            "mentions",
+        ),
+        (
+            "messages/send-image",
+            json!({ "chatId": to }),
+            "url or base64",
+        ),
+        (
+            "messages/send-image",
+            json!({ "chatId": to, "url": "https://x.invalid/a", "base64": "AAAA", "mimetype": "image/png" }),
+            "url or base64",
+        ),
+        (
+            "messages/send-image",
+            json!({ "chatId": to, "base64": "AAAA" }),
+            "mimetype",
+        ),
+        (
+            "messages/send-image",
+            json!({ "chatId": to, "base64": "AAAA", "mimetype": "image/png", "caption": "c".repeat(1025) }),
+            "caption",
+        ),
+        (
+            "messages/send-image",
+            json!({ "chatId": to, "base64": "data:image/png;base64,AAAA", "mimetype": "image/png" }),
+            "base64",
+        ),
+        (
+            "messages/send-poll",
+            json!({ "chatId": to, "name": "q", "options": ["one"] }),
+            "options",
+        ),
+        (
+            "messages/send-poll",
+            json!({ "chatId": to, "name": "q".repeat(256), "options": ["a", "b"] }),
+            "name",
+        ),
+        (
+            "messages/send-poll",
+            json!({ "chatId": to, "name": "q", "options": ["a", "b".repeat(101)] }),
+            "options",
+        ),
+        (
+            "messages/send-location",
+            json!({ "chatId": to, "longitude": 1.0 }),
+            "latitude",
+        ),
+        (
+            "messages/send-contact",
+            json!({ "chatId": to, "contactName": "A" }),
+            "contactNumber",
+        ),
+        (
+            "messages/send-product",
+            json!({ "chatId": to }),
+            "productId",
+        ),
+        (
+            "messages/reply",
+            json!({ "chatId": to, "text": "x" }),
+            "quotedMessageId",
+        ),
+        (
+            "messages/forward",
+            json!({ "toChatId": to, "messageId": "m" }),
+            "fromChatId",
+        ),
+        (
+            "messages/react",
+            json!({ "chatId": to, "messageId": "m" }),
+            "emoji",
+        ),
+        (
+            "messages/pin",
+            json!({ "chatId": to, "messageId": "m", "durationSeconds": 5 }),
+            "durationSeconds",
+        ),
+        (
+            "chats/read",
+            json!({ "chatId": to, "messageIds": (0..101).map(|i| i.to_string()).collect::<Vec<_>>() }),
+            "messageIds",
+        ),
+        ("messages/send-bulk", json!({ "messages": [] }), "messages"),
+        (
+            "messages/send-bulk",
+            json!({ "messages": [{ "chatId": "", "type": "text", "content": { "text": "x" } }] }),
+            "chatId",
+        ),
+        (
+            "messages/send-bulk",
+            json!({ "messages": [{ "chatId": to, "type": "text", "content": {} }] }),
+            "text",
+        ),
+        (
+            "messages/send-bulk",
+            json!({ "messages": [{ "chatId": to, "type": "image", "content": { "image": {} } }] }),
+            "url or base64",
+        ),
+        (
+            "messages/send-bulk",
+            json!({ "messages": [{ "chatId": to, "type": "text", "content": { "text": "x" } }], "options": { "delayBetweenMessages": 999 } }),
+            "delayBetweenMessages",
+        ),
+    ];
+    for (route, body, field) in cases {
+        let reply = p.post(route, body).await;
+        assert_eq!(reply.status, 400, "{route}: {}", reply.text);
+        assert!(
+            reply.str("message").contains(field),
+            "{route}: '{}' should name {field}",
+            reply.str("message")
+        );
+    }
+    let too_many: Vec<_> = (0..101)
+        .map(|_| json!({ "chatId": to, "type": "text", "content": { "text": "x" } }))
+        .collect();
+    assert_eq!(
+        p.post("messages/send-bulk", json!({ "messages": too_many }))
+            .await
+            .status,
+        400
+    );
+    let big = base64::engine::general_purpose::STANDARD.encode(vec![7u8; 2000]);
+    let reply = p
+        .post(
+            "messages/send-image",
+            json!({ "chatId": to, "base64": big, "mimetype": "image/png" }),
+        )
+        .await;
+    assert_eq!(reply.status, 413, "{}", reply.text);
+    assert!(reply.body.get("code").is_none());
+}
+
+async fn serve_media(bytes: &'static [u8]) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/media.png",
+        axum::routing::get(move || async move {
+            ([(axum::http::header::CONTENT_TYPE, "image/png")], bytes)
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.ok() });
+    format!("http://{addr}/media.png")
+}
+
+#[tokio::test]
+async fn media_urls_are_guarded_and_fetched_when_allowed() {
+    let url = serve_media(b"FROM-URL").await;
+    let guarded = pair(options()).await;
+    let to = jid(PHONE_B);
+    for blocked in [
+        url.as_str(),
+        "http://169.254.169.254/latest/meta-data",
+        "http://localhost:9/x.png",
+    ] {
+        let reply = guarded
+            .post(
+                "messages/send-image",
+                json!({ "chatId": to, "url": blocked }),
+            )
+            .await;
+        assert_eq!(reply.status, 400, "{blocked}: {}", reply.text);
+        assert!(reply.str("message").contains("guard"), "{}", reply.text);
+    }
+    drop(guarded);
+    let open = pair(
+        options()
+            .env("MEDIA_URL_GUARD", "false")
+            .env("MEDIA_DOWNLOAD_MAX_BYTES", "5"),
+    )
+    .await;
+    let too_big = open
+        .post("messages/send-image", json!({ "chatId": to, "url": url }))
+        .await;
+    assert_eq!(too_big.status, 413, "{}", too_big.text);
+    drop(open);
+    let open = pair(options().env("MEDIA_URL_GUARD", "false")).await;
+    let sent = open
+        .post(
+            "messages/send-image",
+            json!({ "chatId": to, "url": url, "caption": "u" }),
+        )
+        .await;
+    assert_eq!(sent.status, 201, "{}", sent.text);
+    let got = open.wait_message(&open.b, "type=image", |_| true).await;
+    assert_eq!(
+        got["media"]["data"],
+        base64::engine::general_purpose::STANDARD.encode(b"FROM-URL")
+    );
+    assert_eq!(got["media"]["mimetype"], "image/png");
+}
+
+#[tokio::test]
+async fn idempotency_key_replays_the_first_answer() {
+    let p = pair(options()).await;
+    let path = format!("/api/sessions/{}/messages/send-text", p.a);
+    let body = json!({ "chatId": jid(PHONE_B), "text": "once" });
+    let send = |body: serde_json::Value| {
+        let req = p
+            .client
+            .raw(reqwest::Method::POST, &path)
+            .header("Idempotency-Key", "k-1")
+            .json(&body);
+        p.client.send(req)
+    };
+    let first = send(body.clone()).await.unwrap();
+    assert_eq!(first.status, 201, "{}", first.text);
+    let again = send(body).await.unwrap();
+    assert_eq!(
+        (again.status, again.body.clone()),
+        (201, first.body.clone())
+    );
+    let other = send(json!({ "chatId": jid(PHONE_B), "text": "twice" }))
+        .await
+        .unwrap();
+    assert_eq!(other.status, 422, "{}", other.text);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let rows = p
+        .client
+        .get(&format!(
+            "/api/sessions/{}/messages?direction=outgoing",
+            p.a
+        ))
+        .await
+        .unwrap();
+    assert_eq!(rows.body.as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test]
+async fn operations_on_messages() {
+    let p = pair(options()).await;
+    let to = jid(PHONE_B);
+    let sent = p
+        .post(
+            "messages/send-text",
+            json!({ "chatId": to, "text": "edit me" }),
+        )
+        .await;
+    let id = sent.str("messageId");
+    let ok = |r: &wagate_loadtest::harness::Reply| r.status == 200 && r.body["success"] == true;
+    let react = p
+        .post(
+            "messages/react",
+            json!({ "chatId": to, "messageId": id, "emoji": "👍" }),
+        )
+        .await;
+    assert!(ok(&react), "{}", react.text);
+    let own = p
+        .client
+        .get(&format!(
+            "/api/sessions/{}/messages/{to}/{id}/reactions",
+            p.a
+        ))
+        .await
+        .unwrap();
+    assert_eq!(own.body[0]["emoji"], "👍", "{}", own.text);
+    assert_eq!(own.body[0]["senders"][0]["senderId"], jid(PHONE_A));
+    let from_b = p
+        .client
+        .post(
+            &format!("/api/sessions/{}/messages/react", p.b),
+            json!({ "chatId": jid(PHONE_A), "messageId": id, "emoji": "🎉" }),
+        )
+        .await
+        .unwrap();
+    assert!(ok(&from_b), "{}", from_b.text);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let r = p
+            .client
+            .get(&format!(
+                "/api/sessions/{}/messages/{to}/{id}/reactions",
+                p.a
+            ))
+            .await
+            .unwrap();
+        if r.body.as_array().map(Vec::len) == Some(2) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", r.text);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let edit = p
+        .post(
+            "messages/edit",
+            json!({ "chatId": to, "messageId": id, "body": "edited" }),
+        )
+        .await;
+    assert_eq!(
+        (edit.status, edit.str("messageId")),
+        (200, id.clone()),
+        "{}",
+        edit.text
+    );
+    p.wait_message(&p.b, "", |m| {
+        m["waMessageId"] == id.as_str() && m["body"] == "edited"
+    })
+    .await;
+    for (route, body) in [
+        (
+            "messages/pin",
+            json!({ "chatId": to, "messageId": id, "durationSeconds": 604800 }),
+        ),
+        ("messages/unpin", json!({ "chatId": to, "messageId": id })),
+        (
+            "messages/star",
+            json!({ "chatId": to, "messageId": id, "star": true }),
+        ),
+        ("chats/read", json!({ "chatId": to, "messageIds": [id] })),
+        ("messages/delete", json!({ "chatId": to, "messageId": id })),
+    ] {
+        let reply = p.post(route, body).await;
+        assert!(ok(&reply), "{route}: {}", reply.text);
+    }
+    let poll = p
+        .post(
+            "messages/send-poll",
+            json!({ "chatId": to, "name": "q", "options": ["a", "b"] }),
+        )
+        .await;
+    let vote = p
+        .post(
+            "messages/vote-poll",
+            json!({ "chatId": to, "pollMessageId": poll.str("messageId"), "options": ["a"] }),
+        )
+        .await;
+    assert!(ok(&vote), "{}", vote.text);
+    let history = p
+        .client
+        .get(&format!("/api/sessions/{}/messages/{to}/history", p.a))
+        .await
+        .unwrap();
+    assert_eq!(history.status, 200);
+    assert!(history.body.as_array().map(Vec::len).unwrap_or(0) >= 2);
+    let none = p
+        .client
+        .get(&format!("/api/sessions/{}/messages/{to}/{id}/media", p.a))
+        .await
+        .unwrap();
+    assert_eq!(none.status, 404);
+}

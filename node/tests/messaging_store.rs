@@ -1,0 +1,233 @@
+//! The message store's list (cursor paging, filters), bulk batches that survive a restart and can be
+//! cancelled, and send pacing refusals.
+
+mod messaging_support;
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use messaging_support::*;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn cursor_paging_over_500_messages_returns_each_once() {
+    let p = pair(options()).await;
+    for i in 0..500 {
+        let from = format!("49170{:07}", i % 7);
+        let r = p
+            .client
+            .post(
+                &format!("/api/sim/sessions/{}/inbound", p.a),
+                json!({ "from": jid(&from), "type": "text", "body": format!("m{i}") }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = HashSet::new();
+    loop {
+        seen.clear();
+        let mut after = String::new();
+        loop {
+            let page = p
+                .client
+                .get(&format!(
+                    "/api/sessions/{}/messages?limit=37&after={after}",
+                    p.a
+                ))
+                .await
+                .unwrap();
+            assert_eq!(page.status, 200, "{}", page.text);
+            let rows = page.body.as_array().cloned().unwrap_or_default();
+            for row in &rows {
+                assert!(
+                    seen.insert(row["id"].as_str().unwrap_or_default().to_string()),
+                    "duplicate row"
+                );
+            }
+            match rows.last() {
+                Some(last) if rows.len() == 37 => {
+                    after = last["waMessageId"].as_str().unwrap_or_default().to_string()
+                }
+                _ => break,
+            }
+        }
+        if seen.len() == 500 || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(seen.len(), 500);
+    let unknown = p
+        .client
+        .get(&format!("/api/sessions/{}/messages?after=nope", p.a))
+        .await
+        .unwrap();
+    assert_eq!(unknown.status, 400, "{}", unknown.text);
+    let blank = p
+        .client
+        .get(&format!("/api/sessions/{}/messages?after=&offset=490", p.a))
+        .await
+        .unwrap();
+    assert_eq!(blank.body.as_array().map(Vec::len), Some(10));
+    let from = p
+        .client
+        .get(&format!(
+            "/api/sessions/{}/messages?limit=1000&from={}",
+            p.a,
+            jid("491700000003")
+        ))
+        .await
+        .unwrap();
+    assert_eq!(from.body.as_array().map(Vec::len), Some(71));
+    let bad = p
+        .client
+        .get(&format!("/api/sessions/{}/messages?limit=0", p.a))
+        .await
+        .unwrap();
+    assert_eq!(bad.status, 400);
+}
+
+async fn batch(p: &Pair, id: &str) -> Value {
+    p.client
+        .get(&format!("/api/sessions/{}/messages/batch/{id}", p.a))
+        .await
+        .unwrap()
+        .body
+}
+
+#[tokio::test]
+async fn a_bulk_batch_survives_a_node_restart() {
+    let mut p = pair(options()).await;
+    let items: Vec<_> = (0..4).map(|i| json!({ "chatId": jid(PHONE_B), "type": "text", "content": { "text": format!("bulk {i}") } })).collect();
+    let accepted = p.post("messages/send-bulk", json!({ "messages": items, "options": { "delayBetweenMessages": 1000 }, "batchId": "b-1" })).await;
+    assert_eq!(accepted.status, 202, "{}", accepted.text);
+    assert_eq!(
+        (
+            accepted.str("status"),
+            accepted.body["totalMessages"].as_u64()
+        ),
+        ("processing".into(), Some(4))
+    );
+    assert_eq!(
+        accepted.str("statusUrl"),
+        format!("/api/sessions/{}/messages/batch/b-1", p.a)
+    );
+    let dup = p.post("messages/send-bulk", json!({ "messages": [{ "chatId": jid(PHONE_B), "type": "text", "content": { "text": "x" } }], "batchId": "b-1" })).await;
+    assert_eq!(dup.status, 400, "{}", dup.text);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while batch(&p, "b-1").await["progress"]["sent"]
+        .as_u64()
+        .unwrap_or(0)
+        < 1
+    {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    p.node.restart().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = batch(&p, "b-1").await;
+        if status["status"] == "completed" {
+            assert_eq!(
+                status["progress"],
+                json!({ "total": 4, "sent": 4, "failed": 0, "pending": 0, "cancelled": 0 }),
+                "{status}"
+            );
+            assert!(
+                status["results"][3]["messageId"].is_string() && status["completedAt"].is_string()
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{status}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let bodies: HashSet<String> = p
+        .client
+        .get(&format!(
+            "/api/sessions/{}/messages?direction=outgoing",
+            p.a
+        ))
+        .await
+        .unwrap()
+        .body
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|m| m["body"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(bodies.len(), 4, "{bodies:?}");
+}
+
+#[tokio::test]
+async fn a_cancelled_batch_stops_and_reports_cancelled_items() {
+    let p = pair(options()).await;
+    let items: Vec<_> = (0..3)
+        .map(|_| json!({ "chatId": jid(PHONE_B), "type": "text", "content": { "text": "c" } }))
+        .collect();
+    let accepted = p
+        .post(
+            "messages/send-bulk",
+            json!({ "messages": items, "options": { "delayBetweenMessages": 5000 } }),
+        )
+        .await;
+    let id = accepted.str("batchId");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cancelled = p
+        .post(&format!("messages/batch/{id}/cancel"), json!({}))
+        .await;
+    assert_eq!(cancelled.status, 200, "{}", cancelled.text);
+    assert_eq!(cancelled.body["status"], "cancelled");
+    assert_eq!(cancelled.body["progress"]["cancelled"], 2);
+    assert_eq!(batch(&p, &id).await["status"], "cancelled");
+    let missing = p
+        .client
+        .get(&format!("/api/sessions/{}/messages/batch/nope", p.a))
+        .await
+        .unwrap();
+    assert_eq!(missing.status, 404);
+}
+
+#[tokio::test]
+async fn send_pacing_refuses_with_429_and_counts_each_rule() {
+    let opts = options()
+        .env("SEND_PACING_ENABLED", "true")
+        .env("SEND_PACING_WARMUP_START", "3")
+        .env("SEND_PACING_COLD_DAILY", "1")
+        .env("METRICS_TOKEN", "metrics-token");
+    let p = pair(opts).await;
+    let send = |to: String| p.post("messages/send-text", json!({ "chatId": to, "text": "hi" }));
+    assert_eq!(send(jid(PHONE_B)).await.status, 201);
+    let cold = send(jid("4915188888888")).await;
+    assert_eq!(cold.status, 429, "{}", cold.text);
+    assert_eq!(cold.str("code"), "SEND_PACING_LIMITED");
+    assert!(cold.body["retryAfterSeconds"].as_u64().unwrap_or(0) > 0);
+    assert!(cold.str("message").contains("cold_reachout"));
+    assert_eq!(send(jid(PHONE_B)).await.status, 201);
+    assert_eq!(send(jid(PHONE_B)).await.status, 201);
+    let ramp = send(jid(PHONE_B)).await;
+    assert_eq!(
+        (ramp.status, ramp.str("code")),
+        (429, "SEND_PACING_LIMITED".to_string())
+    );
+    assert!(ramp.str("message").contains("warmup"), "{}", ramp.text);
+    let req = p
+        .client
+        .raw(reqwest::Method::GET, "/api/metrics")
+        .header("Authorization", "Bearer metrics-token");
+    let metrics = p.client.send(req).await.unwrap();
+    assert!(
+        metrics
+            .text
+            .contains("wagate_send_pacing_refusals_total{rule=\"cold_reachout\"} 1"),
+        "{}",
+        metrics.text
+    );
+    assert!(
+        metrics
+            .text
+            .contains("wagate_send_pacing_refusals_total{rule=\"warmup\"} 1")
+    );
+}

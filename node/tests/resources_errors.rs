@@ -1,0 +1,133 @@
+//! How the resource routes fail: 404 unknown session, 409 before 501 for a session never started, the
+//! sim's 501 rows with the operation name, 503 when the network does not answer within the engine query
+//! budget, and 400 for status posts without recipients.
+
+mod resources_support;
+
+use resources_support::{at, created_session, jid, linked_session, node, node_with};
+use serde_json::json;
+
+const ALICE: &str = "4915200000001";
+
+#[tokio::test]
+async fn never_started_session_answers_409_before_501_and_unknown_is_404() {
+    let node = node().await;
+    let c = node.client();
+    let idle = created_session(&c, "idle").await;
+    for path in ["/labels", "/channels", "/groups", "/contacts", "/chats"] {
+        let reply = c.get(&at(&idle, path)).await.expect("get");
+        assert_eq!(reply.status, 409, "{path}: {}", reply.text);
+        assert_eq!(reply.str("message"), "Session is not connected");
+    }
+    let unknown = "3f2504e0-4f89-41d3-9a0c-0305e82c3301";
+    assert_eq!(
+        c.get(&at(unknown, "/groups")).await.expect("get").status,
+        404
+    );
+    assert_eq!(
+        c.get(&at("by-name", "/groups")).await.expect("get").status,
+        400
+    );
+}
+
+#[tokio::test]
+async fn socket_column_refusals_answer_501_with_the_operation() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    let rows = [
+        ("/labels", "getLabels"),
+        ("/labels/7", "getLabel"),
+        ("/labels/7/chats", "getLabelChats"),
+        ("/labels/chat/4915200000009@c.us", "getChatLabels"),
+        ("/channels", "getChannels"),
+        ("/channels/abc123@newsletter/messages", "getChannelMessages"),
+    ];
+    for (path, op) in rows {
+        let reply = c.get(&at(&alice, path)).await.expect("get");
+        assert_eq!(reply.status, 501, "{path}: {}", reply.text);
+        assert_eq!(
+            reply.str("message"),
+            format!("Operation not supported by the active engine: {op}")
+        );
+    }
+}
+
+#[tokio::test]
+async fn unanswered_queries_answer_503_and_never_exists_false() {
+    let node = node_with(&[("ENGINE_QUERY_TIMEOUT_MS", "300")]).await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    let faults = c
+        .post(
+            &format!("/api/sim/sessions/{alice}/faults"),
+            json!({ "queryDelayMs": 3000 }),
+        )
+        .await
+        .expect("faults");
+    assert!(faults.status < 300, "{}", faults.text);
+    for path in [
+        "/groups",
+        "/contacts/check/4915200000002",
+        "/contacts/4915200000002@c.us/profile-picture",
+    ] {
+        let reply = c.get(&at(&alice, path)).await.expect("get");
+        assert_eq!(reply.status, 503, "{path}: {}", reply.text);
+    }
+    let write = c
+        .post(
+            &at(&alice, "/chats/archive"),
+            json!({ "chatId": jid("4915200000002"), "archive": true }),
+        )
+        .await
+        .expect("archive");
+    assert_eq!(write.status, 503, "{}", write.text);
+    // Routes that never answer 503 are not bounded by the query budget.
+    let link = c
+        .post(
+            &at(&alice, "/calls/link"),
+            json!({ "type": "video", "startTime": 1_700_000_000_000_i64 }),
+        )
+        .await
+        .expect("link");
+    assert_eq!(link.status, 200, "{}", link.text);
+    c.post(
+        &format!("/api/sim/sessions/{alice}/faults"),
+        json!({ "queryDelayMs": 0 }),
+    )
+    .await
+    .expect("faults");
+    assert_eq!(
+        c.get(&at(&alice, "/groups")).await.expect("get").status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn status_posts_need_recipients_on_the_socket_column() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    let bodies = [
+        json!({ "text": "hi" }),
+        json!({ "text": "hi", "recipients": [] }),
+        json!({ "text": "hi", "recipients": ["not-a-jid"] }),
+        json!({ "text": "hi", "recipients": [jid("4915200000002")], "font": 3 }),
+    ];
+    for body in bodies {
+        let reply = c
+            .post(&at(&alice, "/status/send-text"), body.clone())
+            .await
+            .expect("post");
+        assert_eq!(reply.status, 400, "{body}: {}", reply.text);
+    }
+    let too_many: Vec<String> = (0..257).map(|i| jid(&format!("49152000{i:05}"))).collect();
+    let reply = c
+        .post(
+            &at(&alice, "/status/send-image"),
+            json!({ "image": { "base64": "aGk=" }, "recipients": too_many }),
+        )
+        .await
+        .expect("post");
+    assert_eq!(reply.status, 400, "{}", reply.text);
+}

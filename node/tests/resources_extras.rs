@@ -1,0 +1,354 @@
+//! Channels, labels, catalog, status posts, calls and profile end to end on the sim, including the
+//! network's refusals (403), `null` catalog answers, stored status media and `autoRejectCalls`.
+
+mod resources_support;
+
+use std::time::Duration;
+
+use resources_support::{at, jid, linked_session, node};
+use serde_json::json;
+use wagate_loadtest::harness::{Client, Reply};
+
+const ALICE: &str = "4915400000001";
+const BOB: &str = "4915400000002";
+const CALLER: &str = "4915400000050";
+
+fn ok(reply: Reply) -> Reply {
+    assert!(reply.status < 300, "{}", reply.text);
+    reply
+}
+
+#[tokio::test]
+async fn channels_create_subscribe_mute_transfer_and_refusals() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    let bob = linked_session(&c, "bob", BOB).await;
+    let created = c
+        .post(
+            &at(&alice, "/channels"),
+            json!({ "name": "News", "description": "daily" }),
+        )
+        .await
+        .expect("create");
+    assert_eq!(created.status, 201, "{}", created.text);
+    let channel = created.str("id");
+    for field in [
+        "inviteCode",
+        "subscriberCount",
+        "verified",
+        "createdAt",
+        "picture",
+    ] {
+        assert!(
+            created.body.get(field).is_some(),
+            "{field}: {}",
+            created.text
+        );
+    }
+    let code = created.str("inviteCode");
+    let subscribed = ok(c
+        .post(
+            &at(&bob, "/channels/subscribe"),
+            json!({ "inviteCode": code }),
+        )
+        .await
+        .expect("subscribe"));
+    assert_eq!(subscribed.str("id"), channel);
+    let info = ok(c
+        .get(&at(&bob, &format!("/channels/{channel}")))
+        .await
+        .expect("info"));
+    assert_eq!(info.body["name"], "News");
+    ok(c.post(
+        &at(&bob, &format!("/channels/{channel}/mute")),
+        json!({ "mute": true }),
+    )
+    .await
+    .expect("mute"));
+
+    let refused = c
+        .post_empty(&at(&bob, &format!("/channels/{channel}/delete")))
+        .await
+        .expect("delete");
+    assert_eq!(
+        refused.status, 403,
+        "a non-owner's delete is refused by the network: {}",
+        refused.text
+    );
+    let transfer = at(&alice, &format!("/channels/{channel}/owner/transfer"));
+    ok(c.post(&transfer, json!({ "newOwnerId": jid(BOB) }))
+        .await
+        .expect("transfer"));
+    ok(c.post(
+        &at(&bob, &format!("/channels/{channel}/admins/demote")),
+        json!({ "userId": jid(ALICE) }),
+    )
+    .await
+    .expect("demote"));
+    ok(c.delete(&at(&alice, &format!("/channels/{channel}")))
+        .await
+        .expect("unsubscribe"));
+    ok(
+        c.post_empty(&at(&bob, &format!("/channels/{channel}/delete")))
+            .await
+            .expect("delete"),
+    );
+    assert_eq!(
+        c.get(&at(&bob, &format!("/channels/{channel}")))
+            .await
+            .expect("info")
+            .status,
+        404
+    );
+}
+
+#[tokio::test]
+async fn labels_edit_and_catalog_reads() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    let label = ok(c
+        .put(
+            &at(&alice, "/labels/5"),
+            json!({ "name": "VIP", "color": 3 }),
+        )
+        .await
+        .expect("upsert"));
+    assert_eq!(label.body["id"], "5");
+    assert_eq!(label.body["name"], "VIP");
+    assert!(label.str("hexColor").starts_with('#'));
+    assert_eq!(
+        c.put(&at(&alice, "/labels/5"), json!({ "color": 20 }))
+            .await
+            .expect("upsert")
+            .status,
+        400
+    );
+    let chat = jid(BOB);
+    ok(c.post(
+        &at(&alice, &format!("/labels/chat/{chat}")),
+        json!({ "labelId": "5" }),
+    )
+    .await
+    .expect("tag"));
+    ok(c.delete(&at(&alice, &format!("/labels/chat/{chat}/5")))
+        .await
+        .expect("untag"));
+    ok(c.delete(&at(&alice, "/labels/5")).await.expect("delete"));
+
+    let catalog = ok(c.get(&at(&alice, "/catalog")).await.expect("catalog"));
+    assert!(
+        catalog.body["productCount"].as_u64().unwrap_or(0) >= 1,
+        "{}",
+        catalog.text
+    );
+    let page = ok(c
+        .get(&at(&alice, "/catalog/products?page=1&limit=1"))
+        .await
+        .expect("products"));
+    assert_eq!(page.body["pagination"]["page"], 1);
+    assert_eq!(page.body["pagination"]["limit"], 1);
+    assert!(page.body["pagination"]["totalPages"].as_u64().unwrap_or(0) >= 1);
+    let first = page.body["products"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let product = ok(c
+        .get(&at(&alice, &format!("/catalog/products/{first}")))
+        .await
+        .expect("product"));
+    assert_eq!(product.body["id"], first.as_str());
+    let none = ok(c
+        .get(&at(&alice, "/catalog/products/no-such-product"))
+        .await
+        .expect("product"));
+    assert!(none.body.is_null(), "no product answers null with 200");
+}
+
+#[tokio::test]
+async fn status_posts_lists_media_and_delete() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    let bob = linked_session(&c, "bob", BOB).await;
+    let text = c
+        .post(&at(&alice, "/status/send-text"), json!({ "text": "hello", "recipients": [jid(BOB)], "font": 2, "backgroundColor": "#112233" }))
+        .await
+        .expect("text");
+    assert_eq!(text.status, 201, "{}", text.text);
+    assert!(
+        text.str("expiresAt").ends_with('Z') && !text.str("statusId").is_empty(),
+        "{}",
+        text.text
+    );
+    let image = c
+        .post(&at(&alice, "/status/send-image"), json!({ "image": { "base64": "aW1hZ2U=", "mimetype": "image/png" }, "caption": "pic", "recipients": [jid(BOB)] }))
+        .await
+        .expect("image");
+    assert_eq!(image.status, 201, "{}", image.text);
+    let flat = c
+        .post(
+            &at(&alice, "/status/send-voice"),
+            json!({ "base64": "dm9pY2U=", "recipients": ["123456789@lid"] }),
+        )
+        .await
+        .expect("voice");
+    assert_eq!(flat.status, 201, "{}", flat.text);
+
+    let own = ok(c.get(&at(&alice, "/status")).await.expect("list"));
+    assert_eq!(
+        own.body["statuses"].as_array().map(Vec::len),
+        Some(3),
+        "{}",
+        own.text
+    );
+    let seen = ok(c
+        .get(&at(&bob, &format!("/status/{}", jid(ALICE))))
+        .await
+        .expect("contact"));
+    assert_eq!(
+        seen.body["statuses"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        seen.text
+    );
+
+    let media = c
+        .raw(
+            reqwest::Method::GET,
+            &at(&alice, &format!("/status/{}/media", image.str("statusId"))),
+        )
+        .send()
+        .await
+        .expect("media");
+    assert_eq!(media.status(), 200);
+    assert_eq!(
+        media
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("image/png")
+    );
+    assert_eq!(media.bytes().await.expect("bytes").as_ref(), b"image");
+    let none = c
+        .get(&at(
+            &alice,
+            &format!("/status/{}/media", text.str("statusId")),
+        ))
+        .await
+        .expect("media");
+    assert_eq!(none.status, 404);
+
+    ok(
+        c.delete(&at(&alice, &format!("/status/{}", text.str("statusId"))))
+            .await
+            .expect("delete"),
+    );
+    let left = ok(c.get(&at(&alice, "/status")).await.expect("list"));
+    assert_eq!(left.body["statuses"].as_array().map(Vec::len), Some(2));
+}
+
+async fn ring(c: &Client, session: &str) -> String {
+    let call = ok(c
+        .post(
+            &format!("/api/sim/sessions/{session}/call"),
+            json!({ "from": jid(CALLER), "isVideo": false }),
+        )
+        .await
+        .expect("call"));
+    call.str("callId")
+}
+
+#[tokio::test]
+async fn calls_links_rejection_auto_reject_and_profile() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    let link = ok(c
+        .post(
+            &at(&alice, "/calls/link"),
+            json!({ "type": "audio", "startTime": 1_700_000_000_000_i64 }),
+        )
+        .await
+        .expect("link"));
+    assert!(link.str("link").starts_with("https://"), "{}", link.text);
+    assert_eq!(
+        c.post(
+            &at(&alice, "/calls/link"),
+            json!({ "type": "fax", "startTime": 1 })
+        )
+        .await
+        .expect("link")
+        .status,
+        400
+    );
+
+    let call = ring(&c, &alice).await;
+    ok(c.post_empty(&at(&alice, &format!("/calls/{call}/reject")))
+        .await
+        .expect("reject"));
+    assert_eq!(
+        c.post_empty(&at(&alice, &format!("/calls/{call}/reject")))
+            .await
+            .expect("again")
+            .status,
+        404
+    );
+
+    ok(
+        c.patch(&at(&alice, "/config"), json!({ "autoRejectCalls": true }))
+            .await
+            .expect("config"),
+    );
+    let call = ring(&c, &alice).await;
+    // Watch the node's log (no side effect on the call) until the session rejected it by itself.
+    let mut logged = false;
+    for _ in 0..200 {
+        if node
+            .logs()
+            .lines()
+            .any(|l| l.contains("autoRejectCalls") && l.contains(&call))
+        {
+            logged = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(logged, "autoRejectCalls rejected the ringing call");
+    let again = c
+        .post_empty(&at(&alice, &format!("/calls/{call}/reject")))
+        .await
+        .expect("reject");
+    assert_eq!(
+        again.status, 404,
+        "the call no longer rings: {}",
+        again.text
+    );
+
+    ok(
+        c.put(&at(&alice, "/profile/name"), json!({ "name": "Alice A" }))
+            .await
+            .expect("name"),
+    );
+    ok(
+        c.put(&at(&alice, "/profile/status"), json!({ "status": "busy" }))
+            .await
+            .expect("status"),
+    );
+    ok(
+        c.put(&at(&alice, "/profile/picture"), json!({ "base64": "cGlj" }))
+            .await
+            .expect("picture"),
+    );
+    ok(c.delete(&at(&alice, "/profile/picture"))
+        .await
+        .expect("remove"));
+    assert_eq!(
+        c.put(&at(&alice, "/profile/picture"), json!({}))
+            .await
+            .expect("empty")
+            .status,
+        400
+    );
+}
