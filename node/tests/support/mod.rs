@@ -94,25 +94,28 @@ where
     panic!("condition not met within {budget:?}");
 }
 
-/// `wagate-worker` next to `wagate`; `cargo test -p wagate-node` does not build it, so build it once here.
+/// `wagate-worker` next to `wagate`. `cargo test -p wagate-node` does not build it, and a stale one embeds
+/// old migrations, so it is (re)built once per test process; cargo makes that a no-op when it is fresh.
 pub fn worker_binary() -> PathBuf {
-    let node = Path::new(env!("CARGO_BIN_EXE_wagate"));
-    let worker = node.with_file_name("wagate-worker");
-    if !worker.exists() {
-        let target_dir = node.parent().and_then(Path::parent).expect("target dir");
-        let status = std::process::Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "-p",
-                "wagate-workers",
-                "--bin",
-                "wagate-worker",
-                "--target-dir",
-            ])
-            .arg(target_dir)
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building wagate-worker failed");
-    }
-    worker
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let node = Path::new(env!("CARGO_BIN_EXE_wagate"));
+            let target_dir = node.parent().and_then(Path::parent).expect("target dir");
+            let status = std::process::Command::new(env!("CARGO"))
+                .args([
+                    "build",
+                    "-p",
+                    "wagate-workers",
+                    "--bin",
+                    "wagate-worker",
+                    "--target-dir",
+                ])
+                .arg(target_dir)
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "building wagate-worker failed");
+            node.with_file_name("wagate-worker")
+        })
+        .clone()
 }
