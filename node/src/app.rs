@@ -7,6 +7,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use sqlx::SqlitePool;
 
 use crate::audit::AuditLog;
+use crate::automation::AutomationService;
 use crate::cluster::Cluster;
 use crate::config::Config;
 use crate::engine::sim::SimNetwork;
@@ -17,6 +18,7 @@ use crate::messaging::MessagingService;
 use crate::messaging::bulk::BulkRunner;
 use crate::sessions::SessionService;
 use crate::store::DataPool;
+use crate::webhooks::WebhookService;
 
 #[derive(Clone)]
 pub struct ApiContext {
@@ -28,8 +30,12 @@ pub struct ApiContext {
     pub limiter: Arc<TieredLimiter>,
     /// Present when this process installed the Prometheus recorder.
     pub metrics: Option<PrometheusHandle>,
+    /// The job queues (SQLite file or Redis); workers consume them in-process with `ROLE=all`.
+    pub(crate) queue: wagate_workers::QueueClient,
+    pub(crate) webhooks: Arc<WebhookService>,
+    pub(crate) automation: Arc<AutomationService>,
     pub(crate) sessions: Arc<SessionService>,
-    #[allow(dead_code)] // read by the WebSocket fan-out (events issue)
+    /// Every event goes through it: outbox rows, enqueue, live fan-out.
     pub(crate) pipeline: Pipeline,
     pub(crate) messaging: Arc<MessagingService>,
     pub(crate) bulk: Arc<BulkRunner>,

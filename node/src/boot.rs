@@ -14,6 +14,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::app::ApiContext;
 use crate::audit::AuditLog;
+use crate::automation::{AutomationService, SessionSender};
 use crate::cluster::lease::{Leases, LocalLeases};
 use crate::cluster::{self, Cluster};
 use crate::config::{Config, DatabaseType, EngineType};
@@ -31,6 +32,7 @@ use crate::messaging::{MessagingService, Recorder};
 use crate::sessions::SessionService;
 use crate::sessions::deps::Deps;
 use crate::store::{DataPool, backends};
+use crate::webhooks::WebhookService;
 
 fn init_tracing(config: &Config) {
     let level = if config.log_level == "verbose" {
@@ -191,7 +193,13 @@ async fn build_context(
         );
         println!("wagate admin API key: {generated}");
     }
-    let pipeline = Pipeline::new(data_db.clone());
+    let queue = wagate_workers::QueueClient::connect(&config.queue_config())
+        .await
+        .context("could not open the job queues")?;
+    let pipeline = Pipeline::new(data_db.clone()).with_queue(queue.clone());
+    let webhooks =
+        WebhookService::new(data_db.clone(), pipeline.clone(), config.webhook_settings())
+            .context("could not build the webhook HTTP client")?;
     let cluster = join_cluster(&config, &data_db).await?;
     let leases: Arc<dyn Leases> = match &cluster {
         Some(cluster) => cluster.leases.clone(),
@@ -206,7 +214,12 @@ async fn build_context(
         recorder,
         pacer(&config),
     ));
+    let automation = Arc::new(AutomationService::new(data_db.clone()));
+    automation.set_sender(Box::new(SessionSender::new(sessions.clone())));
     Ok(ApiContext {
+        webhooks: Arc::new(webhooks),
+        automation,
+        queue,
         bulk: BulkRunner::new(messaging.clone(), shutdown.clone()),
         messaging,
         sessions,
@@ -224,7 +237,17 @@ async fn build_context(
     })
 }
 
-fn spawn_background(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &CancellationToken) {
+fn spawn_background(
+    ctx: &ApiContext,
+    tasks: &TaskTracker,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    crate::events::reconciler::spawn(ctx, tasks, shutdown)?;
+    tasks.spawn(crate::automation::spawn_matcher(
+        ctx.automation.clone(),
+        &ctx.pipeline,
+        shutdown.clone(),
+    ));
     tasks.spawn(
         ctx.audit
             .clone()
@@ -246,6 +269,7 @@ fn spawn_background(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &Cancellati
         }
         keys.flush_usage().await;
     });
+    Ok(())
 }
 
 async fn shutdown_signal(shutdown: CancellationToken) {
@@ -274,7 +298,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     let ctx = build_context(config.clone(), &shutdown).await?;
     let tasks = TaskTracker::new();
-    spawn_background(&ctx, &tasks, &shutdown);
+    spawn_background(&ctx, &tasks, &shutdown)?;
     spawn_session_duties(&ctx, &tasks, &shutdown);
     tasks.spawn(ctx.bulk.clone().resume_all());
     let addr = format!("{}:{}", config.bind_host, config.api_port);

@@ -110,6 +110,14 @@ pub struct Config {
     pub session_takeover_sweep_ms: u64,
     pub session_proxy_timeout_ms: u64,
     pub role: NodeRole,
+    /// `WS_REVALIDATE_MS`: how often live WebSocket keys are checked again (default 60000).
+    pub ws_revalidate_ms: u64,
+    /// `OUTBOX_RECONCILE_MS`: how often the outbox reconciler sweeps (default 30000).
+    pub outbox_reconcile_ms: u64,
+    /// `OUTBOX_STALE_MS`: how long a due outbox row may sit untouched before it is re-enqueued (default 60000).
+    pub outbox_stale_ms: u64,
+    /// `QUEUE_PREFIX`: prepended to the queue names (`webhook-queue`, `ingress-queue`); default empty.
+    pub queue_prefix: String,
 }
 
 /// Why boot refuses: the variable and the rule it broke.
@@ -273,6 +281,10 @@ impl Config {
                     ));
                 }
             },
+            ws_revalidate_ms: positive(&env, "WS_REVALIDATE_MS", 60_000)?,
+            outbox_reconcile_ms: positive(&env, "OUTBOX_RECONCILE_MS", 30_000)?,
+            outbox_stale_ms: parse_u64(&env, "OUTBOX_STALE_MS", 60_000)?,
+            queue_prefix: env.string("QUEUE_PREFIX", ""),
         };
         config.check_lease_timing()?;
         Ok(config)
@@ -294,6 +306,34 @@ impl Config {
 
     pub fn queue_db_path(&self) -> PathBuf {
         self.data_dir.join("queue.sqlite")
+    }
+
+    /// The `WEBHOOK_*` knobs in the workers crate's shape.
+    pub fn webhook_settings(&self) -> wagate_workers::WebhookSettings {
+        wagate_workers::WebhookSettings {
+            timeout_ms: self.webhook_timeout_ms,
+            retry_delay_ms: self.webhook_retry_delay_ms,
+            max_payload_bytes: usize::try_from(self.webhook_max_payload_bytes)
+                .unwrap_or(usize::MAX),
+            dispatch_concurrency: usize::try_from(self.webhook_dispatch_concurrency)
+                .unwrap_or(usize::MAX),
+            is_ssrf_protected: self.webhook_ssrf_protect,
+            is_redirect_followed: self.webhook_ssrf_redirects,
+        }
+    }
+
+    /// Where the queues live: Redis with `REDIS_ENABLED=true`, else `DATA_DIR/queue.sqlite`.
+    pub fn queue_config(&self) -> wagate_workers::QueueConfig {
+        let backend = if self.redis_enabled {
+            wagate_workers::QueueBackend::Redis {
+                url: self.redis_url.clone(),
+            }
+        } else {
+            wagate_workers::QueueBackend::Sqlite {
+                path: self.queue_db_path(),
+            }
+        };
+        wagate_workers::QueueConfig::new(backend).with_prefix(&self.queue_prefix)
     }
 
     pub fn is_production(&self) -> bool {

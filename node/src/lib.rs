@@ -6,6 +6,8 @@
 //! - `http/`: one router per resource, the error type, auth extractor and request limits.
 //! - `keys/`: API key issue, check (cached) and change rules.
 //! - `audit`: the audit log service.
+//! - `automation`: automation rules (CRUD, matching, the `AutomationSender` hook).
+//! - `webhooks`: the webhook service (rules, test delivery, failure-log redrive).
 //! - `engine/`: the `Engine` trait and the engines (`sim` today).
 //! - `events/`: normalised events, the outbox pipeline and live fan-out.
 //! - `messaging/`: sends, message operations, the message store's write path, templates, bulk, pacing.
@@ -17,6 +19,7 @@
 
 pub mod app;
 pub mod audit;
+pub(crate) mod automation;
 mod boot;
 pub(crate) mod cluster;
 pub mod config;
@@ -29,5 +32,6 @@ pub(crate) mod media;
 pub(crate) mod messaging;
 pub(crate) mod sessions;
 pub mod store;
+pub(crate) mod webhooks;
 
 pub use boot::run;

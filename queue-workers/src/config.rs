@@ -80,7 +80,8 @@ impl WorkerConfig {
             database_kind,
             database_url,
             data_dir,
-            queue: QueueConfig::new(backend),
+            queue: QueueConfig::new(backend)
+                .with_prefix(get("QUEUE_PREFIX").as_deref().unwrap_or_default()),
             webhook: parse_webhook_settings(&get)?,
             log_filter,
         })

@@ -63,6 +63,13 @@ impl QueueConfig {
             poll_interval_ms: 150,
         }
     }
+
+    /// Prefixes both queue names (`QUEUE_PREFIX`), so deployments or tests can share one Redis.
+    pub fn with_prefix(mut self, prefix: &str) -> QueueConfig {
+        self.webhook_queue = format!("{prefix}{}", self.webhook_queue);
+        self.ingress_queue = format!("{prefix}{}", self.ingress_queue);
+        self
+    }
 }
 
 /// The two storages of one backend. Each push clones a storage (a pool or connection-manager handle).

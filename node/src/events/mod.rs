@@ -4,13 +4,21 @@
 //!
 //! # Layout
 //! - `normalise`: `EngineEvent` -> `Event` with the wire-notes §5 `data`.
+//! - `filter`: webhook/automation filter conditions (validation and evaluation).
+//! - `subscriptions`: the per-session cache of active webhooks.
 //! - `pipeline`: `Pipeline` (outbox rows inside the caller's transaction, enqueue and fan-out after commit).
+//! - `reconciler`: in-process workers (`ROLE=all`), the outbox sweep and pruning of settled rows.
+//! - `hub`: live fan-out to WebSocket sockets and the automation matcher.
 //! - `statuses`: persistence of own and received status posts (`status_updates`).
 
+pub(crate) mod filter;
+pub(crate) mod hub;
 pub(crate) mod ingest;
 pub(crate) mod normalise;
 pub(crate) mod pipeline;
+pub(crate) mod reconciler;
 pub(crate) mod statuses;
+pub(crate) mod subscriptions;
 
 pub(crate) use pipeline::Pipeline;
 
@@ -45,3 +53,6 @@ impl Event {
         wagate_proto::iso_ms(self.occurred_at_ms)
     }
 }
+
+#[cfg(test)]
+mod tests;

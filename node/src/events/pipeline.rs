@@ -1,39 +1,125 @@
 //! `Pipeline`: where every event goes. `publish_in` writes the event's outbox rows inside the caller's
 //! transaction (so the event and whatever it reports commit together); `after_commit` enqueues the
 //! deliveries and publishes to live subscribers. `publish` does both for events with nothing else to persist.
+//! Delivering is the workers' job; a row whose enqueue is lost is found by the outbox reconciler.
 
 use std::sync::Arc;
 
+use dashmap::DashMap;
+use serde::Serialize;
 use tokio::sync::broadcast;
+use wagate_workers::{QueueClient, enqueue_outbox};
 
 use super::Event;
-use crate::store::{DataPool, DataTx, StoreResult};
+use super::filter;
+use super::hub::Hub;
+use super::subscriptions::SubscriptionCache;
+use crate::store::outbox::{self as outbox_store, NewOutboxRow};
+use crate::store::{DataPool, DataTx, StoreResult, now_ms, to_json};
 
-/// How many events a slow live subscriber may fall behind before it misses some (it is told it lagged).
-const BUS_CAPACITY: usize = 4096;
+/// Rows written by `publish_in` whose `after_commit` never came (the transaction rolled back) are forgotten
+/// after this long.
+const PENDING_TTL_MS: i64 = 5 * 60 * 1000;
 
 #[derive(Clone)]
 pub(crate) struct Pipeline {
     db: DataPool,
-    bus: broadcast::Sender<Arc<Event>>,
+    /// `None` in unit tests: rows then wait for the reconciler.
+    queue: Option<QueueClient>,
+    hub: Hub,
+    subscriptions: Arc<SubscriptionCache>,
+    /// Outbox ids written per event (by idempotency key) and not yet enqueued: `after_commit` takes them.
+    pending: Arc<DashMap<String, (i64, Vec<String>)>>,
+}
+
+/// The stored envelope: every wire field but `deliveryId`, which the worker inserts (wire-notes §5 order).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredEnvelope<'a> {
+    event: &'a str,
+    timestamp: String,
+    session_id: &'a str,
+    idempotency_key: &'a str,
+    data: &'a serde_json::Value,
 }
 
 impl Pipeline {
     pub(crate) fn new(db: DataPool) -> Pipeline {
-        let (bus, _) = broadcast::channel(BUS_CAPACITY);
-        Pipeline { db, bus }
+        Pipeline {
+            subscriptions: Arc::new(SubscriptionCache::new(db.clone())),
+            db,
+            queue: None,
+            hub: Hub::default(),
+            pending: Arc::new(DashMap::new()),
+        }
+    }
+
+    /// Enqueue deliveries on `queue` after each commit.
+    pub(crate) fn with_queue(mut self, queue: QueueClient) -> Pipeline {
+        self.queue = Some(queue);
+        self
+    }
+
+    /// The webhook cache; the webhook service invalidates it on every change.
+    pub(crate) fn subscriptions(&self) -> &SubscriptionCache {
+        &self.subscriptions
     }
 
     /// Writes the outbox rows of `events` for every subscribed, active webhook whose filters pass.
-    pub(crate) async fn publish_in(&self, _tx: &mut DataTx, _events: &[Event]) -> StoreResult<()> {
+    pub(crate) async fn publish_in(&self, tx: &mut DataTx, events: &[Event]) -> StoreResult<()> {
+        for event in events {
+            let subs = self.subscriptions.for_session(&event.session_id).await?;
+            let mut ids = Vec::new();
+            let mut payload: Option<String> = None;
+            for sub in subs.iter().filter(|s| s.wants(event.name)) {
+                if let Err(why) = filter::evaluate(&sub.conditions, &event.data) {
+                    tracing::debug!(
+                        webhook_id = %sub.webhook_id, event = event.name.as_str(), field = ?why.field,
+                        missing = why.is_missing, available = ?filter::available_fields(&event.data),
+                        "webhook_filter_suppressed"
+                    );
+                    continue;
+                }
+                let body = match &payload {
+                    Some(p) => p,
+                    None => payload.insert(stored_envelope(event)?),
+                };
+                let id = uuid::Uuid::now_v7().to_string();
+                let row = NewOutboxRow {
+                    id: &id,
+                    webhook_id: &sub.webhook_id,
+                    session_id: &event.session_id,
+                    event: event.name.as_str(),
+                    idempotency_key: &event.idempotency_key,
+                    payload: body,
+                    now_ms: now_ms(),
+                };
+                outbox_store::insert_in(tx, &row).await?;
+                ids.push(id);
+            }
+            if !ids.is_empty() {
+                self.pending
+                    .insert(event.idempotency_key.clone(), (now_ms(), ids));
+            }
+        }
         Ok(())
     }
 
     /// After the transaction committed: enqueue the deliveries and publish to live subscribers.
     pub(crate) async fn after_commit(&self, events: Vec<Event>) {
+        let ids: Vec<String> = events
+            .iter()
+            .filter_map(|e| self.pending.remove(&e.idempotency_key))
+            .flat_map(|(_, (_, ids))| ids)
+            .collect();
+        if let Some(queue) = self.queue.as_ref().filter(|_| !ids.is_empty())
+            && let Err(e) = enqueue_outbox(&self.db, queue, &ids).await
+        {
+            // The rows are committed; the reconciler enqueues them once they are stale.
+            tracing::warn!(error = %e, rows = ids.len(), op = "enqueue_outbox", "cannot enqueue deliveries");
+        }
         for event in events {
-            // No live subscriber is not an error: the outbox already holds what webhooks need.
-            let _ = self.bus.send(Arc::new(event));
+            self.hub.publish(Arc::new(event));
         }
     }
 
@@ -47,9 +133,25 @@ impl Pipeline {
         Ok(())
     }
 
-    /// A live feed of every event published on this node (WebSocket fan-out, tests).
-    #[allow(dead_code)] // WebSocket fan-out (events issue)
+    /// A live feed of every event published on this node (WebSocket fan-out, automation, tests).
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.bus.subscribe()
+        self.hub.subscribe()
     }
+
+    /// Drops bookkeeping of rows whose transaction never committed; then prunes settled outbox rows.
+    pub(crate) async fn housekeep(&self, keep_settled_ms: i64) -> StoreResult<u64> {
+        let cutoff = now_ms() - PENDING_TTL_MS;
+        self.pending.retain(|_, (at, _)| *at > cutoff);
+        outbox_store::prune_settled(&self.db, now_ms() - keep_settled_ms).await
+    }
+}
+
+fn stored_envelope(event: &Event) -> StoreResult<String> {
+    to_json(&StoredEnvelope {
+        event: event.name.as_str(),
+        timestamp: event.timestamp_iso(),
+        session_id: &event.session_id,
+        idempotency_key: &event.idempotency_key,
+        data: &event.data,
+    })
 }

@@ -6,8 +6,10 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use wagate_proto::ErrorBody;
 
+use crate::automation::RuleError;
 use crate::keys::{KeyError, KeyRefusal};
 use crate::store::StoreError;
+use crate::webhooks::WebhookError;
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -222,6 +224,26 @@ impl From<crate::messaging::MessagingError> for ApiError {
             M::Session(session) => session.into(),
             M::Engine(engine) => engine.into(),
             M::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<WebhookError> for ApiError {
+    fn from(err: WebhookError) -> Self {
+        match err {
+            WebhookError::Invalid(message) => ApiError::bad_request(message),
+            WebhookError::NotFound(_) => ApiError::not_found(err.to_string()),
+            WebhookError::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<RuleError> for ApiError {
+    fn from(err: RuleError) -> Self {
+        match err {
+            RuleError::Invalid(message) => ApiError::bad_request(message),
+            RuleError::NotFound(_) => ApiError::not_found(err.to_string()),
+            RuleError::Store(store) => store.into(),
         }
     }
 }

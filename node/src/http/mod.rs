@@ -19,6 +19,7 @@ use crate::app::ApiContext;
 
 pub(crate) mod audit;
 pub(crate) mod auth;
+pub(crate) mod automation_rules;
 pub(crate) mod calls;
 pub(crate) mod catalog;
 pub(crate) mod channels;
@@ -39,10 +40,14 @@ pub(crate) mod messages;
 pub(crate) mod metrics;
 pub(crate) mod profile;
 pub(crate) mod search;
+pub(crate) mod session_scope;
 pub(crate) mod sessions;
 pub(crate) mod sim;
 pub(crate) mod status;
 pub(crate) mod templates;
+pub(crate) mod webhook_failures;
+pub(crate) mod webhooks;
+pub(crate) mod ws;
 
 use error::ApiError;
 
@@ -86,7 +91,11 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
         .merge(profile::router())
         .merge(search::router())
         .merge(messages::router())
-        .merge(templates::router());
+        .merge(templates::router())
+        .merge(webhooks::router())
+        .merge(webhook_failures::router())
+        .merge(automation_rules::router())
+        .merge(ws::router());
     if with_sim {
         routes.merge(sim::router())
     } else {

@@ -3,16 +3,19 @@
 //! folder, one file per table group; callers never learn which backend they have.
 
 pub(crate) mod audit;
+pub(crate) mod automation;
 pub(crate) mod backends;
 pub(crate) mod batches;
 pub(crate) mod idempotency;
 pub(crate) mod keys;
 pub(crate) mod messages;
+pub(crate) mod outbox;
 pub(crate) mod reactions;
 pub(crate) mod search;
 pub(crate) mod sessions;
 pub(crate) mod status_updates;
 pub(crate) mod templates;
+pub(crate) mod webhooks;
 
 /// The data database, on either backend (shared with the workers crate, which links the same tables).
 /// Queries are written once and compiled for both arms by [`with_pool!`]: `$n` placeholders,

@@ -1,6 +1,7 @@
 //! REST request and response bodies, one file per resource.
 
 pub mod audit;
+pub mod automation;
 pub mod bulk;
 pub mod calls;
 pub mod channels;
@@ -17,3 +18,5 @@ pub mod sessions;
 pub mod sim;
 pub mod status;
 pub mod templates;
+pub mod webhooks;
+pub mod ws;

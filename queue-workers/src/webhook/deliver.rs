@@ -143,7 +143,7 @@ pub fn new_delivery_id() -> String {
 }
 
 /// Headers a webhook's custom `headers` may not set: ours, and those the HTTP layer owns.
-fn is_reserved_header(name: &str) -> bool {
+pub fn is_reserved_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     n.starts_with("x-wagate-")
         || matches!(

@@ -1,0 +1,183 @@
+//! Automation rules: CRUD with validation, and (in `matcher`) the reply to inbound messages. Input: parsed
+//! requests from `http/automation_rules.rs` and the pipeline's live feed. Sending goes through the
+//! `AutomationSender` hook, which the session service implements; this module never holds an engine.
+
+mod matcher;
+mod sender;
+
+pub(crate) use sender::SessionSender;
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
+use dashmap::DashMap;
+use wagate_proto::dto::automation::{CreateAutomationRuleRequest, UpdateAutomationRuleRequest};
+use wagate_proto::dto::webhooks::FilterCondition;
+
+use crate::events::filter;
+use crate::store::automation::{self as rule_store, RuleRecord};
+use crate::store::{DataPool, StoreError, now_ms};
+
+/// Sends the reply of a rule as a text message from the session. Implemented by the session service.
+#[async_trait::async_trait]
+pub(crate) trait AutomationSender: Send + Sync {
+    async fn send_text(&self, session_id: &str, chat_id: &str, text: &str) -> Result<(), String>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RuleError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("Automation rule {0} not found")]
+    NotFound(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+type RuleResult<T> = Result<T, RuleError>;
+
+const MAX_COOLDOWN_SECONDS: i64 = 30 * 24 * 3600;
+
+pub(crate) struct AutomationService {
+    db: DataPool,
+    /// Rules per session, oldest first; dropped on every change.
+    cache: DashMap<String, Arc<Vec<RuleRecord>>>,
+    /// Last reply time per (rule id, chat id), epoch ms.
+    cooldowns: DashMap<(String, String), i64>,
+    sender: ArcSwapOption<Box<dyn AutomationSender>>,
+}
+
+impl AutomationService {
+    pub(crate) fn new(db: DataPool) -> AutomationService {
+        AutomationService {
+            db,
+            cache: DashMap::new(),
+            cooldowns: DashMap::new(),
+            sender: ArcSwapOption::empty(),
+        }
+    }
+
+    /// Installs the hook replies go through; until then matching rules only log.
+    pub(crate) fn set_sender(&self, sender: Box<dyn AutomationSender>) {
+        self.sender.store(Some(Arc::new(sender)));
+    }
+
+    pub(crate) async fn create(
+        &self,
+        session_id: &str,
+        req: CreateAutomationRuleRequest,
+    ) -> RuleResult<RuleRecord> {
+        let now = now_ms();
+        let rule = RuleRecord {
+            id: uuid::Uuid::new_v4().to_string(),
+            session_id: session_id.to_owned(),
+            name: name(req.name)?,
+            enabled: req.enabled.unwrap_or(true),
+            conditions: conditions(req.conditions.unwrap_or_default())?,
+            reply_text: reply_text(req.reply_text)?,
+            cooldown_seconds: cooldown(req.cooldown_seconds.unwrap_or(0))?,
+            created_at: now,
+            updated_at: now,
+        };
+        rule_store::insert(&self.db, &rule).await?;
+        self.cache.remove(session_id);
+        Ok(rule)
+    }
+
+    pub(crate) async fn get(&self, session_id: &str, id: &str) -> RuleResult<RuleRecord> {
+        rule_store::get(&self.db, session_id, id)
+            .await
+            .map_err(|e| not_found(e, id))
+    }
+
+    pub(crate) async fn list(&self, session_id: &str) -> RuleResult<Vec<RuleRecord>> {
+        Ok(rule_store::list_for_session(&self.db, session_id).await?)
+    }
+
+    pub(crate) async fn update(
+        &self,
+        session_id: &str,
+        id: &str,
+        req: UpdateAutomationRuleRequest,
+    ) -> RuleResult<RuleRecord> {
+        let mut rule = self.get(session_id, id).await?;
+        if let Some(n) = req.name {
+            rule.name = name(n)?;
+        }
+        if let Some(e) = req.enabled {
+            rule.enabled = e;
+        }
+        if let Some(c) = req.conditions {
+            rule.conditions = conditions(c)?;
+        }
+        if let Some(t) = req.reply_text {
+            rule.reply_text = reply_text(t)?;
+        }
+        if let Some(c) = req.cooldown_seconds {
+            rule.cooldown_seconds = cooldown(c)?;
+        }
+        rule.updated_at = now_ms();
+        rule_store::update(&self.db, &rule)
+            .await
+            .map_err(|e| not_found(e, id))?;
+        self.cache.remove(session_id);
+        Ok(rule)
+    }
+
+    pub(crate) async fn delete(&self, session_id: &str, id: &str) -> RuleResult<()> {
+        rule_store::delete(&self.db, session_id, id)
+            .await
+            .map_err(|e| not_found(e, id))?;
+        self.cache.remove(session_id);
+        Ok(())
+    }
+
+    async fn rules_of(&self, session_id: &str) -> RuleResult<Arc<Vec<RuleRecord>>> {
+        if let Some(hit) = self.cache.get(session_id) {
+            return Ok(hit.clone());
+        }
+        let rules = Arc::new(rule_store::list_for_session(&self.db, session_id).await?);
+        self.cache.insert(session_id.to_owned(), rules.clone());
+        Ok(rules)
+    }
+}
+
+pub(crate) use matcher::spawn_matcher;
+
+fn not_found(err: StoreError, id: &str) -> RuleError {
+    match err {
+        StoreError::NotFound => RuleError::NotFound(id.to_owned()),
+        other => RuleError::Store(other),
+    }
+}
+
+fn name(raw: String) -> RuleResult<String> {
+    let n = raw.trim();
+    if n.is_empty() || n.chars().count() > 100 {
+        return Err(RuleError::Invalid("name must be 1-100 characters".into()));
+    }
+    Ok(n.to_owned())
+}
+
+fn reply_text(raw: String) -> RuleResult<String> {
+    if raw.trim().is_empty() || raw.chars().count() > 4096 {
+        return Err(RuleError::Invalid(
+            "replyText must be 1-4096 characters".into(),
+        ));
+    }
+    Ok(raw)
+}
+
+fn cooldown(raw: i64) -> RuleResult<i64> {
+    if !(0..=MAX_COOLDOWN_SECONDS).contains(&raw) {
+        return Err(RuleError::Invalid(format!(
+            "cooldownSeconds must be between 0 and {MAX_COOLDOWN_SECONDS}"
+        )));
+    }
+    Ok(raw)
+}
+
+fn conditions(raw: Vec<FilterCondition>) -> RuleResult<Vec<FilterCondition>> {
+    filter::validate(&raw).map_err(|m| RuleError::Invalid(m.replace("filters.", "")))?;
+    Ok(raw)
+}

@@ -1,0 +1,86 @@
+//! The per-session cache of active webhooks the pipeline matches events against, so the hot path does not
+//! query. Filled on first use per session, invalidated by the webhook service on every change. It does not
+//! evaluate filters (`filter.rs`) or write rows (`pipeline.rs`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use dashmap::DashMap;
+use wagate_proto::EventName;
+use wagate_proto::dto::webhooks::FilterCondition;
+
+use crate::store::webhooks as webhook_store;
+use crate::store::{DataPool, StoreResult};
+
+/// The part of an active webhook that matching needs.
+#[derive(Debug, Clone)]
+pub(crate) struct Subscription {
+    pub webhook_id: String,
+    /// `None` = `*` (every event).
+    pub events: Option<Vec<EventName>>,
+    pub conditions: Vec<FilterCondition>,
+}
+
+impl Subscription {
+    pub(crate) fn wants(&self, name: EventName) -> bool {
+        self.events.as_ref().is_none_or(|list| list.contains(&name))
+    }
+}
+
+/// Cached subscriptions per session id.
+pub(crate) struct SubscriptionCache {
+    db: DataPool,
+    by_session: DashMap<String, Arc<Vec<Subscription>>>,
+    /// Bumped by every invalidation: a load that started before one must not be cached, or it would
+    /// re-install what the change just replaced.
+    generation: AtomicU64,
+}
+
+impl SubscriptionCache {
+    pub(crate) fn new(db: DataPool) -> SubscriptionCache {
+        SubscriptionCache {
+            db,
+            by_session: DashMap::new(),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// The active webhooks of a session, from the cache or (once) from the store.
+    pub(crate) async fn for_session(
+        &self,
+        session_id: &str,
+    ) -> StoreResult<Arc<Vec<Subscription>>> {
+        if let Some(hit) = self.by_session.get(session_id) {
+            return Ok(hit.clone());
+        }
+        let generation = self.generation.load(Ordering::Acquire);
+        let rows = webhook_store::list_active_for_session(&self.db, session_id).await?;
+        let subs: Arc<Vec<Subscription>> = Arc::new(
+            rows.into_iter()
+                .map(|w| Subscription {
+                    events: parse_events(&w.events),
+                    conditions: w.filters.map(|f| f.conditions).unwrap_or_default(),
+                    webhook_id: w.id,
+                })
+                .collect(),
+        );
+        if self.generation.load(Ordering::Acquire) == generation {
+            self.by_session.insert(session_id.to_owned(), subs.clone());
+        }
+        Ok(subs)
+    }
+
+    /// Forget a session's entry; the next event reloads it.
+    pub(crate) fn invalidate(&self, session_id: &str) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.by_session.remove(session_id);
+    }
+}
+
+/// `["*"]` (or no valid name at all, which validation never lets in) means every event.
+fn parse_events(raw: &[String]) -> Option<Vec<EventName>> {
+    if raw.iter().any(|e| e == "*") {
+        return None;
+    }
+    Some(raw.iter().filter_map(|e| e.parse().ok()).collect())
+}

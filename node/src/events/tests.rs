@@ -1,0 +1,137 @@
+//! Pipeline tests on a real SQLite file: outbox rows per matching webhook inside the transaction, filters,
+//! inactive webhooks, cache invalidation, and the stored envelope's shape.
+
+use serde_json::json;
+use wagate_proto::EventName;
+use wagate_proto::dto::sessions::SessionConfig;
+use wagate_proto::dto::webhooks::WebhookFilters;
+
+use super::{Event, Pipeline};
+use crate::store::webhooks::{self as webhook_store, WebhookRecord};
+use crate::store::{DataPool, backends, sessions, with_pool};
+
+const SID: &str = "11111111-1111-4111-8111-111111111111";
+
+async fn db() -> (tempfile::TempDir, DataPool) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = backends::connect_data_sqlite(&dir.path().join("d.sqlite"))
+        .await
+        .unwrap();
+    sessions::insert(&db, SID, "alpha", &SessionConfig::default(), None)
+        .await
+        .unwrap();
+    (dir, db)
+}
+
+fn hook(id: &str, events: &[&str], filters: Option<serde_json::Value>) -> WebhookRecord {
+    WebhookRecord {
+        id: id.into(),
+        session_id: SID.into(),
+        url: "http://127.0.0.1:9/hook".into(),
+        events: events.iter().map(|e| e.to_string()).collect(),
+        secret: None,
+        headers: Default::default(),
+        active: true,
+        filters: filters.map(|f| serde_json::from_value::<WebhookFilters>(f).unwrap()),
+        retry_count: 3,
+        last_triggered_at: None,
+        created_at: 1,
+        updated_at: 1,
+    }
+}
+
+async fn outbox(db: &DataPool) -> Vec<(String, String, String)> {
+    with_pool!(db, p => sqlx::query_as("SELECT webhook_id, event, payload FROM webhook_outbox_events ORDER BY webhook_id").fetch_all(p).await).unwrap()
+}
+
+fn received() -> Event {
+    Event::new(
+        EventName::MessageReceived,
+        SID,
+        json!({"id": "m1", "from": "111@c.us", "to": "222@c.us", "chatId": "111@c.us", "body": "hi",
+               "type": "text", "fromMe": false}),
+    )
+}
+
+#[tokio::test]
+async fn one_row_per_subscribed_webhook_whose_filters_pass() {
+    let (_dir, db) = db().await;
+    let sender =
+        json!({"conditions": [{"field": "sender", "operator": "is", "value": "111@c.us"}]});
+    webhook_store::insert(&db, &hook("a-all", &["*"], None))
+        .await
+        .unwrap();
+    webhook_store::insert(
+        &db,
+        &hook("b-recv", &["message.received"], Some(sender.clone())),
+    )
+    .await
+    .unwrap();
+    webhook_store::insert(&db, &hook("c-ack", &["message.ack"], None))
+        .await
+        .unwrap();
+    let mut off = hook("d-off", &["*"], None);
+    off.active = false;
+    webhook_store::insert(&db, &off).await.unwrap();
+    let p = Pipeline::new(db.clone());
+    let mut feed = p.subscribe();
+    let event = received();
+    p.publish(event.clone()).await.unwrap();
+    let rows = outbox(&db).await;
+    let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(ids, ["a-all", "b-recv"]);
+    let payload = &rows[0].2;
+    assert!(
+        payload.starts_with(r#"{"event":"message.received","timestamp":"#),
+        "{payload}"
+    );
+    assert!(payload.contains(&format!(
+        r#""idempotencyKey":"{}","data":"#,
+        event.idempotency_key
+    )));
+    assert_eq!(
+        feed.recv().await.unwrap().idempotency_key,
+        event.idempotency_key
+    );
+
+    // A sender filter drops an ack (no `from` in its data).
+    webhook_store::insert(&db, &hook("e-ackf", &["message.ack"], Some(sender)))
+        .await
+        .unwrap();
+    p.subscriptions().invalidate(SID);
+    let ack = Event::new(
+        EventName::MessageAck,
+        SID,
+        json!({"id": "m1", "messageId": "m1", "status": "read", "chatId": "x"}),
+    );
+    p.publish(ack).await.unwrap();
+    let acks: Vec<String> = outbox(&db)
+        .await
+        .into_iter()
+        .filter(|r| r.1 == "message.ack")
+        .map(|r| r.0)
+        .collect();
+    assert_eq!(acks, ["a-all", "c-ack"]);
+}
+
+#[tokio::test]
+async fn rows_roll_back_with_the_transaction_and_cache_needs_invalidation() {
+    let (_dir, db) = db().await;
+    let p = Pipeline::new(db.clone());
+    p.publish(received()).await.unwrap();
+    webhook_store::insert(&db, &hook("a", &["*"], None))
+        .await
+        .unwrap();
+    p.publish(received()).await.unwrap();
+    assert!(
+        outbox(&db).await.is_empty(),
+        "cached empty list until invalidated"
+    );
+    p.subscriptions().invalidate(SID);
+    let mut tx = crate::store::begin(&db).await.unwrap();
+    p.publish_in(&mut tx, &[received()]).await.unwrap();
+    drop(tx);
+    assert!(outbox(&db).await.is_empty());
+    p.publish(received()).await.unwrap();
+    assert_eq!(outbox(&db).await.len(), 1);
+}

@@ -1,0 +1,120 @@
+//! The node's side of `webhook_outbox_events` and `webhook_delivery_failures`: outbox inserts inside the
+//! event transaction, pruning of settled rows, and the failure log's list/redrive reads. The delivery state
+//! machine itself is the workers crate's (`wagate_workers::webhook::store`).
+
+use super::{DataPool, DataTx, StoreResult, execute, execute_tx, with_pool};
+
+const INSERT_OUTBOX: &str = "INSERT INTO webhook_outbox_events (id, webhook_id, session_id, event, \
+     idempotency_key, payload, status, attempts, next_attempt_at, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7, $7)";
+const PRUNE_SETTLED: &str = "DELETE FROM webhook_outbox_events \
+     WHERE status IN ('delivered', 'failed') AND updated_at <= $1";
+const SELECT_FAILURES: &str = "SELECT * FROM webhook_delivery_failures \
+     WHERE ($1 IS NULL OR session_id = $1) ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3";
+const SELECT_FAILURES_FOR_REDRIVE: &str = "SELECT * FROM webhook_delivery_failures \
+     WHERE ($1 IS NULL OR session_id = $1) AND ($2 IS NULL OR webhook_id = $2) ORDER BY created_at, id";
+const DELETE_FAILURE: &str = "DELETE FROM webhook_delivery_failures WHERE id = $1";
+const UPDATE_FAILURE: &str = "UPDATE webhook_delivery_failures \
+     SET attempts = attempts + 1, last_status_code = $2, last_error = $3 WHERE id = $1";
+
+/// One outbox row to write: `payload` is the envelope without `deliveryId` (the worker inserts it).
+#[derive(Debug, Clone)]
+pub(crate) struct NewOutboxRow<'a> {
+    pub id: &'a str,
+    pub webhook_id: &'a str,
+    pub session_id: &'a str,
+    pub event: &'a str,
+    pub idempotency_key: &'a str,
+    pub payload: &'a str,
+    pub now_ms: i64,
+}
+
+pub(crate) async fn insert_in(tx: &mut DataTx, row: &NewOutboxRow<'_>) -> StoreResult<()> {
+    execute_tx!(
+        tx,
+        sqlx::query(INSERT_OUTBOX)
+            .bind(row.id)
+            .bind(row.webhook_id)
+            .bind(row.session_id)
+            .bind(row.event)
+            .bind(row.idempotency_key)
+            .bind(row.payload)
+            .bind(row.now_ms)
+    )?;
+    Ok(())
+}
+
+/// Deletes delivered and failed rows last touched before `before_ms` (a failed row's payload lives on in
+/// the failure log). Returns how many.
+pub(crate) async fn prune_settled(db: &DataPool, before_ms: i64) -> StoreResult<u64> {
+    Ok(execute!(db, sqlx::query(PRUNE_SETTLED).bind(before_ms))?)
+}
+
+/// A delivery-failure row, payload included (redrive sends it again).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct FailureRow {
+    pub id: String,
+    pub webhook_id: String,
+    pub session_id: String,
+    pub event: String,
+    pub url: String,
+    pub idempotency_key: String,
+    pub delivery_id: String,
+    pub attempts: i32,
+    pub last_status_code: Option<i32>,
+    pub last_error: Option<String>,
+    pub payload: String,
+    pub created_at: i64,
+}
+
+/// Newest first.
+pub(crate) async fn list_failures(
+    db: &DataPool,
+    session_id: Option<&str>,
+    limit: i64,
+    offset: i64,
+) -> StoreResult<Vec<FailureRow>> {
+    Ok(with_pool!(db, p => sqlx::query_as(SELECT_FAILURES)
+        .bind(session_id)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(p)
+        .await)?)
+}
+
+/// Oldest first, so a redrive replays occurrences in their original order.
+pub(crate) async fn failures_for_redrive(
+    db: &DataPool,
+    session_id: Option<&str>,
+    webhook_id: Option<&str>,
+) -> StoreResult<Vec<FailureRow>> {
+    Ok(
+        with_pool!(db, p => sqlx::query_as(SELECT_FAILURES_FOR_REDRIVE)
+        .bind(session_id)
+        .bind(webhook_id)
+        .fetch_all(p)
+        .await)?,
+    )
+}
+
+pub(crate) async fn delete_failure(db: &DataPool, id: &str) -> StoreResult<()> {
+    execute!(db, sqlx::query(DELETE_FAILURE).bind(id))?;
+    Ok(())
+}
+
+/// A redrive attempt that failed again: the row stays, counting the attempt.
+pub(crate) async fn record_failed_redrive(
+    db: &DataPool,
+    id: &str,
+    status_code: Option<i32>,
+    error: &str,
+) -> StoreResult<()> {
+    execute!(
+        db,
+        sqlx::query(UPDATE_FAILURE)
+            .bind(id)
+            .bind(status_code)
+            .bind(error)
+    )?;
+    Ok(())
+}

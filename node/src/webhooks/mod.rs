@@ -1,0 +1,155 @@
+//! The webhook service: the rules of the webhook resource (validation, write-only fields, cache
+//! invalidation), the test delivery and the redrive of the delivery-failure log. Input: parsed requests from
+//! `http/webhooks.rs`. SQL stays in `store/`; signing and the HTTP attempt are the workers crate's.
+
+mod delivery;
+mod rules;
+
+use wagate_proto::dto::webhooks::{CreateWebhookRequest, UpdateWebhookRequest};
+use wagate_workers::WebhookSettings;
+use wagate_workers::webhook::deliver::{DeliverError, WebhookClient};
+
+pub(crate) use delivery::RedriveSelection;
+
+use crate::events::Pipeline;
+use crate::store::webhooks::{self as webhook_store, WebhookRecord};
+use crate::store::{DataPool, StoreError, now_ms};
+
+/// Why a webhook operation was refused.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WebhookError {
+    /// A field broke a rule; the message names the field.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("Webhook {0} not found")]
+    NotFound(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub(crate) type WebhookResult<T> = Result<T, WebhookError>;
+
+/// Created once at boot; handlers reach it through `ApiContext::webhooks`.
+pub(crate) struct WebhookService {
+    db: DataPool,
+    pipeline: Pipeline,
+    client: WebhookClient,
+    settings: WebhookSettings,
+}
+
+impl WebhookService {
+    pub(crate) fn new(
+        db: DataPool,
+        pipeline: Pipeline,
+        settings: WebhookSettings,
+    ) -> Result<WebhookService, DeliverError> {
+        Ok(WebhookService {
+            client: WebhookClient::new(&settings)?,
+            db,
+            pipeline,
+            settings,
+        })
+    }
+
+    pub(crate) async fn create(
+        &self,
+        session_id: &str,
+        req: CreateWebhookRequest,
+    ) -> WebhookResult<WebhookRecord> {
+        let now = now_ms();
+        let record = WebhookRecord {
+            id: uuid::Uuid::new_v4().to_string(),
+            session_id: session_id.to_owned(),
+            url: rules::url(&req.url, self.settings.is_ssrf_protected).await?,
+            events: rules::events(req.events.unwrap_or_else(|| vec!["*".to_owned()]))?,
+            secret: rules::secret(req.secret)?,
+            headers: rules::headers(req.headers.unwrap_or_default()),
+            active: req.active.unwrap_or(true),
+            filters: rules::filters(req.filters)?,
+            retry_count: rules::retry_count(req.retry_count)?,
+            last_triggered_at: None,
+            created_at: now,
+            updated_at: now,
+        };
+        webhook_store::insert(&self.db, &record).await?;
+        self.pipeline.subscriptions().invalidate(session_id);
+        Ok(record)
+    }
+
+    pub(crate) async fn get(&self, session_id: &str, id: &str) -> WebhookResult<WebhookRecord> {
+        webhook_store::get(&self.db, session_id, id)
+            .await
+            .map_err(|e| not_found(e, id))
+    }
+
+    pub(crate) async fn list(&self, session_id: &str) -> WebhookResult<Vec<WebhookRecord>> {
+        Ok(webhook_store::list_for_session(&self.db, session_id).await?)
+    }
+
+    /// Every webhook the caller may see (`allowed` = its sessions, `None` = all), paged.
+    pub(crate) async fn list_all(
+        &self,
+        allowed: Option<&[String]>,
+        limit: usize,
+        offset: usize,
+    ) -> WebhookResult<Vec<WebhookRecord>> {
+        let all = webhook_store::list_all(&self.db).await?;
+        Ok(all
+            .into_iter()
+            .filter(|w| allowed.is_none_or(|list| list.contains(&w.session_id)))
+            .skip(offset)
+            .take(limit)
+            .collect())
+    }
+
+    pub(crate) async fn update(
+        &self,
+        session_id: &str,
+        id: &str,
+        req: UpdateWebhookRequest,
+    ) -> WebhookResult<WebhookRecord> {
+        let mut w = self.get(session_id, id).await?;
+        if let Some(url) = req.url {
+            w.url = rules::url(&url, self.settings.is_ssrf_protected).await?;
+        }
+        if let Some(events) = req.events {
+            w.events = rules::events(events)?;
+        }
+        if let Some(secret) = req.secret {
+            w.secret = rules::secret(Some(secret))?;
+        }
+        if let Some(headers) = req.headers {
+            w.headers = rules::headers(headers.unwrap_or_default());
+        }
+        if let Some(active) = req.active {
+            w.active = active;
+        }
+        if let Some(filters) = req.filters {
+            w.filters = rules::filters(filters)?;
+        }
+        if req.retry_count.is_some() {
+            w.retry_count = rules::retry_count(req.retry_count)?;
+        }
+        w.updated_at = now_ms();
+        webhook_store::update(&self.db, &w)
+            .await
+            .map_err(|e| not_found(e, id))?;
+        self.pipeline.subscriptions().invalidate(session_id);
+        Ok(w)
+    }
+
+    pub(crate) async fn delete(&self, session_id: &str, id: &str) -> WebhookResult<()> {
+        webhook_store::delete(&self.db, session_id, id)
+            .await
+            .map_err(|e| not_found(e, id))?;
+        self.pipeline.subscriptions().invalidate(session_id);
+        Ok(())
+    }
+}
+
+fn not_found(err: StoreError, id: &str) -> WebhookError {
+    match err {
+        StoreError::NotFound => WebhookError::NotFound(id.to_owned()),
+        other => WebhookError::Store(other),
+    }
+}
