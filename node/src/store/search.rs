@@ -116,7 +116,8 @@ macro_rules! bind_filters {
     };
 }
 
-/// One page of hits, best first, and the total number of matches.
+/// One page of hits, best first, and the total number of matches, both read from one snapshot (a message
+/// committed between the two statements must not make the count disagree with the page).
 pub(crate) async fn search(db: &DataPool, f: &SearchFilter) -> StoreResult<(Vec<SearchRow>, i64)> {
     let scope = f
         .sessions
@@ -124,6 +125,7 @@ pub(crate) async fn search(db: &DataPool, f: &SearchFilter) -> StoreResult<(Vec<
         .map(|s| serde_json::Value::from(s.clone()).to_string());
     Ok(match db {
         DataPool::Sqlite(p) => {
+            let mut tx = p.begin().await?;
             let text = fts5_query(&f.text);
             let rows = bind_filters!(
                 sqlx::query_as::<_, SearchRow>(SEARCH_SQLITE),
@@ -133,14 +135,18 @@ pub(crate) async fn search(db: &DataPool, f: &SearchFilter) -> StoreResult<(Vec<
             )
             .bind(f.limit)
             .bind(f.offset)
-            .fetch_all(p)
+            .fetch_all(&mut *tx)
             .await?;
             let total = bind_filters!(sqlx::query_scalar::<_, i64>(COUNT_SQLITE), &text, f, &scope)
-                .fetch_one(p)
+                .fetch_one(&mut *tx)
                 .await?;
+            tx.commit().await?;
             (rows, total)
         }
         DataPool::Postgres(p) => {
+            let mut tx = p
+                .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                .await?;
             let rows = bind_filters!(
                 sqlx::query_as::<_, SearchRow>(SEARCH_PG),
                 &f.text,
@@ -149,11 +155,12 @@ pub(crate) async fn search(db: &DataPool, f: &SearchFilter) -> StoreResult<(Vec<
             )
             .bind(f.limit)
             .bind(f.offset)
-            .fetch_all(p)
+            .fetch_all(&mut *tx)
             .await?;
             let total = bind_filters!(sqlx::query_scalar::<_, i64>(COUNT_PG), &f.text, f, &scope)
-                .fetch_one(p)
+                .fetch_one(&mut *tx)
                 .await?;
+            tx.commit().await?;
             (rows, total)
         }
     })
