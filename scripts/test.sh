@@ -50,3 +50,5 @@ if [ "${WAGATE_SKIP_LINT:-}" != "1" ]; then
   cargo clippy --workspace --all-targets -- -D warnings
 fi
 cargo test --workspace --no-fail-fast "$@"
+# The same node integration suite again with every node on its own throwaway PostgreSQL data DB.
+WAGATE_TEST_DATABASE=postgres cargo test -p wagate-node --tests --no-fail-fast "$@"
