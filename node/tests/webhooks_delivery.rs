@@ -307,7 +307,12 @@ async fn an_idle_worker_delivers_promptly(rig: Rig) {
     let c = rig.client();
     let s = ready_session(&c, "dlv-prompt").await;
     let receiver = Receiver::start().await.unwrap();
-    add_webhook(&c, &s, json!({ "url": receiver.url(), "events": ["message.received"] })).await;
+    add_webhook(
+        &c,
+        &s,
+        json!({ "url": receiver.url(), "events": ["message.received"] }),
+    )
+    .await;
     // Let the worker go idle past its first heartbeat, then time one delivery.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let started = std::time::Instant::now();

@@ -5,8 +5,8 @@
 
 use wagate_proto::Jid;
 use wagate_proto::dto::messages::{
-    ClickButtonRequest, DeleteMessageRequest, EditRequest, MessageRefRequest, PinRequest, ReactRequest,
-    ReadChatRequest, StarRequest, VotePollRequest,
+    ClickButtonRequest, DeleteMessageRequest, EditRequest, MessageRefRequest, PinRequest,
+    ReactRequest, ReadChatRequest, StarRequest, VotePollRequest,
 };
 
 use super::MessagingService;

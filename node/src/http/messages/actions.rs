@@ -7,8 +7,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Role;
 use wagate_proto::dto::common::{MessageResponse, SuccessResult};
 use wagate_proto::dto::messages::{
-    ClickButtonRequest, DeleteMessageRequest, EditRequest, MessageRefRequest, PinRequest, ReactRequest,
-    ReadChatRequest, StarRequest, VotePollRequest,
+    ClickButtonRequest, DeleteMessageRequest, EditRequest, MessageRefRequest, PinRequest,
+    ReactRequest, ReadChatRequest, StarRequest, VotePollRequest,
 };
 
 use crate::app::ApiContext;
