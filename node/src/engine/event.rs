@@ -39,6 +39,7 @@ pub(crate) enum EngineEvent {
     Restriction {
         kind: String,
         active: bool,
+        /// Unix seconds.
         expires_at: Option<i64>,
     },
     /// Emitted when a message arrives from the network (including the account's own messages sent from

@@ -115,7 +115,7 @@ pub(crate) async fn apply_local(
         }
         Effect::EmitRestriction => {
             st.restriction = st.pending_restriction.as_ref().filter(|r| r.active).map(|r| {
-                json!({ "kind": r.kind, "code": null, "expiresAt": r.expires_at.map(wagate_proto::iso_ms) })
+                json!({ "kind": r.kind, "code": null, "expiresAt": r.expires_at.map(|secs| wagate_proto::iso_ms(secs.saturating_mul(1000))) })
             });
         }
         Effect::WarnRelinkRequired => {

@@ -66,6 +66,7 @@ pub struct SimMessageRequest {
 pub struct SimRestrictRequest {
     pub kind: Option<String>,
     pub active: Option<bool>,
+    /// Unix seconds.
     pub expires_at: Option<i64>,
 }
 
