@@ -337,6 +337,10 @@ async fn operations_on_messages() {
             json!({ "chatId": to, "messageId": id, "star": true }),
         ),
         ("chats/read", json!({ "chatId": to, "messageIds": [id] })),
+        (
+            "messages/click-button",
+            json!({ "chatId": to, "messageId": id, "buttonId": "b1", "text": "Yes" }),
+        ),
         ("messages/delete", json!({ "chatId": to, "messageId": id })),
     ] {
         let reply = p.post(route, body).await;

@@ -288,6 +288,14 @@ async fn sends_answer_409_until_the_session_is_ready_and_404_for_unknown_session
         .await
         .unwrap();
     assert_eq!(product.status, 409);
+    let bulk = client
+        .post(
+            &format!("/api/sessions/{id}/messages/send-bulk"),
+            json!({ "messages": [{ "chatId": jid(PHONE_B), "type": "text", "content": { "text": "hi" } }] }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(bulk.status, 409, "a bulk send is a send: {}", bulk.text);
     let missing = client
         .post(
             "/api/sessions/00000000-0000-4000-8000-000000000000/messages/send-text",

@@ -302,6 +302,26 @@ async fn a_sender_filter_drops_events_without_a_sender(rig: Rig) {
     assert_eq!(got[0].json()["data"]["body"], "one");
 }
 
+/// An idle SQLite-queue worker picks a new delivery up within a second or so, not at its next 30 s heartbeat.
+async fn an_idle_worker_delivers_promptly(rig: Rig) {
+    let c = rig.client();
+    let s = ready_session(&c, "dlv-prompt").await;
+    let receiver = Receiver::start().await.unwrap();
+    add_webhook(
+        &c,
+        &s,
+        json!({ "url": receiver.url(), "events": ["message.received"] }),
+    )
+    .await;
+    // Let the worker go idle past its first heartbeat, then time one delivery.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let started = std::time::Instant::now();
+    inbound(&c, &s, PEER, "prompt").await;
+    receiver.wait_until(WAIT, |d| !d.is_empty()).await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "delivery took {took:?}");
+}
+
 /// Committed events whose deliveries are still failing when the process dies (kill -9) are all delivered
 /// after the restart.
 async fn nothing_is_lost_across_kill9(mut rig: Rig) {
@@ -381,6 +401,11 @@ async fn embedded_exhausted_deliveries_land_in_the_failure_log_and_redrive() {
 #[tokio::test]
 async fn embedded_sender_filter_drops_reactions() {
     a_sender_filter_drops_events_without_a_sender(Rig::embedded().await).await;
+}
+
+#[tokio::test]
+async fn embedded_an_idle_worker_delivers_promptly() {
+    an_idle_worker_delivers_promptly(Rig::embedded().await).await;
 }
 
 #[tokio::test]

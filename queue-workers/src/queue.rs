@@ -211,9 +211,17 @@ fn push_err(e: impl std::fmt::Display) -> QueueError {
     QueueError::Push(e.to_string())
 }
 
+/// apalis-sqlite only looks for new jobs when its heartbeat timer wakes the worker (the poll interval alone
+/// does not), so the heartbeat is short; the missed-beat allowance keeps orphan detection at about a minute.
 fn sqlite_config(queue: &str) -> apalis_sqlite::Config {
-    apalis_sqlite::Config::default().queue(queue)
+    apalis_sqlite::Config::default()
+        .queue(queue)
+        .heartbeat_interval(SQLITE_HEARTBEAT)
+        .missed_heartbeats(60)
 }
+
+/// How often an idle SQLite-queue worker wakes up (and so the longest wait before a pushed job starts).
+const SQLITE_HEARTBEAT: Duration = Duration::from_secs(1);
 
 fn redis_config(queue: &str) -> apalis_redis::Config {
     apalis_redis::Config::default().queue(queue)

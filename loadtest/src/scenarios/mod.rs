@@ -1,5 +1,6 @@
 //! Scenario dispatch: `wagate-loadtest <scenario> [options]`.
 
+mod events;
 mod reads;
 mod sessions;
 
@@ -16,9 +17,11 @@ pub async fn run(args: &[String]) -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("reads") => reads::run(&args[1..]).await,
         Some("sessions") => sessions::run(&args[1..]).await,
+        Some("sends") => events::sends(&args[1..]).await,
+        Some("inbound-storm") => events::inbound_storm(&args[1..]).await,
         _ => {
             eprintln!(
-                "usage: wagate-loadtest reads [--url URL] [--key KEY] [--seconds N] [--connections N]\n       wagate-loadtest sessions [--binary PATH] [--count N] [--concurrency N]"
+                "usage: wagate-loadtest reads [--url URL] [--key KEY] [--seconds N] [--connections N]\n       wagate-loadtest sessions [--binary PATH] [--count N] [--concurrency N]\n       wagate-loadtest sends [--binary PATH] [--count N] [--concurrency N]\n       wagate-loadtest inbound-storm [--binary PATH] [--sessions S] [--rate R] [--seconds T]"
             );
             Ok(())
         }

@@ -111,6 +111,16 @@ pub(crate) trait Engine: Send + Sync {
     async fn star(&self, _chat: &Jid, _message_id: &str, _star: bool) -> EngineResult<()> {
         unsupported!(Star)
     }
+    /// Answers a business button message (`text` is the label shown; socket engine only).
+    async fn click_button(
+        &self,
+        _chat: &Jid,
+        _message_id: &str,
+        _button_id: &str,
+        _text: Option<&str>,
+    ) -> EngineResult<()> {
+        unsupported!(ClickButton)
+    }
 
     // --- chats ---
     async fn list_chats(&self) -> EngineResult<Vec<ChatSummary>> {

@@ -47,6 +47,7 @@ ops! {
     MarkRead => "markRead",
     MarkUnread => "markUnread",
     Star => "star",
+    ClickButton => "clickButton",
     ListChats => "getChats",
     ArchiveChat => "archiveChat",
     PinChat => "pinChat",
@@ -171,6 +172,7 @@ const BROWSER_UNSUPPORTED: &[Op] = &[
     Op::GetProduct,
     Op::SendProduct,
     Op::RejectCall,
+    Op::ClickButton,
 ];
 
 impl Capabilities {

@@ -153,6 +153,8 @@ impl BulkRunner {
                 "options.delayBetweenMessages must be at least {MIN_DELAY_MS}"
             )));
         }
+        // A bulk send is a send: refused with 409 while the session is not ready (spec, States rule 1).
+        self.service.sessions.ready_engine(session_id)?;
         let batch_id = req
             .batch_id
             .filter(|b| !b.trim().is_empty())

@@ -1,12 +1,12 @@
-//! Operations on existing messages: react, edit, delete, pin, unpin, poll vote, star, and the chat read
+//! Operations on existing messages: react, edit, delete, pin, unpin, poll vote, star, click-button, and the chat read
 //! receipt. Each validates its body, takes the ready engine (409 first), resolves the message through the
 //! store when it is there (row id or network id), acts, and updates the store where the network will not
 //! tell us (own reactions, edits, deletes, stars).
 
 use wagate_proto::Jid;
 use wagate_proto::dto::messages::{
-    DeleteMessageRequest, EditRequest, MessageRefRequest, PinRequest, ReactRequest,
-    ReadChatRequest, StarRequest, VotePollRequest,
+    ClickButtonRequest, DeleteMessageRequest, EditRequest, MessageRefRequest, PinRequest,
+    ReactRequest, ReadChatRequest, StarRequest, VotePollRequest,
 };
 
 use super::MessagingService;
@@ -184,6 +184,26 @@ impl MessagingService {
             .await?;
         t.engine.star(&t.chat, &t.wa_id, star).await?;
         message_store::set_starred(&self.db, session_id, &t.wa_id, star).await?;
+        Ok(())
+    }
+
+    pub(crate) async fn click_button(
+        &self,
+        session_id: &str,
+        b: ClickButtonRequest,
+    ) -> MessagingResult<()> {
+        let button = v::required("buttonId", b.button_id.as_deref())?.to_string();
+        let t = self
+            .target(
+                session_id,
+                b.chat_id.as_deref(),
+                "messageId",
+                b.message_id.as_deref(),
+            )
+            .await?;
+        t.engine
+            .click_button(&t.chat, &t.wa_id, &button, b.text.as_deref())
+            .await?;
         Ok(())
     }
 

@@ -176,6 +176,16 @@ pub struct StarRequest {
     pub star: Option<bool>,
 }
 
+/// `POST /messages/click-button` (wire-notes §12).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClickButtonRequest {
+    pub chat_id: Option<String>,
+    pub message_id: Option<String>,
+    pub button_id: Option<String>,
+    pub text: Option<String>,
+}
+
 /// `POST /chats/read`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

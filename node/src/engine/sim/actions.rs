@@ -234,6 +234,14 @@ impl SimNetwork {
         }
         Ok(())
     }
+
+    /// A button reply needs the message it answers; the sim's messages carry no buttons to check.
+    pub(crate) fn click_button(&self, session: &str, message_id: &str) -> EngineResult<()> {
+        let mut state = self.lock();
+        state.online_phone(session)?;
+        find_message(&mut state, message_id)?;
+        Ok(())
+    }
 }
 
 fn own_message<'a>(

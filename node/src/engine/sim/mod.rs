@@ -133,6 +133,15 @@ impl Engine for SimEngine {
     async fn star(&self, _chat: &Jid, message_id: &str, star: bool) -> EngineResult<()> {
         self.net.star(self.query().await, message_id, star)
     }
+    async fn click_button(
+        &self,
+        _chat: &Jid,
+        message_id: &str,
+        _button_id: &str,
+        _text: Option<&str>,
+    ) -> EngineResult<()> {
+        self.net.click_button(self.query().await, message_id)
+    }
 
     async fn list_chats(&self) -> EngineResult<Vec<ChatSummary>> {
         self.net.list_chats(self.query().await)

@@ -1,5 +1,5 @@
 //! Operations on existing messages (200): react, edit (MessageResponse), delete, pin, unpin, poll vote,
-//! star, and the chat read receipt `POST /chats/read`. Handlers parse, authorise, call the service.
+//! star, click-button (wire-notes §12) and the chat read receipt `POST /chats/read`. Handlers parse, authorise, call the service.
 
 use axum::Json;
 use axum::extract::State;
@@ -7,8 +7,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Role;
 use wagate_proto::dto::common::{MessageResponse, SuccessResult};
 use wagate_proto::dto::messages::{
-    DeleteMessageRequest, EditRequest, MessageRefRequest, PinRequest, ReactRequest,
-    ReadChatRequest, StarRequest, VotePollRequest,
+    ClickButtonRequest, DeleteMessageRequest, EditRequest, MessageRefRequest, PinRequest,
+    ReactRequest, ReadChatRequest, StarRequest, VotePollRequest,
 };
 
 use crate::app::ApiContext;
@@ -26,6 +26,7 @@ pub(super) fn router() -> OpenApiRouter<ApiContext> {
         .routes(routes!(unpin_message))
         .routes(routes!(vote_poll))
         .routes(routes!(star_message))
+        .routes(routes!(click_button))
         .routes(routes!(read_chat))
 }
 
@@ -129,6 +130,21 @@ async fn star_message(
 ) -> Success {
     authorise(&caller, &id, Role::Operator)?;
     ctx.messaging.star(&id.0, body).await?;
+    Ok(Json(SuccessResult::ok()))
+}
+
+/// POST /api/sessions/{sessionId}/messages/click-button
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/click-button", tag = "messages",
+    request_body = ClickButtonRequest,
+    responses((status = 200, body = SuccessResult), (status = 400), (status = 409), (status = 501)))]
+async fn click_button(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<ClickButtonRequest>,
+) -> Success {
+    authorise(&caller, &id, Role::Operator)?;
+    ctx.messaging.click_button(&id.0, body).await?;
     Ok(Json(SuccessResult::ok()))
 }
 

@@ -1,4 +1,4 @@
-//! Server frames of the WebSocket (wire-notes §6), built as JSON text with `type` first.
+//! Server frames of the WebSocket (wire-notes §6), built as JSON text (key order is not significant).
 
 use axum::extract::ws::Message;
 use serde_json::{Map, Value, json};
