@@ -129,6 +129,7 @@ async fn the_short_rate_tier_answers_429_with_retry_after() {
         .find(|r| r.status == 429)
         .expect("a 429 after the limit");
     assert_error_shape(refused, 429);
+    assert_eq!(refused.body["code"], "RATE_LIMITED", "{}", refused.text);
     assert!(
         refused
             .header("retry-after")
@@ -158,7 +159,14 @@ async fn the_openapi_document_and_ui_are_served_offline() {
         .await
         .expect("doc");
     assert_eq!(doc.status, 200);
-    for path in ["/api/health", "/api/auth/api-keys", "/api/audit"] {
+    for path in [
+        "/api/health",
+        "/api/auth/api-keys",
+        "/api/audit",
+        "/api/metrics",
+        "/api/settings",
+        "/api/stats/overview",
+    ] {
         assert!(
             doc.body["paths"].get(path).is_some(),
             "{path} missing from the OpenAPI document"
@@ -203,4 +211,23 @@ async fn metrics_need_the_metrics_token() {
         .raw(Method::GET, "/api/metrics")
         .bearer_auth("scrape-me");
     assert_eq!(anon.send(req).await.expect("reply").status, 200);
+}
+
+#[tokio::test]
+async fn settings_and_stats_overview_are_served() {
+    let node = Node::start(binary()).await.expect("node");
+    let settings = node.client().get("/api/settings").await.expect("settings");
+    assert_eq!(settings.status, 200, "{}", settings.text);
+    assert_eq!(settings.body["engineType"], "sim");
+    assert_eq!(settings.body["version"], "0.23.5");
+    let anon = node.client_with_key(None);
+    assert_error_shape(&anon.get("/api/settings").await.expect("401"), 401);
+    let stats = node
+        .client()
+        .get("/api/stats/overview")
+        .await
+        .expect("stats");
+    assert_eq!(stats.status, 200, "{}", stats.text);
+    assert!(stats.body["sessions"]["total"].is_i64(), "{}", stats.text);
+    assert!(stats.body["messages"]["total"].is_i64(), "{}", stats.text);
 }

@@ -45,7 +45,7 @@ async fn start_shows_a_rotating_png_qr_then_scan_links_to_ready() {
     .await
     .expect("scan");
     let ready = wait_status(&c, &id, "ready", WAIT).await.expect("ready");
-    assert_eq!(ready.body["phone"], "4915100000001@c.us");
+    assert_eq!(ready.body["phone"], "4915100000001");
     assert_eq!(ready.body["pushName"], "Ann");
     assert!(ready.body.get("lastError").is_none());
     assert_eq!(
@@ -67,6 +67,14 @@ async fn start_twice_answers_409_and_unknown_or_named_sessions_are_refused() {
         400,
         "names are not ids"
     );
+    let by_name = c
+        .get("/api/sessions/twice/presence/4915100000010@c.us")
+        .await
+        .expect("r");
+    assert_eq!(by_name.status, 400, "{}", by_name.text);
+    assert_eq!(by_name.body["message"], "Session 'twice' is not active");
+    let status_by_name = c.get("/api/sessions/twice/status").await.expect("r");
+    assert_eq!(status_by_name.status, 404, "{}", status_by_name.text);
     let unknown = c
         .get("/api/sessions/00000000-0000-4000-8000-000000000000")
         .await
@@ -91,7 +99,7 @@ async fn pairing_code_only_while_qr_ready() {
         .post(&path(&id, "/pairing-code"), body.clone())
         .await
         .expect("r");
-    assert_eq!(code.status, 200, "{}", code.text);
+    assert_eq!(code.status, 201, "{}", code.text);
     assert_eq!(code.str("pairingCode").len(), 8);
     assert_eq!(
         c.post(
@@ -141,7 +149,7 @@ async fn a_dropped_link_reconnects_to_ready() {
     let back = wait_status(&c, &id, "ready", WAIT)
         .await
         .expect("reconnected");
-    assert_eq!(back.body["phone"], "4915100000003@c.us");
+    assert_eq!(back.body["phone"], "4915100000003");
 }
 
 /// Starts a session that has credentials: it goes straight to ready, no QR.
@@ -312,6 +320,68 @@ async fn a_restriction_requires_action_and_lifting_it_restores_ready() {
     wait_status(&c, &id, "ready", WAIT)
         .await
         .expect("ready again");
+}
+
+#[tokio::test]
+async fn a_stop_clears_the_restriction_and_its_last_error() {
+    let node = node().await;
+    let c = node.client();
+    let id = create_linked(&c, "restricted2", "4915100000019")
+        .await
+        .expect("linked");
+    let sim = format!("/api/sim/sessions/{id}/restrict");
+    let until = json!({ "kind": "spam", "active": true, "expiresAt": "2030-01-01T00:00:00Z" });
+    let restricted = c.post(&sim, until).await.expect("restrict");
+    assert_eq!(restricted.status, 200, "ISO expiresAt: {}", restricted.text);
+    let held = wait_status(&c, &id, "action_required", WAIT)
+        .await
+        .expect("action_required");
+    assert_eq!(
+        held.body["restriction"]["expiresAt"],
+        "2030-01-01T00:00:00.000Z"
+    );
+    let stopped = post(&c, &id, "/stop").await;
+    assert_eq!(stopped.body["status"], "disconnected", "{}", stopped.text);
+    assert!(stopped.body.get("lastError").is_none(), "{}", stopped.text);
+    assert!(
+        stopped.body.get("restriction").is_none(),
+        "{}",
+        stopped.text
+    );
+}
+
+#[tokio::test]
+async fn a_pairing_code_dies_with_the_engine_run_that_issued_it() {
+    let node = node().await;
+    let c = node.client();
+    let id = create(&c, "pairing2").await.expect("create");
+    post(&c, &id, "/start").await;
+    let body = json!({ "phoneNumber": "4915100000020" });
+    let code = c.post(&path(&id, "/pairing-code"), body).await.expect("r");
+    assert_eq!(code.status, 201, "{}", code.text);
+    post(&c, &id, "/stop").await;
+    post(&c, &id, "/start").await;
+    let scan = c
+        .post(
+            &format!("/api/sim/sessions/{id}/scan"),
+            json!({ "phone": "4915100000021" }),
+        )
+        .await
+        .expect("scan");
+    assert_eq!(scan.status, 200, "{}", scan.text);
+    wait_status(&c, &id, "ready", WAIT).await.expect("ready");
+    let subscribe = c
+        .post(
+            &path(&id, "/presence/subscribe"),
+            json!({ "chatId": "4915100000099@c.us" }),
+        )
+        .await
+        .expect("subscribe");
+    assert_eq!(
+        subscribe.status, 200,
+        "a number off the network: {}",
+        subscribe.text
+    );
 }
 
 #[tokio::test]

@@ -80,7 +80,7 @@ impl ApiError {
                 .unwrap_or("Error")
                 .to_string(),
             code: self.code.map(str::to_string),
-            // The spec names retryAfterSeconds only for the pacing refusal; plain 429s carry Retry-After.
+            // Coded 429s (pacing, rate limit) also carry retryAfterSeconds; every 429 has Retry-After.
             retry_after_seconds: self.code.and(self.retry_after_seconds),
         }
     }

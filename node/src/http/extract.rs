@@ -101,9 +101,19 @@ impl<S: Send + Sync> FromRequestParts<S> for SessionId {
             .unwrap_or_default();
         match uuid::Uuid::parse_str(&raw) {
             Ok(id) if raw.len() == 36 => Ok(SessionId(id.to_string())),
-            _ => Err(ApiError::bad_request(format!(
-                "Invalid session id '{raw}': sessions are addressed by their UUID, not by name"
-            ))),
+            _ => Err(named_session(&raw, parts.uri.path())),
         }
+    }
+}
+
+/// A session addressed by name (not a UUID): 404 on the status and catalog routes, otherwise 400 with the
+/// spec's engine-lookup message (the name never resolves to an engine).
+fn named_session(raw: &str, path: &str) -> ApiError {
+    let resource = path
+        .strip_prefix("/api/sessions/")
+        .and_then(|rest| rest.split('/').nth(1));
+    match resource {
+        Some("status" | "catalog") => ApiError::not_found(format!("Session '{raw}' not found")),
+        _ => ApiError::bad_request(format!("Session '{raw}' is not active")),
     }
 }

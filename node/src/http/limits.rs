@@ -1,7 +1,7 @@
 //! Cross-cutting request limits, applied before routing and authentication: a `Content-Encoding` other than
 //! identity (415), a declared body over `BODY_SIZE_LIMIT` (413), and the three rate-limit tiers keyed on the
-//! client address (429 with `Retry-After`). Health, docs and metrics are exempt from rate limiting so probes
-//! and scrapes never see a 429.
+//! client address (429 with `Retry-After` and code `RATE_LIMITED`). Health, docs and metrics are exempt
+//! from rate limiting so probes and scrapes never see a 429.
 
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
@@ -119,7 +119,9 @@ pub async fn rate_limit(State(ctx): State<ApiContext>, req: Request, next: Next)
         && let Err(wait) = ctx.limiter.check(ip)
     {
         let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        return ApiError::too_many_requests("Too Many Requests", secs.max(1)).into_response();
+        return ApiError::too_many_requests("Too Many Requests", secs.max(1))
+            .with_code("RATE_LIMITED")
+            .into_response();
     }
     next.run(req).await
 }

@@ -5,11 +5,19 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
+use utoipa_axum::{router::OpenApiRouter, routes};
+
 use super::error::ApiError;
 use crate::app::ApiContext;
 
+pub(crate) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new().routes(routes!(scrape))
+}
+
 /// GET /api/metrics
-pub(crate) async fn scrape(State(ctx): State<ApiContext>, headers: HeaderMap) -> Response {
+#[utoipa::path(get, path = "/api/metrics", tag = "metrics",
+    responses((status = 200, description = "Prometheus text", content_type = "text/plain"), (status = 401), (status = 404)))]
+async fn scrape(State(ctx): State<ApiContext>, headers: HeaderMap) -> Response {
     let (Some(token), Some(handle)) = (&ctx.config.metrics_token, &ctx.metrics) else {
         return ApiError::not_found("Cannot GET /api/metrics").into_response();
     };

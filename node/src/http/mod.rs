@@ -7,7 +7,6 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{Request, Uri};
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -42,7 +41,9 @@ pub(crate) mod profile;
 pub(crate) mod search;
 pub(crate) mod session_scope;
 pub(crate) mod sessions;
+pub(crate) mod settings;
 pub(crate) mod sim;
+pub(crate) mod stats;
 pub(crate) mod status;
 pub(crate) mod templates;
 pub(crate) mod webhook_failures;
@@ -76,6 +77,9 @@ impl utoipa::Modify for ApiKeyScheme {
 fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
     let routes = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(health::router())
+        .merge(settings::router())
+        .merge(stats::router())
+        .merge(metrics::router())
         .merge(keys::router())
         .merge(audit::router())
         .merge(infra::router())
@@ -112,7 +116,6 @@ pub(crate) fn router(ctx: ApiContext) -> Router {
     let (api, openapi) = api_routes(ctx.sim.is_some()).split_for_parts();
     let body_limit = usize::try_from(ctx.config.body_size_limit).unwrap_or(usize::MAX);
     api.merge(SwaggerUi::new("/api/docs").url("/api/docs/openapi.json", openapi))
-        .route("/api/metrics", get(metrics::scrape))
         .fallback(unknown_route)
         .method_not_allowed_fallback(unknown_route)
         .layer(from_fn_with_state(ctx.clone(), forward::forward_to_owner))

@@ -227,11 +227,19 @@ async fn sim_restrict(
     ApiJson(b): ApiJson<SimRestrictRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
     let net = network(&caller, &ctx)?;
+    let expires_at = b
+        .expires_at
+        .map(|at| {
+            at.to_millis().map(|ms| ms.div_euclid(1000)).ok_or_else(|| {
+                ApiError::bad_request("expiresAt must be epoch milliseconds or an ISO 8601 string")
+            })
+        })
+        .transpose()?;
     net.restrict(
         &id.0,
         b.kind.as_deref().unwrap_or("temporary_ban"),
         b.active.unwrap_or(true),
-        b.expires_at,
+        expires_at,
     )?;
     Ok(ok())
 }

@@ -91,6 +91,10 @@ pub(crate) async fn apply_local(
     match effect {
         Effect::SetLastError(reason) => st.last_error = Some(reason.clone()),
         Effect::ClearLastError => st.last_error = None,
+        Effect::ClearRestriction => {
+            st.restriction = None;
+            st.pending_restriction = None;
+        }
         Effect::SetPhone => set_phone(st),
         Effect::ClearPhone => {
             st.phone = None;

@@ -119,6 +119,8 @@ pub(crate) enum Effect {
     ResetReconnectAttempts,
     SetLastError(String),
     ClearLastError,
+    /// Forget the account restriction on the record (a restart clears `action_required`).
+    ClearRestriction,
     /// Record the phone the engine reported with the link.
     SetPhone,
     ClearPhone,
@@ -310,7 +312,14 @@ fn force_kill(from: SessionStatus) -> Transition {
     if is_active(from) {
         to(
             Disconnected,
-            vec![KillEngine, DropQr, CancelReconnect, EmitStatus],
+            vec![
+                KillEngine,
+                DropQr,
+                CancelReconnect,
+                ClearLastError,
+                ClearRestriction,
+                EmitStatus,
+            ],
         )
     } else {
         to(from, vec![KillEngine, CancelReconnect])
@@ -412,7 +421,13 @@ fn stop(from: SessionStatus, teardown: Teardown) -> Transition {
     if !is_active(from) {
         return to(from, vec![CancelReconnect]);
     }
-    let mut effects = vec![DropQr, CancelReconnect, EmitStatus];
+    let mut effects = vec![
+        DropQr,
+        CancelReconnect,
+        ClearLastError,
+        ClearRestriction,
+        EmitStatus,
+    ];
     if teardown == Teardown::Failed {
         effects.push(ReportStopIncomplete);
     }
@@ -433,6 +448,7 @@ fn logout(from: SessionStatus, unlinked: bool) -> Transition {
         ClearPhone,
         ForgetCredentials,
         ClearLastError,
+        ClearRestriction,
     ];
     effects = emit_if_changed(from, to_status, effects);
     if !unlinked {

@@ -148,6 +148,20 @@ fn row_ready_stop_both_teardowns_fail_goes_disconnected_with_502() {
 }
 
 #[test]
+fn row_action_required_stop_clears_last_error_and_restriction() {
+    let t = go(
+        ActionRequired,
+        Trigger::Stop {
+            teardown: Teardown::Graceful,
+        },
+        ctx(),
+    );
+    assert_eq!(t.to, Disconnected);
+    assert!(t.effects.contains(&ClearLastError));
+    assert!(t.effects.contains(&ClearRestriction));
+}
+
+#[test]
 fn row_ready_page_reload_stays_ready_without_status_event() {
     let t = go(Ready, Trigger::PageReloadStarted, ctx());
     assert_eq!(t.to, Ready);

@@ -13,6 +13,7 @@ pub(crate) mod outbox;
 pub(crate) mod reactions;
 pub(crate) mod search;
 pub(crate) mod sessions;
+pub(crate) mod stats;
 pub(crate) mod status_updates;
 pub(crate) mod templates;
 pub(crate) mod webhooks;

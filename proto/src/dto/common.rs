@@ -1,4 +1,4 @@
-//! Shapes shared by many routes: SuccessResult, MessageResponse, health.
+//! Shapes shared by many routes: SuccessResult, MessageResponse, health, settings, stats overview.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -61,4 +61,56 @@ pub fn iso_ms(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .unwrap_or_default()
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// `GET /api/settings`: the effective, environment-derived settings (read-only; no secrets).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    pub version: String,
+    pub engine_type: String,
+    pub node_id: String,
+    pub database_type: String,
+    pub redis_enabled: bool,
+    pub auto_start_sessions: bool,
+    pub body_size_limit: u64,
+    pub media_download_max_bytes: u64,
+    pub webhook_timeout_ms: u64,
+    pub webhook_retry_delay_ms: u64,
+    pub webhook_max_payload_bytes: u64,
+    pub send_pacing_enabled: bool,
+    pub metrics_enabled: bool,
+}
+
+/// `GET /api/stats/overview`: cross-session aggregates.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatsOverview {
+    pub sessions: SessionCounts,
+    pub messages: MessageCounts,
+    pub webhooks: WebhookCounts,
+    pub timestamp: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCounts {
+    pub total: i64,
+    pub ready: i64,
+    pub by_status: std::collections::BTreeMap<String, i64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageCounts {
+    pub total: i64,
+    pub incoming: i64,
+    pub outgoing: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookCounts {
+    pub total: i64,
+    pub active: i64,
 }

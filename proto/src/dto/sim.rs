@@ -66,8 +66,27 @@ pub struct SimMessageRequest {
 pub struct SimRestrictRequest {
     pub kind: Option<String>,
     pub active: Option<bool>,
-    /// Unix seconds.
-    pub expires_at: Option<i64>,
+    pub expires_at: Option<SimInstant>,
+}
+
+/// An instant in a sim body: epoch milliseconds or an ISO 8601 string.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum SimInstant {
+    Millis(i64),
+    Iso(String),
+}
+
+impl SimInstant {
+    /// Epoch milliseconds, or `None` for a string that is not RFC 3339.
+    pub fn to_millis(&self) -> Option<i64> {
+        match self {
+            SimInstant::Millis(ms) => Some(*ms),
+            SimInstant::Iso(text) => chrono::DateTime::parse_from_rfc3339(text)
+                .ok()
+                .map(|t| t.timestamp_millis()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]

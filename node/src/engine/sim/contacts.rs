@@ -246,12 +246,13 @@ impl SimNetwork {
         Ok(())
     }
 
-    /// Subscribes and answers with the current presence right away, as the network does.
+    /// Subscribes and answers with the current presence right away, as the network does. A number not on
+    /// the network is accepted and never reports (the network does not refuse the subscription either).
     pub(crate) fn subscribe_presence(&self, session: &str, chat: &Jid) -> EngineResult<()> {
         let mut state = self.lock();
         state.online_phone(session)?;
         if !state.exists(chat) {
-            return Err(EngineError::NotFound(format!("Contact {chat} not found")));
+            return Ok(());
         }
         state
             .account(chat)

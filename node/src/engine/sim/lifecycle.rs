@@ -48,6 +48,8 @@ impl SimNetwork {
             None => {
                 device.events = Some(events);
                 device.link = Link::AwaitingQr;
+                // A code issued to an earlier engine run died with it.
+                device.pairing_phone = None;
                 device.qr_generation += 1;
                 let generation = device.qr_generation;
                 drop(state);

@@ -3,6 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Role;
 use wagate_proto::dto::sessions::{PairingCodeRequest, PairingCodeResponse, QrResponse, Session};
@@ -115,21 +116,22 @@ async fn get_qr(
 
 /// POST /api/sessions/{sessionId}/pairing-code
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/pairing-code", tag = "sessions",
-    request_body = PairingCodeRequest, responses((status = 200, body = PairingCodeResponse), (status = 409)))]
+    request_body = PairingCodeRequest, responses((status = 201, body = PairingCodeResponse), (status = 409)))]
 async fn request_pairing_code(
     caller: Caller,
     id: SessionId,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<PairingCodeRequest>,
-) -> ApiResult<Json<PairingCodeResponse>> {
+) -> ApiResult<(StatusCode, Json<PairingCodeResponse>)> {
     authorise(&caller, &id, Role::Operator)?;
     let phone = body.phone_number.unwrap_or_default();
     let (pairing_code, status) = ctx
         .sessions
         .pairing_code(&id.0, phone.trim_start_matches('+'))
         .await?;
-    Ok(Json(PairingCodeResponse {
+    let body = PairingCodeResponse {
         pairing_code,
         status,
-    }))
+    };
+    Ok((StatusCode::CREATED, Json(body)))
 }

@@ -39,7 +39,7 @@ impl From<SessionView> for Session {
             id: r.id,
             name: r.name,
             status: r.status,
-            phone: r.phone,
+            phone: r.phone.as_deref().map(linked_number),
             push_name: r.push_name,
             last_error: r.last_error,
             engine_loaded: view.engine_loaded,
@@ -50,6 +50,11 @@ impl From<SessionView> for Session {
             updated_at: iso_ms(r.updated_at),
         }
     }
+}
+
+/// The linked number as the spec shows it (`4915100000001`), from the stored JID.
+fn linked_number(phone: &str) -> String {
+    phone.split('@').next().unwrap_or(phone).to_string()
 }
 
 /// Role, then session scope: what every session-scoped handler checks first.

@@ -1,0 +1,52 @@
+//! `GET /api/stats/overview` (ADMIN): cross-session aggregates (sessions by status, stored messages by
+//! direction, webhooks), read from the data database.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::Role;
+use wagate_proto::dto::common::{MessageCounts, SessionCounts, StatsOverview, WebhookCounts};
+
+use super::auth::Caller;
+use super::error::ApiResult;
+use crate::app::ApiContext;
+use crate::store::stats;
+
+pub(crate) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new().routes(routes!(stats_overview))
+}
+
+/// GET /api/stats/overview
+#[utoipa::path(get, path = "/api/stats/overview", tag = "statistics", responses((status = 200, body = StatsOverview)))]
+async fn stats_overview(
+    caller: Caller,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<StatsOverview>> {
+    caller.require(Role::Admin)?;
+    let by_status: BTreeMap<String, i64> =
+        ctx.sessions.count_by_status().await?.into_iter().collect();
+    let directions: BTreeMap<String, i64> = stats::messages_by_direction(&ctx.data_db)
+        .await?
+        .into_iter()
+        .collect();
+    let webhooks = stats::webhooks_by_active(&ctx.data_db).await?;
+    Ok(Json(StatsOverview {
+        sessions: SessionCounts {
+            total: by_status.values().sum(),
+            ready: by_status.get("ready").copied().unwrap_or(0),
+            by_status,
+        },
+        messages: MessageCounts {
+            total: directions.values().sum(),
+            incoming: directions.get("incoming").copied().unwrap_or(0),
+            outgoing: directions.get("outgoing").copied().unwrap_or(0),
+        },
+        webhooks: WebhookCounts {
+            total: webhooks.iter().map(|(_, n)| n).sum(),
+            active: webhooks.iter().filter(|(a, _)| *a).map(|(_, n)| n).sum(),
+        },
+        timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    }))
+}
