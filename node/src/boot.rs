@@ -18,10 +18,13 @@ use crate::automation::{AutomationService, SessionSender};
 use crate::cluster::lease::{Leases, LocalLeases};
 use crate::cluster::{self, Cluster};
 use crate::config::{Config, DatabaseType, EngineType};
+use crate::engine::sim::peers_redis::RedisPeers;
 use crate::engine::sim::{SimFactory, SimNetwork, network::SimConfig};
+use crate::engine::socket::{SocketConfig, SocketFactory};
 use crate::engine::unavailable::UnavailableFactory;
 use crate::engine::{EngineFactory, EngineKind};
 use crate::events::Pipeline;
+use crate::events::hub::ClusterLink;
 use crate::events::ingest::Ingest;
 use crate::http::limits::{TieredLimiter, run_limiter_upkeep};
 use crate::keys::KeyService;
@@ -79,7 +82,10 @@ fn write_generated_key(data_dir: &Path, key: &str) -> anyhow::Result<()> {
 }
 
 /// The engine family of this node, and the sim network when it is the sim.
-fn engine_factory(config: &Config) -> (Arc<dyn EngineFactory>, Option<SimNetwork>) {
+fn engine_factory(
+    config: &Config,
+    data_db: &DataPool,
+) -> (Arc<dyn EngineFactory>, Option<SimNetwork>) {
     match config.engine_type {
         EngineType::Sim => {
             // Ids must stay unique across restarts: the message store deduplicates on them.
@@ -90,7 +96,12 @@ fn engine_factory(config: &Config) -> (Arc<dyn EngineFactory>, Option<SimNetwork
             let net = SimNetwork::new(config);
             (Arc::new(SimFactory::new(net.clone())), Some(net))
         }
-        EngineType::Socket => (Arc::new(UnavailableFactory::new(EngineKind::Socket)), None),
+        EngineType::Socket => {
+            let socket = SocketConfig {
+                endpoint: config.socket_ws_url.clone(),
+            };
+            (Arc::new(SocketFactory::new(data_db.clone(), socket)), None)
+        }
         EngineType::Browser => (Arc::new(UnavailableFactory::new(EngineKind::Browser)), None),
     }
 }
@@ -103,7 +114,7 @@ fn session_service(
     shutdown: &CancellationToken,
     leases: Arc<dyn Leases>,
 ) -> (Arc<SessionService>, Option<SimNetwork>) {
-    let (factory, sim) = engine_factory(config);
+    let (factory, sim) = engine_factory(config, data_db);
     let deps = Arc::new(Deps {
         db: data_db.clone(),
         pipeline: pipeline.clone(),
@@ -201,6 +212,18 @@ async fn build_context(
         WebhookService::new(data_db.clone(), pipeline.clone(), config.webhook_settings())
             .context("could not build the webhook HTTP client")?;
     let cluster = join_cluster(&config, &data_db).await?;
+    if let Some(cluster) = &cluster {
+        let link = ClusterLink {
+            pool: cluster.pool.clone(),
+            redis_url: config.redis_url.clone(),
+            node_id: cluster.node_id.clone(),
+            prefix: cluster.prefix.clone(),
+        };
+        pipeline
+            .hub()
+            .attach_cluster(link, shutdown.clone())
+            .context("could not join the cluster's event fan-out")?;
+    }
     let leases: Arc<dyn Leases> = match &cluster {
         Some(cluster) => cluster.leases.clone(),
         None => Arc::new(LocalLeases::new(data_db.clone(), config.node_id.clone())),
@@ -208,6 +231,17 @@ async fn build_context(
     let recorder = Recorder::new(data_db.clone(), pipeline.clone(), media_store(&config));
     let (sessions, sim) =
         session_service(&config, &data_db, &pipeline, &recorder, shutdown, leases);
+    if let (Some(cluster), Some(net)) = (&cluster, &sim) {
+        // In a cluster the sim network spans every node (wire-notes §10).
+        let peers = RedisPeers::new(
+            cluster.pool.clone(),
+            &config.redis_url,
+            cluster.node_id.clone(),
+            cluster.prefix.clone(),
+        )
+        .context("could not connect the sim network to Redis")?;
+        crate::engine::sim::peers::attach(net, Arc::new(peers));
+    }
     let messaging = Arc::new(MessagingService::new(
         data_db.clone(),
         sessions.clone(),
@@ -215,7 +249,7 @@ async fn build_context(
         pacer(&config),
     ));
     let automation = Arc::new(AutomationService::new(data_db.clone()));
-    automation.set_sender(Box::new(SessionSender::new(sessions.clone())));
+    automation.set_sender(Box::new(SessionSender::new(messaging.clone())));
     Ok(ApiContext {
         webhooks: Arc::new(webhooks),
         automation,

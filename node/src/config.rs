@@ -86,6 +86,8 @@ pub struct Config {
     pub session_start_timeout_ms: u64,
     /// `ENGINE_QUERY_TIMEOUT_MS` (30000): the budget of the engine queries the API bounds (503 after it).
     pub engine_query_timeout_ms: u64,
+    /// `SOCKET_WS_URL` (WhatsApp Web's `wss://web.whatsapp.com/ws/chat`): the socket engine's endpoint.
+    pub socket_ws_url: wagate_engine_socket::transport::Endpoint,
     pub session_proxy_url_fetch: bool,
     pub send_pacing_enabled: bool,
     /// `SEND_PACING_DAILY_CAP` (1000): sends per session per rolling 24 h once warmed up.
@@ -256,6 +258,11 @@ impl Config {
             session_restore_concurrency: positive(&env, "SESSION_RESTORE_CONCURRENCY", 5)?,
             session_start_timeout_ms: positive(&env, "SESSION_START_TIMEOUT_MS", 30_000)?,
             engine_query_timeout_ms: positive(&env, "ENGINE_QUERY_TIMEOUT_MS", 30_000)?,
+            socket_ws_url: wagate_engine_socket::transport::Endpoint::parse(&env.string(
+                "SOCKET_WS_URL",
+                wagate_engine_socket::transport::DEFAULT_WS_URL,
+            ))
+            .map_err(|rule| refuse("SOCKET_WS_URL", rule))?,
             session_proxy_url_fetch: parse_bool(&env, "SESSION_PROXY_URL_FETCH", true)?,
             send_pacing_enabled: parse_bool(&env, "SEND_PACING_ENABLED", false)?,
             send_pacing_daily_cap: positive(&env, "SEND_PACING_DAILY_CAP", 1000)?,

@@ -1,5 +1,5 @@
-//! Automation rules end to end on the sim: the first enabled matching rule replies through the session's
-//! engine, once per cooldown per chat; non-matching messages get nothing.
+//! Automation rules end to end on the sim: the first enabled matching rule replies through the messaging
+//! send path, once per cooldown per chat; non-matching messages get nothing.
 
 mod support;
 
@@ -53,4 +53,21 @@ async fn first_matching_rule_replies_once_per_cooldown_per_chat() {
     to.sort();
     assert_eq!(to, ["15553334444@c.us", "15556667777@c.us"]);
     assert!(all.iter().all(|m| m["body"] == "Prices at example.com"));
+    // The reply took the send path: stored as the session's own message (and announced as message.sent).
+    let stored = c
+        .get(&format!(
+            "/api/sessions/{s}/messages?chatId=15556667777@c.us"
+        ))
+        .await
+        .unwrap();
+    let mine: Vec<_> = stored
+        .body
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|m| m["direction"] == "outgoing")
+        .collect();
+    assert_eq!(mine.len(), 1, "{}", stored.text);
+    assert_eq!(mine[0]["body"], "Prices at example.com");
 }

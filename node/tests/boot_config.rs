@@ -39,6 +39,7 @@ async fn boot_refuses_each_invalid_setting() {
         ("AUDIT_RETENTION_DAYS", "ninety"),
         ("BROWSER_PROTOCOL_TIMEOUT_MS", "0"),
         ("BROWSER_PROTOCOL_TIMEOUT_MS", "2147483648"),
+        ("SOCKET_WS_URL", "https://web.whatsapp.com/ws/chat"),
     ];
     for (var, value) in cases {
         assert_refused(var, value).await;

@@ -1,6 +1,7 @@
 //! Takeover: when the owner of a session dies, stalls past its lease, stops or drains, another node runs
 //! the session from the stored credentials, and the old owner never writes the session again.
 //! Three real nodes on one PostgreSQL data DB and one Redis (own key prefix). Polls, never asserts how fast.
+//! "No two owners" is checked through the sim network's shared view of connected devices.
 
 use std::time::{Duration, Instant};
 
@@ -16,8 +17,9 @@ async fn cluster(timings: Timings) -> TestCluster {
         .expect("cluster")
 }
 
-/// `engineLoaded` of the session in `node`'s own list (a list is served locally, never forwarded).
-async fn loaded_on(c: &TestCluster, node: usize, id: &str) -> bool {
+/// `engineLoaded` of the session in `node`'s own list (a list is answered locally, from the lease owner's
+/// view: loaded when any live node holds the lease).
+async fn listed_loaded(c: &TestCluster, node: usize, id: &str) -> bool {
     let list = c.client(node).get("/api/sessions").await.expect("list");
     list.body
         .as_array()
@@ -26,15 +28,38 @@ async fn loaded_on(c: &TestCluster, node: usize, id: &str) -> bool {
         .is_some_and(|s| s["engineLoaded"] == true)
 }
 
-async fn wait_for_log(c: &TestCluster, node: usize, needle: &str) {
-    let deadline = Instant::now() + BUDGET;
-    while !c.nodes[node].logs().contains(needle) {
-        assert!(
-            Instant::now() < deadline,
-            "node {node} never logged '{needle}'"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+/// Whether `node_id` still has the session's device connected on the sim network (its engine runs there).
+async fn connected_on(c: &TestCluster, node_id: &str, id: &str) -> bool {
+    let reply = c.client(1).get("/api/sim/devices").await.expect("devices");
+    reply.body.as_array().is_some_and(|rows| {
+        rows.iter()
+            .any(|r| r["sessionId"] == id && r["nodeId"] == node_id)
+    })
+}
+
+/// `(session, node)` of the devices of `phone` connected on a live node, per the sim network's view.
+async fn live_devices(c: &TestCluster, phone: &str) -> Vec<(String, String)> {
+    let reply = c
+        .client(1)
+        .get(&format!("/api/sim/devices?phone={phone}"))
+        .await
+        .expect("devices");
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply
+        .body
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .filter(|r| r["isNodeLive"] == true)
+                .map(|r| {
+                    (
+                        r["sessionId"].as_str().unwrap_or("").to_string(),
+                        r["nodeId"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[tokio::test]
@@ -76,9 +101,55 @@ async fn a_stalled_owner_past_its_ttl_never_writes_again_and_unloads_its_engine(
     let row = c.row(&id).expect("row");
     assert!(row.starts_with(&format!("{owner}|")), "{row}");
 
+    // The sim network's shared view: while node a is stalled its connection no longer counts (its node is
+    // not live), and the new owner's is there.
+    let live = live_devices(&c, "15550002002").await;
+    assert_eq!(
+        live,
+        vec![(id.clone(), owner.clone())],
+        "after the takeover"
+    );
+
     c.nodes[0].resume();
-    wait_for_log(&c, 0, "session lease lost").await;
-    assert!(!loaded_on(&c, 0, &id).await, "the stalled node unloaded it");
+    // From the moment node a runs again until well after it noticed, the view never shows two live owners.
+    let mut samples = 0;
+    let mut settled: Option<Instant> = None;
+    let resumed = Instant::now();
+    while settled.is_none_or(|at| at.elapsed() < Duration::from_secs(2)) {
+        assert!(
+            resumed.elapsed() < BUDGET,
+            "node a never logged 'session lease lost'"
+        );
+        let live = live_devices(&c, "15550002002").await;
+        assert!(live.len() <= 1, "two owners connected at once: {live:?}");
+        samples += 1;
+        if settled.is_none() && c.nodes[0].logs().contains("session lease lost") {
+            settled = Some(Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(samples > 10);
+    let all = c
+        .client(2)
+        .get("/api/sim/devices?phone=15550002002")
+        .await
+        .expect("devices");
+    let rows = all.body.as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        rows.len(),
+        1,
+        "node a's device left the network: {}",
+        all.text
+    );
+    assert_eq!(rows[0]["nodeId"], owner.as_str());
+    assert!(
+        !connected_on(&c, "node-a", &id).await,
+        "the stalled node unloaded it"
+    );
+    assert!(
+        listed_loaded(&c, 0, &id).await,
+        "node a lists the owner's view"
+    );
     let via_a = get(&c.client(0), &id).await.expect("get via node a");
     assert_eq!(via_a.header(SERVED_BY), Some(owner.as_str()));
     assert_eq!(via_a.body["status"], "ready");
@@ -135,7 +206,11 @@ async fn drain_hands_the_nodes_sessions_to_peers_and_takes_none_back() {
         .await
         .expect("taken over");
     let owner = reply.header(SERVED_BY).unwrap_or_default().to_string();
-    assert!(!loaded_on(&c, 0, &id).await);
+    assert!(!connected_on(&c, "node-a", &id).await, "drained");
+    assert!(
+        listed_loaded(&c, 0, &id).await,
+        "node a lists the owner's view"
+    );
     let viewer = c
         .client(1)
         .post(

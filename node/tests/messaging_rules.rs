@@ -30,6 +30,11 @@ async fn every_validation_rule_answers_400_naming_the_field() {
             "mentions",
         ),
         (
+            "messages/send-text",
+            json!({ "chatId": to, "text": "hi", "customLinkPreview": "https://x" }),
+            "customLinkPreview",
+        ),
+        (
             "messages/send-image",
             json!({ "chatId": to }),
             "url or base64",

@@ -351,4 +351,21 @@ async fn calls_links_rejection_auto_reject_and_profile() {
             .status,
         400
     );
+    // A picture URL goes through the media store's outbound-address guard like a send's media.
+    let private = c
+        .put(
+            &at(&alice, "/profile/picture"),
+            json!({ "url": "http://127.0.0.1:9/p.jpg" }),
+        )
+        .await
+        .expect("private url");
+    assert_eq!(private.status, 400);
+    assert!(
+        private.body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("outbound-address guard"),
+        "{}",
+        private.body
+    );
 }

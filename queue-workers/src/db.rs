@@ -95,6 +95,23 @@ impl DataPool {
     }
 }
 
+/// One writer at a time on an SQLite data DB within this process. SQLite itself admits one writer; a second
+/// one spins in its busy handler (sleeps of 1, 2, 5, 10 ms ...) while holding a pooled connection, which both
+/// adds latency and, when every pooled connection is spinning, starves the writer that holds the lock of a
+/// connection it needs: a stall until the busy timeout. Waiting here instead costs no connection and is FIFO.
+/// The node's event transactions and the workers' outbox writes take it; PostgreSQL never does.
+static SQLITE_WRITE_GATE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// The turn to write on an SQLite data DB (see [`SQLITE_WRITE_GATE`]); `None` for PostgreSQL. Hold it until
+/// the write (or its transaction) has finished.
+pub async fn write_turn(pool: &DataPool) -> Option<tokio::sync::SemaphorePermit<'static>> {
+    match pool {
+        // The gate is never closed, so acquiring cannot fail; were it closed, writes would go ungated.
+        DataPool::Sqlite(_) => SQLITE_WRITE_GATE.acquire().await.ok(),
+        DataPool::Postgres(_) => None,
+    }
+}
+
 /// Milliseconds since the Unix epoch, the unit of every timestamp column.
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()

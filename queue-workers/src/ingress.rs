@@ -1,7 +1,7 @@
 //! The ingress worker's store step: mark one `ingress_events` row processed. Input: an `IngressJob` from
 //! `ingress-queue`. It does not receive or verify integration requests (the node's ingress route does).
 
-use crate::db::{DataPool, now_ms};
+use crate::db::{DataPool, now_ms, write_turn};
 use crate::on_pool;
 
 const MARK_PROCESSED: &str = "UPDATE ingress_events \
@@ -19,6 +19,7 @@ pub async fn process_ingress(
     pool: &DataPool,
     ingress_event_id: &str,
 ) -> Result<bool, IngressError> {
+    let _turn = write_turn(pool).await;
     let done = on_pool!(pool, |p| sqlx::query(MARK_PROCESSED)
         .bind(ingress_event_id)
         .bind(now_ms())

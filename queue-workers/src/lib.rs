@@ -27,5 +27,5 @@ pub use db::{DataPool, DatabaseKind};
 pub use queue::{QueueBackend, QueueClient, QueueConfig, QueueError};
 pub use webhook::WebhookSettings;
 pub use webhook::guard::{GuardError, resolve_check};
-pub use webhook::reconcile::{enqueue_outbox, reconcile_outbox, spawn_reconciler};
+pub use webhook::reconcile::{Enqueuer, enqueue_outbox, reconcile_outbox, spawn_reconciler};
 pub use workers::spawn_workers;

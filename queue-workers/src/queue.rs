@@ -3,12 +3,15 @@
 //! `workers.rs`. apalis never retries on its own here: the outbox table owns every retry schedule.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use apalis::prelude::{TaskBuilder, TaskSink};
 use apalis_core::backend::Vacuum;
 use apalis_redis::RedisStorage;
 use apalis_sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteStorage};
+use sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
+use tokio::sync::Notify;
 use wagate_proto::jobs::{INGRESS_QUEUE, IngressJob, WEBHOOK_QUEUE, WebhookDeliveryJob};
 
 /// Finished jobs stay in apalis storage forever; ours are worthless once done (the outbox row holds the
@@ -90,6 +93,9 @@ pub(crate) enum Storages {
 pub struct QueueClient {
     pub(crate) storages: Storages,
     pub(crate) config: QueueConfig,
+    /// Signalled after every push, so a worker in this process (`ROLE=all`) fetches at once instead of at its
+    /// next poll; workers in other processes still poll.
+    pub(crate) pushed: Arc<Notify>,
 }
 
 impl std::fmt::Debug for QueueClient {
@@ -105,9 +111,14 @@ impl QueueClient {
     pub async fn connect(config: &QueueConfig) -> Result<QueueClient, QueueError> {
         let storages = match &config.backend {
             QueueBackend::Sqlite { path } => {
+                // Every connection WAL and synchronous=NORMAL (apalis' setup sets its pragmas on one pooled
+                // connection only): a commit then writes the WAL without an fsync. A queue row lost to a power
+                // cut is found again by the outbox reconciler; a kill -9 loses nothing.
                 let opts = SqliteConnectOptions::new()
                     .filename(path)
                     .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(SqliteSynchronous::Normal)
                     .busy_timeout(Duration::from_secs(5));
                 let pool: SqlitePool = SqlitePoolOptions::new()
                     .max_connections(4)
@@ -134,6 +145,7 @@ impl QueueClient {
         Ok(QueueClient {
             storages,
             config: config.clone(),
+            pushed: Arc::new(Notify::new()),
         })
     }
 
@@ -141,24 +153,34 @@ impl QueueClient {
         &self.config
     }
 
-    /// Pushes a delivery job for one outbox row, runnable after `delay` (whole seconds on every backend).
+    /// Pushes one delivery job for a batch of outbox rows, runnable after `delay` (whole seconds on every
+    /// backend).
+    pub async fn push_deliveries(
+        &self,
+        outbox_ids: Vec<String>,
+        delay: Option<Duration>,
+    ) -> Result<(), QueueError> {
+        let task = build_task(WebhookDeliveryJob::new(outbox_ids), delay);
+        match &self.storages {
+            Storages::Sqlite { webhook, .. } => {
+                webhook.clone().push_task(task).await.map_err(push_err)?
+            }
+            Storages::Redis { webhook, .. } => {
+                webhook.clone().push_task(task).await.map_err(push_err)?
+            }
+        }
+        self.pushed.notify_one();
+        Ok(())
+    }
+
+    /// Pushes a delivery job for one outbox row (see [`QueueClient::push_deliveries`]).
     pub async fn push_delivery(
         &self,
         outbox_id: &str,
         delay: Option<Duration>,
     ) -> Result<(), QueueError> {
-        let job = WebhookDeliveryJob {
-            outbox_id: outbox_id.to_owned(),
-        };
-        let task = build_task(job, delay);
-        match &self.storages {
-            Storages::Sqlite { webhook, .. } => {
-                webhook.clone().push_task(task).await.map_err(push_err)
-            }
-            Storages::Redis { webhook, .. } => {
-                webhook.clone().push_task(task).await.map_err(push_err)
-            }
-        }
+        self.push_deliveries(vec![outbox_id.to_owned()], delay)
+            .await
     }
 
     /// Pushes an ingress job.

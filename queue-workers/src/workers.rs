@@ -2,12 +2,16 @@
 //! backend fails. Input: settings, the data pool and a [`QueueClient`]. Used by `wagate-worker` and by the node
 //! with `ROLE=all`. Job handlers always answer `Ok`: outcomes live in our tables, not in apalis.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use apalis::prelude::{BackendExt, BoxDynError, Data, WorkerBuilder, WorkerBuilderExt};
+use futures::Stream;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use wagate_proto::jobs::{IngressJob, WebhookDeliveryJob};
 
 use crate::db::DataPool;
@@ -15,7 +19,7 @@ use crate::ingress::process_ingress;
 use crate::queue::{QueueClient, Storages};
 use crate::webhook::WebhookSettings;
 use crate::webhook::deliver::{DeliverError, WebhookClient};
-use crate::webhook::retry::{DeliveryContext, process_delivery};
+use crate::webhook::retry::{DeliveryContext, process_batch};
 
 /// How often, and after how long, finished jobs are deleted from the queue storage.
 const VACUUM_EVERY: Duration = Duration::from_secs(600);
@@ -34,11 +38,26 @@ async fn handle_delivery(
     job: WebhookDeliveryJob,
     ctx: Data<Arc<DeliveryContext>>,
 ) -> Result<(), BoxDynError> {
-    if let Err(e) = process_delivery(&ctx, &job.outbox_id).await {
-        // The row stays where it was; the outbox reconciler re-enqueues it once it is stale.
-        tracing::warn!(outbox_id = %job.outbox_id, error = %e, op = "webhook_delivery", "delivery job failed");
+    let ids = job.into_ids();
+    let span = tracing::debug_span!("webhook_delivery_job", rows = ids.len());
+    if let Err(e) = process_batch(&ctx, &ids).instrument(span).await {
+        // The rows stay where they were; the outbox reconciler re-enqueues them once they are stale.
+        tracing::warn!(rows = ids.len(), error = %e, op = "webhook_delivery", "delivery job failed");
     }
     Ok(())
+}
+
+/// When a worker looks for jobs: at once after a push from this process, else every `poll`.
+fn wake_stream(pushed: Arc<Notify>, poll: Duration) -> Pin<Box<dyn Stream<Item = ()> + Send>> {
+    let pushes = futures::stream::unfold(pushed, |n| async move {
+        n.notified().await;
+        Some(((), n))
+    });
+    let ticks = futures::stream::unfold(poll, |d| async move {
+        tokio::time::sleep(d).await;
+        Some(((), d))
+    });
+    Box::pin(futures::stream::select(pushes, ticks))
 }
 
 async fn handle_ingress(job: IngressJob, pool: Data<DataPool>) -> Result<(), BoxDynError> {
@@ -64,12 +83,13 @@ pub fn spawn_workers(
     let client = WebhookClient::new(&settings)?;
     let concurrency = settings.dispatch_concurrency.max(1);
     let poll = Duration::from_millis(queue.config.poll_interval_ms.max(10));
-    let ctx = Arc::new(DeliveryContext {
-        pool: pool.clone(),
-        queue: queue.clone(),
+    let ctx = Arc::new(DeliveryContext::new(
+        pool.clone(),
+        queue.clone(),
         client,
         settings,
-    });
+    ));
+    let pushed = queue.pushed.clone();
     let suffix = uuid::Uuid::new_v4().simple().to_string();
     let (wh_name, in_name) = (
         format!("wagate-webhook-{suffix}"),
@@ -81,7 +101,11 @@ pub fn spawn_workers(
             let t = shutdown.clone();
             let wh = supervise(wh_name.clone(), shutdown.clone(), move || {
                 let w = WorkerBuilder::new(wh_name.as_str())
-                    .backend(webhook.clone().poll_with_interval(poll))
+                    .backend(
+                        webhook
+                            .clone()
+                            .poll_with_stream(wake_stream(pushed.clone(), poll)),
+                    )
                     .concurrency(concurrency)
                     .data(ctx.clone())
                     .build(handle_delivery);
@@ -103,7 +127,11 @@ pub fn spawn_workers(
             let t = shutdown.clone();
             let wh = supervise(wh_name.clone(), shutdown.clone(), move || {
                 let w = WorkerBuilder::new(wh_name.as_str())
-                    .backend(webhook.clone().poll_with_interval(poll))
+                    .backend(
+                        webhook
+                            .clone()
+                            .poll_with_stream(wake_stream(pushed.clone(), poll)),
+                    )
                     .concurrency(concurrency)
                     .data(ctx.clone())
                     .build(handle_delivery);

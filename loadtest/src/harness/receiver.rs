@@ -45,6 +45,8 @@ impl Delivery {
 struct Inner {
     deliveries: Vec<Delivery>,
     statuses: VecDeque<u16>,
+    /// How long each answer is held back (a slow receiver keeps deliveries in flight).
+    delay: Option<Duration>,
 }
 
 #[derive(Clone)]
@@ -68,13 +70,18 @@ async fn record(
             )
         })
         .collect();
-    let mut inner = inner.lock();
-    inner.deliveries.push(Delivery {
-        headers,
-        body,
-        at: Instant::now(),
-    });
-    let status = inner.statuses.pop_front().unwrap_or(200);
+    let (status, delay) = {
+        let mut inner = inner.lock();
+        inner.deliveries.push(Delivery {
+            headers,
+            body,
+            at: Instant::now(),
+        });
+        (inner.statuses.pop_front().unwrap_or(200), inner.delay)
+    };
+    if let Some(delay) = delay {
+        tokio::time::sleep(delay).await;
+    }
     StatusCode::from_u16(status).unwrap_or(StatusCode::OK)
 }
 
@@ -109,8 +116,32 @@ impl Receiver {
         self.inner.lock().statuses = statuses.iter().copied().collect();
     }
 
+    /// Holds every answer back by `delay` (`None`: answer at once).
+    pub fn respond_after(&self, delay: Option<Duration>) {
+        self.inner.lock().delay = delay;
+    }
+
     pub fn deliveries(&self) -> Vec<Delivery> {
         self.inner.lock().deliveries.clone()
+    }
+
+    /// How many deliveries arrived so far (cheap: nothing is copied).
+    pub fn len(&self) -> usize {
+        self.inner.lock().deliveries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Polls until `count` deliveries arrived or the budget runs out; returns the deliveries. Unlike
+    /// [`Receiver::wait_until`] it copies them once, so a benchmark's wait costs the node no CPU.
+    pub async fn wait_count(&self, count: usize, budget: Duration) -> Vec<Delivery> {
+        let deadline = Instant::now() + budget;
+        while self.len() < count && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.deliveries()
     }
 
     /// Deliveries whose body has `event == name`.

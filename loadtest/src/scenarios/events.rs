@@ -1,32 +1,40 @@
-//! `sends` and `inbound-storm`: message throughput and latency on the sim network, measured to the moment
-//! a signed webhook delivery of the recipient's `message.received` reaches a loopback receiver. Each
-//! starts its own node; request loops are bounded in count and time.
+//! `sends` and `inbound-storm`: message throughput and latency on the sim network. `sends` times each
+//! send-text from the HTTP request to the recipient's stored message (its `message.received` reaches a WebSocket
+//! subscriber right after the commit) and to the signed webhook delivery of that event; `inbound-storm` times
+//! sim inbound messages to their webhook deliveries on a loopback receiver. Each starts its own node; request
+//! loops are bounded in count and time. Figures are printed beside the targets, never asserted.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use serde_json::json;
+use futures::{FutureExt, SinkExt, StreamExt};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use wagate_loadtest::harness::sessions::create_linked;
-use wagate_loadtest::harness::{Client, Delivery, Node, NodeOptions, Receiver};
+use wagate_loadtest::harness::{ADMIN_KEY, Client, Delivery, Node, NodeOptions, Receiver};
 
 use super::arg;
 
 const SECRET: &str = "loadtest-webhook-secret-0001";
 
 struct Setup {
-    _node: Node,
+    node: Node,
     client: Client,
     receiver: Receiver,
 }
 
-async fn setup(binary: &str, sessions: usize) -> anyhow::Result<(Setup, Vec<String>)> {
-    let node = Node::start(
-        NodeOptions::new(binary)
-            .env("LOG_LEVEL", "warn")
-            .env("WEBHOOK_RETRY_DELAY", "200"),
-    )
-    .await?;
+async fn setup(args: &[String], sessions: usize) -> anyhow::Result<(Setup, Vec<String>)> {
+    let mut options = NodeOptions::new(arg(args, "--binary", "target/release/wagate"))
+        .env("LOG_LEVEL", "warn")
+        .env("WEBHOOK_RETRY_DELAY", "200");
+    let dispatch = arg(args, "--dispatch", "");
+    if !dispatch.is_empty() {
+        options = options.env("WEBHOOK_DISPATCH_CONCURRENCY", dispatch);
+    }
+    let node = Node::start(options).await?;
     let client = node.client();
     let receiver = Receiver::start().await?;
     let mut ids = Vec::new();
@@ -42,7 +50,7 @@ async fn setup(binary: &str, sessions: usize) -> anyhow::Result<(Setup, Vec<Stri
     }
     Ok((
         Setup {
-            _node: node,
+            node,
             client,
             receiver,
         },
@@ -57,10 +65,10 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
         .unwrap_or_default()
 }
 
-fn print_latency(label: &str, mut samples: Vec<Duration>) {
+fn print_latency(label: &str, mut samples: Vec<Duration>, target: &str) {
     samples.sort();
     println!(
-        "{label}: p50={:?} p99={:?} max={:?} (n={})",
+        "{label}: p50={:.2?} p99={:.2?} max={:.2?} (n={}){target}",
         percentile(&samples, 0.5),
         percentile(&samples, 0.99),
         samples.last().copied().unwrap_or_default(),
@@ -92,13 +100,9 @@ fn arrivals(deliveries: &[Delivery]) -> (HashMap<String, Instant>, usize, usize)
     (first, duplicates, unsigned)
 }
 
-async fn wait_for(receiver: &Receiver, expected: usize, seconds: u64) -> Vec<Delivery> {
-    receiver
-        .wait_until(Duration::from_secs(seconds), |all| all.len() >= expected)
-        .await
-}
-
-fn report(started: HashMap<String, Instant>, deliveries: &[Delivery], elapsed: Duration) {
+/// Deliveries per second over the span from the first event to the last delivery, loss and duplicates, and
+/// the event-to-delivery latencies.
+fn report(started: &HashMap<String, Instant>, deliveries: &[Delivery], targets: (&str, &str)) {
     let (arrived, duplicates, unsigned) = arrivals(deliveries);
     let lost = started
         .keys()
@@ -108,75 +112,167 @@ fn report(started: HashMap<String, Instant>, deliveries: &[Delivery], elapsed: D
         .iter()
         .filter_map(|(tag, t0)| arrived.get(tag).map(|at| at.duration_since(*t0)))
         .collect();
+    let first = started.values().min().copied();
+    let last = arrived.values().max().copied();
+    let span = match (first, last) {
+        (Some(a), Some(b)) => b.duration_since(a),
+        _ => Duration::ZERO,
+    };
     println!(
-        "deliveries: {} in {:.1} s = {:.0}/s; lost {lost}, duplicated {duplicates}, bad signatures {unsigned}",
+        "deliveries: {} in {:.2} s = {:.0}/s{}; lost {lost}, duplicated {duplicates}, bad signatures {unsigned} (target 0 lost)",
         arrived.len(),
-        elapsed.as_secs_f64(),
-        arrived.len() as f64 / elapsed.as_secs_f64()
+        span.as_secs_f64(),
+        arrived.len() as f64 / span.as_secs_f64().max(1e-9),
+        targets.0,
     );
-    print_latency("event-to-delivery", latencies);
+    print_latency("event-to-delivery", latencies, targets.1);
 }
 
-/// `sends --binary PATH --count N --concurrency C`: send-text from one session to another.
-pub async fn sends(args: &[String]) -> anyhow::Result<()> {
-    let (count, concurrency): (usize, usize) = (
-        arg(args, "--count", "2000").parse()?,
-        arg(args, "--concurrency", "16").parse()?,
-    );
-    let (s, ids) = setup(&arg(args, "--binary", "target/release/wagate"), 2).await?;
-    let to = "4916000000001@c.us";
-    let begun = Instant::now();
-    let work = (0..count).map(|i| {
-        let (client, from) = (s.client.clone(), ids[0].clone());
-        async move {
-            let t0 = Instant::now();
-            let body = json!({ "chatId": to, "text": format!("send-{i}") });
-            let reply = client
-                .post(&format!("/api/sessions/{from}/messages/send-text"), body)
-                .await;
-            (
-                format!("send-{i}"),
-                t0,
-                t0.elapsed(),
-                reply.map(|r| r.status == 201).unwrap_or(false),
-            )
+/// Arrival times of `message.received` events on a WebSocket subscribed to `session`, by message body.
+async fn watch_stored(
+    node: &Node,
+    session: &str,
+) -> anyhow::Result<Arc<Mutex<HashMap<String, Instant>>>> {
+    let mut req = format!("ws://127.0.0.1:{}/api/ws", node.port).into_client_request()?;
+    req.headers_mut().insert("X-API-Key", ADMIN_KEY.parse()?);
+    let (mut ws, _) = tokio_tungstenite::connect_async(req).await?;
+    let sub = json!({ "type": "subscribe", "sessionId": session, "events": ["message.received"] });
+    ws.send(Message::Text(sub.to_string().into())).await?;
+    loop {
+        let frame = tokio::time::timeout(Duration::from_secs(5), ws.next())
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("socket closed"))??;
+        if let Message::Text(t) = frame {
+            let v: Value = serde_json::from_str(&t)?;
+            anyhow::ensure!(v["type"] != "error", "subscribe: {t}");
+            if v["type"] == "subscribed" {
+                break;
+            }
+        }
+    }
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    let out = seen.clone();
+    tokio::spawn(async move {
+        while let Some(Ok(frame)) = ws.next().await {
+            let at = Instant::now();
+            let Message::Text(t) = frame else { continue };
+            let Ok(v) = serde_json::from_str::<Value>(&t) else {
+                continue;
+            };
+            if let Some(tag) = v["payload"]["data"]["body"].as_str() {
+                out.lock().entry(tag.to_string()).or_insert(at);
+            }
         }
     });
-    let results: Vec<_> = futures::stream::iter(work)
-        .buffer_unordered(concurrency)
-        .collect()
+    Ok(seen)
+}
+
+/// One send-text: its tag, start, HTTP latency and whether it was accepted.
+async fn send_one(
+    client: Client,
+    from: String,
+    to: String,
+    i: usize,
+) -> (String, Instant, Duration, bool) {
+    let t0 = Instant::now();
+    let tag = format!("send-{i}");
+    let body = json!({ "chatId": to, "text": tag });
+    let reply = client
+        .post(&format!("/api/sessions/{from}/messages/send-text"), body)
         .await;
+    let ok = reply.map(|r| r.status == 201).unwrap_or(false);
+    (tag, t0, t0.elapsed(), ok)
+}
+
+/// `sends --binary PATH [--rate R --seconds T | --count N --concurrency C] [--dispatch D]`: send-text from one
+/// session to another, open loop at R/s when `--rate` is given, else N sends with C in flight.
+pub async fn sends(args: &[String]) -> anyhow::Result<()> {
+    let rate: u64 = arg(args, "--rate", "0").parse()?;
+    let (s, ids) = setup(args, 2).await?;
+    let stored = watch_stored(&s.node, &ids[1]).await?;
+    let to = "4916000000001@c.us".to_string();
+    let begun = Instant::now();
+    let (results, label) = if rate > 0 {
+        let seconds: u64 = arg(args, "--seconds", "10").parse()?;
+        let total = (rate * seconds) as usize;
+        let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+        let mut inflight = futures::stream::FuturesUnordered::new();
+        let mut results = Vec::with_capacity(total);
+        for i in 0..total {
+            tick.tick().await;
+            inflight.push(send_one(s.client.clone(), ids[0].clone(), to.clone(), i));
+            while let Some(Some(r)) = inflight.next().now_or_never() {
+                results.push(r);
+            }
+        }
+        while let Some(r) = inflight.next().await {
+            results.push(r);
+        }
+        (results, format!("open loop at {rate}/s"))
+    } else {
+        let (count, concurrency): (usize, usize) = (
+            arg(args, "--count", "3000").parse()?,
+            arg(args, "--concurrency", "32").parse()?,
+        );
+        let work = (0..count).map(|i| send_one(s.client.clone(), ids[0].clone(), to.clone(), i));
+        let results = futures::stream::iter(work)
+            .buffer_unordered(concurrency)
+            .collect::<Vec<_>>()
+            .await;
+        (results, format!("closed loop, concurrency {concurrency}"))
+    };
     let sent_in = begun.elapsed();
     let ok = results.iter().filter(|r| r.3).count();
     println!(
-        "send-text: {ok}/{count} accepted in {:.1} s = {:.0} sends/s (concurrency {concurrency})",
+        "send-text: {ok}/{} accepted in {:.2} s = {:.0} sends/s ({label}; target >= 3000 sends/s)",
+        results.len(),
         sent_in.as_secs_f64(),
         ok as f64 / sent_in.as_secs_f64()
     );
-    print_latency("HTTP send-text", results.iter().map(|r| r.2).collect());
-    let deliveries = wait_for(&s.receiver, ok, 60).await;
-    report(
-        results.into_iter().map(|r| (r.0, r.1)).collect(),
-        &deliveries,
-        begun.elapsed(),
+    let p99_target = if rate > 0 {
+        " (target p99 < 20 ms at 1000/s)"
+    } else {
+        ""
+    };
+    print_latency("HTTP send-text", results.iter().map(|r| r.2).collect(), "");
+    let deliveries = s.receiver.wait_count(ok, Duration::from_secs(60)).await;
+    let started: HashMap<String, Instant> = results
+        .iter()
+        .filter(|r| r.3)
+        .map(|r| (r.0.clone(), r.1))
+        .collect();
+    let stored = stored.lock().clone();
+    let to_stored: Vec<Duration> = started
+        .iter()
+        .filter_map(|(tag, t0)| stored.get(tag).map(|at| at.duration_since(*t0)))
+        .collect();
+    println!(
+        "recipient stored: {}/{} (WebSocket message.received after commit)",
+        to_stored.len(),
+        started.len()
     );
+    print_latency("request-to-recipient-stored", to_stored, p99_target);
+    report(&started, &deliveries, ("", ""));
     Ok(())
 }
 
-/// `inbound-storm --binary PATH --sessions S --rate R --seconds T`: sim inbound messages at R/s spread over
-/// S sessions, each with one signed webhook.
+/// `inbound-storm --binary PATH --sessions S --rate R --seconds T [--dispatch D]`: sim inbound messages at R/s
+/// spread over S sessions, each with one signed webhook.
 pub async fn inbound_storm(args: &[String]) -> anyhow::Result<()> {
     let sessions: usize = arg(args, "--sessions", "10").parse()?;
     let (rate, seconds): (u64, u64) = (
         arg(args, "--rate", "1000").parse()?,
         arg(args, "--seconds", "10").parse()?,
     );
-    let (s, ids) = setup(&arg(args, "--binary", "target/release/wagate"), sessions).await?;
+    let (s, ids) = setup(args, sessions).await?;
     let total = (rate * seconds) as usize;
     let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate.max(1)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     let begun = Instant::now();
     let mut started = HashMap::with_capacity(total);
     let mut inflight = futures::stream::FuturesUnordered::new();
+    let mut refused = 0usize;
     for i in 0..total {
         tick.tick().await;
         let (client, id, tag) = (
@@ -194,16 +290,32 @@ pub async fn inbound_storm(args: &[String]) -> anyhow::Result<()> {
                 .map(|r| r.status == 200)
                 .unwrap_or(false)
         });
+        while let Some(Some(ok)) = inflight.next().now_or_never() {
+            refused += usize::from(!ok);
+        }
         while inflight.len() > 256 {
-            inflight.next().await;
+            if let Some(ok) = inflight.next().await {
+                refused += usize::from(!ok);
+            }
         }
     }
-    while inflight.next().await.is_some() {}
+    while let Some(ok) = inflight.next().await {
+        refused += usize::from(!ok);
+    }
     println!(
-        "inbound: {total} injected over {:.1} s into {sessions} sessions (target {rate}/s)",
+        "inbound: {total} injected over {:.2} s into {sessions} sessions (asked {rate}/s), {refused} refused",
         begun.elapsed().as_secs_f64()
     );
-    let deliveries = wait_for(&s.receiver, total, 120).await;
-    report(started, &deliveries, begun.elapsed());
+    let deliveries = s.receiver.wait_count(total, Duration::from_secs(120)).await;
+    let p99_target = if rate <= 1000 {
+        " (target p99 < 50 ms at 1000/s)"
+    } else {
+        ""
+    };
+    report(
+        &started,
+        &deliveries,
+        (" (target >= 5000/s sustained)", p99_target),
+    );
     Ok(())
 }

@@ -9,7 +9,7 @@ use wagate_loadtest::harness::{Client, Node, NodeOptions};
 
 use super::arg;
 
-fn rss_kb(pid: u32) -> u64 {
+pub(super) fn rss_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {

@@ -1,22 +1,22 @@
-//! The `AutomationSender` the node installs: a rule's reply goes out as a text message through the
-//! session's ready engine (`SessionService::ready_engine`). It does not persist the message or publish
-//! `message.sent`; that belongs to the send path of the messages resource.
+//! The `AutomationSender` the node installs: a rule's reply is an ordinary text send through the messaging
+//! service, so it is paced, stored and announced as `message.sent` like any send from the API.
 
 use std::sync::Arc;
 
 use wagate_proto::Jid;
 
 use super::AutomationSender;
-use crate::engine::{MessageContent, OutgoingMessage};
-use crate::sessions::SessionService;
+use crate::engine::MessageContent;
+use crate::messaging::MessagingService;
+use crate::messaging::draft::{Draft, DraftContent};
 
 pub(crate) struct SessionSender {
-    sessions: Arc<SessionService>,
+    messaging: Arc<MessagingService>,
 }
 
 impl SessionSender {
-    pub(crate) fn new(sessions: Arc<SessionService>) -> SessionSender {
-        SessionSender { sessions }
+    pub(crate) fn new(messaging: Arc<MessagingService>) -> SessionSender {
+        SessionSender { messaging }
     }
 }
 
@@ -24,21 +24,18 @@ impl SessionSender {
 impl AutomationSender for SessionSender {
     async fn send_text(&self, session_id: &str, chat_id: &str, text: &str) -> Result<(), String> {
         let to = Jid::parse(chat_id).map_err(|e| e.to_string())?;
-        let engine = self
-            .sessions
-            .ready_engine(session_id)
-            .map_err(|e| e.to_string())?;
-        let msg = OutgoingMessage {
+        let draft = Draft {
             to,
-            content: MessageContent::Text {
+            content: DraftContent::Ready(MessageContent::Text {
                 body: text.to_owned(),
                 link_preview: false,
-            },
+                custom_preview: None,
+            }),
             quoted_id: None,
             mentions: Vec::new(),
         };
-        engine
-            .send(msg)
+        self.messaging
+            .send(session_id, draft)
             .await
             .map(|_| ())
             .map_err(|e| e.to_string())

@@ -36,6 +36,12 @@ pub(crate) trait Leases: Send + Sync {
     fn is_current(&self, _session_id: &str, _lease: Lease) -> bool {
         true
     }
+    /// Which of `ids` another node holds now (its engine runs there); none in the embedded mode.
+    async fn held_elsewhere(&self, _ids: &[String]) -> Vec<String> {
+        Vec::new()
+    }
+    /// Forgets everything kept about a deleted session (the cluster's generation counter).
+    async fn forget_session(&self, _session_id: &str) {}
 }
 
 /// The embedded mode's lease: this node owns every session; the generation still grows on every claim so

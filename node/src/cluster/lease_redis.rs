@@ -228,6 +228,53 @@ pub(crate) fn parse_owner(value: &str) -> Option<Owner> {
 
 #[async_trait]
 impl Leases for RedisLeases {
+    async fn held_elsewhere(&self, ids: &[String]) -> Vec<String> {
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        let keys: Vec<String> = ids.iter().map(|id| self.key(id)).collect();
+        let values: Result<Vec<Option<String>>, RedisError> = async {
+            let mut conn = self.pool.get().await?;
+            Ok(redis::cmd("MGET")
+                .arg(&keys)
+                .query_async(&mut *conn)
+                .await?)
+        }
+        .await;
+        match values {
+            // A lease key lives only while its holder renews it: held = loaded on a live node.
+            Ok(values) => ids
+                .iter()
+                .zip(values)
+                .filter(|(_, v)| {
+                    v.as_deref()
+                        .and_then(parse_owner)
+                        .is_some_and(|o| o.node_id != self.node_id)
+                })
+                .map(|(id, _)| id.clone())
+                .collect(),
+            Err(err) => {
+                tracing::warn!(error = %err, "lease owners not read; listing this node's view");
+                Vec::new()
+            }
+        }
+    }
+
+    async fn forget_session(&self, session_id: &str) {
+        let gen_key = format!("{}leasegen:{session_id}", self.prefix);
+        let deleted: Result<(), RedisError> = async {
+            let mut conn = self.pool.get().await?;
+            Ok(redis::cmd("DEL")
+                .arg(gen_key)
+                .query_async(&mut *conn)
+                .await?)
+        }
+        .await;
+        if let Err(err) = deleted {
+            tracing::warn!(session_id, error = %err, "lease generation counter not deleted");
+        }
+    }
+
     async fn acquire(&self, session_id: &str) -> Result<Lease, LeaseError> {
         if self.is_closed.load(Ordering::SeqCst) {
             return Err(LeaseError::Draining);

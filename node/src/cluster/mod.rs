@@ -63,6 +63,9 @@ pub(crate) struct Cluster {
     pub node_url: String,
     pub leases: Arc<RedisLeases>,
     pub registry: Registry,
+    /// The Redis pool and `REDIS_KEY_PREFIX`, for the other cluster-wide parts (sim network, event fan-out).
+    pub pool: deadpool_redis::Pool,
+    pub prefix: String,
     pub db: DataPool,
     pub timing: Timing,
     /// Set by a drain: the node takes no more sessions and says so in the registry.
@@ -92,7 +95,9 @@ impl Cluster {
             node_id: config.node_id.clone(),
             node_url: config.node_url.trim_end_matches('/').to_string(),
             leases: Arc::new(leases),
-            registry: Registry::new(pool, prefix, ttl),
+            registry: Registry::new(pool.clone(), prefix.clone(), ttl),
+            pool,
+            prefix,
             db,
             timing: Timing {
                 heartbeat: Duration::from_millis(config.session_lease_heartbeat_ms),

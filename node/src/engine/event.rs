@@ -35,6 +35,18 @@ pub(crate) enum EngineEvent {
     Disconnected { reason: String },
     /// Emitted when the phone (or the network) logged this device out; stored credentials are void.
     LoggedOut { reason: String },
+    /// Emitted by an engine that reconnects by itself (the socket engine) at each attempt it makes on its
+    /// own: `failures` counts consecutive failed attempts (0 = a retry after a connection that worked),
+    /// `reason` is why the last one failed.
+    SelfRetry {
+        failures: u32,
+        reason: Option<String>,
+    },
+    /// Emitted when the engine is connected but cannot go on until the user does something outside the
+    /// service (`reason` says what); a session restart clears it.
+    ActionRequired { reason: String },
+    /// Emitted when the engine hit a terminal error after it started (the network refused this client).
+    Failed { reason: String },
     /// Emitted when an account restriction is imposed (`active`) or lifted.
     Restriction {
         kind: String,

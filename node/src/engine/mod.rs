@@ -11,7 +11,9 @@ mod entities;
 mod error;
 mod event;
 mod op;
+pub(crate) mod qr;
 pub(crate) mod sim;
+pub(crate) mod socket;
 #[cfg(test)]
 mod support_table_tests;
 mod types;

@@ -17,12 +17,24 @@ pub(crate) struct OutgoingMessage {
     pub mentions: Vec<Jid>,
 }
 
+/// A link preview card given by the caller (`customLinkPreview`); every part optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct LinkPreview {
+    pub url: Option<String>,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    /// Raw base64 of a small JPEG thumbnail.
+    pub thumbnail: Option<String>,
+}
+
 /// The body of an outgoing message, one variant per send route family.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum MessageContent {
     Text {
         body: String,
         link_preview: bool,
+        /// `customLinkPreview`: the caller's own preview card instead of one the engine fetches.
+        custom_preview: Option<LinkPreview>,
     },
     Media(MediaMessage),
     Location(Location),
@@ -179,7 +191,7 @@ pub(crate) struct SentMessage {
 }
 
 /// Media attached to a received message, already downloaded by the engine.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ReceivedMedia {
     pub mimetype: String,
     pub filename: Option<String>,
@@ -187,7 +199,7 @@ pub(crate) struct ReceivedMedia {
 }
 
 /// The message a received one quotes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct QuotedRef {
     pub id: String,
     pub body: String,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use serde::Serialize;
 use tokio::sync::broadcast;
-use wagate_workers::{QueueClient, enqueue_outbox};
+use wagate_workers::{Enqueuer, QueueClient};
 
 use super::Event;
 use super::filter;
@@ -24,8 +24,8 @@ const PENDING_TTL_MS: i64 = 5 * 60 * 1000;
 #[derive(Clone)]
 pub(crate) struct Pipeline {
     db: DataPool,
-    /// `None` in unit tests: rows then wait for the reconciler.
-    queue: Option<QueueClient>,
+    /// Takes committed outbox ids onto the queue. `None` in unit tests: rows then wait for the reconciler.
+    enqueuer: Option<Enqueuer>,
     hub: Hub,
     subscriptions: Arc<SubscriptionCache>,
     /// Outbox ids written per event (by idempotency key) and not yet enqueued: `after_commit` takes them.
@@ -46,17 +46,17 @@ struct StoredEnvelope<'a> {
 impl Pipeline {
     pub(crate) fn new(db: DataPool) -> Pipeline {
         Pipeline {
-            subscriptions: Arc::new(SubscriptionCache::new(db.clone())),
+            subscriptions: Arc::new(SubscriptionCache::new()),
             db,
-            queue: None,
+            enqueuer: None,
             hub: Hub::default(),
             pending: Arc::new(DashMap::new()),
         }
     }
 
-    /// Enqueue deliveries on `queue` after each commit.
+    /// Enqueue deliveries on `queue` after each commit (through one [`Enqueuer`] task that batches them).
     pub(crate) fn with_queue(mut self, queue: QueueClient) -> Pipeline {
-        self.queue = Some(queue);
+        self.enqueuer = Some(Enqueuer::spawn(self.db.clone(), queue));
         self
     }
 
@@ -68,7 +68,10 @@ impl Pipeline {
     /// Writes the outbox rows of `events` for every subscribed, active webhook whose filters pass.
     pub(crate) async fn publish_in(&self, tx: &mut DataTx, events: &[Event]) -> StoreResult<()> {
         for event in events {
-            let subs = self.subscriptions.for_session(&event.session_id).await?;
+            let subs = self
+                .subscriptions
+                .for_session_in(tx, &event.session_id)
+                .await?;
             let mut ids = Vec::new();
             let mut payload: Option<String> = None;
             for sub in subs.iter().filter(|s| s.wants(event.name)) {
@@ -105,18 +108,16 @@ impl Pipeline {
         Ok(())
     }
 
-    /// After the transaction committed: enqueue the deliveries and publish to live subscribers.
+    /// After the transaction committed: hand the deliveries to the enqueuer (it never waits) and publish to
+    /// live subscribers.
     pub(crate) async fn after_commit(&self, events: Vec<Event>) {
         let ids: Vec<String> = events
             .iter()
             .filter_map(|e| self.pending.remove(&e.idempotency_key))
             .flat_map(|(_, (_, ids))| ids)
             .collect();
-        if let Some(queue) = self.queue.as_ref().filter(|_| !ids.is_empty())
-            && let Err(e) = enqueue_outbox(&self.db, queue, &ids).await
-        {
-            // The rows are committed; the reconciler enqueues them once they are stale.
-            tracing::warn!(error = %e, rows = ids.len(), op = "enqueue_outbox", "cannot enqueue deliveries");
+        if let Some(enqueuer) = &self.enqueuer {
+            enqueuer.submit(ids);
         }
         for event in events {
             self.hub.publish(Arc::new(event));
@@ -133,9 +134,14 @@ impl Pipeline {
         Ok(())
     }
 
-    /// A live feed of every event published on this node (WebSocket fan-out, automation, tests).
+    /// A live feed of every event published on this node (automation, tests).
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.hub.subscribe()
+    }
+
+    /// The live fan-out (cluster-wide feed for WebSockets, the Redis link at boot).
+    pub(crate) fn hub(&self) -> &Hub {
+        &self.hub
     }
 
     /// Drops bookkeeping of rows whose transaction never committed; then prunes settled outbox rows.

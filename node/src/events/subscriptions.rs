@@ -10,7 +10,7 @@ use wagate_proto::EventName;
 use wagate_proto::dto::webhooks::FilterCondition;
 
 use crate::store::webhooks as webhook_store;
-use crate::store::{DataPool, StoreResult};
+use crate::store::{DataTx, StoreResult};
 
 /// The part of an active webhook that matching needs.
 #[derive(Debug, Clone)]
@@ -29,7 +29,6 @@ impl Subscription {
 
 /// Cached subscriptions per session id.
 pub(crate) struct SubscriptionCache {
-    db: DataPool,
     by_session: DashMap<String, Arc<Vec<Subscription>>>,
     /// Bumped by every invalidation: a load that started before one must not be cached, or it would
     /// re-install what the change just replaced.
@@ -37,24 +36,34 @@ pub(crate) struct SubscriptionCache {
 }
 
 impl SubscriptionCache {
-    pub(crate) fn new(db: DataPool) -> SubscriptionCache {
+    pub(crate) fn new() -> SubscriptionCache {
         SubscriptionCache {
-            db,
             by_session: DashMap::new(),
             generation: AtomicU64::new(0),
         }
     }
 
-    /// The active webhooks of a session, from the cache or (once) from the store.
-    pub(crate) async fn for_session(
+    /// The active webhooks of a session, from the cache or (once) from the store, read on the open
+    /// transaction's own connection: a second connection could be unavailable while it holds the write lock.
+    pub(crate) async fn for_session_in(
         &self,
+        tx: &mut DataTx,
         session_id: &str,
     ) -> StoreResult<Arc<Vec<Subscription>>> {
         if let Some(hit) = self.by_session.get(session_id) {
             return Ok(hit.clone());
         }
         let generation = self.generation.load(Ordering::Acquire);
-        let rows = webhook_store::list_active_for_session(&self.db, session_id).await?;
+        let rows = webhook_store::list_active_for_session_in(tx, session_id).await?;
+        Ok(self.install(session_id, generation, rows))
+    }
+
+    fn install(
+        &self,
+        session_id: &str,
+        generation: u64,
+        rows: Vec<webhook_store::WebhookRecord>,
+    ) -> Arc<Vec<Subscription>> {
         let subs: Arc<Vec<Subscription>> = Arc::new(
             rows.into_iter()
                 .map(|w| Subscription {
@@ -67,7 +76,7 @@ impl SubscriptionCache {
         if self.generation.load(Ordering::Acquire) == generation {
             self.by_session.insert(session_id.to_owned(), subs.clone());
         }
-        Ok(subs)
+        subs
     }
 
     /// Forget a session's entry; the next event reloads it.

@@ -154,14 +154,19 @@ async fn forward(ctx: &ApiContext, req: Request, base_url: &str) -> Result<Respo
     if let Ok(me) = HeaderValue::from_str(&ctx.config.node_id) {
         headers.insert(FORWARDED, me);
     }
-    let sent = ctx
-        .forwarder
-        .request(parts.method, format!("{base_url}{path}"))
-        .headers(headers)
-        .body(bytes)
-        .send()
-        .await
-        .map_err(classify)?;
+    let url = format!("{base_url}{path}");
+    let attempt = |body: axum::body::Bytes| {
+        ctx.forwarder
+            .request(parts.method.clone(), &url)
+            .headers(headers.clone())
+            .body(body)
+            .send()
+    };
+    let sent = match attempt(bytes.clone()).await {
+        Err(err) if closed_unanswered(&err) => attempt(bytes).await,
+        other => other,
+    }
+    .map_err(classify)?;
     let mut response = Response::builder().status(sent.status());
     if let Some(out) = response.headers_mut() {
         copy_headers(sent.headers(), out);
@@ -169,6 +174,33 @@ async fn forward(ctx: &ApiContext, req: Request, base_url: &str) -> Result<Respo
     response
         .body(Body::from_stream(sent.bytes_stream()))
         .map_err(|_| ForwardError::BrokeAfterSend)
+}
+
+/// A pooled keep-alive connection the owner closed (a graceful stop closes idle connections) just as the
+/// request went out on it: the owner never read the request, so one retry on a fresh connection is safe.
+/// A stopped owner then refuses the new connection, which answers 503 like any unreachable owner.
+fn closed_unanswered(err: &reqwest::Error) -> bool {
+    if err.is_connect() || err.is_timeout() {
+        return false;
+    }
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        if let Some(hyper_err) = cause.downcast_ref::<hyper::Error>()
+            && hyper_err.is_incomplete_message()
+        {
+            return true;
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+            )
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 fn classify(err: reqwest::Error) -> ForwardError {

@@ -63,7 +63,7 @@ async fn set_profile_picture(
     ApiJson(body): ApiJson<MediaInput>,
 ) -> ApiResult<Json<SuccessResult>> {
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
-    let (image, _) = load_media(&ctx, &body, "image/jpeg").await?;
+    let (image, _) = load_media(&ctx, &id.0, &body, "image/jpeg").await?;
     bounded(&ctx, engine.set_profile_picture(image)).await?;
     Ok(Json(SuccessResult::ok()))
 }

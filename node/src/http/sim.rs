@@ -13,7 +13,7 @@ use wagate_proto::{Jid, Role};
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiJson, SessionId};
+use super::extract::{ApiJson, ApiQuery, SessionId};
 use crate::app::ApiContext;
 use crate::engine::sim::SimNetwork;
 use crate::engine::sim::control::InboundSpec;
@@ -34,6 +34,7 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
         .routes(routes!(sim_group_event))
         .routes(routes!(sim_outbox))
         .routes(routes!(sim_faults))
+        .routes(routes!(sim_devices))
 }
 
 fn network(caller: &Caller, ctx: &ApiContext) -> ApiResult<SimNetwork> {
@@ -331,4 +332,36 @@ async fn sim_faults(
         net.set_query_delay((ms > 0).then(|| Duration::from_millis(ms)));
     }
     Ok(ok())
+}
+
+/// GET /api/sim/devices: the network's view of connected devices (cluster-wide with Redis). Not
+/// session-scoped, so any node answers it from the shared view.
+#[utoipa::path(get, path = "/api/sim/devices", tag = "sim", params(SimDevicesQuery),
+    responses((status = 200, body = [SimConnectedDevice])))]
+async fn sim_devices(
+    caller: Caller,
+    State(ctx): State<ApiContext>,
+    ApiQuery(q): ApiQuery<SimDevicesQuery>,
+) -> ApiResult<Json<Vec<SimConnectedDevice>>> {
+    let net = network(&caller, &ctx)?;
+    let phone = match q.phone.as_deref() {
+        Some(raw) => Some(jid("phone", Some(raw))?),
+        None => None,
+    };
+    let devices = net
+        .connected_devices(phone.as_ref(), &ctx.config.node_id)
+        .await
+        .map_err(|e| ApiError::unavailable(e.to_string()))?;
+    Ok(Json(
+        devices
+            .into_iter()
+            .map(|d| SimConnectedDevice {
+                phone: d.phone.to_string(),
+                session_id: d.session_id,
+                node_id: d.node_id,
+                connected_at: d.connected_at,
+                is_node_live: d.is_node_live,
+            })
+            .collect(),
+    ))
 }

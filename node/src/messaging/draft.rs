@@ -50,10 +50,15 @@ pub(crate) fn text(b: SendTextRequest) -> MessagingResult<Draft> {
     let to = v::jid("chatId", b.chat_id.as_deref())?;
     let body = v::text("text", b.text.as_deref())?;
     let mentions = v::mentions(&b.mentions, &body, "text")?;
-    let link_preview = b.link_preview.unwrap_or(true) || b.custom_link_preview.is_some();
+    let custom_preview = v::link_preview(b.custom_link_preview.as_ref())?;
+    let link_preview = b.link_preview.unwrap_or(true) || custom_preview.is_some();
     Ok(Draft {
         to,
-        content: DraftContent::Ready(MessageContent::Text { body, link_preview }),
+        content: DraftContent::Ready(MessageContent::Text {
+            body,
+            link_preview,
+            custom_preview,
+        }),
         quoted_id: quoted(b.quoted_message_id),
         mentions,
     })
@@ -198,6 +203,43 @@ mod tests {
         };
         assert_eq!(m.kind, MediaKind::Voice);
         assert_eq!(m.mimetype.as_deref(), Some("audio/ogg; codecs=opus"));
+    }
+
+    #[test]
+    fn custom_link_preview_reaches_the_engine_content() {
+        let body = SendTextRequest {
+            chat_id: Some("4915100000001@c.us".into()),
+            text: Some("see https://example.com".into()),
+            link_preview: Some(false),
+            custom_link_preview: Some(serde_json::json!({
+                "url": "https://example.com", "title": "Example", "description": "A page"
+            })),
+            ..SendTextRequest::default()
+        };
+        let DraftContent::Ready(MessageContent::Text {
+            link_preview,
+            custom_preview,
+            ..
+        }) = text(body).unwrap().content
+        else {
+            panic!("not text")
+        };
+        assert!(link_preview);
+        let card = custom_preview.unwrap();
+        assert_eq!(card.title.as_deref(), Some("Example"));
+        assert_eq!(card.description.as_deref(), Some("A page"));
+        let bad = SendTextRequest {
+            chat_id: Some("4915100000001@c.us".into()),
+            text: Some("x".into()),
+            custom_link_preview: Some(serde_json::json!({ "title": 5 })),
+            ..SendTextRequest::default()
+        };
+        assert!(
+            text(bad)
+                .unwrap_err()
+                .to_string()
+                .contains("customLinkPreview.title")
+        );
     }
 
     #[test]

@@ -7,11 +7,13 @@
 //! - `validate`, `draft`: field rules and send bodies -> `Draft`.
 //! - `send`: the send path (ready engine, quote, media, hook, pacing, engine, record).
 //! - `record`: `Recorder`, the message store's write path shared with `events::ingest`.
+//! - `commit`: `GroupCommit`, the one task that commits waiting message writes together.
 //! - `ops`: react, edit, delete, pin, unpin, poll vote, star, chat read.
 //! - `reads`: message list, chat history, reactions, media bytes.
 //! - `templates`, `bulk`, `idempotency`, `pacing`, `hooks`.
 
 pub(crate) mod bulk;
+pub(crate) mod commit;
 pub(crate) mod draft;
 pub(crate) mod error;
 pub(crate) mod forward;
@@ -21,6 +23,7 @@ pub(crate) mod ops;
 pub(crate) mod pacing;
 pub(crate) mod reads;
 pub(crate) mod record;
+mod resource_media;
 pub(crate) mod send;
 pub(crate) mod templates;
 pub(crate) mod validate;

@@ -7,13 +7,14 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::commit::{Change, GroupCommit, Write};
 use crate::engine::{AckStatus, EngineEvent, InboundMessage};
 use crate::events::normalise::{INLINE_MEDIA_MAX_BYTES, normalise};
 use crate::events::{Event, Pipeline};
 use crate::media::{MediaStore, StoredMedia};
-use crate::store::messages::{self as message_store, MessageRow};
-use crate::store::reactions::{self, ReactionRow};
-use crate::store::{self, DataPool, StoreResult, now_ms, to_json};
+use crate::store::messages::MessageRow;
+use crate::store::reactions::ReactionRow;
+use crate::store::{DataPool, StoreResult, now_ms, to_json};
 
 /// What the `media` column holds: the file's content address and how to present it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,9 +44,9 @@ impl MediaMeta {
 
 #[derive(Clone)]
 pub(crate) struct Recorder {
-    db: DataPool,
     pipeline: Pipeline,
     media: MediaStore,
+    writer: GroupCommit,
 }
 
 /// Rank of a status in the forward-only order the store enforces.
@@ -62,7 +63,7 @@ fn rank(status: AckStatus) -> i64 {
 impl Recorder {
     pub(crate) fn new(db: DataPool, pipeline: Pipeline, media: MediaStore) -> Recorder {
         Recorder {
-            db,
+            writer: GroupCommit::spawn(db, pipeline.clone()),
             pipeline,
             media,
         }
@@ -84,7 +85,9 @@ impl Recorder {
         )
     }
 
-    /// Persists a message-related engine event and publishes it, in one transaction.
+    /// Persists a message-related engine event and publishes it, in one transaction (shared with whatever
+    /// other writes are waiting: see `commit.rs`). Returns once the write is queued behind the session's
+    /// earlier ones; a failure to persist is logged by the writer.
     pub(crate) async fn record_event(
         &self,
         session_id: &str,
@@ -93,64 +96,49 @@ impl Recorder {
         let Some(normalised) = normalise(session_id, event) else {
             return Ok(());
         };
-        let row = match event {
-            EngineEvent::Message(msg) => Some(self.inbound_row(session_id, msg).await?),
-            _ => None,
+        let change = match event {
+            EngineEvent::Message(msg) => {
+                Change::Insert(Box::new(self.inbound_row(session_id, msg).await?))
+            }
+            EngineEvent::Ack {
+                message_id, status, ..
+            } => Change::Status {
+                session_id: session_id.to_string(),
+                message_id: message_id.clone(),
+                status: *status,
+                rank: rank(*status),
+            },
+            EngineEvent::Revoked { revoked_id, .. } => Change::Revoke {
+                session_id: session_id.to_string(),
+                message_id: revoked_id.clone(),
+            },
+            EngineEvent::Edited {
+                message_id, body, ..
+            } => Change::Edit {
+                session_id: session_id.to_string(),
+                message_id: message_id.clone(),
+                body: body.clone(),
+            },
+            EngineEvent::Reaction {
+                message_id,
+                chat_id,
+                reaction,
+                sender_id,
+            } => Change::Reaction(reaction_row(
+                session_id,
+                message_id,
+                chat_id.to_string(),
+                sender_id.to_string(),
+                reaction,
+            )),
+            _ => return self.pipeline.publish(normalised).await,
         };
-        let mut tx = store::begin(&self.db).await?;
-        let publish = match (event, &row) {
-            (EngineEvent::Message(_), Some(row)) => message_store::insert(&mut tx, row).await?,
-            (
-                EngineEvent::Ack {
-                    message_id, status, ..
-                },
-                _,
-            ) => {
-                message_store::update_status(
-                    &mut tx,
-                    session_id,
-                    message_id,
-                    status.as_str(),
-                    rank(*status),
-                )
-                .await?;
-                true
-            }
-            (EngineEvent::Revoked { revoked_id, .. }, _) => {
-                message_store::mark_revoked(&mut tx, session_id, revoked_id).await?;
-                true
-            }
-            (
-                EngineEvent::Edited {
-                    message_id, body, ..
-                },
-                _,
-            ) => {
-                message_store::set_body(&mut tx, session_id, message_id, body).await?;
-                true
-            }
-            (
-                EngineEvent::Reaction {
-                    message_id,
-                    chat_id,
-                    reaction,
-                    sender_id,
-                },
-                _,
-            ) => {
-                let row = reaction_row(
-                    session_id,
-                    message_id,
-                    chat_id.to_string(),
-                    sender_id.to_string(),
-                    reaction,
-                );
-                reactions::apply(&mut tx, &row).await?;
-                true
-            }
-            _ => true,
-        };
-        self.finish(tx, publish.then_some(normalised)).await
+        self.writer
+            .submit(Write {
+                change,
+                event: Some(normalised),
+            })
+            .await
     }
 
     /// Records a message this service sent and publishes `message.sent`.
@@ -167,24 +155,22 @@ impl Recorder {
         }
         let event = Event::new(wagate_proto::EventName::MessageSent, session_id, data);
         let row = message_row(session_id, msg, media.as_ref(), AckStatus::Pending)?;
-        let mut tx = store::begin(&self.db).await?;
-        let inserted = message_store::insert(&mut tx, &row).await?;
-        self.finish(tx, inserted.then_some(event)).await
+        self.writer
+            .commit(Write {
+                change: Change::Insert(Box::new(row)),
+                event: Some(event),
+            })
+            .await
     }
 
     /// Records this account's own reaction (the network does not echo it back).
     pub(crate) async fn record_own_reaction(&self, row: ReactionRow) -> StoreResult<()> {
-        let mut tx = store::begin(&self.db).await?;
-        reactions::apply(&mut tx, &row).await?;
-        tx.commit().await
-    }
-
-    async fn finish(&self, mut tx: store::DataTx, event: Option<Event>) -> StoreResult<()> {
-        let events: Vec<Event> = event.into_iter().collect();
-        self.pipeline.publish_in(&mut tx, &events).await?;
-        tx.commit().await?;
-        self.pipeline.after_commit(events).await;
-        Ok(())
+        self.writer
+            .commit(Write {
+                change: Change::Reaction(row),
+                event: None,
+            })
+            .await
     }
 
     async fn inbound_row(&self, session_id: &str, msg: &InboundMessage) -> StoreResult<MessageRow> {

@@ -3,6 +3,7 @@
 use wagate_proto::Jid;
 
 use super::error::{MessagingResult, bad};
+use crate::engine::LinkPreview;
 
 pub(crate) const TEXT_MAX: usize = 4096;
 pub(crate) const CAPTION_MAX: usize = 1024;
@@ -41,6 +42,36 @@ pub(crate) fn text(field: &str, raw: Option<&str>) -> MessagingResult<String> {
     let text = required(field, raw)?;
     max_chars(field, text, TEXT_MAX)?;
     Ok(text.to_string())
+}
+
+/// `customLinkPreview`: an object whose `url`, `title`, `description` and `thumbnail` are strings when present.
+pub(crate) fn link_preview(
+    raw: Option<&serde_json::Value>,
+) -> MessagingResult<Option<LinkPreview>> {
+    let Some(raw) = raw.filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let card = raw
+        .as_object()
+        .ok_or_else(|| bad("customLinkPreview must be an object"))?;
+    let part = |name: &str| -> MessagingResult<Option<String>> {
+        match card.get(name) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(s)) if s.trim().is_empty() => Ok(None),
+            Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(bad(format!("customLinkPreview.{name} must be a string"))),
+        }
+    };
+    let preview = LinkPreview {
+        url: part("url")?,
+        title: part("title")?,
+        description: part("description")?,
+        thumbnail: part("thumbnail")?,
+    };
+    if let Some(title) = &preview.title {
+        max_chars("customLinkPreview.title", title, TEXT_MAX)?;
+    }
+    Ok(Some(preview))
 }
 
 pub(crate) fn caption(raw: Option<&str>) -> MessagingResult<Option<String>> {

@@ -23,6 +23,9 @@ pub(crate) fn is_lifecycle(event: &EngineEvent) -> bool {
             | EngineEvent::Disconnected { .. }
             | EngineEvent::LoggedOut { .. }
             | EngineEvent::Restriction { .. }
+            | EngineEvent::SelfRetry { .. }
+            | EngineEvent::ActionRequired { .. }
+            | EngineEvent::Failed { .. }
     )
 }
 
@@ -68,6 +71,11 @@ pub(crate) async fn prepare(
             });
             Some(Trigger::Restriction { kind, active })
         }
+        EngineEvent::SelfRetry { failures, reason } => {
+            Some(Trigger::SelfRetry { failures, reason })
+        }
+        EngineEvent::ActionRequired { reason } => Some(Trigger::ActionNeeded { reason }),
+        EngineEvent::Failed { reason } => Some(Trigger::EngineFailed { reason }),
         _ => None,
     }
 }

@@ -198,7 +198,11 @@ impl Runtime {
     /// Creates a fresh engine instance with the stored credentials and starts it.
     async fn launch(&self, st: &RunState) -> Result<(), EngineError> {
         self.stop_engine(true).await;
-        let linked = self.load_credentials().await;
+        // A read that fails is a failed launch (retried with backoff), never "no credentials": starting
+        // without them would throw a linked session back to a QR (seen when a takeover starved the pool).
+        let linked = self.load_credentials().await.map_err(|err| {
+            EngineError::Network(format!("could not load engine credentials: {err}"))
+        })?;
         let data_dir = self
             .deps
             .sessions_dir
@@ -227,22 +231,18 @@ impl Runtime {
                 .join(&self.id)
                 .join(self.deps.factory.kind().as_str()),
             proxy_url: st.proxy_url.clone(),
-            linked: self.load_credentials().await,
+            linked: self.load_credentials().await.unwrap_or_else(|err| {
+                tracing::warn!(session_id = %self.id, error = %err, "could not load engine credentials");
+                None
+            }),
         };
         self.deps.factory.create(ctx)
     }
 
-    async fn load_credentials(&self) -> Option<LinkedAccount> {
+    async fn load_credentials(&self) -> Result<Option<LinkedAccount>, StoreError> {
         let kind = self.deps.factory.kind().as_str();
-        let stored = session_store::load_engine_auth(&self.deps.db, &self.id, kind).await;
-        match stored {
-            Ok(Some(text)) => serde_json::from_str(&text).ok(),
-            Ok(None) => None,
-            Err(err) => {
-                tracing::warn!(session_id = %self.id, error = %err, "could not load engine credentials");
-                None
-            }
-        }
+        let stored = session_store::load_engine_auth(&self.deps.db, &self.id, kind).await?;
+        Ok(stored.and_then(|text| serde_json::from_str(&text).ok()))
     }
 
     /// The session's loop: engine events and reconnect timers, one at a time.

@@ -142,7 +142,19 @@ impl SessionService {
                 .collect(),
             None => session_store::list(&self.deps.db, limit, offset).await?,
         };
-        Ok(records.into_iter().map(|r| self.view(r)).collect())
+        // In a cluster a list is answered here, but an engine may run on another node: its lease says so.
+        let ids: Vec<String> = records.iter().map(|r| r.id.clone()).collect();
+        let elsewhere: std::collections::HashSet<String> =
+            self.leases.held_elsewhere(&ids).await.into_iter().collect();
+        Ok(records
+            .into_iter()
+            .map(|r| {
+                let is_elsewhere = elsewhere.contains(&r.id);
+                let mut view = self.view(r);
+                view.engine_loaded |= is_elsewhere;
+                view
+            })
+            .collect())
     }
 
     pub(crate) async fn count_by_status(&self) -> SessionResult<Vec<(String, i64)>> {
@@ -184,6 +196,7 @@ impl SessionService {
         }
         session_store::delete_engine_auth(&self.deps.db, id).await?;
         session_store::delete(&self.deps.db, id).await?;
+        self.leases.forget_session(id).await;
         let dir = self.deps.sessions_dir.join(id);
         if let Err(err) = tokio::fs::remove_dir_all(&dir).await
             && err.kind() != std::io::ErrorKind::NotFound

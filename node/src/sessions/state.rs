@@ -48,6 +48,13 @@ pub(crate) enum Trigger {
     LoggedOutFromPhone,
     /// The engine hit a terminal error.
     EngineFailed { reason: String },
+    /// An engine that reconnects by itself (socket) makes another attempt; `failures` consecutive ones failed.
+    SelfRetry {
+        failures: u32,
+        reason: Option<String>,
+    },
+    /// The engine needs the user to act outside the service (e.g. a passkey step while linking).
+    ActionNeeded { reason: String },
 }
 
 impl Trigger {
@@ -72,6 +79,8 @@ impl Trigger {
             Self::Restriction { .. } => "restriction",
             Self::LoggedOutFromPhone => "logged-out",
             Self::EngineFailed { .. } => "engine-failed",
+            Self::SelfRetry { .. } => "self-retry",
+            Self::ActionNeeded { .. } => "action-needed",
         }
     }
 }
@@ -190,6 +199,10 @@ pub(crate) fn transition(
         | Trigger::ReconnectFailed { .. }
         | Trigger::PageReloadStarted
         | Trigger::PageReloadStalled => connection(from, trigger, ctx).ok_or(invalid),
+        Trigger::SelfRetry { failures, reason } => {
+            self_retry(from, *failures, reason.as_deref(), ctx).ok_or(invalid)
+        }
+        Trigger::ActionNeeded { reason } => action_needed(from, reason).ok_or(invalid),
         Trigger::Start => start(from),
         Trigger::Stop { teardown } => Ok(stop(from, *teardown)),
         Trigger::Logout { unlinked } => Ok(logout(from, *unlinked)),
@@ -414,6 +427,67 @@ fn reconnect_failed(from: SessionStatus, reason: &str, ctx: &Context) -> Transit
             to(Initializing, emit_if_changed(from, Initializing, effects))
         }
     }
+}
+
+/// The socket engine retries a dropped (or never established) connection itself: the session reads
+/// `initializing` while it does, `lastError` appears from the fifth consecutive failed attempt, every fifth
+/// raises the reconnect-loop alert, and an explicit `maxReconnectAttempts` still ends in `failed`.
+fn self_retry(
+    from: SessionStatus,
+    failures: u32,
+    reason: Option<&str>,
+    ctx: &Context,
+) -> Option<Transition> {
+    use Effect::*;
+    if !matches!(from, Initializing | Disconnected | Authenticating | Ready) {
+        return None;
+    }
+    // The engine reconnects on its own: a relaunch the supervisor scheduled would only replace it.
+    let mut effects = vec![CancelReconnect, DropQr];
+    if failures == 0 {
+        return Some(to(
+            Initializing,
+            emit_if_changed(from, Initializing, effects),
+        ));
+    }
+    let reason = reason.unwrap_or("connection attempt failed");
+    match backoff::next_attempt(ctx.reconnect, failures) {
+        ReconnectDecision::GiveUp => {
+            effects.extend([StopEngine, SetLastError(reason.to_string()), FireErrorHook]);
+            Some(to(Failed, emit_if_changed(from, Failed, effects)))
+        }
+        ReconnectDecision::Retry { delay_ms, .. } => {
+            if failures >= SELF_RETRY_ERROR_AFTER {
+                effects.push(SetLastError(reason.to_string()));
+            }
+            if backoff::is_loop_alert(failures) {
+                effects.push(EmitReconnectLoop {
+                    attempts: failures,
+                    next_delay_ms: delay_ms,
+                });
+            }
+            Some(to(
+                Initializing,
+                emit_if_changed(from, Initializing, effects),
+            ))
+        }
+    }
+}
+
+/// Consecutive self-retries after which `lastError` is shown (the spec's "fifth consecutive self-retry").
+const SELF_RETRY_ERROR_AFTER: u32 = 5;
+
+/// Something outside the service must change before the running engine can go on.
+fn action_needed(from: SessionStatus, reason: &str) -> Option<Transition> {
+    use Effect::*;
+    if !is_active(from) {
+        return None;
+    }
+    let effects = vec![DropQr, SetLastError(reason.to_string())];
+    Some(to(
+        ActionRequired,
+        emit_if_changed(from, ActionRequired, effects),
+    ))
 }
 
 fn stop(from: SessionStatus, teardown: Teardown) -> Transition {

@@ -355,3 +355,63 @@ fn stale_engine_events_are_typed_refusals() {
         .is_err()
     );
 }
+
+fn self_retry(failures: u32) -> Trigger {
+    Trigger::SelfRetry {
+        failures,
+        reason: Some("closed before the handshake".into()),
+    }
+}
+
+#[test]
+fn socket_self_retry_stays_initializing_and_sets_last_error_from_the_fifth() {
+    let fourth = go(Initializing, self_retry(4), ctx());
+    assert_eq!(fourth.to, Initializing);
+    assert!(!fourth.effects.iter().any(|e| matches!(e, SetLastError(_))));
+    assert!(!fourth.effects.contains(&EmitStatus));
+    let fifth = go(Initializing, self_retry(5), ctx());
+    assert_eq!(fifth.to, Initializing);
+    assert!(
+        fifth
+            .effects
+            .contains(&SetLastError("closed before the handshake".into()))
+    );
+    assert!(
+        fifth
+            .effects
+            .iter()
+            .any(|e| matches!(e, EmitReconnectLoop { attempts: 5, .. }))
+    );
+    assert!(
+        fifth.effects.contains(&CancelReconnect),
+        "the engine retries, not the supervisor"
+    );
+}
+
+#[test]
+fn socket_self_retry_after_a_drop_leaves_disconnected_and_honours_max_attempts() {
+    let t = go(Disconnected, self_retry(0), ctx());
+    assert_eq!(t.to, Initializing);
+    assert!(t.effects.contains(&CancelReconnect) && t.effects.contains(&EmitStatus));
+    let capped = Context {
+        reconnect: policy(1000, Some(3)),
+        ..ctx()
+    };
+    let t = go(Initializing, self_retry(3), capped);
+    assert_eq!(t.to, Failed);
+    assert!(t.effects.contains(&StopEngine));
+    assert!(transition(QrReady, &self_retry(1), &ctx()).is_err());
+}
+
+#[test]
+fn action_needed_moves_an_active_session_to_action_required() {
+    let t = go(
+        QrReady,
+        Trigger::ActionNeeded {
+            reason: "passkey".into(),
+        },
+        ctx(),
+    );
+    assert_eq!(t.to, ActionRequired);
+    assert!(t.effects.contains(&SetLastError("passkey".into())) && t.effects.contains(&DropQr));
+}

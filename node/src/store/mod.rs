@@ -52,17 +52,27 @@ pub(crate) use execute;
 /// An open transaction on the data DB, on either backend. Store functions that must share one
 /// transaction (persist an event and its outbox rows) take `&mut DataTx`.
 pub enum DataTx {
-    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    /// The transaction, then this process's write turn (`wagate_workers::db::write_turn`): fields drop in
+    /// order, so the turn passes on only once the transaction is finished.
+    Sqlite(
+        sqlx::Transaction<'static, sqlx::Sqlite>,
+        Option<tokio::sync::SemaphorePermit<'static>>,
+    ),
     Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
 }
 
 /// Opens a transaction on the data DB. On SQLite it takes the write lock up front (`BEGIN IMMEDIATE`):
 /// a deferred transaction that first reads (FTS5 reads its shadow tables when a statement touching
 /// `messages` is prepared) and then writes cannot wait for a concurrent writer in WAL mode and fails at
-/// once with `database is locked`; an immediate one waits out the busy timeout instead.
+/// once with `database is locked`; an immediate one waits out the busy timeout instead. Before that it waits
+/// for this process's write turn, so concurrent event transactions queue in order without holding pooled
+/// connections (a writer inside its transaction may still need one for a read).
 pub async fn begin(db: &DataPool) -> StoreResult<DataTx> {
     Ok(match db {
-        DataPool::Sqlite(p) => DataTx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
+        DataPool::Sqlite(p) => {
+            let turn = wagate_workers::db::write_turn(db).await;
+            DataTx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?, turn)
+        }
         DataPool::Postgres(p) => DataTx::Postgres(p.begin().await?),
     })
 }
@@ -70,7 +80,7 @@ pub async fn begin(db: &DataPool) -> StoreResult<DataTx> {
 impl DataTx {
     pub async fn commit(self) -> StoreResult<()> {
         match self {
-            DataTx::Sqlite(tx) => tx.commit().await?,
+            DataTx::Sqlite(tx, _turn) => tx.commit().await?,
             DataTx::Postgres(tx) => tx.commit().await?,
         }
         Ok(())
@@ -81,7 +91,7 @@ impl DataTx {
 macro_rules! execute_tx {
     ($tx:expr, $query:expr) => {
         match $tx {
-            $crate::store::DataTx::Sqlite(t) => {
+            $crate::store::DataTx::Sqlite(t, _) => {
                 $query.execute(&mut **t).await.map(|r| r.rows_affected())
             }
             $crate::store::DataTx::Postgres(t) => {
@@ -93,11 +103,10 @@ macro_rules! execute_tx {
 pub(crate) use execute_tx;
 
 /// Runs `$body` with `$c` bound to the transaction's connection (`&mut *tx`) on either backend.
-#[allow(unused_macros)] // for multi-statement reads inside a transaction; no caller yet
 macro_rules! with_tx {
     ($tx:expr, $c:ident => $body:expr) => {
         match $tx {
-            $crate::store::DataTx::Sqlite(t) => {
+            $crate::store::DataTx::Sqlite(t, _) => {
                 let $c = &mut **t;
                 $body
             }
@@ -108,7 +117,6 @@ macro_rules! with_tx {
         }
     };
 }
-#[allow(unused_imports)]
 pub(crate) use with_tx;
 
 #[derive(Debug, thiserror::Error)]

@@ -1,4 +1,4 @@
-//! The `sessions` and `engine_auth` tables. Runtime status writes are fenced by the session's lease
+//! The `sessions` and `engine_auth` tables (and, on logout/delete, the socket engine's auth state). Runtime status writes are fenced by the session's lease
 //! generation: a write that matches no row means another node owns the session (`StaleLease`).
 
 use wagate_proto::SessionStatus;
@@ -282,7 +282,15 @@ pub(crate) async fn load_engine_auth(
     )
 }
 
+/// Forgets every engine's credentials of the session (logout, delete): the `engine_auth` rows and the
+/// socket engine's auth state, whose tables and SQL belong to `wagate_engine_socket::store`.
 pub(crate) async fn delete_engine_auth(db: &DataPool, id: &str) -> StoreResult<()> {
     execute!(db, sqlx::query(DELETE_AUTH).bind(id))?;
+    wagate_engine_socket::store::delete_session_state(db, id)
+        .await
+        .map_err(|err| match err.downcast::<sqlx::Error>() {
+            Ok(db_err) => StoreError::from(db_err),
+            Err(other) => StoreError::Corrupt(format!("{other:#}")),
+        })?;
     Ok(())
 }

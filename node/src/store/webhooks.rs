@@ -4,7 +4,9 @@
 
 use wagate_proto::dto::webhooks::WebhookFilters;
 
-use super::{DataPool, StoreError, StoreResult, execute, from_json, to_json, with_pool};
+use super::{
+    DataPool, DataTx, StoreError, StoreResult, execute, from_json, to_json, with_pool, with_tx,
+};
 
 const INSERT: &str = "INSERT INTO webhooks (id, session_id, url, events, secret, headers, active, filters, \
      retry_count, last_triggered_at, created_at, updated_at) \
@@ -156,11 +158,13 @@ pub(crate) async fn list_for_session(
     records(rows)
 }
 
-pub(crate) async fn list_active_for_session(
-    db: &DataPool,
+/// The active webhooks of a session, read on the connection of an open transaction (the event path reads
+/// them there, so a cache miss never needs a second connection while the transaction holds the write lock).
+pub(crate) async fn list_active_for_session_in(
+    tx: &mut DataTx,
     session_id: &str,
 ) -> StoreResult<Vec<WebhookRecord>> {
-    let rows = with_pool!(db, p => sqlx::query_as(SELECT_ACTIVE_SESSION).bind(session_id).fetch_all(p).await)?;
+    let rows = with_tx!(tx, c => sqlx::query_as(SELECT_ACTIVE_SESSION).bind(session_id).fetch_all(c).await)?;
     records(rows)
 }
 

@@ -1,7 +1,7 @@
 //! Bodies of the sim engine's control API (wire-notes §10, §11): the phone and the rest of the network.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -134,4 +134,27 @@ pub struct SimFaultsRequest {
     pub fail_next_starts: Option<u32>,
     /// Milliseconds; 0 clears.
     pub query_delay_ms: Option<u64>,
+}
+
+/// `GET /api/sim/devices`: which devices are connected (optionally of one phone).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct SimDevicesQuery {
+    /// A phone number or JID; all phones when absent.
+    pub phone: Option<String>,
+}
+
+/// A device connected on the sim network. In a cluster the view is shared: two entries for one session
+/// (on two live nodes) would mean two owners.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimConnectedDevice {
+    pub phone: String,
+    pub session_id: String,
+    pub node_id: String,
+    /// Epoch milliseconds.
+    pub connected_at: i64,
+    /// Whether that node announced itself within the lease TTL (always true outside a cluster).
+    pub is_node_live: bool,
 }

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -33,22 +34,69 @@ pub struct ReconcileReport {
     pub released_inflight: u64,
 }
 
-/// Marks each waiting row `queued` and pushes its delivery job. The row is marked first, so a worker that
-/// picks the job up at once finds it claimable; if the push fails, the row is stale-queued and the sweep
-/// pushes it again. Returns how many jobs were pushed.
+/// Rows one delivery job carries at most.
+pub const MAX_JOB_ROWS: usize = 128;
+
+/// Marks the waiting rows among `outbox_ids` `queued` and pushes one delivery job per [`MAX_JOB_ROWS`] of them.
+/// Rows are marked first, so a worker that picks a job up at once finds them claimable; if a push fails, its
+/// rows are stale-queued and the sweep pushes them again. Returns how many rows were pushed.
 pub async fn enqueue_outbox(
     pool: &DataPool,
     queue: &QueueClient,
     outbox_ids: &[String],
 ) -> Result<usize, ReconcileError> {
     let mut pushed = 0;
-    for id in outbox_ids {
-        if store::mark_queued(pool, id, now_ms()).await? {
-            queue.push_delivery(id, None).await?;
-            pushed += 1;
+    for part in outbox_ids.chunks(MAX_JOB_ROWS) {
+        let waiting = store::mark_queued_many(pool, part, now_ms()).await?;
+        if waiting.is_empty() {
+            continue;
         }
+        let n = waiting.len();
+        queue.push_deliveries(waiting, None).await?;
+        pushed += n;
     }
     Ok(pushed)
+}
+
+/// The after-commit path onto the queue. Event transactions hand their new outbox ids over without waiting;
+/// one task gathers whatever has arrived while the previous push ran and pushes it as one job, so a burst of
+/// commits costs a few queue round trips, not one each. Ids it never pushed (a crash, a failed push) stay
+/// `pending` in the outbox, where the reconciler finds them.
+#[derive(Debug, Clone)]
+pub struct Enqueuer {
+    ids: mpsc::UnboundedSender<Vec<String>>,
+}
+
+impl Enqueuer {
+    /// Starts the pushing task; it ends when every handle is dropped.
+    pub fn spawn(pool: DataPool, queue: QueueClient) -> Enqueuer {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<String>>();
+        tokio::spawn(async move {
+            while let Some(mut batch) = rx.recv().await {
+                while batch.len() < MAX_JOB_ROWS {
+                    match rx.try_recv() {
+                        Ok(more) => batch.extend(more),
+                        Err(_) => break,
+                    }
+                }
+                if let Err(e) = enqueue_outbox(&pool, &queue, &batch).await {
+                    // The rows are committed; the reconciler enqueues them once they are stale.
+                    tracing::warn!(error = %e, rows = batch.len(), op = "enqueue_outbox", "cannot enqueue deliveries");
+                }
+            }
+        });
+        Enqueuer { ids: tx }
+    }
+
+    /// Hands committed outbox ids over for enqueueing; never waits.
+    pub fn submit(&self, outbox_ids: Vec<String>) {
+        if !outbox_ids.is_empty() && self.ids.send(outbox_ids).is_err() {
+            tracing::warn!(
+                op = "enqueue_outbox",
+                "enqueuer stopped; rows wait for the reconciler"
+            );
+        }
+    }
 }
 
 /// One sweep: rows claimed by a worker that never finished (older than `WEBHOOK_TIMEOUT` + `stale_after`) go

@@ -1,8 +1,15 @@
-//! The delivery job handler: claim the outbox row, make one attempt, then record success, schedule the next
-//! attempt (our table owns the schedule; a new delayed job is pushed) or record the exhausted delivery.
-//! Input: one `WebhookDeliveryJob`. It does not speak HTTP itself (`deliver`) or hold SQL (`store`).
+//! The delivery job handler: claim the job's outbox rows in one statement, make one attempt per row (at most
+//! `WEBHOOK_DISPATCH_CONCURRENCY` in flight per process), then record the successes in bulk, schedule the next
+//! attempt of each failure (our table owns the schedule; a new delayed job is pushed) or record the exhausted
+//! delivery. Input: the row ids of one `WebhookDeliveryJob`. It does not speak HTTP itself (`deliver`) or hold
+//! SQL (`store`).
 
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::Semaphore;
 
 use crate::db::{DataPool, now_ms};
 use crate::queue::QueueClient;
@@ -11,7 +18,7 @@ use super::WebhookSettings;
 use super::deliver::{
     AttemptOutcome, Delivery, WebhookClient, deliver_once, envelope_body, new_delivery_id,
 };
-use super::store::{self, ClaimedAttempt, FailureRecord, StoreError, WebhookTarget};
+use super::store::{self, ClaimedAttempt, FailureRecord, StoreError, Success, WebhookTarget};
 
 /// The longest wait between two attempts, however many retries a webhook allows.
 pub const MAX_BACKOFF_MS: u64 = 5 * 60 * 1000;
@@ -20,6 +27,15 @@ pub const MAX_BACKOFF_MS: u64 = 5 * 60 * 1000;
 /// due. A job this close to its row's due time waits in place; one further off is a duplicate and is dropped.
 const EARLY_JOB_GRACE_MS: i64 = 3_000;
 
+/// Rows claimed at once per dispatch slot. A claimed row is `delivering` until settled, so a claim stays small
+/// enough that even a batch against a receiver that always times out settles well inside the reconciler's
+/// stale-attempt window (`WEBHOOK_TIMEOUT` + the stale delay).
+const CLAIM_PER_SLOT: usize = 4;
+const CLAIM_MIN: usize = 16;
+
+/// Finished attempts settled together (one transaction for their successes).
+const SETTLE_CHUNK: usize = 64;
+
 /// What the handler needs, shared by every job of one worker process.
 #[derive(Debug, Clone)]
 pub struct DeliveryContext {
@@ -27,6 +43,26 @@ pub struct DeliveryContext {
     pub queue: QueueClient,
     pub client: WebhookClient,
     pub settings: WebhookSettings,
+    /// HTTP attempts in flight in this process, whatever job they belong to.
+    slots: Arc<Semaphore>,
+}
+
+impl DeliveryContext {
+    pub fn new(
+        pool: DataPool,
+        queue: QueueClient,
+        client: WebhookClient,
+        settings: WebhookSettings,
+    ) -> DeliveryContext {
+        let slots = Arc::new(Semaphore::new(settings.dispatch_concurrency.max(1)));
+        DeliveryContext {
+            pool,
+            queue,
+            client,
+            settings,
+            slots,
+        }
+    }
 }
 
 /// The wait after the `failed_attempts`-th failed attempt: the base delay, doubled for each earlier failure,
@@ -38,58 +74,161 @@ pub fn backoff_ms(base_ms: u64, failed_attempts: u32) -> u64 {
         .min(MAX_BACKOFF_MS)
 }
 
-/// Handles one delivery job. Duplicate, early or stale jobs do nothing: only a due, waiting row is claimed,
-/// and only one claimer wins.
+/// Handles one delivery job for one row (see [`process_batch`]).
 pub async fn process_delivery(ctx: &DeliveryContext, outbox_id: &str) -> Result<(), StoreError> {
-    let Some(claimed) = claim_when_due(&ctx.pool, outbox_id).await? else {
+    process_batch(ctx, &[outbox_id.to_owned()]).await
+}
+
+/// Handles one delivery job. Duplicate, early or stale rows do nothing: only due, waiting rows are claimed,
+/// and only one claimer wins each. Rows claimed are delivered at once; a row due within the queue's rounding
+/// is waited for afterwards.
+pub async fn process_batch(ctx: &DeliveryContext, ids: &[String]) -> Result<(), StoreError> {
+    let chunk = (ctx.settings.dispatch_concurrency * CLAIM_PER_SLOT).max(CLAIM_MIN);
+    let mut left: Vec<String> = Vec::new();
+    for part in ids.chunks(chunk) {
+        let claimed = store::claim_many(&ctx.pool, part, now_ms()).await?;
+        let got: HashSet<&str> = claimed.iter().map(|c| c.id.as_str()).collect();
+        left.extend(part.iter().filter(|id| !got.contains(id.as_str())).cloned());
+        dispatch(ctx, claimed).await?;
+    }
+    for _ in 0..3 {
+        if left.is_empty() {
+            break;
+        }
+        let now = now_ms();
+        let early: Vec<(String, i64)> = store::states_of(&ctx.pool, &left)
+            .await?
+            .into_iter()
+            .filter(|(_, status, due)| {
+                status.is_waiting() && *due > now && *due - now <= EARLY_JOB_GRACE_MS
+            })
+            .map(|(id, _, due)| (id, due))
+            .collect();
+        let Some(wait) = early.iter().map(|(_, due)| due - now).max() else {
+            break;
+        };
+        tokio::time::sleep(Duration::from_millis(wait.unsigned_abs())).await;
+        left = early.into_iter().map(|(id, _)| id).collect();
+        let claimed = store::claim_many(&ctx.pool, &left, now_ms()).await?;
+        let got: HashSet<&str> = claimed.iter().map(|c| c.id.as_str()).collect();
+        left.retain(|id| !got.contains(id.as_str()));
+        dispatch(ctx, claimed).await?;
+    }
+    Ok(())
+}
+
+/// What became of one claimed row's attempt.
+enum Attempted {
+    Sent(AttemptOutcome),
+    /// The body can never be sent (oversize or unreadable stored payload).
+    NeverSent(String),
+}
+
+/// Attempts every claimed row, at most the process's dispatch concurrency at a time, settling attempts in
+/// groups as they finish.
+async fn dispatch(ctx: &DeliveryContext, claimed: Vec<ClaimedAttempt>) -> Result<(), StoreError> {
+    if claimed.is_empty() {
         return Ok(());
-    };
-    let target = store::load_target(&ctx.pool, &claimed.webhook_id).await?;
-    let Some(target) = target.filter(|t| t.active) else {
-        tracing::debug!(outbox_id, webhook_id = %claimed.webhook_id, "webhook gone or inactive; dropping row");
-        return store::drop_row(&ctx.pool, outbox_id).await;
-    };
-    let delivery_id = claimed.delivery_id.clone().unwrap_or_else(new_delivery_id);
+    }
+    let mut webhook_ids: Vec<String> = claimed.iter().map(|c| c.webhook_id.clone()).collect();
+    webhook_ids.sort_unstable();
+    webhook_ids.dedup();
+    let targets: HashMap<String, Arc<WebhookTarget>> = store::load_targets(&ctx.pool, &webhook_ids)
+        .await?
+        .into_iter()
+        .map(|(id, t)| (id, Arc::new(t)))
+        .collect();
+    let mut live = Vec::with_capacity(claimed.len());
+    let mut gone = Vec::new();
+    for c in claimed {
+        match targets.get(&c.webhook_id).filter(|t| t.active) {
+            Some(target) => live.push((c, target.clone())),
+            None => gone.push(c),
+        }
+    }
+    if !gone.is_empty() {
+        tracing::debug!(rows = gone.len(), "webhook gone or inactive; dropping rows");
+        let ids: Vec<String> = gone.into_iter().map(|c| c.id).collect();
+        store::drop_rows(&ctx.pool, &ids).await?;
+    }
+    let mut attempts = futures::stream::iter(live)
+        .map(|(claimed, target)| async move {
+            let outcome = attempt_one(ctx, &claimed, &target).await;
+            (claimed, target, outcome)
+        })
+        .buffer_unordered(ctx.settings.dispatch_concurrency.max(1))
+        .ready_chunks(SETTLE_CHUNK);
+    let mut first_error = None;
+    while let Some(done) = attempts.next().await {
+        if let Err(e) = settle_all(ctx, done).await {
+            // The rows stay `delivering`; the reconciler releases them once the attempt is stale.
+            tracing::warn!(error = %e, op = "webhook_settle", "cannot record delivery outcomes");
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+async fn attempt_one(
+    ctx: &DeliveryContext,
+    claimed: &ClaimedAttempt,
+    target: &WebhookTarget,
+) -> Attempted {
+    let delivery_id = delivery_id_of(claimed);
     let body = match envelope_body(&claimed.payload, &delivery_id) {
         Ok(body) => body,
-        Err(e) => {
-            return never_dispatched(ctx, &claimed, &target, &delivery_id, &e.to_string()).await;
-        }
+        Err(e) => return Attempted::NeverSent(e.to_string()),
     };
     if body.len() > ctx.settings.max_payload_bytes {
-        let why = format!(
+        return Attempted::NeverSent(format!(
             "payload of {} bytes exceeds WEBHOOK_MAX_PAYLOAD_BYTES ({}); not dispatched",
             body.len(),
             ctx.settings.max_payload_bytes
-        );
-        return never_dispatched(ctx, &claimed, &target, &delivery_id, &why).await;
+        ));
     }
-    let outcome = attempt(ctx, &claimed, &target, &delivery_id, &body).await;
-    settle(ctx, &claimed, &target, &delivery_id, outcome).await
+    // A closed semaphore never happens (it is never closed); then the attempt simply runs unbounded.
+    let _slot = ctx.slots.acquire().await.ok();
+    Attempted::Sent(attempt(ctx, claimed, target, &delivery_id, &body).await)
 }
 
-/// Claims the row, waiting out the queue's rounding when the job fired just before the row is due.
-async fn claim_when_due(
-    pool: &DataPool,
-    outbox_id: &str,
-) -> Result<Option<ClaimedAttempt>, StoreError> {
-    let fresh_id = new_delivery_id();
-    for _ in 0..3 {
-        let now = now_ms();
-        if let Some(c) = store::claim_attempt(pool, outbox_id, &fresh_id, now).await? {
-            return Ok(Some(c));
-        }
-        let wait = match store::outbox_state(pool, outbox_id).await? {
-            Some((status, due))
-                if status.is_waiting() && due > now && due - now <= EARLY_JOB_GRACE_MS =>
-            {
-                due - now
+/// The claim sets the delivery id; a row claimed by an older worker may lack one.
+fn delivery_id_of(claimed: &ClaimedAttempt) -> String {
+    claimed.delivery_id.clone().unwrap_or_else(new_delivery_id)
+}
+
+async fn settle_all(
+    ctx: &DeliveryContext,
+    done: Vec<(ClaimedAttempt, Arc<WebhookTarget>, Attempted)>,
+) -> Result<(), StoreError> {
+    let mut successes = Vec::new();
+    let mut result = Ok(());
+    for (claimed, target, attempted) in done {
+        let delivery_id = delivery_id_of(&claimed);
+        let settled = match attempted {
+            Attempted::Sent(AttemptOutcome::Delivered { status_code }) => {
+                successes.push(Success {
+                    outbox_id: claimed.id,
+                    webhook_id: claimed.webhook_id,
+                    status_code,
+                });
+                Ok(())
             }
-            _ => return Ok(None),
+            Attempted::Sent(outcome) => settle(ctx, &claimed, &target, &delivery_id, outcome).await,
+            Attempted::NeverSent(why) => {
+                never_dispatched(ctx, &claimed, &target, &delivery_id, &why).await
+            }
         };
-        tokio::time::sleep(Duration::from_millis(wait.unsigned_abs())).await;
+        if let Err(e) = settled {
+            tracing::warn!(error = %e, op = "webhook_settle", "cannot record a delivery outcome");
+            result = Err(e);
+        }
     }
-    Ok(None)
+    if !successes.is_empty() {
+        store::record_successes(&ctx.pool, &successes, now_ms()).await?;
+        metrics::counter!("wagate_webhook_deliveries_total", "outcome" => "delivered")
+            .increment(successes.len() as u64);
+    }
+    result
 }
 
 async fn attempt(

@@ -1,23 +1,16 @@
 //! SQL for the webhook outbox state machine, the delivery-failure log and `webhooks.last_triggered_at`.
-//! Input: a [`DataPool`] (SQLite or PostgreSQL; one SQL text serves both). It does not decide when to retry.
+//! Input: a [`DataPool`] (SQLite or PostgreSQL; one SQL text serves both, except where a set of ids is one
+//! parameter). Statements over many rows serve the batched jobs. It does not decide when to retry.
 //!
 //! Outbox row status: `pending` (written by the node) -> `queued` (a job was pushed) -> `delivering` (claimed
 //! by one worker for one attempt) -> `delivered` | `retrying` (next job pushed with a delay) | `failed`.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::str::FromStr;
 
-use crate::db::DataPool;
+use crate::db::{DataPool, write_turn};
 use crate::on_pool;
 
-const CLAIM_ATTEMPT: &str = "UPDATE webhook_outbox_events \
-     SET status = 'delivering', attempts = attempts + 1, delivery_id = COALESCE(delivery_id, $2), updated_at = $3 \
-     WHERE id = $1 AND status IN ('pending', 'queued', 'retrying') AND next_attempt_at <= $3 \
-     RETURNING id, webhook_id, session_id, event, idempotency_key, payload, attempts, delivery_id";
-const SELECT_OUTBOX_STATE: &str =
-    "SELECT status, next_attempt_at FROM webhook_outbox_events WHERE id = $1";
-const SELECT_TARGET: &str =
-    "SELECT url, secret, headers, active, retry_count FROM webhooks WHERE id = $1";
-const DELETE_OUTBOX: &str = "DELETE FROM webhook_outbox_events WHERE id = $1";
 const MARK_DELIVERED: &str = "UPDATE webhook_outbox_events \
      SET status = 'delivered', last_status_code = $2, last_error = NULL, updated_at = $3 WHERE id = $1";
 const TOUCH_WEBHOOK: &str = "UPDATE webhooks SET last_triggered_at = $2 WHERE id = $1";
@@ -30,8 +23,6 @@ const INSERT_FAILURE: &str = "INSERT INTO webhook_delivery_failures \
      (id, webhook_id, session_id, event, url, idempotency_key, delivery_id, attempts, last_status_code, \
       last_error, payload, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
-const MARK_QUEUED: &str = "UPDATE webhook_outbox_events SET status = 'queued', updated_at = $2 \
-     WHERE id = $1 AND status IN ('pending', 'queued', 'retrying')";
 const SELECT_STALE_WAITING: &str = "SELECT id FROM webhook_outbox_events \
      WHERE status IN ('pending', 'queued', 'retrying') AND next_attempt_at <= $1 AND updated_at <= $1 \
      ORDER BY next_attempt_at LIMIT $2";
@@ -130,65 +121,6 @@ pub struct FailureRecord<'a> {
     pub last_error: &'a str,
 }
 
-#[derive(sqlx::FromRow)]
-struct StateRow {
-    status: String,
-    next_attempt_at: i64,
-}
-
-/// Claims one attempt of a due, waiting row. `None` when the row is gone, not waiting, not yet due, or
-/// another worker claimed it first: the conditional UPDATE lets exactly one claimer through.
-pub async fn claim_attempt(
-    pool: &DataPool,
-    outbox_id: &str,
-    new_delivery_id: &str,
-    now_ms: i64,
-) -> Result<Option<ClaimedAttempt>, StoreError> {
-    Ok(on_pool!(pool, |p| sqlx::query_as::<_, ClaimedAttempt>(
-        CLAIM_ATTEMPT
-    )
-    .bind(outbox_id)
-    .bind(new_delivery_id)
-    .bind(now_ms)
-    .fetch_optional(p)
-    .await)?)
-}
-
-/// The row's status and due time, or `None` when it no longer exists.
-pub async fn outbox_state(
-    pool: &DataPool,
-    outbox_id: &str,
-) -> Result<Option<(OutboxStatus, i64)>, StoreError> {
-    let row = on_pool!(pool, |p| sqlx::query_as::<_, StateRow>(SELECT_OUTBOX_STATE)
-        .bind(outbox_id)
-        .fetch_optional(p)
-        .await)?;
-    row.map(|r| Ok((r.status.parse()?, r.next_attempt_at)))
-        .transpose()
-}
-
-pub async fn load_target(
-    pool: &DataPool,
-    webhook_id: &str,
-) -> Result<Option<WebhookTarget>, StoreError> {
-    Ok(on_pool!(pool, |p| sqlx::query_as::<_, WebhookTarget>(
-        SELECT_TARGET
-    )
-    .bind(webhook_id)
-    .fetch_optional(p)
-    .await)?)
-}
-
-/// Drops a row whose webhook was deleted or deactivated: nothing will ever deliver it.
-pub async fn drop_row(pool: &DataPool, outbox_id: &str) -> Result<(), StoreError> {
-    on_pool!(pool, |p| sqlx::query(DELETE_OUTBOX)
-        .bind(outbox_id)
-        .execute(p)
-        .await
-        .map(|r| r.rows_affected()))?;
-    Ok(())
-}
-
 /// A 2xx: the row is delivered and the webhook's `last_triggered_at` moves, in one transaction.
 pub async fn record_success(
     pool: &DataPool,
@@ -196,6 +128,7 @@ pub async fn record_success(
     status_code: u16,
     now_ms: i64,
 ) -> Result<(), StoreError> {
+    let _turn = write_turn(pool).await;
     on_pool!(pool, |p| {
         let mut tx = p.begin().await?;
         sqlx::query(MARK_DELIVERED)
@@ -223,6 +156,7 @@ pub async fn schedule_retry(
     error: &str,
     now_ms: i64,
 ) -> Result<(), StoreError> {
+    let _turn = write_turn(pool).await;
     on_pool!(pool, |p| sqlx::query(SCHEDULE_RETRY)
         .bind(outbox_id)
         .bind(next_attempt_at)
@@ -241,6 +175,7 @@ pub async fn record_failure(
     f: &FailureRecord<'_>,
     now_ms: i64,
 ) -> Result<(), StoreError> {
+    let _turn = write_turn(pool).await;
     let c = f.claimed;
     let failure_id = uuid::Uuid::new_v4().to_string();
     on_pool!(pool, |p| {
@@ -272,21 +207,6 @@ pub async fn record_failure(
     Ok(())
 }
 
-/// Marks a waiting row queued just before its job is pushed; `false` when the row is not waiting any more.
-pub async fn mark_queued(
-    pool: &DataPool,
-    outbox_id: &str,
-    now_ms: i64,
-) -> Result<bool, StoreError> {
-    let done = on_pool!(pool, |p| sqlx::query(MARK_QUEUED)
-        .bind(outbox_id)
-        .bind(now_ms)
-        .execute(p)
-        .await
-        .map(|r| r.rows_affected()))?;
-    Ok(done == 1)
-}
-
 /// Waiting rows that have been due, and untouched, since `stale_before_ms`: their job was lost.
 pub async fn stale_waiting(
     pool: &DataPool,
@@ -309,12 +229,222 @@ pub async fn reset_stale_inflight(
     stale_before_ms: i64,
     now_ms: i64,
 ) -> Result<u64, StoreError> {
+    let _turn = write_turn(pool).await;
     Ok(on_pool!(pool, |p| sqlx::query(RESET_STALE_INFLIGHT)
         .bind(stale_before_ms)
         .bind(now_ms)
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?)
+}
+
+// Statements over a set of rows. The id set is one parameter (a JSON array on SQLite, a `text[]` on
+// PostgreSQL), so each statement has one text whatever the batch size and is prepared once per connection.
+
+/// A statement over a set of ids: `(SQLite text, PostgreSQL text)`, the set spliced in where `$1` goes.
+macro_rules! over_ids {
+    ($head:literal, $tail:literal) => {
+        (
+            concat!($head, " id IN (SELECT value FROM json_each($1)) ", $tail),
+            concat!($head, " id = ANY($1) ", $tail),
+        )
+    };
+}
+
+/// The delivery id is `dlv_<outbox id>` (a uuid): one per webhook and occurrence, kept across retries.
+const CLAIM_MANY: (&str, &str) = over_ids!(
+    "UPDATE webhook_outbox_events \
+     SET status = 'delivering', attempts = attempts + 1, delivery_id = COALESCE(delivery_id, 'dlv_' || id), \
+     updated_at = $2 WHERE",
+    "AND status IN ('pending', 'queued', 'retrying') AND next_attempt_at <= $2 \
+     RETURNING id, webhook_id, session_id, event, idempotency_key, payload, attempts, delivery_id"
+);
+const STATES_OF: (&str, &str) = over_ids!(
+    "SELECT id, status, next_attempt_at FROM webhook_outbox_events WHERE",
+    ""
+);
+const TARGETS_OF: (&str, &str) = over_ids!(
+    "SELECT id, url, secret, headers, active, retry_count FROM webhooks WHERE",
+    ""
+);
+const DELETE_MANY: (&str, &str) = over_ids!("DELETE FROM webhook_outbox_events WHERE", "");
+const MARK_DELIVERED_MANY: (&str, &str) = over_ids!(
+    "UPDATE webhook_outbox_events \
+     SET status = 'delivered', last_status_code = $2, last_error = NULL, updated_at = $3 WHERE",
+    ""
+);
+const MARK_QUEUED_MANY: (&str, &str) = over_ids!(
+    "UPDATE webhook_outbox_events SET status = 'queued', updated_at = $2 WHERE",
+    "AND status IN ('pending', 'queued', 'retrying') RETURNING id"
+);
+
+fn json_ids(ids: &[String]) -> String {
+    serde_json::to_string(ids).unwrap_or_else(|_| "[]".to_owned())
+}
+
+/// Runs `$build(sql)` with the id set bound first, on whichever backend `$pool` is; `$run` finishes the query.
+macro_rules! with_ids {
+    ($pool:expr, $sql:expr, $ids:expr, |$q:ident| $run:expr) => {
+        match $pool {
+            DataPool::Sqlite(p) => {
+                let $q = (p, json_ids($ids), $sql.0);
+                $run
+            }
+            DataPool::Postgres(p) => {
+                let $q = (p, $ids.to_vec(), $sql.1);
+                $run
+            }
+        }
+    };
+}
+
+/// Claims one attempt of every due, waiting row among `ids`; rows not returned are gone, not waiting, not due,
+/// or claimed by someone else first: the conditional UPDATE lets exactly one claimer through per row.
+pub async fn claim_many(
+    pool: &DataPool,
+    ids: &[String],
+    now_ms: i64,
+) -> Result<Vec<ClaimedAttempt>, StoreError> {
+    let _turn = write_turn(pool).await;
+    Ok(with_ids!(pool, CLAIM_MANY, ids, |q| sqlx::query_as::<
+        _,
+        ClaimedAttempt,
+    >(q.2)
+    .bind(q.1)
+    .bind(now_ms)
+    .fetch_all(q.0)
+    .await)?)
+}
+
+#[derive(sqlx::FromRow)]
+struct IdStateRow {
+    id: String,
+    status: String,
+    next_attempt_at: i64,
+}
+
+/// Status and due time of each row among `ids` that still exists.
+pub async fn states_of(
+    pool: &DataPool,
+    ids: &[String],
+) -> Result<Vec<(String, OutboxStatus, i64)>, StoreError> {
+    let rows = with_ids!(pool, STATES_OF, ids, |q| sqlx::query_as::<_, IdStateRow>(
+        q.2
+    )
+    .bind(q.1)
+    .fetch_all(q.0)
+    .await)?;
+    rows.into_iter()
+        .map(|r| Ok((r.id, r.status.parse()?, r.next_attempt_at)))
+        .collect()
+}
+
+#[derive(sqlx::FromRow)]
+struct TargetRow {
+    id: String,
+    #[sqlx(flatten)]
+    target: WebhookTarget,
+}
+
+/// The delivery targets of `webhook_ids`, by webhook id; a deleted webhook is absent.
+pub async fn load_targets(
+    pool: &DataPool,
+    webhook_ids: &[String],
+) -> Result<HashMap<String, WebhookTarget>, StoreError> {
+    let rows = with_ids!(pool, TARGETS_OF, webhook_ids, |q| sqlx::query_as::<
+        _,
+        TargetRow,
+    >(q.2)
+    .bind(q.1)
+    .fetch_all(q.0)
+    .await)?;
+    Ok(rows.into_iter().map(|r| (r.id, r.target)).collect())
+}
+
+/// Drops rows whose webhook was deleted or deactivated.
+pub async fn drop_rows(pool: &DataPool, ids: &[String]) -> Result<(), StoreError> {
+    let _turn = write_turn(pool).await;
+    with_ids!(pool, DELETE_MANY, ids, |q| sqlx::query(q.2)
+        .bind(q.1)
+        .execute(q.0)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(())
+}
+
+/// One 2xx among a settled batch.
+#[derive(Debug, Clone)]
+pub struct Success {
+    pub outbox_id: String,
+    pub webhook_id: String,
+    pub status_code: u16,
+}
+
+/// Many 2xx at once: the rows are delivered and their webhooks' `last_triggered_at` moves, in one transaction
+/// (one UPDATE per distinct status code, one per distinct webhook).
+pub async fn record_successes(
+    pool: &DataPool,
+    done: &[Success],
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let _turn = write_turn(pool).await;
+    if done.is_empty() {
+        return Ok(());
+    }
+    let mut by_code: BTreeMap<u16, Vec<String>> = BTreeMap::new();
+    let mut webhooks: BTreeSet<&str> = BTreeSet::new();
+    for s in done {
+        by_code
+            .entry(s.status_code)
+            .or_default()
+            .push(s.outbox_id.clone());
+        webhooks.insert(&s.webhook_id);
+    }
+    macro_rules! settle {
+        ($p:expr, $sql:expr, $bind:expr) => {{
+            let mut tx = $p.begin().await?;
+            for (code, ids) in &by_code {
+                sqlx::query($sql)
+                    .bind($bind(ids))
+                    .bind(i32::from(*code))
+                    .bind(now_ms)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            for webhook_id in &webhooks {
+                sqlx::query(TOUCH_WEBHOOK)
+                    .bind(*webhook_id)
+                    .bind(now_ms)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await
+        }};
+    }
+    match pool {
+        DataPool::Sqlite(p) => settle!(p, MARK_DELIVERED_MANY.0, |ids: &Vec<String>| json_ids(ids)),
+        DataPool::Postgres(p) => {
+            settle!(p, MARK_DELIVERED_MANY.1, |ids: &Vec<String>| ids.clone())
+        }
+    }?;
+    Ok(())
+}
+
+/// Marks the waiting rows among `ids` queued just before their job is pushed; returns those it marked (the
+/// others are no longer waiting and need no job).
+pub async fn mark_queued_many(
+    pool: &DataPool,
+    ids: &[String],
+    now_ms: i64,
+) -> Result<Vec<String>, StoreError> {
+    let _turn = write_turn(pool).await;
+    Ok(with_ids!(pool, MARK_QUEUED_MANY, ids, |q| {
+        sqlx::query_scalar::<_, String>(q.2)
+            .bind(q.1)
+            .bind(now_ms)
+            .fetch_all(q.0)
+            .await
+    })?)
 }
 
 #[cfg(test)]

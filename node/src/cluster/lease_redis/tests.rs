@@ -128,3 +128,23 @@ async fn an_expired_lease_is_taken_and_its_holder_knows_it_is_not_current() {
         Vec::<String>::new()
     );
 }
+
+#[tokio::test]
+async fn other_nodes_see_a_held_lease_as_loaded_and_a_deleted_session_leaves_no_counter() {
+    let f = fixture().await;
+    let (a, b) = (f.node("a", 10_000), f.node("b", 10_000));
+    let lease = a.acquire(&f.session).await.expect("a acquires");
+    let ids = vec![f.session.clone(), "never-held".to_string()];
+    assert_eq!(b.held_elsewhere(&ids).await, vec![f.session.clone()]);
+    assert!(a.held_elsewhere(&ids).await.is_empty(), "its own lease");
+
+    a.release(&f.session, lease).await;
+    a.forget_session(&f.session).await;
+    let mut conn = f.pool.get().await.expect("conn");
+    let left: i64 = redis::cmd("EXISTS")
+        .arg(format!("{}leasegen:{}", f.prefix, f.session))
+        .query_async(&mut *conn)
+        .await
+        .expect("exists");
+    assert_eq!(left, 0);
+}

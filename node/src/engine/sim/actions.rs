@@ -130,7 +130,7 @@ impl SimNetwork {
         };
         let reached = self.publish(&mut state, session, &me, &recipients, copy.clone());
         drop(state);
-        self.schedule_acks(session, &copy, reached);
+        self.schedule_acks(session, &copy, reached, recipients);
         Ok(SentMessage {
             id: copy.id,
             timestamp: copy.timestamp,

@@ -71,6 +71,11 @@ impl NetState {
 }
 
 impl SimNetwork {
+    /// The phone of a session connected here, or `NotReady`.
+    pub(crate) fn online_phone(&self, session: &str) -> EngineResult<Jid> {
+        self.lock().online_phone(session)
+    }
+
     pub(crate) fn list_chats(&self, session: &str) -> EngineResult<Vec<ChatSummary>> {
         let state = self.lock();
         let me = state.online_phone(session)?;
@@ -138,27 +143,38 @@ impl SimNetwork {
         Ok(())
     }
 
-    pub(crate) fn list_contacts(&self, session: &str) -> EngineResult<Vec<Contact>> {
+    /// The session's contacts: those known here plus `elsewhere` (exchanges recorded by peers).
+    pub(crate) fn list_contacts(
+        &self,
+        session: &str,
+        elsewhere: &[Jid],
+    ) -> EngineResult<Vec<Contact>> {
         let state = self.lock();
         let me = state.online_phone(session)?;
-        let Some(account) = state.accounts.get(&me) else {
-            return Ok(Vec::new());
-        };
-        let mut ids: Vec<&Jid> = account.contacts.iter().collect();
-        ids.extend(account.saved_names.keys());
+        let mut ids: Vec<&Jid> = elsewhere.iter().collect();
+        if let Some(account) = state.accounts.get(&me) {
+            ids.extend(account.contacts.iter());
+            ids.extend(account.saved_names.keys());
+        }
         ids.sort();
         ids.dedup();
         Ok(ids.into_iter().map(|id| state.contact(&me, id)).collect())
     }
 
-    pub(crate) fn get_contact(&self, session: &str, id: &Jid) -> EngineResult<Contact> {
+    /// A contact of the session; `exists_elsewhere` says a peer knows the account.
+    pub(crate) fn get_contact(
+        &self,
+        session: &str,
+        id: &Jid,
+        exists_elsewhere: bool,
+    ) -> EngineResult<Contact> {
         let state = self.lock();
         let me = state.online_phone(session)?;
         let known = state
             .accounts
             .get(&me)
             .is_some_and(|a| a.contacts.contains(id) || a.saved_names.contains_key(id));
-        if !known && !state.exists(id) {
+        if !known && !exists_elsewhere && !state.exists(id) {
             return Err(EngineError::NotFound(format!("Contact {id} not found")));
         }
         Ok(state.contact(&me, id))

@@ -50,7 +50,7 @@ impl SimNetwork {
         device.phone = Some(phone.clone());
         device.credentials = Some(credentials.clone());
         device.pairing_phone = None;
-        let account = state.account(phone);
+        let account = state.register(phone);
         if let Some(name) = push_name {
             account.push_name = Some(name.to_string());
         }
@@ -88,7 +88,9 @@ impl SimNetwork {
         if device.link == Link::Offline {
             return Err(EngineError::NotReady);
         }
+        let phone = device.phone.clone().filter(|_| device.link == Link::Online);
         device.link = Link::Offline;
+        state.went_offline(session, phone, false);
         state.signal(
             session,
             EngineEvent::Disconnected {
@@ -145,7 +147,7 @@ impl SimNetwork {
         let me = linked_phone(&state, session)?;
         let quoted = resolve_quote(&state, spec.quoted_id.as_deref())?;
         let chat = spec.chat_id.clone().unwrap_or_else(|| spec.from.clone());
-        state.account(&spec.from);
+        state.register(&spec.from);
         let id = self.next_id(&mut state);
         let msg = StoredMessage {
             id: id.clone(),
@@ -263,7 +265,7 @@ impl SimNetwork {
     ) -> EngineResult<String> {
         let mut state = self.lock();
         state.online_phone(session)?;
-        state.account(from);
+        state.register(from);
         let call_id = self.next_id(&mut state);
         let event = |phase| CallEvent {
             phase,

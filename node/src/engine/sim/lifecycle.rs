@@ -3,7 +3,7 @@
 //! (scan, drop, unlink) is in `control.rs`. Reconnect policy is not decided here: that is the supervisor's.
 
 use super::network::{Link, NetState, SimNetwork};
-use super::qr::qr_data_url;
+use crate::engine::qr::qr_data_url;
 use crate::engine::{EngineError, EngineEvent, EngineResult, LinkedAccount};
 use tokio::sync::mpsc::UnboundedSender;
 use wagate_proto::Jid;
@@ -117,8 +117,11 @@ impl SimNetwork {
     pub(crate) fn stop_device(&self, session: &str) {
         let mut state = self.lock();
         if let Some(device) = state.devices.get_mut(session) {
+            let was_online = device.link == Link::Online;
             device.link = Link::Offline;
             device.events = None;
+            let phone = device.phone.clone().filter(|_| was_online);
+            state.went_offline(session, phone, false);
         }
     }
 
@@ -127,7 +130,7 @@ impl SimNetwork {
         let mut state = self.lock();
         if let Some(device) = state.devices.get_mut(session) {
             let credentials = device.credentials.take();
-            device.phone = None;
+            let phone = device.phone.take();
             device.pairing_phone = None;
             device.link = Link::Offline;
             device.events = None;
@@ -135,6 +138,7 @@ impl SimNetwork {
             if let Some(credentials) = credentials {
                 state.revoked.insert(credentials);
             }
+            state.went_offline(session, phone, true);
         }
     }
 }
@@ -157,7 +161,7 @@ fn reconnect(
             .get(&account.phone)
             .and_then(|a| a.push_name.clone())
     });
-    state.account(&account.phone).push_name = push_name.clone();
+    state.register(&account.phone).push_name = push_name.clone();
     let device = state.devices.entry(session.to_string()).or_default();
     device.phone = Some(account.phone.clone());
     device.credentials = Some(account.credentials.clone());

@@ -45,7 +45,7 @@ impl SimNetwork {
         let stored = stored_message(id, me.clone(), msg, media, quoted);
         let reached = self.publish(&mut state, session, &me, &recipients, stored.clone());
         drop(state);
-        self.schedule_acks(session, &stored, reached);
+        self.schedule_acks(session, &stored, reached, recipients);
         Ok(SentMessage {
             id: stored.id,
             timestamp: stored.timestamp,
@@ -86,24 +86,31 @@ impl SimNetwork {
             }
             reached |= state.has_device(phone);
             state.touch_chat(phone, &msg.chat_for(phone), &msg, true);
-            let event = EngineEvent::Message(Box::new(msg.to_inbound(phone)));
-            state.deliver_to_phone(phone, &event);
+            state.deliver_message_to_phone(phone, &msg);
         }
         state.messages.insert(msg.id.clone(), msg);
         reached
     }
 
     /// Server ack after one delay; delivered and read after one more each, when a recipient device exists.
-    /// Acks come from a task so the caller has stored the message before its first ack arrives.
-    pub(super) fn schedule_acks(&self, session: &str, msg: &StoredMessage, reached: bool) {
+    /// Acks come from a task so the caller has stored the message before its first ack arrives. A
+    /// recipient device on another node (cluster-wide network) counts as reached too.
+    pub(super) fn schedule_acks(
+        &self,
+        session: &str,
+        msg: &StoredMessage,
+        reached: bool,
+        recipients: Vec<Jid>,
+    ) {
         let (net, session) = (self.clone(), session.to_string());
         let (id, chat_id) = (msg.id.clone(), msg.chat_for(&msg.from));
-        let steps: &[AckStatus] = if reached {
-            &[AckStatus::Sent, AckStatus::Delivered, AckStatus::Read]
-        } else {
-            &[AckStatus::Sent]
-        };
         tokio::spawn(async move {
+            let reached = reached || net.linked_elsewhere(&recipients).await;
+            let steps: &[AckStatus] = if reached {
+                &[AckStatus::Sent, AckStatus::Delivered, AckStatus::Read]
+            } else {
+                &[AckStatus::Sent]
+            };
             for status in steps {
                 tokio::time::sleep(net.config().ack_delay).await;
                 let mut state = net.lock();

@@ -15,7 +15,10 @@ mod lifecycle;
 mod messaging;
 /// `SimNetwork`, `SimConfig` and `OutboxEntry`.
 pub(crate) mod network;
-mod qr;
+/// The seam to the rest of a cluster-wide sim network.
+pub(crate) mod peers;
+/// `RedisPeers`: the cluster-wide sim network over Redis.
+pub(crate) mod peers_redis;
 #[cfg(test)]
 mod tests;
 
@@ -79,18 +82,23 @@ impl Engine for SimEngine {
         self.net
             .start_device(self.id(), self.ctx.events.clone(), self.ctx.linked.as_ref())
     }
+    // Stop, logout and kill return once a cluster-wide network's shared view has dropped the device, so
+    // a node that lost a lease is off the view before it announces itself live again.
     async fn stop(&self) -> EngineResult<()> {
         self.net.stop_device(self.id());
+        self.net.flush_peers().await;
         Ok(())
     }
     async fn logout(&self) -> EngineResult<()> {
         // The unlink is a network round trip: it honours the injected query delay (teardown tests).
         self.net.query_gate().await;
         self.net.logout_device(self.id());
+        self.net.flush_peers().await;
         Ok(())
     }
     async fn kill(&self) -> EngineResult<()> {
         self.net.stop_device(self.id());
+        self.net.flush_peers().await;
         Ok(())
     }
     async fn request_pairing_code(&self, phone: &str) -> EngineResult<String> {
@@ -173,13 +181,26 @@ impl Engine for SimEngine {
     }
 
     async fn list_contacts(&self) -> EngineResult<Vec<Contact>> {
-        self.net.list_contacts(self.query().await)
+        let session = self.query().await;
+        let me = self.net.online_phone(session)?;
+        let elsewhere = self.net.remote_contacts(&me).await;
+        self.net.list_contacts(session, &elsewhere)
     }
     async fn get_contact(&self, id: &Jid) -> EngineResult<Contact> {
-        self.net.get_contact(self.query().await, id)
+        let session = self.query().await;
+        match self.net.get_contact(session, id, false) {
+            Err(EngineError::NotFound(_)) if self.net.exists_anywhere(id).await => {
+                self.net.get_contact(session, id, true)
+            }
+            other => other,
+        }
     }
     async fn check_number(&self, number: &str) -> EngineResult<ContactCheck> {
-        self.net.check_number(self.query().await, number)
+        let mut check = self.net.check_number(self.query().await, number)?;
+        if !check.exists {
+            check.exists = self.net.exists_anywhere(&check.whatsapp_id).await;
+        }
+        Ok(check)
     }
     async fn profile_picture(&self, id: &Jid) -> EngineResult<Option<String>> {
         self.net.profile_picture(self.query().await, id)

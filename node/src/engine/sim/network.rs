@@ -8,11 +8,14 @@ use crate::engine::{
     MessageType, Poll, PresenceState, Product, QuotedRef, ReceivedMedia,
 };
 use parking_lot::{Mutex, MutexGuard};
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use wagate_proto::Jid;
+
+use super::peers::{ConnectedDevice, Op, OpSender, PeerResult, Peers, Traffic};
 
 use super::channels::ChannelRec;
 use super::extras::{CallRec, StatusRec};
@@ -54,6 +57,8 @@ struct Inner {
     /// A plain (non-async) mutex: no `.await` ever happens while it is held, and every critical section
     /// is a few map operations, so contention stays short even with many sessions.
     state: Mutex<NetState>,
+    /// The rest of a cluster-wide network (`peers.rs`); unset in embedded mode.
+    peers: OnceLock<Arc<dyn Peers>>,
 }
 
 /// Where a device's link stands.
@@ -80,6 +85,8 @@ pub(super) struct Device {
     /// Bumped on every start so a stale QR rotation task stops.
     pub qr_generation: u64,
     pub pairing_phone: Option<Jid>,
+    /// Epoch ms of the last time the device came online.
+    pub connected_at: i64,
 }
 
 /// What a session put on the network (the control API's `outbox`).
@@ -123,9 +130,9 @@ pub(super) struct ChatRec {
     pub last_body: Option<String>,
 }
 
-/// A message as the network remembers it.
-#[derive(Debug, Clone)]
-pub(super) struct StoredMessage {
+/// A message as the network remembers it (and as it crosses to peers).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct StoredMessage {
     pub id: String,
     pub from: Jid,
     /// Recipient phone, group or channel.
@@ -191,6 +198,8 @@ pub(super) struct NetState {
     pub calls: HashMap<String, CallRec>,
     pub catalog: Vec<Product>,
     pub query_delay: Option<Duration>,
+    /// Writes towards the peers (cluster mode), applied in order by `peers::run`.
+    ops: Option<OpSender>,
 }
 
 impl NetState {
@@ -265,8 +274,77 @@ impl NetState {
     }
 
     pub(super) fn deliver_to_phone(&mut self, phone: &Jid, event: &EngineEvent) {
+        let served = self.deliver_here(phone, |_| event.clone());
+        if let Some(traffic) = Traffic::from_event(event) {
+            self.to_peers(phone, traffic, served);
+        }
+    }
+
+    /// A message for `phone`'s sessions: each sees it from its own side; peers get the stored record.
+    pub(super) fn deliver_message_to_phone(&mut self, phone: &Jid, msg: &StoredMessage) {
+        let served = self.deliver_here(phone, |viewer| {
+            EngineEvent::Message(Box::new(msg.to_inbound(viewer)))
+        });
+        let traffic = Traffic::Message { msg: msg.clone() };
+        self.to_peers(phone, traffic, served);
+    }
+
+    /// Delivers to `phone`'s sessions in this process; returns those served. In a cluster only devices
+    /// online here are served here: a session linked but offline here may be online on another node, so
+    /// its traffic waits in its shared inbox instead of this process's `pending`.
+    fn deliver_here(&mut self, phone: &Jid, event: impl Fn(&Jid) -> EngineEvent) -> Vec<String> {
+        let is_clustered = self.ops.is_some();
+        let mut served = Vec::new();
         for session in self.sessions_of(phone) {
-            self.deliver(&session, event.clone());
+            if is_clustered && !self.is_online(&session) {
+                continue;
+            }
+            self.deliver(&session, event(phone));
+            served.push(session);
+        }
+        served
+    }
+
+    fn to_peers(&self, phone: &Jid, traffic: Traffic, skip: Vec<String>) {
+        self.emit(Op::ToPhone {
+            phone: phone.clone(),
+            traffic: Box::new(traffic),
+            skip,
+        });
+    }
+
+    /// Queues a write towards the peers (no-op in embedded mode).
+    pub(super) fn emit(&self, op: Op) {
+        if let Some(ops) = &self.ops {
+            // The runner lives as long as the process; a send can only fail during shutdown.
+            let _ = ops.send(op);
+        }
+    }
+
+    pub(super) fn is_clustered(&self) -> bool {
+        self.ops.is_some()
+    }
+
+    pub(super) fn is_online(&self, session: &str) -> bool {
+        self.devices
+            .get(session)
+            .is_some_and(|d| d.link == Link::Online)
+    }
+
+    /// `phone` exists on the network (it linked a device, or wrote through the control API).
+    pub(super) fn register(&mut self, phone: &Jid) -> &mut Account {
+        self.emit(Op::Account(phone.clone()));
+        self.account(phone)
+    }
+
+    /// The device of `session` left this process (stopped, dropped, killed or logged out).
+    pub(super) fn went_offline(&self, session: &str, phone: Option<Jid>, unlinked: bool) {
+        if let Some(phone) = phone {
+            self.emit(Op::Offline {
+                session: session.to_string(),
+                phone,
+                unlinked,
+            });
         }
     }
 
@@ -276,14 +354,68 @@ impl NetState {
             return;
         };
         device.link = Link::Online;
+        device.connected_at = chrono::Utc::now().timestamp_millis();
         let pending = std::mem::take(&mut device.pending);
+        if let Some(phone) = device.phone.clone() {
+            // Connected here: the shared view says so, and the session's shared inbox is drained.
+            self.emit(Op::Online {
+                session: session.to_string(),
+                phone,
+            });
+        }
         for event in pending {
             self.deliver(session, event);
         }
     }
 
+    /// Applies one item of a peer's traffic to `session` (online here, linked to `phone`).
+    fn apply_remote(&mut self, session: &str, phone: &Jid, item: Traffic) {
+        match item {
+            Traffic::Message { msg } => {
+                // The sender exists; the copy lets quotes, receipts and reactions find the message here.
+                self.account(&msg.from);
+                self.account(phone).contacts.insert(msg.from.clone());
+                self.account(&msg.from).contacts.insert(phone.clone());
+                self.touch_chat(phone, &msg.chat_for(phone), &msg, true);
+                let event = EngineEvent::Message(Box::new(msg.to_inbound(phone)));
+                self.messages.entry(msg.id.clone()).or_insert(msg);
+                self.deliver(session, event);
+            }
+            other => {
+                match &other {
+                    Traffic::Ack {
+                        message_id, status, ..
+                    } => {
+                        if let Some(msg) = self.messages.get_mut(message_id)
+                            && msg.ack < *status
+                        {
+                            msg.ack = *status;
+                        }
+                    }
+                    Traffic::Edited {
+                        message_id, body, ..
+                    } => {
+                        if let Some(msg) = self.messages.get_mut(message_id) {
+                            msg.body.clone_from(body);
+                        }
+                    }
+                    Traffic::Revoked { revoked_id, .. } => {
+                        if let Some(msg) = self.messages.get_mut(revoked_id) {
+                            msg.revoked = true;
+                        }
+                    }
+                    _ => {}
+                }
+                if let Some(event) = other.into_event() {
+                    self.deliver(session, event);
+                }
+            }
+        }
+    }
+
     /// Records that `a` and `b` exchanged a message: each becomes the other's contact (if it exists).
     pub(super) fn note_exchange(&mut self, a: &Jid, b: &Jid) {
+        self.emit(Op::Exchange(a.clone(), b.clone()));
         if self.exists(b) {
             self.account(a).contacts.insert(b.clone());
         }
@@ -326,8 +458,141 @@ impl SimNetwork {
             inner: Arc::new(Inner {
                 config,
                 state: Mutex::new(state),
+                peers: OnceLock::new(),
             }),
         }
+    }
+
+    /// Makes this network part of a cluster-wide one (`peers::attach` calls it once).
+    pub(super) fn set_peers(&self, ops: OpSender, peers: Arc<dyn Peers>) {
+        if self.inner.peers.set(peers).is_ok() {
+            self.lock().ops = Some(ops);
+        }
+    }
+
+    fn peers(&self) -> Option<&Arc<dyn Peers>> {
+        self.inner.peers.get()
+    }
+
+    /// Waits until every write queued so far reached the peers (a stopped engine is off the shared view
+    /// before the caller goes on). Immediate in embedded mode.
+    pub(super) async fn flush_peers(&self) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let queued = {
+            let state = self.lock();
+            state
+                .ops
+                .as_ref()
+                .is_some_and(|ops| ops.send(Op::Flush(tx)).is_ok())
+        };
+        if queued {
+            let _ = rx.await;
+        }
+    }
+
+    /// Sessions whose device is online in this process.
+    pub(super) fn online_sessions(&self) -> Vec<String> {
+        let state = self.lock();
+        state
+            .devices
+            .iter()
+            .filter(|(_, d)| d.link == Link::Online)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    pub(super) fn is_online(&self, session: &str) -> bool {
+        self.lock().is_online(session)
+    }
+
+    /// Applies traffic a peer left in `session`'s inbox, in order. Whatever arrives after the device went
+    /// offline is handed back (to stay in the inbox for wherever the session connects next).
+    pub(super) fn accept_remote(&self, session: &str, traffic: Vec<Traffic>) -> Vec<Traffic> {
+        let mut state = self.lock();
+        let mut left = Vec::new();
+        for item in traffic {
+            let phone = match state.devices.get(session) {
+                Some(Device {
+                    link: Link::Online,
+                    phone: Some(phone),
+                    ..
+                }) if left.is_empty() => phone.clone(),
+                _ => {
+                    left.push(item);
+                    continue;
+                }
+            };
+            state.apply_remote(session, &phone, item);
+        }
+        left
+    }
+
+    /// Whether `phone` exists here or anywhere on a cluster-wide network.
+    pub(super) async fn exists_anywhere(&self, phone: &Jid) -> bool {
+        if self.lock().exists(phone) {
+            return true;
+        }
+        match self.peers() {
+            Some(peers) => peers.exists(phone).await.unwrap_or_else(|error| {
+                tracing::warn!(%error, "sim directory not read");
+                false
+            }),
+            None => false,
+        }
+    }
+
+    /// `phone`'s contacts known to the peers (empty in embedded mode).
+    pub(super) async fn remote_contacts(&self, phone: &Jid) -> Vec<Jid> {
+        match self.peers() {
+            Some(peers) => peers.contacts(phone).await.unwrap_or_else(|error| {
+                tracing::warn!(%error, "sim contacts not read");
+                Vec::new()
+            }),
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether a session linked to one of `phones` runs elsewhere (delivered/read acks follow then).
+    pub(super) async fn linked_elsewhere(&self, phones: &[Jid]) -> bool {
+        let Some(peers) = self.peers() else {
+            return false;
+        };
+        for phone in phones {
+            if peers.is_linked(phone).await.unwrap_or(false) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The devices connected on the network (of `phone`, or all): the shared view in a cluster, this
+    /// process's devices otherwise.
+    pub(crate) async fn connected_devices(
+        &self,
+        phone: Option<&Jid>,
+        node_id: &str,
+    ) -> PeerResult<Vec<ConnectedDevice>> {
+        if let Some(peers) = self.peers() {
+            return peers.connected(phone).await;
+        }
+        let state = self.lock();
+        let mut devices: Vec<ConnectedDevice> = state
+            .devices
+            .iter()
+            .filter(|(_, d)| d.link == Link::Online)
+            .filter_map(|(id, d)| {
+                let own = d.phone.clone()?;
+                phone.is_none_or(|p| *p == own).then(|| ConnectedDevice {
+                    phone: own,
+                    session_id: id.clone(),
+                    node_id: node_id.to_string(),
+                    connected_at: d.connected_at,
+                    is_node_live: true,
+                })
+            })
+            .collect();
+        devices.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+        Ok(devices)
     }
 
     pub(crate) fn config(&self) -> &SimConfig {

@@ -95,6 +95,7 @@ fn text(to: &str, body: &str) -> OutgoingMessage {
         content: MessageContent::Text {
             body: body.to_string(),
             link_preview: false,
+            custom_preview: None,
         },
         quoted_id: None,
         mentions: Vec::new(),
@@ -467,4 +468,90 @@ async fn group_event_join_request_reaches_the_admin_and_can_be_approved() {
     );
     let info = a.engine.group_info(&group.id).await.expect("info");
     assert_eq!(info.participants.len(), 2);
+}
+
+/// Two sim networks (two processes' worth) joined through a real Redis (127.0.0.1:6379 or
+/// `WAGATE_TEST_REDIS_URL`, own key prefix): traffic, acks, reactions, who exists and the device view cross.
+#[tokio::test]
+async fn networks_joined_through_redis_act_as_one() {
+    let url =
+        std::env::var("WAGATE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let pool = deadpool_redis::Config::from_url(url.as_str())
+        .create_pool(Some(deadpool_redis::Runtime::Tokio1))
+        .expect("redis pool");
+    let prefix = format!("wagate-test:{}:", uuid::Uuid::new_v4().simple());
+    let joined = |node: &str| {
+        let net = SimNetwork::new(SimConfig {
+            link_delay: Duration::from_millis(10),
+            ack_delay: Duration::from_millis(10),
+            id_prefix: format!("3EB0{}", node.to_uppercase()),
+            ..SimConfig::default()
+        });
+        let peers = peers_redis::RedisPeers::new(pool.clone(), &url, node.into(), prefix.clone())
+            .expect("peers");
+        peers::attach(&net, Arc::new(peers));
+        net
+    };
+    let (n1, n2) = (joined("n1"), joined("n2"));
+    let mut a = linked(&n1, "a", A).await;
+    let mut b = linked(&n2, "b", B).await;
+    // The wake listeners subscribe in the background; give them a moment before the first send.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let sent = a.engine.send(text(B, "across")).await.expect("send");
+    let got = b.message().await;
+    assert_eq!(
+        (got.id.as_str(), got.body.as_str()),
+        (sent.id.as_str(), "across")
+    );
+    assert_eq!((got.from, got.from_me), (jid(A), false));
+    let acks = [a.ack().await, a.ack().await, a.ack().await];
+    assert_eq!(
+        acks,
+        [AckStatus::Sent, AckStatus::Delivered, AckStatus::Read]
+    );
+
+    b.engine
+        .react(&jid(A), &sent.id, "👍")
+        .await
+        .expect("react");
+    match a.next().await {
+        EngineEvent::Reaction {
+            message_id,
+            reaction,
+            sender_id,
+            ..
+        } => {
+            assert_eq!(
+                (message_id, reaction, sender_id),
+                (sent.id.clone(), "👍".into(), jid(B))
+            );
+        }
+        other => panic!("expected the reaction, got {other:?}"),
+    }
+    let check = b.engine.check_number("491111111111").await.expect("check");
+    assert!(check.exists, "a's phone exists for b's network");
+    let nobody = b.engine.check_number("499999999999").await.expect("check");
+    assert!(!nobody.exists);
+    let contacts = b.engine.list_contacts().await.expect("contacts");
+    assert!(contacts.iter().any(|c| c.id == jid(A)), "{contacts:?}");
+
+    let view = n2
+        .connected_devices(Some(&jid(A)), "n2")
+        .await
+        .expect("view");
+    assert_eq!(view.len(), 1, "{view:?}");
+    assert_eq!(
+        (view[0].session_id.as_str(), view[0].node_id.as_str()),
+        ("a", "n1")
+    );
+    b.engine.kill().await.expect("kill");
+    let gone = n1
+        .connected_devices(Some(&jid(B)), "n1")
+        .await
+        .expect("view");
+    assert!(
+        gone.is_empty(),
+        "a killed engine leaves the view at once: {gone:?}"
+    );
 }

@@ -118,7 +118,7 @@ async fn set_group_picture(
 ) -> ApiResult<Json<SuccessResult>> {
     let group = path_group(&path)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
-    let (image, _) = load_media(&ctx, &body, "image/jpeg").await?;
+    let (image, _) = load_media(&ctx, &id.0, &body, "image/jpeg").await?;
     bounded(&ctx, engine.set_group_picture(&group, image)).await?;
     Ok(Json(SuccessResult::ok()))
 }

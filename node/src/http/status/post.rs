@@ -137,7 +137,7 @@ async fn send_media(
     });
     let audience = recipients(&ctx, body.recipients.as_deref())?;
     ready_engine(&ctx, &caller, &id, Role::Operator).await?;
-    let (source, mimetype) = load_media(&ctx, &input, default_mimetype).await?;
+    let (source, mimetype) = load_media(&ctx, &id.0, &input, default_mimetype).await?;
     let bytes = match &source {
         MediaSource::Bytes(bytes) => bytes.clone(),
         MediaSource::File(_) => Vec::new(),

@@ -105,7 +105,8 @@ impl FrameBudget {
 }
 
 async fn run(ctx: ApiContext, mut socket: WebSocket, mut key: Arc<ApiKey>) {
-    let mut feed = ctx.pipeline.subscribe();
+    // Events raised on any node of a cluster; the scope and QR rules below apply to them all.
+    let mut feed = ctx.pipeline.hub().subscribe_cluster();
     let mut subs = Subscriptions::default();
     let mut budget = FrameBudget {
         window_start: tokio::time::Instant::now(),

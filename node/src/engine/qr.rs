@@ -1,6 +1,6 @@
 //! Renders a QR payload as a `data:image/png;base64,...` URL (what `GET /qr` and `session.qr` carry).
-//! Input is the sim's QR payload string; the modules come from `qrcode` and the PNG is encoded here with
-//! `png`, since `qrcode` is built without its image feature.
+//! Input is a QR payload string (the sim's, or the socket engine's pairing payload); the modules come from
+//! `qrcode` and the PNG is encoded here with `png`, since `qrcode` is built without its image feature.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;

@@ -1,0 +1,325 @@
+//! The seam between one process's sim network and the rest of a cluster-wide one (wire-notes §10: "in a
+//! cluster the sim network is shared through Redis"). A `SimNetwork` without peers is the whole network
+//! (embedded mode: every device is in this process). With peers (`peers_redis.rs`), the local state keeps
+//! serving the devices connected here, and what concerns devices elsewhere crosses the seam:
+//! - traffic (messages, acks, reactions, edits, revokes) for a phone's sessions that are not online here goes
+//!   to each session's inbox; the node where that session is online drains it in order;
+//! - the directory: which phones exist, which sessions are linked to a phone, who exchanged messages with
+//!   whom (contact lists), and which devices are connected where (the "no two owners" view).
+//!
+//! Writes are queued from inside the network's (synchronous) lock as `Op`s and applied in order by one
+//! task per process (`run`), so a message always reaches the other side before its acks.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+use wagate_proto::Jid;
+
+use super::network::{SimNetwork, StoredMessage};
+use crate::engine::{AckStatus, EngineEvent};
+
+/// What crosses between processes for one recipient session.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "camelCase")]
+pub(crate) enum Traffic {
+    /// A message for the recipient; the receiving network keeps a copy (quotes, receipts, reactions).
+    Message { msg: StoredMessage },
+    Ack {
+        message_id: String,
+        chat_id: Jid,
+        status: AckStatus,
+    },
+    Reaction {
+        message_id: String,
+        chat_id: Jid,
+        reaction: String,
+        sender_id: Jid,
+    },
+    Edited {
+        message_id: String,
+        chat_id: Jid,
+        body: String,
+        from: Jid,
+        from_me: bool,
+        timestamp: i64,
+    },
+    Revoked {
+        id: String,
+        revoked_id: String,
+        chat_id: Jid,
+        from: Jid,
+        to: Jid,
+        timestamp: i64,
+    },
+}
+
+impl Traffic {
+    /// The crossing form of a network event; lifecycle, presence, group, call and status events stay
+    /// within their process (`None`).
+    pub(crate) fn from_event(event: &EngineEvent) -> Option<Traffic> {
+        Some(match event.clone() {
+            EngineEvent::Ack {
+                message_id,
+                chat_id,
+                status,
+            } => Traffic::Ack {
+                message_id,
+                chat_id,
+                status,
+            },
+            EngineEvent::Reaction {
+                message_id,
+                chat_id,
+                reaction,
+                sender_id,
+            } => Traffic::Reaction {
+                message_id,
+                chat_id,
+                reaction,
+                sender_id,
+            },
+            EngineEvent::Edited {
+                message_id,
+                chat_id,
+                body,
+                from,
+                from_me,
+                timestamp,
+            } => Traffic::Edited {
+                message_id,
+                chat_id,
+                body,
+                from,
+                from_me,
+                timestamp,
+            },
+            EngineEvent::Revoked {
+                id,
+                revoked_id,
+                chat_id,
+                from,
+                to,
+                timestamp,
+            } => Traffic::Revoked {
+                id,
+                revoked_id,
+                chat_id,
+                from,
+                to,
+                timestamp,
+            },
+            _ => return None,
+        })
+    }
+
+    /// The engine event of anything but a message (messages are viewed per recipient by the network).
+    pub(crate) fn into_event(self) -> Option<EngineEvent> {
+        Some(match self {
+            Traffic::Message { .. } => return None,
+            Traffic::Ack {
+                message_id,
+                chat_id,
+                status,
+            } => EngineEvent::Ack {
+                message_id,
+                chat_id,
+                status,
+            },
+            Traffic::Reaction {
+                message_id,
+                chat_id,
+                reaction,
+                sender_id,
+            } => EngineEvent::Reaction {
+                message_id,
+                chat_id,
+                reaction,
+                sender_id,
+            },
+            Traffic::Edited {
+                message_id,
+                chat_id,
+                body,
+                from,
+                from_me,
+                timestamp,
+            } => EngineEvent::Edited {
+                message_id,
+                chat_id,
+                body,
+                from,
+                from_me,
+                timestamp,
+            },
+            Traffic::Revoked {
+                id,
+                revoked_id,
+                chat_id,
+                from,
+                to,
+                timestamp,
+            } => EngineEvent::Revoked {
+                id,
+                revoked_id,
+                chat_id,
+                from,
+                to,
+                timestamp,
+            },
+        })
+    }
+}
+
+/// One write towards the peers, queued under the network's lock and applied in order.
+#[derive(Debug)]
+pub(crate) enum Op {
+    /// `traffic` for every session linked to `phone`, except those served here already (`skip`).
+    ToPhone {
+        phone: Jid,
+        /// Boxed: a message record is large, the other ops are small.
+        traffic: Box<Traffic>,
+        skip: Vec<String>,
+    },
+    /// `phone` exists on the network.
+    Account(Jid),
+    /// `a` and `b` exchanged a message: each becomes the other's contact when it exists.
+    Exchange(Jid, Jid),
+    /// `session` is linked to `phone` and connected here; its inbox is drained next.
+    Online { session: String, phone: Jid },
+    /// `session`'s device disconnected here (`unlinked`: and is no longer linked to `phone`).
+    Offline {
+        session: String,
+        phone: Jid,
+        unlinked: bool,
+    },
+    /// Traffic may wait in `session`'s inbox (a peer's wake, or the device just came online).
+    Drain(String),
+    /// Answers once every earlier op is applied (a stop waits for its `Offline`).
+    Flush(oneshot::Sender<()>),
+}
+
+/// A device connected somewhere on the network, as the shared view reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ConnectedDevice {
+    pub phone: Jid,
+    pub session_id: String,
+    pub node_id: String,
+    /// Epoch ms of the connection.
+    pub connected_at: i64,
+    /// Whether the node announced itself lately (a stalled or dead node's entries linger until it
+    /// returns and tears its engines down, or forever after a crash).
+    pub is_node_live: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("sim peers: {0}")]
+pub(crate) struct PeerError(pub String);
+
+pub(crate) type PeerResult<T> = Result<T, PeerError>;
+
+/// The rest of the network outside this process.
+#[async_trait]
+pub(crate) trait Peers: Send + Sync + 'static {
+    /// Applies `ops` (no `Drain`/`Flush`: the runner handles those) in order.
+    async fn apply(&self, ops: &[Op]) -> PeerResult<()>;
+    /// Atomically takes everything waiting for `session`, oldest first.
+    async fn take_inbox(&self, session: &str) -> PeerResult<Vec<Traffic>>;
+    /// Puts traffic back at the head of `session`'s inbox (its device left while it was applied).
+    async fn requeue(&self, session: &str, traffic: &[Traffic]) -> PeerResult<()>;
+    async fn exists(&self, phone: &Jid) -> PeerResult<bool>;
+    /// Accounts `phone` exchanged a message with.
+    async fn contacts(&self, phone: &Jid) -> PeerResult<Vec<Jid>>;
+    /// Whether any session is linked to `phone`, wherever it runs.
+    async fn is_linked(&self, phone: &Jid) -> PeerResult<bool>;
+    /// Connected devices (of `phone`, or all).
+    async fn connected(&self, phone: Option<&Jid>) -> PeerResult<Vec<ConnectedDevice>>;
+    /// Runs until the process ends: sends `Drain(session)` on `wake` for every inbox a peer filled, and a
+    /// `Drain` for `resync()`'s sessions each time the listener (re)connects (wakes may have been missed).
+    async fn listen(
+        &self,
+        wake: mpsc::UnboundedSender<Op>,
+        resync: Box<dyn Fn() -> Vec<String> + Send + Sync>,
+    );
+}
+
+/// The sender half held inside the network's state.
+pub(crate) type OpSender = mpsc::UnboundedSender<Op>;
+
+/// Connects `net` to `peers`: starts the op runner and the wake listener.
+pub(crate) fn attach(net: &SimNetwork, peers: Arc<dyn Peers>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    net.set_peers(tx.clone(), peers.clone());
+    tokio::spawn(run(net.clone(), peers.clone(), rx));
+    let resync_net = net.clone();
+    let resync = Box::new(move || resync_net.online_sessions());
+    tokio::spawn(async move { peers.listen(tx, resync).await });
+}
+
+/// How many queued ops are applied in one round trip.
+const BATCH: usize = 256;
+
+/// Applies queued ops in order; drains inboxes of sessions online here.
+async fn run(net: SimNetwork, peers: Arc<dyn Peers>, mut rx: mpsc::UnboundedReceiver<Op>) {
+    let mut batch = Vec::with_capacity(BATCH);
+    while rx.recv_many(&mut batch, BATCH).await > 0 {
+        let mut writes = Vec::new();
+        for op in batch.drain(..) {
+            match op {
+                Op::Drain(session) => {
+                    flush_writes(peers.as_ref(), &mut writes).await;
+                    drain(&net, peers.as_ref(), &session).await;
+                }
+                Op::Flush(done) => {
+                    flush_writes(peers.as_ref(), &mut writes).await;
+                    let _ = done.send(());
+                }
+                Op::Online { session, phone } => {
+                    writes.push(Op::Online {
+                        session: session.clone(),
+                        phone,
+                    });
+                    flush_writes(peers.as_ref(), &mut writes).await;
+                    drain(&net, peers.as_ref(), &session).await;
+                }
+                other => writes.push(other),
+            }
+        }
+        flush_writes(peers.as_ref(), &mut writes).await;
+    }
+}
+
+async fn flush_writes(peers: &dyn Peers, writes: &mut Vec<Op>) {
+    if writes.is_empty() {
+        return;
+    }
+    if let Err(error) = peers.apply(writes).await {
+        // The sim is a test network: a lost write shows up as a missing message in the test that needed it.
+        tracing::warn!(%error, ops = writes.len(), "sim network writes to peers lost");
+    }
+    writes.clear();
+}
+
+async fn drain(net: &SimNetwork, peers: &dyn Peers, session: &str) {
+    if !net.is_online(session) {
+        return;
+    }
+    let traffic = match peers.take_inbox(session).await {
+        Ok(traffic) => traffic,
+        Err(error) => {
+            tracing::warn!(%error, session_id = session, "sim inbox not read");
+            return;
+        }
+    };
+    if traffic.is_empty() {
+        return;
+    }
+    let left = net.accept_remote(session, traffic);
+    if !left.is_empty()
+        && let Err(error) = peers.requeue(session, &left).await
+    {
+        tracing::warn!(%error, session_id = session, "sim inbox traffic lost");
+    }
+}

@@ -1,0 +1,354 @@
+//! `RedisPeers`: the cluster-wide sim network over Redis (`REDIS_ENABLED=true` with `ENGINE_TYPE=sim`).
+//! Keys, under `{REDIS_KEY_PREFIX}sim:`:
+//! - `accounts` (set): phones that exist on the network (linked, or written from through the control API);
+//! - `linked:{phone}` (hash session -> node): sessions linked to a phone, wherever they run;
+//! - `conn:{phone}` (hash `{session}@{node}` -> epoch ms) and `phones` (set): connected devices, the view
+//!   that shows whether a session ever has two owners (a field per node, so two owners show as two fields);
+//! - `contacts:{phone}` (set): accounts the phone exchanged a message with;
+//! - `inbox:{session}` (list of JSON `Traffic`): traffic for a session, drained where it is online;
+//! - channel `wake`: a session id whose inbox just got traffic.
+//!
+//! The registry's `{REDIS_KEY_PREFIX}node:{nodeId}` keys (written by `cluster/registry.rs`) say which nodes
+//! are live. The Redis server itself is the only shared state: no process keeps a peer's data.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_redis::{Pool, redis};
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use wagate_proto::Jid;
+
+use super::peers::{ConnectedDevice, Op, PeerError, PeerResult, Peers, Traffic};
+use crate::store::now_ms;
+
+/// Pushes the traffic to the inbox of every session linked to the phone but those in ARGV[4..], and wakes
+/// them. One round trip per recipient phone, whatever the number of its sessions.
+const TO_PHONE: &str = r"
+local skip = {}
+for i = 4, #ARGV do skip[ARGV[i]] = true end
+local n = 0
+for _, s in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if not skip[s] then
+    redis.call('RPUSH', ARGV[2] .. s, ARGV[1])
+    redis.call('PUBLISH', ARGV[3], s)
+    n = n + 1
+  end
+end
+return n
+";
+
+/// `a` gets `b` as a contact when `b` exists, and the other way round.
+const EXCHANGE: &str = r"
+if redis.call('SISMEMBER', KEYS[1], ARGV[2]) == 1 then redis.call('SADD', KEYS[2], ARGV[2]) end
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then redis.call('SADD', KEYS[3], ARGV[1]) end
+return 0
+";
+
+/// Takes a whole inbox atomically.
+const TAKE: &str = r"
+local items = redis.call('LRANGE', KEYS[1], 0, -1)
+redis.call('DEL', KEYS[1])
+return items
+";
+
+/// How long the wake listener waits before reconnecting after Redis went away.
+const RECONNECT_DELAY: Duration = Duration::from_millis(500);
+
+pub(crate) struct RedisPeers {
+    pool: Pool,
+    /// A client of its own for the subscription (a pooled connection cannot subscribe).
+    client: redis::Client,
+    node_id: String,
+    /// `REDIS_KEY_PREFIX` (the registry's keys live under it).
+    prefix: String,
+}
+
+fn err(e: impl std::fmt::Display) -> PeerError {
+    PeerError(e.to_string())
+}
+
+impl RedisPeers {
+    pub(crate) fn new(
+        pool: Pool,
+        redis_url: &str,
+        node_id: String,
+        prefix: String,
+    ) -> PeerResult<RedisPeers> {
+        Ok(RedisPeers {
+            pool,
+            client: redis::Client::open(redis_url).map_err(err)?,
+            node_id,
+            prefix,
+        })
+    }
+
+    fn key(&self, rest: &str) -> String {
+        format!("{}sim:{rest}", self.prefix)
+    }
+
+    fn wake_channel(&self) -> String {
+        self.key("wake")
+    }
+
+    fn field(&self, session: &str) -> String {
+        format!("{session}@{}", self.node_id)
+    }
+
+    fn push_op(&self, pipe: &mut redis::Pipeline, op: &Op) -> PeerResult<()> {
+        match op {
+            Op::ToPhone {
+                phone,
+                traffic,
+                skip,
+            } => {
+                let payload = serde_json::to_string(traffic).map_err(err)?;
+                pipe.cmd("EVAL")
+                    .arg(TO_PHONE)
+                    .arg(1)
+                    .arg(self.key(&format!("linked:{phone}")))
+                    .arg(payload)
+                    .arg(self.key("inbox:"))
+                    .arg(self.wake_channel())
+                    .arg(skip)
+                    .ignore();
+            }
+            Op::Account(phone) => {
+                pipe.cmd("SADD")
+                    .arg(self.key("accounts"))
+                    .arg(phone.to_string())
+                    .ignore();
+            }
+            Op::Exchange(a, b) => {
+                pipe.cmd("EVAL")
+                    .arg(EXCHANGE)
+                    .arg(3)
+                    .arg(self.key("accounts"))
+                    .arg(self.key(&format!("contacts:{a}")))
+                    .arg(self.key(&format!("contacts:{b}")))
+                    .arg(a.to_string())
+                    .arg(b.to_string())
+                    .ignore();
+            }
+            Op::Online { session, phone } => {
+                pipe.cmd("SADD")
+                    .arg(self.key("accounts"))
+                    .arg(phone.to_string())
+                    .ignore()
+                    .cmd("HSET")
+                    .arg(self.key(&format!("linked:{phone}")))
+                    .arg(session)
+                    .arg(&self.node_id)
+                    .ignore()
+                    .cmd("HSET")
+                    .arg(self.key(&format!("conn:{phone}")))
+                    .arg(self.field(session))
+                    .arg(now_ms())
+                    .ignore()
+                    .cmd("SADD")
+                    .arg(self.key("phones"))
+                    .arg(phone.to_string())
+                    .ignore();
+            }
+            Op::Offline {
+                session,
+                phone,
+                unlinked,
+            } => {
+                pipe.cmd("HDEL")
+                    .arg(self.key(&format!("conn:{phone}")))
+                    .arg(self.field(session))
+                    .ignore();
+                if *unlinked {
+                    pipe.cmd("HDEL")
+                        .arg(self.key(&format!("linked:{phone}")))
+                        .arg(session)
+                        .ignore();
+                }
+            }
+            Op::Drain(_) | Op::Flush(_) => {}
+        }
+        Ok(())
+    }
+
+    /// The nodes whose registry entry exists now. Read *before* the connections: a node that lost its
+    /// lease drops its connection before it announces itself again, so a view read in this order never
+    /// shows a returning node's stale connection as live.
+    async fn live_nodes(
+        &self,
+        conn: &mut deadpool_redis::Connection,
+    ) -> PeerResult<HashSet<String>> {
+        let known: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(format!("{}nodes", self.prefix))
+            .query_async(&mut **conn)
+            .await
+            .map_err(err)?;
+        let mut live = HashSet::new();
+        for node in known {
+            let n: i64 = redis::cmd("EXISTS")
+                .arg(format!("{}node:{node}", self.prefix))
+                .query_async(&mut **conn)
+                .await
+                .map_err(err)?;
+            if n > 0 {
+                live.insert(node);
+            }
+        }
+        Ok(live)
+    }
+}
+
+#[async_trait]
+impl Peers for RedisPeers {
+    async fn apply(&self, ops: &[Op]) -> PeerResult<()> {
+        let mut pipe = redis::pipe();
+        for op in ops {
+            self.push_op(&mut pipe, op)?;
+        }
+        let mut conn = self.pool.get().await.map_err(err)?;
+        pipe.query_async::<()>(&mut *conn).await.map_err(err)
+    }
+
+    async fn take_inbox(&self, session: &str) -> PeerResult<Vec<Traffic>> {
+        let mut conn = self.pool.get().await.map_err(err)?;
+        let raw: Vec<String> = redis::cmd("EVAL")
+            .arg(TAKE)
+            .arg(1)
+            .arg(self.key(&format!("inbox:{session}")))
+            .query_async(&mut *conn)
+            .await
+            .map_err(err)?;
+        Ok(raw
+            .iter()
+            .filter_map(|item| match serde_json::from_str(item) {
+                Ok(traffic) => Some(traffic),
+                Err(error) => {
+                    tracing::warn!(%error, session_id = session, "unreadable sim traffic dropped");
+                    None
+                }
+            })
+            .collect())
+    }
+
+    async fn requeue(&self, session: &str, traffic: &[Traffic]) -> PeerResult<()> {
+        let mut items = Vec::with_capacity(traffic.len());
+        for item in traffic.iter().rev() {
+            items.push(serde_json::to_string(item).map_err(err)?);
+        }
+        let mut conn = self.pool.get().await.map_err(err)?;
+        redis::cmd("LPUSH")
+            .arg(self.key(&format!("inbox:{session}")))
+            .arg(items)
+            .query_async::<()>(&mut *conn)
+            .await
+            .map_err(err)
+    }
+
+    async fn exists(&self, phone: &Jid) -> PeerResult<bool> {
+        let mut conn = self.pool.get().await.map_err(err)?;
+        redis::cmd("SISMEMBER")
+            .arg(self.key("accounts"))
+            .arg(phone.to_string())
+            .query_async::<bool>(&mut *conn)
+            .await
+            .map_err(err)
+    }
+
+    async fn contacts(&self, phone: &Jid) -> PeerResult<Vec<Jid>> {
+        let mut conn = self.pool.get().await.map_err(err)?;
+        let raw: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(self.key(&format!("contacts:{phone}")))
+            .query_async(&mut *conn)
+            .await
+            .map_err(err)?;
+        Ok(raw.iter().filter_map(|j| Jid::parse(j).ok()).collect())
+    }
+
+    async fn is_linked(&self, phone: &Jid) -> PeerResult<bool> {
+        let mut conn = self.pool.get().await.map_err(err)?;
+        let n: i64 = redis::cmd("HLEN")
+            .arg(self.key(&format!("linked:{phone}")))
+            .query_async(&mut *conn)
+            .await
+            .map_err(err)?;
+        Ok(n > 0)
+    }
+
+    async fn connected(&self, phone: Option<&Jid>) -> PeerResult<Vec<ConnectedDevice>> {
+        let mut conn = self.pool.get().await.map_err(err)?;
+        let phones: Vec<String> = match phone {
+            Some(phone) => vec![phone.to_string()],
+            None => redis::cmd("SMEMBERS")
+                .arg(self.key("phones"))
+                .query_async(&mut *conn)
+                .await
+                .map_err(err)?,
+        };
+        let live = self.live_nodes(&mut conn).await?;
+        let mut devices = Vec::new();
+        for raw in phones {
+            let Ok(phone) = Jid::parse(&raw) else {
+                continue;
+            };
+            let fields: Vec<(String, i64)> = redis::cmd("HGETALL")
+                .arg(self.key(&format!("conn:{raw}")))
+                .query_async(&mut *conn)
+                .await
+                .map_err(err)?;
+            for (field, connected_at) in fields {
+                let Some((session, node)) = field.rsplit_once('@') else {
+                    continue;
+                };
+                let is_node_live = live.contains(node);
+                devices.push(ConnectedDevice {
+                    phone: phone.clone(),
+                    session_id: session.to_string(),
+                    node_id: node.to_string(),
+                    connected_at,
+                    is_node_live,
+                });
+            }
+        }
+        devices.sort_by(|a, b| (&a.phone, &a.session_id).cmp(&(&b.phone, &b.session_id)));
+        Ok(devices)
+    }
+
+    async fn listen(
+        &self,
+        wake: mpsc::UnboundedSender<Op>,
+        resync: Box<dyn Fn() -> Vec<String> + Send + Sync>,
+    ) {
+        let channel = self.wake_channel();
+        while !wake.is_closed() {
+            let mut pubsub = match self.client.get_async_pubsub().await {
+                Ok(pubsub) => pubsub,
+                Err(error) => {
+                    tracing::warn!(%error, "sim wake listener cannot connect; retrying");
+                    tokio::time::sleep(RECONNECT_DELAY).await;
+                    continue;
+                }
+            };
+            if let Err(error) = pubsub.subscribe(&channel).await {
+                tracing::warn!(%error, "sim wake listener cannot subscribe; retrying");
+                tokio::time::sleep(RECONNECT_DELAY).await;
+                continue;
+            }
+            // Wakes sent while we were not subscribed are lost: look into every local inbox once.
+            for session in resync() {
+                let _ = wake.send(Op::Drain(session));
+            }
+            let mut messages = pubsub.on_message();
+            while let Some(msg) = messages.next().await {
+                let Ok(session) = msg.get_payload::<String>() else {
+                    continue;
+                };
+                if wake.send(Op::Drain(session)).is_err() {
+                    return;
+                }
+            }
+            tracing::warn!("sim wake listener lost its connection; reconnecting");
+            tokio::time::sleep(RECONNECT_DELAY).await;
+        }
+    }
+}

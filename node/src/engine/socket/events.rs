@@ -1,0 +1,499 @@
+//! Library data events (messages, receipts, server acks, presence, groups, calls, statuses) mapped to
+//! `EngineEvent`s. Pure functions of the library event, so tests feed synthetic library events through
+//! them; anything unexpected (an unparseable JID, an unknown payload) is logged and skipped, never a panic.
+//! Revokes, edits and reactions arrive as message payloads and are classified here.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc::UnboundedSender;
+use wagate_engine_socket::whatsapp_rust::Jid as LibJid;
+use wagate_engine_socket::whatsapp_rust::types::call::{CallAction, ElsewhereOutcome};
+use wagate_engine_socket::whatsapp_rust::types::events::{Event, InboundMessage as LibInbound};
+use wagate_engine_socket::whatsapp_rust::types::message::MessageInfo;
+use wagate_engine_socket::whatsapp_rust::types::presence::{
+    ChatPresence, ChatPresenceMedia, ReceiptType,
+};
+use wagate_engine_socket::whatsapp_rust::wacore::proto_helpers::MessageExt;
+use wagate_engine_socket::whatsapp_rust::wacore::stanza::groups::GroupNotificationAction;
+use wagate_engine_socket::whatsapp_rust::waproto::whatsapp as wa;
+use wagate_proto::Jid;
+
+use super::ops::calls::RecentCalls;
+use crate::engine::{
+    AckStatus, CallEvent, CallPhase, EngineEvent, GroupAction, GroupChanges, GroupEvent,
+    InboundMessage, Location, MessageType, Poll, PresenceEntry, PresenceState, StatusUpdate,
+};
+
+/// Statuses live 24 hours.
+const STATUS_TTL_SECS: i64 = 24 * 60 * 60;
+
+/// Maps one session's library events and sends the results to its supervisor.
+pub(super) struct Mapper {
+    session_id: String,
+    events: UnboundedSender<EngineEvent>,
+    /// Call offers are remembered so that `reject_call` (and `autoRejectCalls`) can name caller and creator.
+    calls: Arc<RecentCalls>,
+}
+
+impl Mapper {
+    pub(super) fn new(
+        session_id: String,
+        events: UnboundedSender<EngineEvent>,
+        calls: Arc<RecentCalls>,
+    ) -> Self {
+        Self {
+            session_id,
+            events,
+            calls,
+        }
+    }
+
+    pub(super) fn map(&self, event: &Event) {
+        if let Event::IncomingCall(call) = event
+            && matches!(
+                call.action,
+                CallAction::Offer { .. } | CallAction::OfferNotice { .. }
+            )
+        {
+            self.calls.remember(
+                call.action.call_id(),
+                call.from.clone(),
+                call.action.call_creator().clone(),
+            );
+        }
+        for mapped in map_event(event) {
+            // A closed channel means the supervisor dropped this engine; nothing is listening any more.
+            let _ = self.events.send(mapped);
+        }
+        tracing::trace!(session_id = %self.session_id, kind = ?event.kind(), "library event");
+    }
+}
+
+/// The gateway's JID for a library JID (`s.whatsapp.net` becomes `c.us`; the device part is dropped).
+pub(super) fn jid(lib: &LibJid) -> Option<Jid> {
+    let raw = format!("{}@{}", lib.user, lib.server);
+    match Jid::parse(&raw) {
+        Ok(jid) => Some(jid),
+        Err(error) => {
+            tracing::debug!(jid = %raw, %error, "library JID not representable; event skipped");
+            None
+        }
+    }
+}
+
+fn jid_str(raw: &str) -> Option<Jid> {
+    let lib: LibJid = raw.parse().ok()?;
+    jid(&lib)
+}
+
+/// The engine events one library event stands for (none for most kinds).
+pub(super) fn map_event(event: &Event) -> Vec<EngineEvent> {
+    match event {
+        Event::Messages(batch) => batch.iter().filter_map(classify).collect(),
+        Event::Receipt(receipt) => {
+            let status = match receipt.r#type {
+                ReceiptType::Delivered => AckStatus::Delivered,
+                ReceiptType::Read
+                | ReceiptType::ReadSelf
+                | ReceiptType::Played
+                | ReceiptType::PlayedSelf => AckStatus::Read,
+                ReceiptType::ServerError => AckStatus::Failed,
+                _ => return Vec::new(),
+            };
+            let Some(chat_id) = jid(&receipt.source.chat) else {
+                return Vec::new();
+            };
+            receipt
+                .message_ids
+                .iter()
+                .map(|id| EngineEvent::Ack {
+                    message_id: id.to_string(),
+                    chat_id: chat_id.clone(),
+                    status,
+                })
+                .collect()
+        }
+        Event::ServerAck(ack) if ack.class.as_deref() == Some("message") => {
+            let Some(chat_id) = ack.from.as_ref().and_then(jid) else {
+                return Vec::new();
+            };
+            let status = if ack.error.is_some() {
+                AckStatus::Failed
+            } else {
+                AckStatus::Sent
+            };
+            vec![EngineEvent::Ack {
+                message_id: ack.id.clone(),
+                chat_id,
+                status,
+            }]
+        }
+        Event::Presence(update) => {
+            let Some(id) = jid(&update.from) else {
+                return Vec::new();
+            };
+            let state = if update.unavailable {
+                PresenceState::Unavailable
+            } else {
+                PresenceState::Available
+            };
+            vec![EngineEvent::Presence {
+                chat_id: id.clone(),
+                participants: vec![PresenceEntry {
+                    id,
+                    state,
+                    last_seen: update.last_seen.map(|t| t.timestamp()),
+                }],
+            }]
+        }
+        Event::ChatPresence(update) => {
+            let (Some(chat_id), Some(id)) = (jid(&update.source.chat), jid(&update.source.sender))
+            else {
+                return Vec::new();
+            };
+            let state = match (&update.state, &update.media) {
+                (ChatPresence::Composing, ChatPresenceMedia::Audio) => PresenceState::Recording,
+                (ChatPresence::Composing, _) => PresenceState::Composing,
+                (ChatPresence::Paused, _) => PresenceState::Paused,
+            };
+            vec![EngineEvent::Presence {
+                chat_id,
+                participants: vec![PresenceEntry {
+                    id,
+                    state,
+                    last_seen: None,
+                }],
+            }]
+        }
+        Event::GroupUpdate(update) => group(update).into_iter().collect(),
+        Event::IncomingCall(call) => {
+            let (phase, call_id, is_video, is_group) = match &call.action {
+                CallAction::Offer {
+                    call_id,
+                    is_video,
+                    group_jid,
+                    ..
+                } => (CallPhase::Received, call_id, *is_video, group_jid.is_some()),
+                CallAction::OfferNotice {
+                    call_id,
+                    is_video,
+                    is_group,
+                    ..
+                } => (CallPhase::Received, call_id, *is_video, *is_group),
+                CallAction::Accept { call_id, .. } => (CallPhase::Accepted, call_id, false, false),
+                CallAction::Reject { call_id, .. } => (CallPhase::Rejected, call_id, false, false),
+                _ => return Vec::new(),
+            };
+            let Some(from) = jid(&call.from) else {
+                return Vec::new();
+            };
+            vec![EngineEvent::Call(CallEvent {
+                phase,
+                call_id: call_id.clone(),
+                from,
+                is_video,
+                is_group,
+                timestamp: call.timestamp.timestamp(),
+            })]
+        }
+        Event::MissedCall(call) => {
+            call_event(CallPhase::Missed, &call.from, &call.call_id, call.timestamp)
+        }
+        Event::CallEndedElsewhere(call) => {
+            let phase = match call.outcome {
+                ElsewhereOutcome::Accepted => CallPhase::Accepted,
+                _ => CallPhase::Rejected,
+            };
+            call_event(phase, &call.from, &call.call_id, call.timestamp)
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn call_event(
+    phase: CallPhase,
+    from: &LibJid,
+    call_id: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Vec<EngineEvent> {
+    let Some(from) = jid(from) else {
+        return Vec::new();
+    };
+    vec![EngineEvent::Call(CallEvent {
+        phase,
+        call_id: call_id.to_string(),
+        from,
+        is_video: false,
+        is_group: false,
+        timestamp: at.timestamp(),
+    })]
+}
+
+fn group(
+    update: &wagate_engine_socket::whatsapp_rust::types::events::GroupUpdate,
+) -> Option<EngineEvent> {
+    let group_id = jid(&update.group_jid)?;
+    let who = |list: &[wagate_engine_socket::whatsapp_rust::wacore::stanza::groups::GroupParticipantInfo]| {
+        list.iter()
+            .filter_map(|p| p.phone_number.as_ref().and_then(jid).or_else(|| jid(&p.jid)))
+            .collect::<Vec<_>>()
+    };
+    let changes = |c: GroupChanges| Some(c);
+    let (action, participant_ids, changes) = match &update.action {
+        GroupNotificationAction::Add { participants, .. } => {
+            (GroupAction::Join, who(participants), None)
+        }
+        GroupNotificationAction::Remove { participants, .. } => {
+            (GroupAction::Leave, who(participants), None)
+        }
+        GroupNotificationAction::Promote { participants } => (
+            GroupAction::Update,
+            who(participants),
+            changes(GroupChanges {
+                admin: Some(true),
+                ..GroupChanges::default()
+            }),
+        ),
+        GroupNotificationAction::Demote { participants } => (
+            GroupAction::Update,
+            who(participants),
+            changes(GroupChanges {
+                admin: Some(false),
+                ..GroupChanges::default()
+            }),
+        ),
+        GroupNotificationAction::Subject { subject, .. } => (
+            GroupAction::Update,
+            vec![],
+            changes(GroupChanges {
+                subject: Some(subject.clone()),
+                ..GroupChanges::default()
+            }),
+        ),
+        GroupNotificationAction::Description { description, .. } => (
+            GroupAction::Update,
+            vec![],
+            changes(GroupChanges {
+                description: Some(description.clone().unwrap_or_default()),
+                ..GroupChanges::default()
+            }),
+        ),
+        GroupNotificationAction::Announce | GroupNotificationAction::NotAnnounce => (
+            GroupAction::Update,
+            vec![],
+            changes(GroupChanges {
+                announce: Some(matches!(update.action, GroupNotificationAction::Announce)),
+                ..GroupChanges::default()
+            }),
+        ),
+        GroupNotificationAction::Locked { .. } | GroupNotificationAction::Unlocked => (
+            GroupAction::Update,
+            vec![],
+            changes(GroupChanges {
+                locked: Some(matches!(
+                    update.action,
+                    GroupNotificationAction::Locked { .. }
+                )),
+                ..GroupChanges::default()
+            }),
+        ),
+        GroupNotificationAction::CreatedMembershipRequests { requests, .. } => {
+            (GroupAction::JoinRequest, who(requests), None)
+        }
+        _ => return None,
+    };
+    Some(EngineEvent::Group(GroupEvent {
+        action,
+        group_id,
+        actor_id: update
+            .participant_pn
+            .as_ref()
+            .or(update.participant.as_ref())
+            .and_then(jid),
+        participant_ids,
+        changes,
+        timestamp: update.timestamp.timestamp(),
+    }))
+}
+
+/// What a received message payload is: a revoke, an edit, a reaction, a status post, or a message.
+fn classify(inbound: &LibInbound) -> Option<EngineEvent> {
+    let info: &MessageInfo = &inbound.info;
+    let message = inbound.message.get_base_message();
+    let chat_id = jid(&info.source.chat)?;
+    let from = jid(&info.source.sender)?;
+    let timestamp = info.timestamp.timestamp();
+    if let Some(protocol) = message.protocol_message.as_option() {
+        use wa::message::protocol_message::Type;
+        let target = protocol.key.as_option().and_then(|k| k.id.clone())?;
+        return match protocol.r#type {
+            Some(Type::REVOKE) => Some(EngineEvent::Revoked {
+                id: info.id.to_string(),
+                revoked_id: target,
+                to: chat_id.clone(),
+                chat_id,
+                from,
+                timestamp,
+            }),
+            Some(Type::MESSAGE_EDIT) => {
+                let body = protocol
+                    .edited_message
+                    .as_option()
+                    .and_then(|m| m.text_content().or_else(|| m.get_caption()))
+                    .unwrap_or_default()
+                    .to_string();
+                Some(EngineEvent::Edited {
+                    message_id: target,
+                    chat_id,
+                    body,
+                    from,
+                    from_me: info.source.is_from_me,
+                    timestamp,
+                })
+            }
+            // Key shares, history-sync notices, ephemeral settings: the library's business.
+            _ => None,
+        };
+    }
+    if let Some(reaction) = message.reaction_message.as_option() {
+        let target = reaction.key.as_option().and_then(|k| k.id.clone())?;
+        return Some(EngineEvent::Reaction {
+            message_id: target,
+            chat_id,
+            reaction: reaction.text.clone().unwrap_or_default(),
+            sender_id: from,
+        });
+    }
+    let (kind, body) = content(message);
+    if info.source.chat.user == "status" && info.source.chat.server == "broadcast" {
+        return Some(EngineEvent::Status(StatusUpdate {
+            status_id: info.id.to_string(),
+            contact: from,
+            kind,
+            caption: (!body.is_empty()).then_some(body),
+            has_media: kind.has_media(),
+            posted_at: timestamp,
+            expires_at: timestamp.saturating_add(STATUS_TTL_SECS),
+        }));
+    }
+    let to = if info.source.is_from_me {
+        chat_id.clone()
+    } else {
+        info.source
+            .recipient
+            .as_ref()
+            .and_then(jid)
+            .unwrap_or_else(|| chat_id.clone())
+    };
+    let context = context_info(message);
+    Some(EngineEvent::Message(Box::new(InboundMessage {
+        id: info.id.to_string(),
+        author: info.source.is_group.then(|| from.clone()),
+        chat_id,
+        from,
+        to,
+        from_me: info.source.is_from_me,
+        kind,
+        body,
+        timestamp,
+        media: None,
+        quoted: None,
+        mentioned_ids: context
+            .map(|c| c.mentioned_jid.iter().filter_map(|j| jid_str(j)).collect())
+            .unwrap_or_default(),
+        location: message.location_message.as_option().map(|l| Location {
+            latitude: l.degrees_latitude.unwrap_or_default(),
+            longitude: l.degrees_longitude.unwrap_or_default(),
+            description: l.name.clone().or_else(|| l.address.clone()),
+        }),
+        poll: poll(message),
+    })))
+}
+
+fn context_info(message: &wa::Message) -> Option<&wa::ContextInfo> {
+    message
+        .extended_text_message
+        .as_option()
+        .and_then(|m| m.context_info.as_option())
+        .or_else(|| {
+            message
+                .image_message
+                .as_option()
+                .and_then(|m| m.context_info.as_option())
+        })
+        .or_else(|| {
+            message
+                .video_message
+                .as_option()
+                .and_then(|m| m.context_info.as_option())
+        })
+        .or_else(|| {
+            message
+                .document_message
+                .as_option()
+                .and_then(|m| m.context_info.as_option())
+        })
+}
+
+fn poll(message: &wa::Message) -> Option<Poll> {
+    let creation = message
+        .poll_creation_message
+        .as_option()
+        .or_else(|| message.poll_creation_message_v2.as_option())
+        .or_else(|| message.poll_creation_message_v3.as_option())?;
+    Some(Poll {
+        name: creation.name.clone().unwrap_or_default(),
+        options: creation
+            .options
+            .iter()
+            .filter_map(|o| o.option_name.clone())
+            .collect(),
+        allow_multiple: creation.selectable_options_count.unwrap_or(0) != 1,
+    })
+}
+
+/// The message type and the text the gateway shows as its body.
+fn content(message: &wa::Message) -> (MessageType, String) {
+    let text = message
+        .text_content()
+        .or_else(|| message.get_caption())
+        .unwrap_or_default()
+        .to_string();
+    let kind = if message.image_message.is_set() {
+        MessageType::Image
+    } else if message.video_message.is_set() {
+        MessageType::Video
+    } else if let Some(audio) = message.audio_message.as_option() {
+        if audio.ptt.unwrap_or(false) {
+            MessageType::Voice
+        } else {
+            MessageType::Audio
+        }
+    } else if message.document_message.is_set() {
+        MessageType::Document
+    } else if message.sticker_message.is_set() {
+        MessageType::Sticker
+    } else if message.location_message.is_set() {
+        MessageType::Location
+    } else if let Some(contact) = message.contact_message.as_option() {
+        return (
+            MessageType::Contact,
+            contact.vcard.clone().unwrap_or_default(),
+        );
+    } else if message.poll_creation_message.is_set()
+        || message.poll_creation_message_v2.is_set()
+        || message.poll_creation_message_v3.is_set()
+    {
+        let name = poll(message).map(|p| p.name).unwrap_or_default();
+        return (MessageType::Poll, name);
+    } else if message.order_message.is_set() {
+        MessageType::Order
+    } else if message.product_message.is_set() {
+        MessageType::Product
+    } else if message.conversation.is_some() || message.extended_text_message.is_set() {
+        MessageType::Text
+    } else {
+        MessageType::Unknown
+    };
+    (kind, text)
+}

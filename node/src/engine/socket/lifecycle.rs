@@ -1,0 +1,191 @@
+//! The client's life: build it (our auth backend, our transport factory with the endpoint and the session
+//! proxy, the reqwest media client, our event handler), run it, request pairing codes, and tear it down on
+//! stop, logout and kill so none of its tasks outlive the engine. Status progress arrives as events
+//! (`link.rs`); `start` returns as soon as the client runs, and the supervisor's start budget (504) covers
+//! a network that never answers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wagate_engine_socket::http::ReqwestHttpClient;
+use wagate_engine_socket::proxy::ProxyConfig;
+use wagate_engine_socket::store::{SqlBackend, delete_session_state};
+use wagate_engine_socket::transport::SocketTransportFactory;
+use wagate_engine_socket::whatsapp_rust::bot::{Bot, BotHandle};
+use wagate_engine_socket::whatsapp_rust::pair_code::PairCodeOptions;
+use wagate_engine_socket::whatsapp_rust::store::Backend;
+use wagate_engine_socket::whatsapp_rust::types::events::{Event, EventHandler};
+use wagate_workers::DataPool;
+
+use super::SocketEngine;
+use super::link::LinkTracker;
+use crate::engine::{EngineError, EngineResult};
+
+/// A graceful stop (flush state, close the socket, let the run loop end) gets this long before the run
+/// task is aborted.
+const STOP_BUDGET: Duration = Duration::from_secs(10);
+/// A kill only closes the socket so the client's tasks end; it does not wait for a flush beyond this.
+const KILL_BUDGET: Duration = Duration::from_secs(3);
+/// A pairing-code request waits this long for the socket; the spec's "closing socket answers 409".
+const PAIRING_SOCKET_WAIT: Duration = Duration::from_secs(5);
+
+/// The running client.
+pub(crate) struct Running {
+    handle: BotHandle,
+}
+
+/// The session's auth state: rows of the data DB keyed by session id, so any node can take the session over.
+async fn open_backend(pool: &DataPool, session_id: &str) -> EngineResult<Arc<dyn Backend>> {
+    Ok(Arc::new(SqlBackend::new(pool.clone(), session_id)))
+}
+
+/// Removes the session's auth state (logout, or a start without stored credentials).
+async fn forget_backend(pool: &DataPool, session_id: &str) -> EngineResult<()> {
+    delete_session_state(pool, session_id)
+        .await
+        .map_err(|e| EngineError::Network(format!("socket auth state could not be removed: {e:#}")))
+}
+
+/// Forwards library events to the engine: connection events to the link tracker, data to `events.rs`.
+struct Handler {
+    link: Arc<LinkTracker>,
+    mapper: super::events::Mapper,
+}
+
+impl EventHandler for Handler {
+    fn handle_event(&self, event: Arc<Event>) {
+        if !self.link.on_event(&event) {
+            self.mapper.map(&event);
+        }
+    }
+}
+
+impl SocketEngine {
+    pub(super) async fn start_client(&self) -> EngineResult<()> {
+        let mut running = self.running.lock().await;
+        if running.is_some() {
+            return Err(EngineError::Busy("engine already started".into()));
+        }
+        let proxy = match self.ctx.proxy_url.as_deref() {
+            Some(url) => {
+                Some(ProxyConfig::parse(url).map_err(|e| EngineError::BadInput(e.to_string()))?)
+            }
+            None => None,
+        };
+        if self.ctx.linked.is_none() {
+            // No stored link: whatever auth state is left (an unlink that did not finish) must not be reused.
+            forget_backend(&self.pool, self.session_id()).await?;
+        }
+        let backend = open_backend(&self.pool, self.session_id()).await?;
+        let transport = SocketTransportFactory::new(self.config.endpoint.clone(), proxy.clone())
+            .with_observer(self.link.clone());
+        let handler = Handler {
+            link: self.link.clone(),
+            mapper: super::events::Mapper::new(
+                self.session_id().to_string(),
+                self.ctx.events.clone(),
+                self.calls.clone(),
+            ),
+        };
+        let bot = Bot::builder()
+            .with_backend_arc(backend)
+            .with_transport_factory(transport)
+            .with_http_client(ReqwestHttpClient::new(proxy.as_ref()))
+            .with_event_handler(handler)
+            .build()
+            .await
+            .map_err(|e| EngineError::Network(format!("socket client could not be built: {e}")))?;
+        let client = bot.client();
+        self.link.set_client(&client);
+        *self.client.lock() = Some(client);
+        *running = Some(Running {
+            handle: bot.spawn(),
+        });
+        Ok(())
+    }
+
+    /// Disconnects gracefully (state flushed) and waits for the client's run loop to end.
+    pub(super) async fn stop_client(&self) -> EngineResult<()> {
+        self.teardown(STOP_BUDGET).await;
+        Ok(())
+    }
+
+    pub(super) async fn kill_client(&self) -> EngineResult<()> {
+        self.teardown(KILL_BUDGET).await;
+        Ok(())
+    }
+
+    /// Unlinks the device (when connected), then tears the client down and removes the auth state whatever
+    /// happened: the spec's logout is local first, and reports an unlink that did not complete.
+    pub(super) async fn logout_client(&self) -> EngineResult<()> {
+        self.link.begin_teardown();
+        let client = self.client.lock().clone();
+        let unlinked = match client {
+            Some(client) if client.is_connected() && client.is_logged_in() => {
+                client.logout().await;
+                true
+            }
+            _ => false,
+        };
+        self.link.mark_logged_out();
+        self.teardown(STOP_BUDGET).await;
+        forget_backend(&self.pool, self.session_id()).await?;
+        if unlinked {
+            Ok(())
+        } else {
+            Err(EngineError::Network(
+                "the device could not be unlinked: the session is not connected".into(),
+            ))
+        }
+    }
+
+    async fn teardown(&self, budget: Duration) {
+        self.link.begin_teardown();
+        let running = self.running.lock().await.take();
+        let client = self.client.lock().take();
+        if let Some(Running { mut handle }) = running {
+            let client = handle.client();
+            let graceful = tokio::time::timeout(budget, async {
+                client.disconnect().await;
+                (&mut handle).await;
+            })
+            .await;
+            if graceful.is_err() {
+                tracing::warn!(session_id = %self.session_id(), "socket client did not stop in time; aborted");
+                handle.abort();
+            }
+        } else if let Some(client) = client {
+            let _ = tokio::time::timeout(budget, client.disconnect()).await;
+        }
+        if self.link.is_logged_out()
+            && let Err(error) = forget_backend(&self.pool, self.session_id()).await
+        {
+            tracing::warn!(session_id = %self.session_id(), %error, "auth state of a logged-out device not removed");
+        }
+    }
+
+    /// An 8-character code for linking by phone number. Only while the socket is up and unlinked: a closing
+    /// socket (the QR still shows for a moment) answers 409, as does a linked client.
+    pub(super) async fn pairing_code(&self, phone: &str) -> EngineResult<String> {
+        let client = self.client.lock().clone().ok_or(EngineError::NotReady)?;
+        if client.is_logged_in() {
+            return Err(EngineError::Busy("the device is already linked".into()));
+        }
+        if client.wait_for_socket(PAIRING_SOCKET_WAIT).await.is_err() {
+            return Err(EngineError::Busy(
+                "the connection is being re-established; request a code when the next QR is shown"
+                    .into(),
+            ));
+        }
+        let options = PairCodeOptions {
+            phone_number: phone.to_string(),
+            ..PairCodeOptions::default()
+        };
+        let code = client
+            .pair_with_code(options)
+            .await
+            .map_err(|e| EngineError::Busy(format!("pairing code refused: {e}")))?;
+        // The library may format it `ABCD-EFGH`; the API answers the 8 characters.
+        Ok(code.chars().filter(char::is_ascii_alphanumeric).collect())
+    }
+}

@@ -1,0 +1,125 @@
+//! The `socket` engine: each session is a WhatsApp Web multi-device client (`whatsapp-rust`, through the
+//! `wagate-engine-socket` leaf crate) with its auth state in our data DB. This module owns the factory and
+//! the engine struct; `lifecycle.rs` builds, connects and tears the client down, `link.rs` turns the
+//! library's connection events into the session's lifecycle events, `events.rs` maps everything else, and
+//! `engine_impl.rs` is the `Engine` impl (lifecycle here, operations delegated to `ops/`).
+
+mod engine_impl;
+mod events;
+mod lifecycle;
+mod link;
+pub(crate) mod ops;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use parking_lot::Mutex as SyncMutex;
+use tokio::sync::Mutex;
+use wagate_engine_socket::transport::Endpoint;
+use wagate_engine_socket::whatsapp_rust::Client;
+use wagate_workers::DataPool;
+
+use crate::engine::{
+    Capabilities, Engine, EngineContext, EngineError, EngineFactory, EngineKind, EngineResult,
+};
+
+pub(crate) use lifecycle::Running;
+use link::LinkTracker;
+
+/// The socket engine's settings (env knobs, validated at boot).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SocketConfig {
+    /// `SOCKET_WS_URL`: the WebSocket endpoint the client dials (default: WhatsApp Web's).
+    pub endpoint: Endpoint,
+}
+
+/// Builds socket engines. Holds the data DB (the engines' auth state lives there) and the config.
+pub(crate) struct SocketFactory {
+    pool: DataPool,
+    config: Arc<SocketConfig>,
+}
+
+impl SocketFactory {
+    pub(crate) fn new(pool: DataPool, config: SocketConfig) -> Self {
+        Self {
+            pool,
+            config: Arc::new(config),
+        }
+    }
+}
+
+impl EngineFactory for SocketFactory {
+    fn create(&self, ctx: EngineContext) -> Arc<dyn Engine> {
+        Arc::new(SocketEngine::new(
+            ctx,
+            self.pool.clone(),
+            self.config.clone(),
+        ))
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &Capabilities::SOCKET
+    }
+
+    fn kind(&self) -> EngineKind {
+        EngineKind::Socket
+    }
+}
+
+/// One session's socket engine. A fresh instance per launch (the supervisor's rule); it runs at most one
+/// client, between `start` and `stop`/`logout`/`kill`.
+pub(crate) struct SocketEngine {
+    ctx: EngineContext,
+    pool: DataPool,
+    config: Arc<SocketConfig>,
+    /// The live client, for operations (a sync lock: only held to clone the Arc).
+    client: SyncMutex<Option<Arc<Client>>>,
+    /// The running client's handle; lifecycle calls serialise on it.
+    running: Mutex<Option<Running>>,
+    link: Arc<LinkTracker>,
+    /// Incoming call offers, so a call can be rejected by id (filled by the event mapping).
+    calls: Arc<ops::calls::RecentCalls>,
+}
+
+impl SocketEngine {
+    fn new(ctx: EngineContext, pool: DataPool, config: Arc<SocketConfig>) -> Self {
+        let link = Arc::new(LinkTracker::new(ctx.session_id.clone(), ctx.events.clone()));
+        Self {
+            ctx,
+            pool,
+            config,
+            client: SyncMutex::new(None),
+            running: Mutex::new(None),
+            link,
+            calls: Arc::new(ops::calls::RecentCalls::default()),
+        }
+    }
+
+    /// The connected, logged-in client; `NotReady` (409) while the session is not connected.
+    pub(super) fn client(&self) -> EngineResult<Arc<Client>> {
+        let client = self.client.lock().clone().ok_or(EngineError::NotReady)?;
+        if client.is_connected() && client.is_logged_in() {
+            Ok(client)
+        } else {
+            Err(EngineError::NotReady)
+        }
+    }
+
+    pub(super) fn session_id(&self) -> &str {
+        &self.ctx.session_id
+    }
+
+    /// The data DB, for operations answered from our store.
+    pub(super) fn pool(&self) -> &DataPool {
+        &self.pool
+    }
+
+    /// This session's rows in the data DB, for the operations.
+    pub(super) fn store(&self) -> ops::Store<'_> {
+        ops::Store {
+            db: &self.pool,
+            session_id: &self.ctx.session_id,
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! Every socket-engine operation, one file per route family, as free functions over the library's
+//! `Client` (plus our data DB where the library has no query: chats, contacts, stored messages,
+//! statuses). What they share lives here: library error -> `EngineError`, JID conversion, the message
+//! key of a stored message, and the clock.
+
+pub(crate) mod calls;
+pub(crate) mod channels;
+pub(crate) mod chats;
+pub(crate) mod contacts;
+pub(crate) mod groups;
+pub(crate) mod labels;
+pub(crate) mod messaging;
+pub(crate) mod profile;
+pub(crate) mod send;
+pub(crate) mod status;
+
+use wagate_engine_socket::build::wa;
+use wagate_engine_socket::failure::{self, Failure, FailureKind};
+use wagate_engine_socket::jid as wajid;
+use wagate_engine_socket::whatsapp_rust::Jid as WaJid;
+use wagate_proto::Jid;
+
+use crate::engine::{EngineError, EngineResult};
+use crate::store::DataPool;
+use crate::store::messages::{self as message_store, MessageRow};
+
+pub(crate) use wagate_engine_socket::whatsapp_rust::Client;
+
+/// Where this session's rows live: the data DB and the session id they are keyed by.
+#[derive(Clone, Copy)]
+pub(crate) struct Store<'a> {
+    pub db: &'a DataPool,
+    pub session_id: &'a str,
+}
+
+/// A library error as the gateway's `EngineError` (the spec's 503/5xx/403/404/400 rules).
+pub(crate) fn fail<E: std::error::Error + 'static>(err: E) -> EngineError {
+    from_failure(failure::classify(&err))
+}
+
+/// An `anyhow::Error` from the library (upload, raw IQ helpers).
+pub(crate) fn fail_any(err: &anyhow::Error) -> EngineError {
+    from_failure(failure::classify_dyn(err.as_ref()))
+}
+
+pub(crate) fn from_failure(f: Failure) -> EngineError {
+    match f.kind {
+        FailureKind::NotReady => EngineError::NotReady,
+        FailureKind::Timeout => EngineError::Timeout,
+        FailureKind::Network | FailureKind::Internal => EngineError::Network(f.message),
+        FailureKind::Rejected => EngineError::Rejected(f.message),
+        FailureKind::NotFound => EngineError::NotFound(f.message),
+        FailureKind::BadInput => EngineError::BadInput(f.message),
+    }
+}
+
+/// The library's JID for a gateway JID.
+pub(crate) fn wa(jid: &Jid) -> EngineResult<WaJid> {
+    wajid::to_wa(jid)
+        .ok_or_else(|| EngineError::BadInput(format!("'{jid}' is not a valid WhatsApp id")))
+}
+
+pub(crate) fn was(jids: &[Jid]) -> EngineResult<Vec<WaJid>> {
+    jids.iter().map(wa).collect()
+}
+
+/// The gateway's JID for a library JID (`None` for servers the gateway does not name).
+pub(crate) fn wire(jid: &WaJid) -> Option<Jid> {
+    wajid::from_wa(jid)
+}
+
+pub(crate) fn now_secs() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+pub(crate) fn store_err(err: crate::store::StoreError) -> EngineError {
+    EngineError::Network(format!("data store: {err}"))
+}
+
+/// A stored message of this session by network (or row) id.
+pub(crate) async fn stored(store: Store<'_>, id: &str) -> EngineResult<Option<MessageRow>> {
+    message_store::find(store.db, store.session_id, id)
+        .await
+        .map_err(store_err)
+}
+
+/// The protocol key of message `id` in `chat`: who sent it comes from our store. A message we never
+/// stored is assumed to be the peer's in a one-to-one chat; in a group its author is unknown, so the
+/// key cannot be built and the message counts as not found.
+pub(crate) async fn message_key(
+    store: Store<'_>,
+    chat: &Jid,
+    id: &str,
+) -> EngineResult<wa::MessageKey> {
+    let row = stored(store, id).await?;
+    key_for(chat, id, row.as_ref())
+}
+
+pub(crate) fn key_for(
+    chat: &Jid,
+    id: &str,
+    row: Option<&MessageRow>,
+) -> EngineResult<wa::MessageKey> {
+    let remote = wa(chat)?.to_string();
+    let from_me = row.is_some_and(|r| r.direction == "outgoing");
+    let participant = if chat.is_group() && !from_me {
+        let author = row
+            .and_then(|r| r.author.clone().or_else(|| Some(r.from_jid.clone())))
+            .ok_or_else(|| EngineError::NotFound(format!("Message {id} not found")))?;
+        let author = Jid::parse(&author).map_err(|e| EngineError::NotFound(e.to_string()))?;
+        Some(wa(&author)?.to_string())
+    } else {
+        None
+    };
+    Ok(wa::MessageKey {
+        remote_jid: Some(remote),
+        from_me: Some(from_me),
+        id: Some(
+            row.map(|r| r.wa_message_id.clone())
+                .unwrap_or_else(|| id.to_string()),
+        ),
+        participant,
+    })
+}
+
+/// Who wrote a stored message, as the library's JID (own account for our messages).
+pub(crate) fn author_of(client: &Client, chat: &Jid, row: &MessageRow) -> EngineResult<WaJid> {
+    if row.direction == "outgoing" {
+        return client
+            .pn()
+            .map(|j| j.to_non_ad())
+            .ok_or(EngineError::NotReady);
+    }
+    let raw = if chat.is_group() {
+        row.author.as_deref().unwrap_or(&row.from_jid)
+    } else {
+        &row.from_jid
+    };
+    let jid = Jid::parse(raw).map_err(|e| EngineError::NotFound(e.to_string()))?;
+    wa(&jid)
+}

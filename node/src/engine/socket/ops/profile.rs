@@ -1,0 +1,34 @@
+//! The account's profile: push name, about text, picture.
+
+use super::{Client, fail};
+use crate::engine::{EngineError, EngineResult, MediaSource};
+
+pub(crate) async fn set_name(client: &Client, name: &str) -> EngineResult<()> {
+    client.profile().set_push_name(name).await.map_err(fail)
+}
+
+pub(crate) async fn set_status(client: &Client, status: &str) -> EngineResult<()> {
+    client.profile().set_status_text(status).await.map_err(fail)
+}
+
+pub(crate) async fn set_picture(client: &Client, image: MediaSource) -> EngineResult<()> {
+    let bytes = image
+        .load()
+        .await
+        .map_err(|e| EngineError::BadInput(format!("picture could not be read: {e}")))?;
+    client
+        .profile()
+        .set_profile_picture(bytes)
+        .await
+        .map_err(fail)?;
+    Ok(())
+}
+
+pub(crate) async fn remove_picture(client: &Client) -> EngineResult<()> {
+    client
+        .profile()
+        .remove_profile_picture()
+        .await
+        .map_err(fail)?;
+    Ok(())
+}

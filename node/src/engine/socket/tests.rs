@@ -1,0 +1,409 @@
+//! Socket engine mapping tests: synthetic library events (built with the library's builders and types) go
+//! through `events::map_event` and `LinkTracker`, and the `EngineEvent`s they produce are checked.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc::unbounded_channel;
+use wagate_engine_socket::transport::TransportObserver;
+use wagate_engine_socket::whatsapp_rust::Jid as LibJid;
+use wagate_engine_socket::whatsapp_rust::types::call::{
+    CallAction, IncomingCall, MissedCall, MissedReason,
+};
+use wagate_engine_socket::whatsapp_rust::types::events::{
+    BatchOrigin, ClientOutdated, Connected, Event, InboundMessage as LibInbound, MessageBatch,
+    PairSuccess, PairingQrCode, PresenceUpdate, Receipt, ServerAck, StreamReplaced,
+};
+use wagate_engine_socket::whatsapp_rust::types::message::{MessageInfo, MessageSource};
+use wagate_engine_socket::whatsapp_rust::types::presence::ReceiptType;
+use wagate_engine_socket::whatsapp_rust::waproto::whatsapp as wa;
+use wagate_proto::Jid;
+
+use super::events::map_event;
+use super::link::{LinkTracker, PASSKEY_ACTION};
+use super::ops::calls::RecentCalls;
+use crate::engine::{AckStatus, CallPhase, EngineEvent, MessageType, PresenceState};
+
+const ANN: &str = "4915100000001@s.whatsapp.net";
+const US: &str = "4915100000009@s.whatsapp.net";
+
+fn lib(raw: &str) -> LibJid {
+    raw.parse().expect("library jid")
+}
+
+fn ours(raw: &str) -> Jid {
+    Jid::parse(raw).expect("jid")
+}
+
+fn info(id: &str, chat: &str, sender: &str, from_me: bool) -> MessageInfo {
+    MessageInfo {
+        id: id.into(),
+        source: MessageSource {
+            chat: lib(chat),
+            sender: lib(sender),
+            is_from_me: from_me,
+            is_group: chat.ends_with("@g.us"),
+            ..MessageSource::default()
+        },
+        timestamp: chrono::DateTime::from_timestamp(1_700_000_000, 0).expect("time"),
+        ..MessageInfo::default()
+    }
+}
+
+fn batch(message: wa::Message, info: MessageInfo) -> Event {
+    let inbound = LibInbound::builder()
+        .message(Arc::new(message))
+        .info(Arc::new(info))
+        .build();
+    Event::Messages(
+        MessageBatch::builder()
+            .messages(Arc::from(vec![inbound]))
+            .origin(BatchOrigin::Live)
+            .build(),
+    )
+}
+
+fn one(event: &Event) -> EngineEvent {
+    let mut mapped = map_event(event);
+    assert_eq!(mapped.len(), 1, "{mapped:?}");
+    mapped.remove(0)
+}
+
+#[test]
+fn a_text_message_becomes_a_message_event() {
+    let message = wa::Message {
+        conversation: Some("hello".into()),
+        ..Default::default()
+    };
+    let EngineEvent::Message(msg) = one(&batch(message, info("3EB0A", ANN, ANN, false))) else {
+        panic!("not a message");
+    };
+    assert_eq!(msg.id, "3EB0A");
+    assert_eq!(msg.body, "hello");
+    assert_eq!(msg.kind, MessageType::Text);
+    assert_eq!(msg.chat_id, ours("4915100000001@c.us"));
+    assert_eq!(msg.from, ours("4915100000001@c.us"));
+    assert!(!msg.from_me);
+    assert_eq!(msg.timestamp, 1_700_000_000);
+}
+
+#[test]
+fn our_own_message_from_the_phone_is_from_me() {
+    let message = wa::Message {
+        conversation: Some("sent from the phone".into()),
+        ..Default::default()
+    };
+    let EngineEvent::Message(msg) = one(&batch(message, info("3EB0B", ANN, US, true))) else {
+        panic!("not a message");
+    };
+    assert!(msg.from_me);
+    assert_eq!(msg.from, ours("4915100000009@c.us"));
+    assert_eq!(msg.to, ours("4915100000001@c.us"));
+}
+
+#[test]
+fn revoke_edit_and_reaction_are_classified_from_the_payload() {
+    use wa::message::protocol_message::Type;
+    let key = wa::MessageKey {
+        id: Some("TARGET".into()),
+        ..Default::default()
+    };
+    let revoke = wa::Message {
+        protocol_message: wa::message::ProtocolMessage {
+            key: key.clone().into(),
+            r#type: Some(Type::REVOKE),
+            ..Default::default()
+        }
+        .into(),
+        ..Default::default()
+    };
+    match one(&batch(revoke, info("R1", ANN, ANN, false))) {
+        EngineEvent::Revoked { id, revoked_id, .. } => {
+            assert_eq!((id.as_str(), revoked_id.as_str()), ("R1", "TARGET"))
+        }
+        other => panic!("{other:?}"),
+    }
+    let edit = wa::Message {
+        protocol_message: wa::message::ProtocolMessage {
+            key: key.clone().into(),
+            r#type: Some(Type::MESSAGE_EDIT),
+            edited_message: wa::Message {
+                conversation: Some("fixed".into()),
+                ..Default::default()
+            }
+            .into(),
+            ..Default::default()
+        }
+        .into(),
+        ..Default::default()
+    };
+    match one(&batch(edit, info("E1", ANN, ANN, false))) {
+        EngineEvent::Edited {
+            message_id, body, ..
+        } => assert_eq!((message_id.as_str(), body.as_str()), ("TARGET", "fixed")),
+        other => panic!("{other:?}"),
+    }
+    let reaction = wa::Message {
+        reaction_message: wa::message::ReactionMessage {
+            key: key.into(),
+            text: Some("👍".into()),
+            ..Default::default()
+        }
+        .into(),
+        ..Default::default()
+    };
+    match one(&batch(reaction, info("X1", ANN, ANN, false))) {
+        EngineEvent::Reaction {
+            message_id,
+            reaction,
+            sender_id,
+            ..
+        } => {
+            assert_eq!((message_id.as_str(), reaction.as_str()), ("TARGET", "👍"));
+            assert_eq!(sender_id, ours("4915100000001@c.us"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_status_broadcast_post_becomes_a_status_update() {
+    let message = wa::Message {
+        image_message: wa::message::ImageMessage {
+            caption: Some("beach".into()),
+            ..Default::default()
+        }
+        .into(),
+        ..Default::default()
+    };
+    match one(&batch(message, info("S1", "status@broadcast", ANN, false))) {
+        EngineEvent::Status(status) => {
+            assert_eq!(status.status_id, "S1");
+            assert_eq!(status.kind, MessageType::Image);
+            assert_eq!(status.caption.as_deref(), Some("beach"));
+            assert!(status.has_media);
+            assert_eq!(status.expires_at - status.posted_at, 24 * 3600);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn receipts_become_acks_and_server_nacks_become_failed() {
+    let receipt = Event::Receipt(
+        Receipt::builder()
+            .source(MessageSource {
+                chat: lib(ANN),
+                sender: lib(ANN),
+                ..MessageSource::default()
+            })
+            .message_ids(vec!["M1".into(), "M2".into()])
+            .timestamp(chrono::Utc::now())
+            .r#type(ReceiptType::Read)
+            .offline(false)
+            .build(),
+    );
+    let mapped = map_event(&receipt);
+    assert_eq!(mapped.len(), 2);
+    assert!(
+        matches!(&mapped[1], EngineEvent::Ack { message_id, status: AckStatus::Read, .. } if message_id == "M2")
+    );
+
+    let nack = Event::ServerAck(
+        ServerAck::builder()
+            .id("M3".into())
+            .class("message".into())
+            .from(lib(ANN))
+            .error("479".into())
+            .build(),
+    );
+    assert!(matches!(
+        one(&nack),
+        EngineEvent::Ack {
+            status: AckStatus::Failed,
+            ..
+        }
+    ));
+    let receipt_ack = Event::ServerAck(
+        ServerAck::builder()
+            .id("R".into())
+            .class("receipt".into())
+            .build(),
+    );
+    assert!(
+        map_event(&receipt_ack).is_empty(),
+        "only message acks count"
+    );
+}
+
+#[test]
+fn presence_and_calls_are_mapped() {
+    let presence = Event::Presence(
+        PresenceUpdate::builder()
+            .from(lib(ANN))
+            .unavailable(true)
+            .build(),
+    );
+    match one(&presence) {
+        EngineEvent::Presence { participants, .. } => {
+            assert_eq!(participants[0].state, PresenceState::Unavailable)
+        }
+        other => panic!("{other:?}"),
+    }
+    let offer = CallAction::Offer {
+        call_id: "CALL1".into(),
+        call_creator: lib(ANN),
+        caller_pn: None,
+        caller_country_code: None,
+        device_class: None,
+        joinable: false,
+        is_video: true,
+        audio: vec![],
+        group_jid: None,
+    };
+    let call = Event::IncomingCall(
+        IncomingCall::builder()
+            .from(lib(ANN))
+            .stanza_id("st".into())
+            .timestamp(chrono::Utc::now())
+            .offline(false)
+            .action(offer)
+            .build(),
+    );
+    match one(&call) {
+        EngineEvent::Call(call) => {
+            assert_eq!(
+                (call.phase, call.call_id.as_str(), call.is_video),
+                (CallPhase::Received, "CALL1", true)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // The offer is remembered so a later reject (or autoRejectCalls) can name caller and creator.
+    let (tx, mut rx) = unbounded_channel();
+    let calls = Arc::new(RecentCalls::default());
+    super::events::Mapper::new("s1".into(), tx, calls.clone()).map(&call);
+    assert!(matches!(rx.try_recv(), Ok(EngineEvent::Call(_))));
+    let (peer, creator) = calls.get("CALL1").expect("offer remembered");
+    assert_eq!(
+        (peer.user.as_str(), creator.user.as_str()),
+        ("4915100000001", "4915100000001")
+    );
+    let missed = Event::MissedCall(MissedCall::new(
+        lib(ANN),
+        "CALL2".into(),
+        chrono::Utc::now(),
+        MissedReason::Remote,
+    ));
+    assert!(matches!(one(&missed), EngineEvent::Call(c) if c.phase == CallPhase::Missed));
+}
+
+fn tracker() -> (
+    LinkTracker,
+    tokio::sync::mpsc::UnboundedReceiver<EngineEvent>,
+) {
+    let (tx, rx) = unbounded_channel();
+    (LinkTracker::new("s1".into(), tx), rx)
+}
+
+fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<EngineEvent>) -> Vec<EngineEvent> {
+    let mut out = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        out.push(event);
+    }
+    out
+}
+
+#[test]
+fn qr_codes_render_to_png_data_urls_and_pairing_leads_to_authenticating() {
+    let (link, mut rx) = tracker();
+    for code in ["2@first,ref", "2@second,ref"] {
+        let qr = PairingQrCode::builder()
+            .code(code.into())
+            .timeout(std::time::Duration::from_secs(20))
+            .build();
+        assert!(link.on_event(&Event::PairingQrCode(qr)));
+    }
+    let paired = PairSuccess::builder()
+        .id(lib(US))
+        .lid(lib("123@lid"))
+        .business_name(String::new())
+        .platform("web".into())
+        .build();
+    assert!(link.on_event(&Event::PairSuccess(paired)));
+    let events = drain(&mut rx);
+    assert_eq!(events.len(), 3, "{events:?}");
+    let (EngineEvent::Qr { data_url: a }, EngineEvent::Qr { data_url: b }) =
+        (&events[0], &events[1])
+    else {
+        panic!("{events:?}");
+    };
+    assert!(
+        a.starts_with("data:image/png;base64,") && a != b,
+        "rotation as sent"
+    );
+    assert_eq!(events[2], EngineEvent::Authenticating);
+}
+
+#[test]
+fn connected_is_ready_and_refusals_fail_with_a_reason() {
+    let (link, mut rx) = tracker();
+    link.on_event(&Event::Connected(Connected::builder().build()));
+    assert_eq!(
+        drain(&mut rx),
+        vec![EngineEvent::Ready],
+        "no client yet: no account to report"
+    );
+    link.on_event(&Event::StreamReplaced(StreamReplaced::builder().build()));
+    link.on_event(&Event::ClientOutdated(ClientOutdated::builder().build()));
+    let events = drain(&mut rx);
+    assert!(
+        matches!(&events[0], EngineEvent::Failed { reason } if reason.contains("stream replaced"))
+    );
+    assert!(matches!(&events[1], EngineEvent::Failed { reason } if reason.contains("outdated")));
+    assert!(PASSKEY_ACTION.contains("QR code"));
+}
+
+#[test]
+fn silent_retries_are_counted_and_reported_with_their_reason() {
+    let (link, mut rx) = tracker();
+    // Attempt 1 reaches the server, which closes before the handshake.
+    link.attempt();
+    link.closed("server closed (1000)");
+    // Attempt 2 begins: attempt 1 failed. Attempt 2 cannot even dial.
+    link.attempt();
+    link.dial_failed("cannot reach ws://127.0.0.1:1/ws/chat: refused");
+    // Attempt 3 begins: its failure was already reported.
+    link.attempt();
+    let events = drain(&mut rx);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(
+        matches!(&events[0], EngineEvent::SelfRetry { failures: 1, reason: Some(r) } if r.contains("handshake"))
+    );
+    assert!(
+        matches!(&events[1], EngineEvent::SelfRetry { failures: 2, reason: Some(r) } if r.contains("cannot reach"))
+    );
+    assert_eq!(link.attempts(), 3);
+    // Attempt 3 connects; a later drop and retry starts counting afresh.
+    link.on_event(&Event::Connected(Connected::builder().build()));
+    link.attempt();
+    let events = drain(&mut rx);
+    assert_eq!(
+        events.last(),
+        Some(&EngineEvent::SelfRetry {
+            failures: 0,
+            reason: None
+        })
+    );
+    assert_eq!(link.failures(), 0);
+}
+
+#[test]
+fn teardown_swallows_the_librarys_own_disconnect_and_logout() {
+    let (link, mut rx) = tracker();
+    link.begin_teardown();
+    let disconnected = wagate_engine_socket::whatsapp_rust::types::events::Disconnected::builder()
+        .reason(wagate_engine_socket::whatsapp_rust::transport::DisconnectReason::Unknown)
+        .build();
+    link.on_event(&Event::Disconnected(disconnected));
+    assert!(drain(&mut rx).is_empty());
+}

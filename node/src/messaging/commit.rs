@@ -1,0 +1,204 @@
+//! Group commit for the message store's write path. Every session's runtime (and every send) records its
+//! message events one at a time and waits for each; on SQLite each of those was a transaction of its own, and a
+//! transaction costs a write-lock turn plus a few round trips to the connection's thread. `GroupCommit` is one
+//! task that takes whatever writes are waiting, applies them in order inside ONE transaction (each with its
+//! outbox rows, as before), commits, and only then answers each caller. Engine events do not wait for their
+//! commit (their session loop moves on, so many events share a transaction); sends do. A batch that fails is
+//! retried write by write, so one bad write fails alone. Input: [`Write`]s from the `Recorder`; it owns no SQL of its own.
+
+use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument;
+
+use crate::engine::AckStatus;
+use crate::events::{Event, Pipeline};
+use crate::store::messages::{self as message_store, MessageRow};
+use crate::store::reactions::{self, ReactionRow};
+use crate::store::{self, DataPool, DataTx, StoreError, StoreResult};
+
+/// Writes committed together at most.
+const MAX_GROUP: usize = 256;
+
+/// One event's store change. The event is published only when the change took effect (a message already
+/// stored under its network id publishes nothing).
+pub(crate) enum Change {
+    Insert(Box<MessageRow>),
+    Status {
+        session_id: String,
+        message_id: String,
+        status: AckStatus,
+        rank: i64,
+    },
+    Revoke {
+        session_id: String,
+        message_id: String,
+    },
+    Edit {
+        session_id: String,
+        message_id: String,
+        body: String,
+    },
+    Reaction(ReactionRow),
+}
+
+pub(crate) struct Write {
+    pub change: Change,
+    pub event: Option<Event>,
+}
+
+/// Writes waiting at most; a caller beyond that waits for room (backpressure on the sessions' event loops).
+const QUEUE_DEPTH: usize = 8192;
+
+struct Waiting {
+    write: Write,
+    /// `None`: nobody waits for the outcome (an engine event); a failure is logged here.
+    done: Option<oneshot::Sender<StoreResult<()>>>,
+}
+
+impl Waiting {
+    fn finish(self, result: StoreResult<()>) {
+        match self.done {
+            Some(done) => {
+                let _ = done.send(result);
+            }
+            None => {
+                if let Err(err) = result {
+                    let session_id = self.write.event.as_ref().map(|e| e.session_id.as_str());
+                    tracing::error!(session_id, error = %err, "message event could not be persisted");
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct GroupCommit {
+    writes: mpsc::Sender<Waiting>,
+}
+
+fn stopped() -> StoreError {
+    StoreError::Corrupt("the message writer has stopped".into())
+}
+
+impl GroupCommit {
+    /// Starts the committing task; it ends when every handle is dropped.
+    pub(crate) fn spawn(db: DataPool, pipeline: Pipeline) -> GroupCommit {
+        let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
+        tokio::spawn(run(db, pipeline, rx));
+        GroupCommit { writes: tx }
+    }
+
+    /// Applies `write` and publishes its event; answers once it is committed (or failed).
+    pub(crate) async fn commit(&self, write: Write) -> StoreResult<()> {
+        let (done, answer) = oneshot::channel();
+        let waiting = Waiting {
+            write,
+            done: Some(done),
+        };
+        self.writes.send(waiting).await.map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    /// Queues `write` behind every earlier one (so a session's events keep their order) without waiting for
+    /// its commit: an engine event's session loop goes on to its next event, and the writes of many events
+    /// share a transaction. Waits only while the queue is full.
+    pub(crate) async fn submit(&self, write: Write) -> StoreResult<()> {
+        let waiting = Waiting { write, done: None };
+        self.writes.send(waiting).await.map_err(|_| stopped())
+    }
+}
+
+async fn run(db: DataPool, pipeline: Pipeline, mut rx: mpsc::Receiver<Waiting>) {
+    while let Some(first) = rx.recv().await {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(more) => group.push(more),
+                Err(_) => break,
+            }
+        }
+        let span = tracing::debug_span!("message_group_commit", writes = group.len());
+        let writes: Vec<&Write> = group.iter().map(|w| &w.write).collect();
+        match commit_group(&db, &pipeline, &writes).instrument(span).await {
+            Ok(events) => {
+                pipeline.after_commit(events).await;
+                for w in group {
+                    w.finish(Ok(()));
+                }
+            }
+            Err(e) if group.len() > 1 => {
+                tracing::debug!(error = %e, writes = group.len(), "group commit failed; writing one by one");
+                for w in group {
+                    let result = match commit_group(&db, &pipeline, &[&w.write]).await {
+                        Ok(events) => {
+                            pipeline.after_commit(events).await;
+                            Ok(())
+                        }
+                        Err(e) => Err(e),
+                    };
+                    w.finish(result);
+                }
+            }
+            Err(e) => {
+                if let Some(w) = group.pop() {
+                    w.finish(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// Applies the writes in order in one transaction with their outbox rows; returns the events to publish.
+async fn commit_group(
+    db: &DataPool,
+    pipeline: &Pipeline,
+    writes: &[&Write],
+) -> StoreResult<Vec<Event>> {
+    let mut tx = store::begin(db).await?;
+    let mut events = Vec::new();
+    for w in writes {
+        if apply(&mut tx, &w.change).await?
+            && let Some(event) = &w.event
+        {
+            events.push(event.clone());
+        }
+    }
+    pipeline.publish_in(&mut tx, &events).await?;
+    tx.commit().await?;
+    Ok(events)
+}
+
+/// Whether the change took effect in a way that publishes its event.
+async fn apply(tx: &mut DataTx, change: &Change) -> StoreResult<bool> {
+    match change {
+        Change::Insert(row) => message_store::insert(tx, row).await,
+        Change::Status {
+            session_id,
+            message_id,
+            status,
+            rank,
+        } => {
+            message_store::update_status(tx, session_id, message_id, status.as_str(), *rank)
+                .await?;
+            Ok(true)
+        }
+        Change::Revoke {
+            session_id,
+            message_id,
+        } => {
+            message_store::mark_revoked(tx, session_id, message_id).await?;
+            Ok(true)
+        }
+        Change::Edit {
+            session_id,
+            message_id,
+            body,
+        } => {
+            message_store::set_body(tx, session_id, message_id, body).await?;
+            Ok(true)
+        }
+        Change::Reaction(row) => {
+            reactions::apply(tx, row).await?;
+            Ok(true)
+        }
+    }
+}

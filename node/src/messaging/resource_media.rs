@@ -1,0 +1,66 @@
+//! Media handed to a resource route (status posts, group and profile pictures) as `{url|base64, mimetype?}`.
+//! It takes the same road as a send's media: the media store streams it under `DATA_DIR/media` with the
+//! `MEDIA_DOWNLOAD_MAX_BYTES` cap, and a URL is fetched through the outbound-address guard and the session's
+//! proxy. Those engines take the content as bytes, so the stored file is read back once.
+
+use wagate_proto::dto::status::MediaInput;
+
+use super::{MessagingError, MessagingResult, MessagingService};
+use crate::engine::MediaSource;
+use crate::media::MediaError;
+
+impl MessagingService {
+    /// The content and mimetype of `input` (`default_mimetype` when none was given or served).
+    pub(crate) async fn resource_media(
+        &self,
+        session_id: &str,
+        input: &MediaInput,
+        default_mimetype: &str,
+    ) -> MessagingResult<(MediaSource, String)> {
+        let media = self.recorder.media();
+        let stored = match (non_empty(&input.base64), non_empty(&input.url)) {
+            (Some(b64), _) => media.put_base64(strip_data_url(b64)).await?,
+            (None, Some(url)) => {
+                let record = self.sessions.record(session_id).await?;
+                media.put_url(url, record.proxy_url.as_deref()).await?
+            }
+            (None, None) => return Err(bad_input("media needs url or base64")),
+        };
+        let bytes = media
+            .read(&stored.key)
+            .await?
+            .ok_or_else(|| bad_input("stored media vanished; send it again"))?;
+        let mimetype = non_empty(&input.mimetype)
+            .map(str::to_string)
+            .or(stored.content_type)
+            .unwrap_or_else(|| default_mimetype.to_string());
+        Ok((MediaSource::Bytes(bytes), mimetype))
+    }
+}
+
+fn non_empty(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// Picture and status routes have always taken a `data:<mime>;base64,` URL as well as raw base64.
+fn strip_data_url(raw: &str) -> &str {
+    match raw.strip_prefix("data:") {
+        Some(rest) => rest.split_once("base64,").map_or(raw, |(_, data)| data),
+        None => raw,
+    }
+}
+
+fn bad_input(message: &str) -> MessagingError {
+    MessagingError::Media(MediaError::BadInput(message.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_data_url;
+
+    #[test]
+    fn data_url_prefix_is_dropped_and_raw_base64_kept() {
+        assert_eq!(strip_data_url("data:image/png;base64,AAAA"), "AAAA");
+        assert_eq!(strip_data_url("AAAA"), "AAAA");
+    }
+}

@@ -1,0 +1,309 @@
+//! The cluster under failure with its real processes: three `wagate` nodes (`ROLE=api`) and one
+//! `wagate-worker` on one PostgreSQL data DB and Redis queues (own key prefix). kill -9 of a node owning a
+//! session loses no webhook event raised before or after (counted by idempotency key); kill -9 of the
+//! worker while a delivery is in flight still delivers it after the restart; a rolling restart of every
+//! node fails no client request (clients retry 409/503 as the spec allows). Polls, never asserts timing.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::{add_webhook, inbound, worker_binary};
+use wagate_loadtest::harness::cluster::{ClusterOptions, TestCluster, Timings};
+use wagate_loadtest::harness::sessions::create_linked;
+use wagate_loadtest::harness::{Client, Delivery, Receiver};
+
+const BUDGET: Duration = Duration::from_secs(60);
+const PEER: &str = "15557770001@c.us";
+
+async fn cluster(size: usize, env: &[(&str, &str)]) -> TestCluster {
+    let options = ClusterOptions {
+        size,
+        timings: Timings::default(),
+        worker_binary: Some(worker_binary()),
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    };
+    TestCluster::start_with(env!("CARGO_BIN_EXE_wagate"), options)
+        .await
+        .expect("cluster")
+}
+
+fn key(d: &Delivery) -> String {
+    d.header("x-wagate-idempotency-key")
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Idempotency key -> (body, whether one of its attempts came after the first `failing` requests, which
+/// all answered 500).
+fn by_key(all: &[Delivery], failing: usize) -> BTreeMap<String, (String, bool)> {
+    let mut keys: BTreeMap<String, (String, bool)> = BTreeMap::new();
+    for (i, d) in all.iter().enumerate() {
+        let body = d.json()["data"]["body"].as_str().unwrap_or("").to_string();
+        keys.entry(key(d)).or_insert((body, false)).1 |= i >= failing;
+    }
+    keys
+}
+
+#[tokio::test]
+async fn kill_9_of_a_node_loses_no_webhook_event_raised_before_or_after() {
+    const FAILING: usize = 10;
+    let env = [
+        ("WEBHOOK_RETRY_DELAY", "50"),
+        ("OUTBOX_RECONCILE_MS", "300"),
+        ("OUTBOX_STALE_MS", "2000"),
+    ];
+    let mut c = cluster(3, &env).await;
+    let s = create_linked(&c.client(0), "k9-events", "15550004001")
+        .await
+        .expect("linked on node a");
+    let rx = Receiver::start().await.expect("receiver");
+    // The first attempts fail, so the events raised before the crash are still undelivered when it comes.
+    rx.respond_with(&[500; FAILING]);
+    add_webhook(
+        &c.client(1),
+        &s,
+        json!({ "url": rx.url(), "events": ["message.received"], "retryCount": 10 }),
+    )
+    .await;
+    for i in 0..5 {
+        inbound(&c.client(2), &s, PEER, &format!("before-{i}")).await;
+    }
+    // Each of the five was committed (it has been attempted) before the owner dies.
+    rx.wait_until(BUDGET, |d| by_key(d, FAILING).len() == 5)
+        .await;
+    assert!(
+        rx.deliveries().len() < FAILING,
+        "still failing at the crash"
+    );
+    c.nodes[0].kill9();
+    c.wait_served_ready(1, &s, &["node-a", ""], BUDGET)
+        .await
+        .expect("taken over");
+    for i in 0..5 {
+        inbound(&c.client(1), &s, PEER, &format!("after-{i}")).await;
+    }
+    let all = rx
+        .wait_until(BUDGET, |d| {
+            let keys = by_key(d, FAILING);
+            keys.len() == 10 && keys.values().all(|(_, ok)| *ok)
+        })
+        .await;
+    let keys = by_key(&all, FAILING);
+    let delivered: BTreeSet<&str> = keys
+        .values()
+        .filter(|(_, ok)| *ok)
+        .map(|(body, _)| body.as_str())
+        .collect();
+    let expected: BTreeSet<String> = (0..5)
+        .flat_map(|i| [format!("before-{i}"), format!("after-{i}")])
+        .collect();
+    let lost: Vec<&String> = expected
+        .iter()
+        .filter(|b| !delivered.contains(b.as_str()))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "lost events: {lost:?}\nworker:\n{}",
+        c.worker.as_ref().map(|w| w.logs()).unwrap_or_default()
+    );
+    assert_eq!(keys.len(), 10, "one idempotency key per event: {keys:?}");
+}
+
+#[tokio::test]
+async fn kill_9_of_the_worker_mid_delivery_is_delivered_after_restart() {
+    let env = [
+        ("WEBHOOK_TIMEOUT", "20000"),
+        ("OUTBOX_RECONCILE_MS", "300"),
+        ("OUTBOX_STALE_MS", "3000"),
+    ];
+    let mut c = cluster(1, &env).await;
+    let s = create_linked(&c.client(0), "k9-worker", "15550004002")
+        .await
+        .expect("linked");
+    let rx = Receiver::start().await.expect("receiver");
+    // A slow receiver: the worker is certainly waiting for the answer when it dies.
+    rx.respond_after(Some(Duration::from_secs(2)));
+    add_webhook(
+        &c.client(0),
+        &s,
+        json!({ "url": rx.url(), "events": ["message.received"] }),
+    )
+    .await;
+    inbound(&c.client(0), &s, PEER, "in flight").await;
+    rx.wait_until(BUDGET, |d| !d.is_empty()).await;
+    c.worker.as_mut().expect("worker").kill9();
+    assert_eq!(
+        outbox_status(&c),
+        "delivering",
+        "the attempt was in flight at the kill"
+    );
+    c.worker
+        .as_mut()
+        .expect("worker")
+        .restart()
+        .expect("worker restarts");
+    let deadline = Instant::now() + BUDGET;
+    while outbox_status(&c) != "delivered" {
+        assert!(
+            Instant::now() < deadline,
+            "never delivered: {}\n{}",
+            outbox_status(&c),
+            c.worker.as_ref().map(|w| w.logs()).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let all = rx.deliveries();
+    assert!(all.len() >= 2, "attempted again after the restart");
+    assert!(
+        all.iter().all(|d| key(d) == key(&all[0])),
+        "same occurrence"
+    );
+    assert_eq!(all[0].json()["data"]["body"], "in flight");
+}
+
+fn outbox_status(c: &TestCluster) -> String {
+    c.pg.query("SELECT status FROM webhook_outbox_events")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Outcome counters of the client load.
+#[derive(Default)]
+struct Load {
+    ok: AtomicUsize,
+    retried: AtomicUsize,
+    failed: AtomicUsize,
+    failures: parking_lot::Mutex<Vec<String>>,
+}
+
+/// One client request, retried on 409/503 (and on a node that is going down) until `BUDGET`; any other
+/// answer than 2xx is a failure. `down` is the node being restarted, which the client's balancer avoids.
+async fn request(
+    clients: &[Client],
+    down: &AtomicUsize,
+    turn: usize,
+    load: &Load,
+    path: &str,
+    body: Option<serde_json::Value>,
+) {
+    let deadline = Instant::now() + BUDGET;
+    let mut attempt = turn;
+    loop {
+        let mut node = attempt % clients.len();
+        if node == down.load(Ordering::SeqCst) {
+            node = (node + 1) % clients.len();
+        }
+        let client = &clients[node];
+        let reply = match &body {
+            Some(body) => client.post(path, body.clone()).await,
+            None => client.get(path).await,
+        };
+        let why = match reply {
+            Ok(r) if r.status < 300 => {
+                load.ok.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
+            Ok(r) if r.status == 409 || r.status == 503 => format!("{} {}", r.status, r.text),
+            Ok(r) => {
+                load.failed.fetch_add(1, Ordering::SeqCst);
+                load.failures
+                    .lock()
+                    .push(format!("{path} on node {node}: {} {}", r.status, r.text));
+                return;
+            }
+            // The node stopped between the balancer's pick and the request.
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() > deadline {
+            load.failed.fetch_add(1, Ordering::SeqCst);
+            load.failures
+                .lock()
+                .push(format!("{path}: still {why} after retries"));
+            return;
+        }
+        load.retried.fetch_add(1, Ordering::SeqCst);
+        attempt += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_rolling_restart_of_every_node_fails_no_client_request() {
+    let mut c = TestCluster::start(env!("CARGO_BIN_EXE_wagate"), 3, Timings::default())
+        .await
+        .expect("cluster");
+    let mut sessions = Vec::new();
+    for i in 0..3 {
+        let id = create_linked(
+            &c.client(i),
+            &format!("roll-{i}"),
+            &format!("1555000500{i}"),
+        )
+        .await
+        .expect("linked");
+        sessions.push(id);
+    }
+    let clients: Arc<Vec<Client>> = Arc::new((0..3).map(|i| c.client(i)).collect());
+    let down = Arc::new(AtomicUsize::new(usize::MAX));
+    let load = Arc::new(Load::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for (i, id) in sessions.iter().cloned().enumerate() {
+        let (clients, down, load, stop) =
+            (clients.clone(), down.clone(), load.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut turn = i;
+            while !stop.load(Ordering::SeqCst) {
+                request(
+                    &clients,
+                    &down,
+                    turn,
+                    &load,
+                    &format!("/api/sessions/{id}"),
+                    None,
+                )
+                .await;
+                let send = json!({ "chatId": PEER, "text": format!("roll {turn}") });
+                let path = format!("/api/sessions/{id}/messages/send-text");
+                request(&clients, &down, turn + 1, &load, &path, Some(send)).await;
+                turn += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }));
+    }
+    for node in 0..3 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        down.store(node, Ordering::SeqCst);
+        assert_eq!(c.nodes[node].stop().await, Some(0), "graceful stop");
+        c.nodes[node].restart().await.expect("restart");
+        down.store(usize::MAX, Ordering::SeqCst);
+        for id in &sessions {
+            c.wait_served_ready((node + 1) % 3, id, &[""], BUDGET)
+                .await
+                .expect("every session runs again");
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::SeqCst);
+    for task in tasks {
+        task.await.expect("client task");
+    }
+    let failures = load.failures.lock().clone();
+    println!(
+        "rolling restart: {} ok, {} retried (409/503/node down), {} failed",
+        load.ok.load(Ordering::SeqCst),
+        load.retried.load(Ordering::SeqCst),
+        load.failed.load(Ordering::SeqCst)
+    );
+    assert!(failures.is_empty(), "failed client requests: {failures:#?}");
+    assert!(load.ok.load(Ordering::SeqCst) > 0);
+}
