@@ -1,17 +1,25 @@
 //! The socket engine offline, through the real HTTP API of a node: the client dials a local WebSocket
 //! endpoint (`SOCKET_WS_URL`) that accepts and closes at once, or a port that refuses. The session reads
 //! `initializing`, the start budget answers 504, the client keeps retrying on its own, `lastError` appears
-//! after the fifth consecutive failed attempt, and a stop ends the retries.
+//! after the fifth consecutive failed attempt, and a stop ends the retries. Many sessions started at once
+//! all get the spec's answer (504, never a 500), and a logout of a linked session whose client is not
+//! running dials out with the stored credentials to unlink before it forgets them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use futures::SinkExt;
+use sqlx::SqlitePool;
+use sqlx::sqlite::SqliteConnectOptions;
 use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::Message;
+use wagate_engine_socket::store::{SqlBackend, has_device};
+use wagate_engine_socket::whatsapp_rust::wacore::store::Device;
+use wagate_engine_socket::whatsapp_rust::wacore::store::traits::DeviceStore;
 use wagate_loadtest::harness::sessions::create;
 use wagate_loadtest::harness::{Client, Node, NodeOptions};
+use wagate_workers::DataPool;
 
 /// Upper bound for the retries to reach the fifth failure (the library's Fibonacci backoff: 1+1+2+3+5 s).
 const RETRY_WAIT: Duration = Duration::from_secs(60);
@@ -141,4 +149,130 @@ async fn a_refusing_endpoint_reports_the_dial_error() {
         .await
         .expect("kill");
     assert!(killed.status < 300, "{}", killed.text);
+}
+
+#[tokio::test]
+async fn many_concurrent_starts_all_answer_504_then_stop_cleanly() {
+    // The socket-sessions benchmark once saw 500s when 16 starts ran at once (SQLite writers racing for
+    // the write lock); every start must get the spec's answer for a network that never completes: 504.
+    const SESSIONS: usize = 24;
+    let (port, connections) = closing_server().await;
+    let node = socket_node(&format!("ws://127.0.0.1:{port}/ws/chat")).await;
+    let client = node.client();
+    let c = &client;
+    let mut ids = Vec::with_capacity(SESSIONS);
+    for i in 0..SESSIONS {
+        ids.push(create(c, &format!("burst-{i}")).await.expect("create"));
+    }
+    let starts = futures::future::join_all(
+        ids.iter()
+            .map(|id| async move { c.post_empty(&format!("/api/sessions/{id}/start")).await }),
+    )
+    .await;
+    for (id, reply) in ids.iter().zip(starts) {
+        let reply = reply.expect("start");
+        assert_eq!(reply.status, 504, "start {id}: {}", reply.text);
+    }
+    assert!(
+        connections.load(Ordering::SeqCst) >= SESSIONS as u32,
+        "every client dialled: {}",
+        connections.load(Ordering::SeqCst)
+    );
+    let stops = futures::future::join_all(
+        ids.iter()
+            .map(|id| async move { c.post_empty(&format!("/api/sessions/{id}/stop")).await }),
+    )
+    .await;
+    for (id, reply) in ids.iter().zip(stops) {
+        let reply = reply.expect("stop");
+        assert_eq!(reply.status, 200, "stop {id}: {}", reply.text);
+        assert_eq!(reply.body["status"], "disconnected", "{}", reply.text);
+    }
+}
+
+async fn data_db(node: &Node) -> SqlitePool {
+    let path = node.dir.path().join("data").join("wagate.sqlite");
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .busy_timeout(Duration::from_secs(5));
+    SqlitePool::connect_with(options).await.expect("data db")
+}
+
+/// What a linked session leaves behind once stopped: its phone and `engine_auth` row, and the device record
+/// (keys and the paired account) in the socket store.
+async fn store_linked_credentials(db: &SqlitePool, id: &str) {
+    sqlx::query("UPDATE sessions SET phone = '15550001111', has_credentials = TRUE WHERE id = $1")
+        .bind(id)
+        .execute(db)
+        .await
+        .expect("session row");
+    let account = serde_json::json!({
+        "phone": "15550001111@c.us",
+        "pushName": "Alice",
+        "credentials": serde_json::json!({"store": "socket", "jid": "15550001111@s.whatsapp.net"}).to_string(),
+    });
+    sqlx::query("INSERT INTO engine_auth (session_id, engine, data, updated_at) VALUES ($1, 'socket', $2, 0)")
+        .bind(id)
+        .bind(account.to_string())
+        .execute(db)
+        .await
+        .expect("engine_auth row");
+    let mut device = Device::new();
+    device.pn = Some("15550001111@s.whatsapp.net".parse().expect("jid"));
+    device.push_name = "Alice".into();
+    SqlBackend::new(DataPool::Sqlite(db.clone()), id)
+        .save(&device)
+        .await
+        .expect("device");
+}
+
+#[tokio::test]
+async fn logout_of_a_stopped_linked_session_dials_to_unlink_and_reports_incomplete_offline() {
+    let (port, connections) = closing_server().await;
+    // The socket store is read directly below: SQLite whatever the suite's backend.
+    let node = Node::start(
+        NodeOptions::new(env!("CARGO_BIN_EXE_wagate"))
+            .env("DATABASE_TYPE", "sqlite")
+            .env("ENGINE_TYPE", "socket")
+            .env("SOCKET_WS_URL", format!("ws://127.0.0.1:{port}/ws/chat")),
+    )
+    .await
+    .expect("node");
+    let c = node.client();
+    let id = create(&c, "linked-stopped").await.expect("create");
+    let db = data_db(&node).await;
+    store_linked_credentials(&db, &id).await;
+    let pool = DataPool::Sqlite(db.clone());
+    assert!(has_device(&pool, &id).await.expect("has_device"));
+
+    let logout = c
+        .post_empty(&format!("/api/sessions/{id}/logout"))
+        .await
+        .expect("logout");
+    // The network cannot be reached, so the unlink did not complete: the spec's 502, local state gone.
+    assert_eq!(logout.status, 502, "{}", logout.text);
+    assert_eq!(logout.body["code"], "SESSION_LOGOUT_INCOMPLETE", "{}", logout.text);
+    assert!(
+        connections.load(Ordering::SeqCst) >= 1,
+        "the logout connected with the stored credentials to send the unlink"
+    );
+    assert!(!has_device(&pool, &id).await.expect("has_device"));
+    let auth_rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM engine_auth WHERE session_id = $1")
+        .bind(&id)
+        .fetch_one(&db)
+        .await
+        .expect("count");
+    assert_eq!(auth_rows, 0);
+    let record = c.get(&format!("/api/sessions/{id}")).await.expect("get");
+    assert!(record.body["phone"].is_null(), "{}", record.text);
+    assert_eq!(record.body["engineLoaded"], false, "{}", record.text);
+
+    // Nothing left to unlink: a second logout has no credentials and succeeds without dialling.
+    let dialled = connections.load(Ordering::SeqCst);
+    let again = c
+        .post_empty(&format!("/api/sessions/{id}/logout"))
+        .await
+        .expect("logout");
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(connections.load(Ordering::SeqCst), dialled);
 }
