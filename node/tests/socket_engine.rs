@@ -276,3 +276,151 @@ async fn logout_of_a_stopped_linked_session_dials_to_unlink_and_reports_incomple
     assert_eq!(again.status, 200, "{}", again.text);
     assert_eq!(connections.load(Ordering::SeqCst), dialled);
 }
+
+/// Opt-in, against the real WhatsApp network: `WAGATE_LIVE=1 WAGATE_LIVE_TO=<number or JID>` (and
+/// optionally `WAGATE_LIVE_PHONE=<own number>` for a pairing code instead of the QR,
+/// `WAGATE_LIVE_WAIT_SECS`, default 180). Starts a socket node, shows the QR (a PNG file and its data URL)
+/// or a pairing code, waits for the phone to link, sends a text and waits for its server ack, then logs the
+/// device out (which unlinks it on the phone's device list).
+#[tokio::test]
+async fn live_link_send_and_ack() {
+    if std::env::var("WAGATE_LIVE").as_deref() != Ok("1") {
+        eprintln!(
+            "live_link_send_and_ack skipped: set WAGATE_LIVE=1 and WAGATE_LIVE_TO=<number> to run it against WhatsApp"
+        );
+        return;
+    }
+    let to = std::env::var("WAGATE_LIVE_TO").expect("WAGATE_LIVE_TO: the number (or JID) to send to");
+    let chat_id = if to.contains('@') {
+        to
+    } else {
+        format!("{}@c.us", to.trim_start_matches('+'))
+    };
+    let wait = Duration::from_secs(
+        std::env::var("WAGATE_LIVE_WAIT_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(180),
+    );
+    let receiver = wagate_loadtest::harness::Receiver::start()
+        .await
+        .expect("receiver");
+    let node = Node::start(
+        NodeOptions::new(env!("CARGO_BIN_EXE_wagate"))
+            .env("ENGINE_TYPE", "socket")
+            .env("LOG_LEVEL", "info")
+            .env("SESSION_START_TIMEOUT_MS", "30000"),
+    )
+    .await
+    .expect("node");
+    eprintln!("node log: {}", node.log_path().display());
+    let c = node.client();
+    let id = create(&c, "live").await.expect("create");
+    let hook = c
+        .post(
+            &format!("/api/sessions/{id}/webhooks"),
+            serde_json::json!({ "url": receiver.url(), "events": ["message.ack"] }),
+        )
+        .await
+        .expect("webhook");
+    assert_eq!(hook.status, 201, "{}", hook.text);
+    let started = c
+        .post_empty(&format!("/api/sessions/{id}/start"))
+        .await
+        .expect("start");
+    assert!(
+        started.status == 200 || started.status == 504,
+        "{}",
+        started.text
+    );
+
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut shown = String::new();
+    let mut asked_code = false;
+    loop {
+        let record = c.get(&format!("/api/sessions/{id}")).await.expect("get");
+        match record.body["status"].as_str() {
+            Some("ready") => break,
+            Some("failed") | Some("action_required") => panic!("linking failed: {}", record.text),
+            _ => {}
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not linked within {} s: {}",
+            wait.as_secs(),
+            record.text
+        );
+        if let Ok(phone) = std::env::var("WAGATE_LIVE_PHONE")
+            && !asked_code
+            && record.body["status"] == "qr_ready"
+        {
+            let code = c
+                .post(
+                    &format!("/api/sessions/{id}/pairing-code"),
+                    serde_json::json!({ "phoneNumber": phone }),
+                )
+                .await
+                .expect("pairing code");
+            eprintln!(
+                "pairing code ({}): {} -- WhatsApp > Linked devices > Link with phone number",
+                code.status, code.body["pairingCode"]
+            );
+            asked_code = true;
+        }
+        let qr = c.get(&format!("/api/sessions/{id}/qr")).await.expect("qr");
+        if !asked_code
+            && qr.status == 200
+            && let Some(url) = qr.body["qrCode"].as_str()
+            && url != shown
+        {
+            let png = url
+                .strip_prefix("data:image/png;base64,")
+                .and_then(|b64| {
+                    use base64::Engine as _;
+                    base64::engine::general_purpose::STANDARD.decode(b64).ok()
+                })
+                .unwrap_or_default();
+            let path = std::env::temp_dir().join("wagate-live-qr.png");
+            let _ = std::fs::write(&path, png);
+            eprintln!(
+                "scan the QR (WhatsApp > Linked devices): open {} or paste this data URL into a browser:\n{url}\n",
+                path.display()
+            );
+            shown = url.to_string();
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    eprintln!("linked; sending to {chat_id}");
+
+    let sent = c
+        .post(
+            &format!("/api/sessions/{id}/messages/send-text"),
+            serde_json::json!({ "chatId": chat_id, "text": "wagate live test" }),
+        )
+        .await
+        .expect("send");
+    assert_eq!(sent.status, 201, "{}", sent.text);
+    let message_id = sent.str("messageId");
+    let acks = receiver
+        .wait_until(Duration::from_secs(60), |all| {
+            all.iter()
+                .any(|d| d.json()["data"]["messageId"] == message_id.as_str())
+        })
+        .await;
+    let ack = acks
+        .iter()
+        .map(|d| d.json())
+        .find(|j| j["data"]["messageId"] == message_id.as_str())
+        .expect("a message.ack for the sent message");
+    eprintln!("ack: {}", ack["data"]);
+    assert!(
+        ["sent", "delivered", "read"].contains(&ack["data"]["status"].as_str().unwrap_or_default()),
+        "{ack}"
+    );
+
+    let logout = c
+        .post_empty(&format!("/api/sessions/{id}/logout"))
+        .await
+        .expect("logout");
+    assert_eq!(logout.status, 200, "{}", logout.text);
+}
