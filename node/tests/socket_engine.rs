@@ -251,17 +251,22 @@ async fn logout_of_a_stopped_linked_session_dials_to_unlink_and_reports_incomple
         .expect("logout");
     // The network cannot be reached, so the unlink did not complete: the spec's 502, local state gone.
     assert_eq!(logout.status, 502, "{}", logout.text);
-    assert_eq!(logout.body["code"], "SESSION_LOGOUT_INCOMPLETE", "{}", logout.text);
+    assert_eq!(
+        logout.body["code"], "SESSION_LOGOUT_INCOMPLETE",
+        "{}",
+        logout.text
+    );
     assert!(
         connections.load(Ordering::SeqCst) >= 1,
         "the logout connected with the stored credentials to send the unlink"
     );
     assert!(!has_device(&pool, &id).await.expect("has_device"));
-    let auth_rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM engine_auth WHERE session_id = $1")
-        .bind(&id)
-        .fetch_one(&db)
-        .await
-        .expect("count");
+    let auth_rows: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM engine_auth WHERE session_id = $1")
+            .bind(&id)
+            .fetch_one(&db)
+            .await
+            .expect("count");
     assert_eq!(auth_rows, 0);
     let record = c.get(&format!("/api/sessions/{id}")).await.expect("get");
     assert!(record.body["phone"].is_null(), "{}", record.text);
@@ -290,7 +295,8 @@ async fn live_link_send_and_ack() {
         );
         return;
     }
-    let to = std::env::var("WAGATE_LIVE_TO").expect("WAGATE_LIVE_TO: the number (or JID) to send to");
+    let to =
+        std::env::var("WAGATE_LIVE_TO").expect("WAGATE_LIVE_TO: the number (or JID) to send to");
     let chat_id = if to.contains('@') {
         to
     } else {

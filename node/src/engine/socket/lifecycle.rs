@@ -14,8 +14,8 @@ use wagate_engine_socket::transport::SocketTransportFactory;
 use wagate_engine_socket::whatsapp_rust::bot::{Bot, BotHandle};
 use wagate_engine_socket::whatsapp_rust::pair_code::PairCodeOptions;
 use wagate_engine_socket::whatsapp_rust::store::Backend;
-use wagate_engine_socket::whatsapp_rust::wacore::iq::devices::RemoveCompanionDeviceSpec;
 use wagate_engine_socket::whatsapp_rust::types::events::{Event, EventHandler};
+use wagate_engine_socket::whatsapp_rust::wacore::iq::devices::RemoveCompanionDeviceSpec;
 use wagate_workers::DataPool;
 
 use super::SocketEngine;
@@ -150,7 +150,8 @@ impl SocketEngine {
                     .map_err(|e| EngineError::Network(format!("{e:#}")))?;
                 if !linked {
                     return Err(EngineError::Network(
-                        "the device could not be unlinked: no stored credentials to connect with".into(),
+                        "the device could not be unlinked: no stored credentials to connect with"
+                            .into(),
                     ));
                 }
                 self.start_client().await?;
@@ -167,7 +168,9 @@ impl SocketEngine {
             )));
         }
         let own = client.pn().ok_or_else(|| {
-            EngineError::Network("the device could not be unlinked: own phone number unknown".into())
+            EngineError::Network(
+                "the device could not be unlinked: own phone number unknown".into(),
+            )
         })?;
         // Not the library's `logout()`: it logs a failed request and carries on, and the API must say
         // whether the server took the unlink.
