@@ -282,6 +282,26 @@ async fn logout_of_a_stopped_linked_session_dials_to_unlink_and_reports_incomple
     assert_eq!(connections.load(Ordering::SeqCst), dialled);
 }
 
+#[tokio::test]
+async fn logout_of_a_running_session_that_never_paired_answers_200() {
+    // Nothing was linked, so there is nothing to unlink on the server: no 502, and no wait for a connection.
+    let (port, _connections) = closing_server().await;
+    let node = socket_node(&format!("ws://127.0.0.1:{port}/ws/chat")).await;
+    let c = node.client();
+    let id = create(&c, "never-paired").await.expect("create");
+    let started = c
+        .post_empty(&format!("/api/sessions/{id}/start"))
+        .await
+        .expect("start");
+    assert_eq!(started.status, 504, "{}", started.text);
+    let logout = c
+        .post_empty(&format!("/api/sessions/{id}/logout"))
+        .await
+        .expect("logout");
+    assert_eq!(logout.status, 200, "{}", logout.text);
+    assert_eq!(logout.body["engineLoaded"], false, "{}", logout.text);
+}
+
 /// Opt-in, against the real WhatsApp network: `WAGATE_LIVE=1 WAGATE_LIVE_TO=<number or JID>` (and
 /// optionally `WAGATE_LIVE_PHONE=<own number>` for a pairing code instead of the QR,
 /// `WAGATE_LIVE_WAIT_SECS`, default 180). Starts a socket node, shows the QR (a PNG file and its data URL)

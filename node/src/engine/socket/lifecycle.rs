@@ -142,12 +142,14 @@ impl SocketEngine {
     /// wait for the connection, since an offline network would otherwise hold the logout forever.
     async fn unlink(&self) -> EngineResult<()> {
         let running = self.client.lock().clone();
+        let linked = has_device(&self.pool, self.session_id())
+            .await
+            .map_err(|e| EngineError::Network(format!("{e:#}")))?;
         let client = match running {
+            // A client still showing QR codes never paired: there is nothing on the server to unlink.
+            Some(client) if !linked && !client.is_logged_in() => return Ok(()),
             Some(client) => client,
             None => {
-                let linked = has_device(&self.pool, self.session_id())
-                    .await
-                    .map_err(|e| EngineError::Network(format!("{e:#}")))?;
                 if !linked {
                     return Err(EngineError::Network(
                         "the device could not be unlinked: no stored credentials to connect with"
