@@ -493,6 +493,8 @@ async fn networks_joined_through_redis_act_as_one() {
         net
     };
     let (n1, n2) = (joined("n1"), joined("n2"));
+    // In a cluster a session online on a node holds its lease there; only the holder drains its inbox.
+    hold_leases(&pool, &prefix, &[("a", "n1"), ("b", "n2")]).await;
     let mut a = linked(&n1, "a", A).await;
     let mut b = linked(&n2, "b", B).await;
     // The wake listeners subscribe in the background; give them a moment before the first send.
@@ -554,4 +556,17 @@ async fn networks_joined_through_redis_act_as_one() {
         gone.is_empty(),
         "a killed engine leaves the view at once: {gone:?}"
     );
+}
+
+/// Writes lease keys as `cluster/lease_redis.rs` does (`{nodeId}:{generation}`), for the inbox fence.
+async fn hold_leases(pool: &deadpool_redis::Pool, prefix: &str, held: &[(&str, &str)]) {
+    let mut conn = pool.get().await.expect("redis");
+    for (session, node) in held {
+        deadpool_redis::redis::cmd("SET")
+            .arg(format!("{prefix}lease:{session}"))
+            .arg(format!("{node}:1"))
+            .query_async::<()>(&mut *conn)
+            .await
+            .expect("lease key");
+    }
 }
