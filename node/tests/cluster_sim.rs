@@ -410,7 +410,12 @@ async fn blocks_presence_statuses_calls_and_channels_act_across_nodes() {
         .await
         .expect("status"));
     let status = until(&mut ws, |f| is_event(f, "status.received", &y)).await;
-    assert_eq!(data(&status)["caption"], "a story", "{status} after {}", posted.text);
+    assert_eq!(
+        data(&status)["caption"],
+        "a story",
+        "{status} after {}",
+        posted.text
+    );
     let listed = ok(c
         .client(1)
         .get(&at(&y, &format!("/status/{}", jid(PX))))
@@ -447,7 +452,10 @@ async fn blocks_presence_statuses_calls_and_channels_act_across_nodes() {
     let (channel_id, code) = (channel.str("id"), channel.str("inviteCode"));
     let followed = ok(c
         .client(1)
-        .post(&at(&y, "/channels/subscribe"), json!({ "inviteCode": code }))
+        .post(
+            &at(&y, "/channels/subscribe"),
+            json!({ "inviteCode": code }),
+        )
         .await
         .expect("subscribe"));
     assert_eq!(followed.str("id"), channel_id);

@@ -164,12 +164,7 @@ async fn sim_react(
     let from = jid("from", b.from.as_deref())?;
     let message_id = required("messageId", &b.message_id)?;
     net.pull_message(message_id).await;
-    net.react(
-        &id.0,
-        message_id,
-        b.emoji.as_deref().unwrap_or(""),
-        &from,
-    )?;
+    net.react(&id.0, message_id, b.emoji.as_deref().unwrap_or(""), &from)?;
     Ok(ok())
 }
 

@@ -3,8 +3,8 @@
 //! Input: `SimEngine`.
 
 use super::network::{NetState, SimNetwork, now};
-use crate::engine::{Channel, EngineError, EngineResult, Label, LabelUpsert};
 use super::peers::Record;
+use crate::engine::{Channel, EngineError, EngineResult, Label, LabelUpsert};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use wagate_proto::Jid;

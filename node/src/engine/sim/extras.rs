@@ -3,11 +3,11 @@
 //! `SimEngine` and the control API's `call`. The catalog is fixed sample data, not editable.
 
 use super::network::{SimNetwork, now};
+use super::peers::Record;
 use crate::engine::{
     CallEvent, CallKind, CallPhase, Catalog, EngineError, EngineEvent, EngineResult, MessageType,
     Product, ProductPage, StatusContent, StatusPost, StatusUpdate,
 };
-use super::peers::Record;
 use serde::{Deserialize, Serialize};
 use wagate_proto::Jid;
 

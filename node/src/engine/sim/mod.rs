@@ -138,8 +138,12 @@ impl Engine for SimEngine {
     }
     async fn react(&self, chat: &Jid, message_id: &str, emoji: &str) -> EngineResult<()> {
         self.net.pull_chat(chat).await;
-        self.net
-            .react_own(self.message_query(message_id).await, chat, message_id, emoji)
+        self.net.react_own(
+            self.message_query(message_id).await,
+            chat,
+            message_id,
+            emoji,
+        )
     }
     async fn edit(&self, chat: &Jid, message_id: &str, body: &str) -> EngineResult<SentMessage> {
         self.net.pull_chat(chat).await;
@@ -150,9 +154,7 @@ impl Engine for SimEngine {
     async fn revoke(&self, chat: &Jid, message_id: &str, for_everyone: bool) -> EngineResult<()> {
         self.net.pull_chat(chat).await;
         let session = self.message_query(message_id).await;
-        let revoked = self
-            .net
-            .revoke_own(session, chat, message_id, for_everyone);
+        let revoked = self.net.revoke_own(session, chat, message_id, for_everyone);
         self.shared(revoked).await
     }
     async fn forward(&self, _from: &Jid, to: &Jid, message_id: &str) -> EngineResult<SentMessage> {
@@ -297,7 +299,9 @@ impl Engine for SimEngine {
             subject: Some(subject.to_string()),
             ..Default::default()
         };
-        let changed = self.net.change_group(self.group_query().await, group, changes);
+        let changed = self
+            .net
+            .change_group(self.group_query().await, group, changes);
         self.shared(changed).await
     }
     async fn set_group_description(&self, group: &Jid, description: &str) -> EngineResult<()> {
@@ -305,7 +309,9 @@ impl Engine for SimEngine {
             description: Some(description.to_string()),
             ..Default::default()
         };
-        let changed = self.net.change_group(self.group_query().await, group, changes);
+        let changed = self
+            .net
+            .change_group(self.group_query().await, group, changes);
         self.shared(changed).await
     }
     async fn group_invite_code(&self, group: &Jid) -> EngineResult<String> {
@@ -359,7 +365,8 @@ impl Engine for SimEngine {
         self.shared(settings).await
     }
     async fn group_picture(&self, group: &Jid) -> EngineResult<Option<String>> {
-        self.net.group_picture(self.group_query().await, group, None)
+        self.net
+            .group_picture(self.group_query().await, group, None)
     }
     async fn set_group_picture(&self, group: &Jid, image: MediaSource) -> EngineResult<()> {
         image
@@ -417,9 +424,7 @@ impl Engine for SimEngine {
             .pull_accounts(std::slice::from_ref(new_owner))
             .await;
         let session = self.channel_query().await;
-        let moved = self
-            .net
-            .transfer_channel_owner(session, channel, new_owner);
+        let moved = self.net.transfer_channel_owner(session, channel, new_owner);
         self.shared(moved).await
     }
 

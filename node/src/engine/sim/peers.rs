@@ -22,16 +22,16 @@ use tokio::sync::{mpsc, oneshot};
 use wagate_proto::Jid;
 
 use super::network::{SimNetwork, StoredMessage};
-use crate::engine::{
-    AckStatus, CallEvent, EngineEvent, GroupEvent, PresenceEntry, StatusUpdate,
-};
+use crate::engine::{AckStatus, CallEvent, EngineEvent, GroupEvent, PresenceEntry, StatusUpdate};
 
 /// What crosses between processes for one recipient session.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "camelCase")]
 pub(crate) enum Traffic {
     /// A message for the recipient; the receiving network keeps a copy (quotes, receipts, reactions).
-    Message { msg: StoredMessage },
+    Message {
+        msg: StoredMessage,
+    },
     Ack {
         message_id: String,
         chat_id: Jid,
@@ -258,7 +258,10 @@ pub(crate) enum Op {
         last_seen: Option<i64>,
     },
     /// `session` follows `phone`'s presence.
-    Subscribe { phone: Jid, session: String },
+    Subscribe {
+        phone: Jid,
+        session: String,
+    },
     /// `traffic` for every session that follows `phone`'s presence, except those served here (`skip`).
     ToSubscribers {
         phone: Jid,
@@ -266,7 +269,10 @@ pub(crate) enum Op {
         skip: Vec<String>,
     },
     /// `session` is linked to `phone` and connected here; its inbox is drained next.
-    Online { session: String, phone: Jid },
+    Online {
+        session: String,
+        phone: Jid,
+    },
     /// `session`'s device disconnected here (`unlinked`: and is no longer linked to `phone`).
     Offline {
         session: String,

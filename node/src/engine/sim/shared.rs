@@ -130,7 +130,8 @@ impl SimNetwork {
             return;
         };
         statuses.sort_by(|a, b| {
-            (a.update.posted_at, &a.update.status_id).cmp(&(b.update.posted_at, &b.update.status_id))
+            (a.update.posted_at, &a.update.status_id)
+                .cmp(&(b.update.posted_at, &b.update.status_id))
         });
         self.lock().statuses = statuses;
     }
