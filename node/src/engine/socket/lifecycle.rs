@@ -9,12 +9,13 @@ use std::time::Duration;
 
 use wagate_engine_socket::http::ReqwestHttpClient;
 use wagate_engine_socket::proxy::ProxyConfig;
-use wagate_engine_socket::store::{SqlBackend, delete_session_state};
+use wagate_engine_socket::store::{SqlBackend, delete_session_state, has_device};
 use wagate_engine_socket::transport::SocketTransportFactory;
 use wagate_engine_socket::whatsapp_rust::bot::{Bot, BotHandle};
 use wagate_engine_socket::whatsapp_rust::pair_code::PairCodeOptions;
 use wagate_engine_socket::whatsapp_rust::store::Backend;
 use wagate_engine_socket::whatsapp_rust::types::events::{Event, EventHandler};
+use wagate_engine_socket::whatsapp_rust::wacore::iq::devices::RemoveCompanionDeviceSpec;
 use wagate_workers::DataPool;
 
 use super::SocketEngine;
@@ -26,6 +27,11 @@ use crate::engine::{EngineError, EngineResult};
 const STOP_BUDGET: Duration = Duration::from_secs(10);
 /// A kill only closes the socket so the client's tasks end; it does not wait for a flush beyond this.
 const KILL_BUDGET: Duration = Duration::from_secs(3);
+/// A logout waits this long for a client (the running one or one started for the unlink) to be connected
+/// and logged in before it reports the unlink incomplete.
+const UNLINK_CONNECT_BUDGET: Duration = Duration::from_secs(10);
+/// The unlink request itself, once connected.
+const UNLINK_REQUEST_BUDGET: Duration = Duration::from_secs(10);
 /// A pairing-code request waits this long for the socket; the spec's "closing socket answers 409".
 const PAIRING_SOCKET_WAIT: Duration = Duration::from_secs(5);
 
@@ -115,27 +121,72 @@ impl SocketEngine {
         Ok(())
     }
 
-    /// Unlinks the device (when connected), then tears the client down and removes the auth state whatever
-    /// happened: the spec's logout is local first, and reports an unlink that did not complete.
+    /// Unlinks the device on the server, then tears the client down and removes the auth state whatever
+    /// happened: the spec's logout is local first, and reports an unlink that did not complete (502).
     pub(super) async fn logout_client(&self) -> EngineResult<()> {
+        // From here on the client's connection events are not the session's: a connect made only to send
+        // the unlink must not read as `ready` once the logout has moved the session on.
         self.link.begin_teardown();
-        let client = self.client.lock().clone();
-        let unlinked = match client {
-            Some(client) if client.is_connected() && client.is_logged_in() => {
-                client.logout().await;
-                true
-            }
-            _ => false,
-        };
+        let unlinked = self.unlink().await;
         self.link.mark_logged_out();
         self.teardown(STOP_BUDGET).await;
         forget_backend(&self.pool, self.session_id()).await?;
-        if unlinked {
-            Ok(())
-        } else {
-            Err(EngineError::Network(
-                "the device could not be unlinked: the session is not connected".into(),
-            ))
+        if let Err(error) = &unlinked {
+            tracing::warn!(session_id = %self.session_id(), %error, "logout: the device was not unlinked");
+        }
+        unlinked
+    }
+
+    /// Sends the companion-device removal with a logged-in client: the running one, or (when the session's
+    /// client is not running) one started from the stored credentials just for this. Both get a bounded
+    /// wait for the connection, since an offline network would otherwise hold the logout forever.
+    async fn unlink(&self) -> EngineResult<()> {
+        let running = self.client.lock().clone();
+        let linked = has_device(&self.pool, self.session_id())
+            .await
+            .map_err(|e| EngineError::Network(format!("{e:#}")))?;
+        let client = match running {
+            // A client still showing QR codes never paired: there is nothing on the server to unlink.
+            Some(client) if !linked && !client.is_logged_in() => return Ok(()),
+            Some(client) => client,
+            None => {
+                if !linked {
+                    return Err(EngineError::Network(
+                        "the device could not be unlinked: no stored credentials to connect with"
+                            .into(),
+                    ));
+                }
+                self.start_client().await?;
+                self.client.lock().clone().ok_or(EngineError::NotReady)?
+            }
+        };
+        // `wait_for_connected` also waits for the first sync; being logged in is all an unlink needs, so the
+        // flags decide once the wait ends either way.
+        let _ = client.wait_for_connected(UNLINK_CONNECT_BUDGET).await;
+        if !(client.is_connected() && client.is_logged_in()) {
+            return Err(EngineError::Network(format!(
+                "the device could not be unlinked: WhatsApp was not reached within {} s",
+                UNLINK_CONNECT_BUDGET.as_secs()
+            )));
+        }
+        let own = client.pn().ok_or_else(|| {
+            EngineError::Network(
+                "the device could not be unlinked: own phone number unknown".into(),
+            )
+        })?;
+        // Not the library's `logout()`: it logs a failed request and carries on, and the API must say
+        // whether the server took the unlink.
+        match tokio::time::timeout(
+            UNLINK_REQUEST_BUDGET,
+            client.execute(RemoveCompanionDeviceSpec::new(&own)),
+        )
+        .await
+        {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(EngineError::Network(format!(
+                "the device could not be unlinked: {e}"
+            ))),
+            Err(_) => Err(EngineError::Timeout),
         }
     }
 

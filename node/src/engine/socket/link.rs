@@ -70,6 +70,11 @@ impl LinkTracker {
     }
 
     fn emit(&self, event: EngineEvent) {
+        // While the operator stops or logs out, the lifecycle is the operator's: a connect, drop or retry
+        // seen now (a logout connects just to unlink) must not move the session after the stop/logout did.
+        if self.state.lock().tearing_down {
+            return;
+        }
         // A closed channel means the supervisor dropped this engine; nothing is listening any more.
         let _ = self.events.send(event);
     }

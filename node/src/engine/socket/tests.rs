@@ -407,3 +407,14 @@ fn teardown_swallows_the_librarys_own_disconnect_and_logout() {
     link.on_event(&Event::Disconnected(disconnected));
     assert!(drain(&mut rx).is_empty());
 }
+
+#[test]
+fn a_connect_during_logout_does_not_report_ready() {
+    // A logout connects only to send the unlink; the session must not read `ready` after the logout.
+    let (link, mut rx) = tracker();
+    link.begin_teardown();
+    link.attempt();
+    link.on_event(&Event::Connected(Connected::builder().build()));
+    link.dial_failed("refused");
+    assert!(drain(&mut rx).is_empty());
+}

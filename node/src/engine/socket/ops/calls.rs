@@ -8,7 +8,9 @@ use std::sync::Mutex;
 use wagate_engine_socket::whatsapp_rust::Jid as WaJid;
 
 use super::{Client, fail};
-use crate::engine::{CallKind, EngineError, EngineResult, Op};
+#[cfg(not(feature = "voip"))]
+use crate::engine::Op;
+use crate::engine::{CallKind, EngineError, EngineResult};
 
 /// Offers seen recently, by call id: `(peer, call creator)`. Bounded: the oldest are dropped.
 #[derive(Debug, Default)]
@@ -48,18 +50,71 @@ pub(crate) async fn reject(
         .map_err(fail)
 }
 
+/// The library's media mode for the API's call kind.
 #[cfg(feature = "voip")]
-pub(crate) async fn create_link(client: &Client, kind: CallKind) -> EngineResult<String> {
+fn link_media(kind: CallKind) -> wagate_engine_socket::whatsapp_rust::voip::CallLinkMedia {
     use wagate_engine_socket::whatsapp_rust::voip::CallLinkMedia;
-    let media = match kind {
+    match kind {
         CallKind::Audio => CallLinkMedia::Audio,
         CallKind::Video => CallLinkMedia::Video,
-    };
-    let link = client.voip().create_call_link(media).await.map_err(fail)?;
+    }
+}
+
+/// Asks the call service for a new link (the library's `link_create` request, answered with a token) and
+/// answers its shareable URL.
+#[cfg(feature = "voip")]
+pub(crate) async fn create_link(client: &Client, kind: CallKind) -> EngineResult<String> {
+    let link = client
+        .voip()
+        .create_call_link(link_media(kind))
+        .await
+        .map_err(fail)?;
     Ok(link.url())
 }
 
 #[cfg(not(feature = "voip"))]
 pub(crate) async fn create_link(_client: &Client, _kind: CallKind) -> EngineResult<String> {
     Err(EngineError::NotSupported(Op::CreateCallLink))
+}
+
+#[cfg(all(test, feature = "voip"))]
+mod tests {
+    use wagate_engine_socket::whatsapp_rust::NodeBuilder;
+    use wagate_engine_socket::whatsapp_rust::wacore::stanza::group_call::{
+        build_call_link_create, parse_call_link_create_ack,
+    };
+
+    use super::link_media;
+    use crate::engine::CallKind;
+
+    #[test]
+    fn a_call_link_request_carries_the_kind_and_its_answer_becomes_the_link() {
+        for (kind, media) in [(CallKind::Audio, "audio"), (CallKind::Video, "video")] {
+            // What `create_link` sends: a `<call>` to the call service holding `<link_create media=..>`.
+            let request = build_call_link_create(link_media(kind), "REQ-1").expect("request");
+            assert_eq!(request.tag, "call");
+            let action = request
+                .as_node_ref()
+                .get_optional_child("link_create")
+                .map(|n| n.get_attr("media").map(|v| v.as_str().into_owned()));
+            assert_eq!(action, Some(Some(media.to_string())));
+
+            // The service's answer, as the library parses it, becomes the URL the route returns.
+            let ack = NodeBuilder::new("ack")
+                .attr("class", "call")
+                .attr("type", "link_create")
+                .attr("id", "REQ-1")
+                .children([NodeBuilder::new("link_create")
+                    .attr("token", "TOKEN123")
+                    .attr("media", media)
+                    .build()])
+                .build();
+            let link = parse_call_link_create_ack(&ack.as_node_ref()).expect("ack");
+            assert_eq!(link.media, link_media(kind));
+            assert_eq!(
+                link.url(),
+                format!("https://call.whatsapp.com/{media}/TOKEN123")
+            );
+        }
+    }
 }
