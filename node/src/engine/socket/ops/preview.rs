@@ -140,6 +140,8 @@ mod tests {
         pub(super) const JPEG: &[u8] = &[0xFF, 0xD8, 0xFF, 0xE0, 0, 16, b'J', b'F', b'I', b'F'];
 
         pub(super) async fn serve() -> String {
+            // What boot does once: reqwest is built without a default TLS provider.
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let page = r#"<html><head><title>Plain</title>
                 <meta property="og:title" content="Wagate &amp; friends">
                 <meta property="og:description" content="A gateway">
