@@ -18,6 +18,8 @@ const PAGE_MAX_BYTES: usize = 256 * 1024;
 const THUMBNAIL_MAX_BYTES: usize = 128 * 1024;
 /// Each fetch gives up after this; a slow site must not hold the send for long.
 const FETCH_BUDGET: Duration = Duration::from_secs(5);
+/// The page and its image together: past this the text goes out without a preview.
+const PREVIEW_BUDGET: Duration = Duration::from_secs(8);
 
 /// The caller's own card; its URL defaults to the first link of the text. A thumbnail that is not
 /// base64 is dropped (the validation layer already checked the types).
@@ -40,8 +42,16 @@ pub(crate) fn custom(body: &str, card: &LinkPreview) -> build::LinkPreview {
     }
 }
 
-/// The preview of the first link of `body`, or `None` (no link, not a page, no title, any failure).
+/// The preview of the first link of `body`, or `None` (no link, not a page, no title, any failure,
+/// or the page and image together took longer than `PREVIEW_BUDGET`).
 pub(crate) async fn fetch(media: Media<'_>, body: &str) -> Option<build::LinkPreview> {
+    tokio::time::timeout(PREVIEW_BUDGET, card(media, body))
+        .await
+        .ok()
+        .flatten()
+}
+
+async fn card(media: Media<'_>, body: &str) -> Option<build::LinkPreview> {
     let url = build::first_url(body)?;
     let page = match media
         .store
@@ -230,6 +240,28 @@ mod tests {
         assert_eq!((card.title.as_deref(), card.thumbnail), (Some("Png"), None));
         assert_eq!(fetch(media, &format!("{base}/file.pdf")).await, None);
         assert_eq!(fetch(media, &format!("{base}/missing")).await, None);
+    }
+
+    #[tokio::test]
+    async fn a_fetch_keeps_at_most_its_cap_and_says_it_was_cut() {
+        let base = site::serve().await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), false);
+        let cut = store
+            .fetch_small(&format!("{base}/page"), None, 16, FETCH_BUDGET)
+            .await
+            .unwrap();
+        assert_eq!((cut.bytes.len(), cut.truncated), (16, true));
+        assert!(cut.bytes.starts_with(b"<html>"));
+        let whole = store
+            .fetch_small(&format!("{base}/thumb.jpg"), None, 1024, FETCH_BUDGET)
+            .await
+            .unwrap();
+        assert_eq!(
+            (whole.bytes.as_slice(), whole.truncated),
+            (site::JPEG, false)
+        );
+        assert_eq!(whole.content_type.as_deref(), Some("image/jpeg"));
     }
 
     #[tokio::test]
