@@ -100,7 +100,11 @@ fn engine_factory(
             let socket = SocketConfig {
                 endpoint: config.socket_ws_url.clone(),
             };
-            (Arc::new(SocketFactory::new(data_db.clone(), socket)), None)
+            let media = media_store(config);
+            (
+                Arc::new(SocketFactory::new(data_db.clone(), media, socket)),
+                None,
+            )
         }
         EngineType::Browser => (Arc::new(UnavailableFactory::new(EngineKind::Browser)), None),
     }

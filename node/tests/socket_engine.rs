@@ -302,6 +302,60 @@ async fn logout_of_a_running_session_that_never_paired_answers_200() {
     assert_eq!(logout.body["engineLoaded"], false, "{}", logout.text);
 }
 
+/// The socket column allows presence, catalog reads and send-product: with the client running but not
+/// connected each answers the spec's 409 (never 501), and a presence read answers null while nothing
+/// was heard.
+#[tokio::test]
+async fn presence_catalog_and_product_routes_answer_409_before_ready_never_501() {
+    let (port, _connections) = closing_server().await;
+    let node = socket_node(&format!("ws://127.0.0.1:{port}/ws/chat")).await;
+    let c = node.client();
+    let id = create(&c, "not-ready").await.expect("create");
+    let started = c
+        .post_empty(&format!("/api/sessions/{id}/start"))
+        .await
+        .expect("start");
+    assert_eq!(started.status, 504, "{}", started.text);
+
+    let base = format!("/api/sessions/{id}");
+    let replies = [
+        c.put(
+            &format!("{base}/presence"),
+            serde_json::json!({"available": true}),
+        )
+        .await,
+        c.post(
+            &format!("{base}/presence/subscribe"),
+            serde_json::json!({"chatId": "15550001111@c.us"}),
+        )
+        .await,
+        c.get(&format!("{base}/catalog")).await,
+        c.get(&format!("{base}/catalog/products?page=1&limit=10"))
+            .await,
+        c.get(&format!("{base}/catalog/products/p1")).await,
+        c.post(
+            &format!("{base}/messages/send-product"),
+            serde_json::json!({"chatId": "15550001111@c.us", "productId": "p1"}),
+        )
+        .await,
+    ];
+    for reply in replies {
+        let reply = reply.expect("request");
+        assert_eq!(reply.status, 409, "{}", reply.text);
+        assert_eq!(
+            reply.body["message"], "Session is not connected",
+            "{}",
+            reply.text
+        );
+    }
+    let presence = c
+        .get(&format!("{base}/presence/15550001111@c.us"))
+        .await
+        .expect("presence read");
+    assert_eq!(presence.status, 200, "{}", presence.text);
+    assert!(presence.body.is_null(), "{}", presence.text);
+}
+
 /// Opt-in, against the real WhatsApp network: `WAGATE_LIVE=1 WAGATE_LIVE_TO=<number or JID>` (and
 /// optionally `WAGATE_LIVE_PHONE=<own number>` for a pairing code instead of the QR,
 /// `WAGATE_LIVE_WAIT_SECS`, default 180). Starts a socket node, shows the QR (a PNG file and its data URL)

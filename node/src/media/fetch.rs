@@ -129,6 +129,69 @@ pub(super) async fn download(
     sink.finish(content_type).await
 }
 
+/// A small resource read whole into memory (link-preview pages and images).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fetched {
+    pub bytes: Vec<u8>,
+    pub content_type: Option<String>,
+    /// The body went on past the cap and was cut there.
+    pub truncated: bool,
+}
+
+/// Fetches `url` like `download` (guard, proxy, redirects) but keeps at most `max_bytes` in memory and
+/// gives up after `budget`: a page's head is enough for its preview tags, so the rest is never read.
+pub(super) async fn fetch_small(
+    opts: &FetchOptions,
+    url: &str,
+    proxy_url: Option<&str>,
+    max_bytes: usize,
+    budget: Duration,
+) -> Result<Fetched, MediaError> {
+    let fetch = async {
+        let parsed = guard::parse_url(url).map_err(guard_error)?;
+        if opts.is_guarded {
+            guard::check_literal(&parsed).map_err(guard_error)?;
+        }
+        let resp = client(opts, proxy_url)?
+            .get(parsed)
+            .send()
+            .await
+            .map_err(classify)?;
+        if !resp.status().is_success() {
+            return Err(MediaError::Unreachable(format!(
+                "the server answered {}",
+                resp.status()
+            )));
+        }
+        let content_type = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let mut bytes = Vec::new();
+        let mut truncated = false;
+        let mut body = resp.bytes_stream();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(classify)?;
+            let room = max_bytes - bytes.len();
+            if chunk.len() > room {
+                bytes.extend_from_slice(&chunk[..room]);
+                truncated = true;
+                break;
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(Fetched {
+            bytes,
+            content_type,
+            truncated,
+        })
+    };
+    tokio::time::timeout(budget, fetch)
+        .await
+        .map_err(|_| MediaError::Unreachable(format!("no answer within {budget:?}")))?
+}
+
 fn sink_max(sink: &Sink) -> u64 {
     sink.max()
 }

@@ -4,7 +4,8 @@
 //! It does not decide which messages have media (that is `messaging`) and serves no HTTP.
 //!
 //! # Layout
-//! - `fetch`: URL download through the outbound-address guard and the session proxy.
+//! - `fetch`: URL download through the outbound-address guard and the session proxy (into a file, or a
+//!   small capped read into memory for link previews).
 //! - `sink`: a size-capped, hashing writer that lands a file under its content address.
 
 mod fetch;
@@ -14,7 +15,7 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 
-pub(crate) use fetch::FetchOptions;
+pub(crate) use fetch::{FetchOptions, Fetched};
 use sink::Sink;
 
 /// Why media could not be taken in.
@@ -122,6 +123,20 @@ impl MediaStore {
     ) -> Result<StoredMedia, MediaError> {
         let sink = Sink::create(&self.dir, self.max_bytes).await?;
         fetch::download(&self.fetch, url, proxy_url, sink).await
+    }
+}
+
+impl MediaStore {
+    /// A small resource read into memory through the same guard and proxy as `put_url`, cut at
+    /// `max_bytes` and abandoned after `budget` (link-preview pages and their images; nothing is stored).
+    pub(crate) async fn fetch_small(
+        &self,
+        url: &str,
+        proxy_url: Option<&str>,
+        max_bytes: usize,
+        budget: std::time::Duration,
+    ) -> Result<Fetched, MediaError> {
+        fetch::fetch_small(&self.fetch, url, proxy_url, max_bytes, budget).await
     }
 }
 

@@ -92,17 +92,36 @@ pub fn poll(
 }
 
 /// One catalog product as a product message shows it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProductSnapshot {
     pub id: String,
     pub title: String,
     pub description: String,
     pub currency: String,
-    /// Minor units (cents); the protocol wants thousandths of the major unit.
-    pub price_minor: i64,
+    /// Thousandths of the currency's major unit, the protocol's own scale (so three-decimal currencies
+    /// keep their precision).
+    pub price_1000: i64,
     pub retailer_id: Option<String>,
     pub url: Option<String>,
     pub image_count: u32,
+    /// The product's first image, uploaded as an image message: the card shows it.
+    pub image: Option<wa::message::ImageMessage>,
+}
+
+impl From<&super::CatalogItem> for ProductSnapshot {
+    fn from(item: &super::CatalogItem) -> Self {
+        ProductSnapshot {
+            id: item.id.clone(),
+            title: item.name.clone(),
+            description: item.description.clone(),
+            currency: item.currency.clone(),
+            price_1000: item.price_1000,
+            retailer_id: item.retailer_id.clone(),
+            url: item.url.clone(),
+            image_count: item.image_count,
+            image: None,
+        }
+    }
 }
 
 /// A product message from the business `owner`'s catalog.
@@ -119,10 +138,11 @@ pub fn product(
                 title: Some(p.title.clone()),
                 description: Some(p.description.clone()),
                 currency_code: Some(p.currency.clone()),
-                price_amount1000: Some(p.price_minor.saturating_mul(10)),
+                price_amount1000: Some(p.price_1000),
                 retailer_id: p.retailer_id.clone(),
                 url: p.url.clone(),
                 product_image_count: Some(p.image_count),
+                product_image: p.image.clone().map(MessageField::some).unwrap_or_default(),
                 ..Default::default()
             }),
             business_owner_jid: Some(owner.to_string()),
@@ -236,25 +256,51 @@ mod tests {
     }
 
     #[test]
-    fn product_prices_are_thousandths() {
-        let p = ProductSnapshot {
+    fn a_catalog_item_becomes_the_whole_product_snapshot() {
+        let item = super::super::CatalogItem {
             id: "p1".into(),
-            title: "Mug".into(),
+            name: "Mug".into(),
             description: "A mug".into(),
+            price_1000: 12_990,
             currency: "EUR".into(),
-            price_minor: 1299,
+            retailer_id: Some("SKU-9".into()),
+            url: Some("https://shop.example/mug".into()),
+            image_url: Some("https://cdn.example/mug.jpg".into()),
+            image_count: 2,
+            is_hidden: false,
+        };
+        let mut p = ProductSnapshot::from(&item);
+        p.image = Some(wa::message::ImageMessage {
+            mimetype: Some("image/jpeg".into()),
+            direct_path: Some("/v/t62/mug".into()),
+            ..Default::default()
+        });
+        let msg = product(&p, "4915112345678@s.whatsapp.net", Some("look"), None);
+        let expected = wa::Message {
+            product_message: MessageField::some(wa::message::ProductMessage {
+                product: MessageField::some(wa::message::product_message::ProductSnapshot {
+                    product_id: Some("p1".into()),
+                    title: Some("Mug".into()),
+                    description: Some("A mug".into()),
+                    currency_code: Some("EUR".into()),
+                    price_amount1000: Some(12_990),
+                    retailer_id: Some("SKU-9".into()),
+                    url: Some("https://shop.example/mug".into()),
+                    product_image_count: Some(2),
+                    product_image: MessageField::some(wa::message::ImageMessage {
+                        mimetype: Some("image/jpeg".into()),
+                        direct_path: Some("/v/t62/mug".into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                business_owner_jid: Some("4915112345678@s.whatsapp.net".into()),
+                body: Some("look".into()),
+                ..Default::default()
+            }),
             ..Default::default()
         };
-        let msg = product(&p, "4915112345678@s.whatsapp.net", Some("look"), None);
-        let pm = msg.product_message.as_option().expect("product");
-        let snap = pm.product.as_option().expect("snapshot");
-        assert_eq!(snap.price_amount1000, Some(12_990));
-        assert_eq!(snap.product_id.as_deref(), Some("p1"));
-        assert_eq!(
-            pm.business_owner_jid.as_deref(),
-            Some("4915112345678@s.whatsapp.net")
-        );
-        assert_eq!(pm.body.as_deref(), Some("look"));
+        assert_eq!(msg, expected);
     }
 
     #[test]

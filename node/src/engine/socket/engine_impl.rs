@@ -7,13 +7,14 @@ use wagate_proto::Jid;
 
 use super::SocketEngine;
 use super::ops::{
-    calls, channels, chats, contacts, groups, labels, messaging, profile, send, status,
+    calls, catalog, channels, chats, contacts, groups, labels, messaging, presence, profile, send,
+    status,
 };
 use crate::engine::{
-    CallKind, Channel, ChatState, ChatSummary, Contact, ContactCheck, Engine, EngineResult,
-    GroupInfo, GroupSettings, GroupSettingsUpdate, GroupSummary, Label, LabelUpsert, MediaSource,
-    MembershipRequest, NewGroup, OutgoingMessage, ParticipantAction, ParticipantResult,
-    SentMessage, StatusPost, StatusUpdate,
+    CallKind, Catalog, Channel, ChatState, ChatSummary, Contact, ContactCheck, Engine,
+    EngineResult, GroupInfo, GroupSettings, GroupSettingsUpdate, GroupSummary, Label, LabelUpsert,
+    MediaSource, MembershipRequest, NewGroup, OutgoingMessage, ParticipantAction,
+    ParticipantResult, PresenceEntry, Product, ProductPage, SentMessage, StatusPost, StatusUpdate,
 };
 
 #[async_trait]
@@ -37,7 +38,7 @@ impl Engine for SocketEngine {
 
     // --- operations (sockops) ---
     async fn send(&self, msg: OutgoingMessage) -> EngineResult<SentMessage> {
-        send::send(&*self.client()?, self.store(), msg).await
+        send::send(&*self.client()?, self.store(), self.media(), msg).await
     }
     async fn react(&self, chat: &Jid, message_id: &str, emoji: &str) -> EngineResult<()> {
         messaging::react(&*self.client()?, self.store(), chat, message_id, emoji).await
@@ -50,8 +51,8 @@ impl Engine for SocketEngine {
         messaging::revoke(&client, self.store(), chat, message_id, for_everyone).await
     }
     async fn forward(&self, _from: &Jid, to: &Jid, message_id: &str) -> EngineResult<SentMessage> {
-        // The engine is not handed the media directory: stored media cannot be re-uploaded yet.
-        messaging::forward(&*self.client()?, self.store(), None, to, message_id).await
+        let client = self.client()?;
+        messaging::forward(&client, self.store(), self.media(), to, message_id).await
     }
     async fn pin(&self, chat: &Jid, message_id: &str, duration_s: u32) -> EngineResult<()> {
         messaging::pin(&*self.client()?, self.store(), chat, message_id, duration_s).await
@@ -273,5 +274,27 @@ impl Engine for SocketEngine {
     }
     async fn remove_profile_picture(&self) -> EngineResult<()> {
         profile::remove_picture(&*self.client()?).await
+    }
+
+    async fn catalog(&self) -> EngineResult<Option<Catalog>> {
+        catalog::catalog(&*self.client()?).await
+    }
+    async fn products(&self, page: u32, limit: u32) -> EngineResult<ProductPage> {
+        catalog::products(&*self.client()?, page, limit).await
+    }
+    async fn product(&self, id: &str) -> EngineResult<Option<Product>> {
+        catalog::product(&*self.client()?, id).await
+    }
+
+    async fn set_presence(&self, available: bool) -> EngineResult<()> {
+        presence::set(&*self.client()?, available).await
+    }
+    async fn subscribe_presence(&self, chat: &Jid) -> EngineResult<()> {
+        presence::subscribe(&*self.client()?, chat).await
+    }
+    /// Answered from the presence events heard so far (the network has no presence query); the
+    /// route answers null once the engine is gone, so a stopped client does not matter here.
+    async fn presence(&self, chat: &Jid) -> EngineResult<Option<Vec<PresenceEntry>>> {
+        Ok(self.presence.read(chat))
     }
 }

@@ -19,6 +19,7 @@ use wagate_engine_socket::whatsapp_rust::waproto::whatsapp as wa;
 use wagate_proto::Jid;
 
 use super::ops::calls::RecentCalls;
+use super::ops::presence::PresenceBook;
 use crate::engine::{
     AckStatus, CallEvent, CallPhase, EngineEvent, GroupAction, GroupChanges, GroupEvent,
     InboundMessage, Location, MessageType, Poll, PresenceEntry, PresenceState, StatusUpdate,
@@ -33,6 +34,8 @@ pub(super) struct Mapper {
     events: UnboundedSender<EngineEvent>,
     /// Call offers are remembered so that `reject_call` (and `autoRejectCalls`) can name caller and creator.
     calls: Arc<RecentCalls>,
+    /// Presence reads are answered from what the session's presence events said.
+    presence: Arc<PresenceBook>,
 }
 
 impl Mapper {
@@ -40,11 +43,13 @@ impl Mapper {
         session_id: String,
         events: UnboundedSender<EngineEvent>,
         calls: Arc<RecentCalls>,
+        presence: Arc<PresenceBook>,
     ) -> Self {
         Self {
             session_id,
             events,
             calls,
+            presence,
         }
     }
 
@@ -62,6 +67,7 @@ impl Mapper {
             );
         }
         for mapped in map_event(event) {
+            self.presence.observe(&mapped);
             // A closed channel means the supervisor dropped this engine; nothing is listening any more.
             let _ = self.events.send(mapped);
         }

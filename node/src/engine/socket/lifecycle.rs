@@ -91,6 +91,7 @@ impl SocketEngine {
                 self.session_id().to_string(),
                 self.ctx.events.clone(),
                 self.calls.clone(),
+                self.presence.clone(),
             ),
         };
         let bot = Bot::builder()

@@ -23,6 +23,7 @@ use wagate_workers::DataPool;
 use crate::engine::{
     Capabilities, Engine, EngineContext, EngineError, EngineFactory, EngineKind, EngineResult,
 };
+use crate::media::MediaStore;
 
 pub(crate) use lifecycle::Running;
 use link::LinkTracker;
@@ -34,16 +35,20 @@ pub(crate) struct SocketConfig {
     pub endpoint: Endpoint,
 }
 
-/// Builds socket engines. Holds the data DB (the engines' auth state lives there) and the config.
+/// Builds socket engines. Holds the data DB (the engines' auth state lives there), the media store
+/// (forwards re-upload stored media; link previews and catalog images are fetched through its guard) and
+/// the config.
 pub(crate) struct SocketFactory {
     pool: DataPool,
+    media: MediaStore,
     config: Arc<SocketConfig>,
 }
 
 impl SocketFactory {
-    pub(crate) fn new(pool: DataPool, config: SocketConfig) -> Self {
+    pub(crate) fn new(pool: DataPool, media: MediaStore, config: SocketConfig) -> Self {
         Self {
             pool,
+            media,
             config: Arc::new(config),
         }
     }
@@ -54,6 +59,7 @@ impl EngineFactory for SocketFactory {
         Arc::new(SocketEngine::new(
             ctx,
             self.pool.clone(),
+            self.media.clone(),
             self.config.clone(),
         ))
     }
@@ -72,6 +78,7 @@ impl EngineFactory for SocketFactory {
 pub(crate) struct SocketEngine {
     ctx: EngineContext,
     pool: DataPool,
+    media: MediaStore,
     config: Arc<SocketConfig>,
     /// The live client, for operations (a sync lock: only held to clone the Arc).
     client: SyncMutex<Option<Arc<Client>>>,
@@ -80,19 +87,28 @@ pub(crate) struct SocketEngine {
     link: Arc<LinkTracker>,
     /// Incoming call offers, so a call can be rejected by id (filled by the event mapping).
     calls: Arc<ops::calls::RecentCalls>,
+    /// The last presence heard per chat, for presence reads (filled by the event mapping).
+    presence: Arc<ops::presence::PresenceBook>,
 }
 
 impl SocketEngine {
-    fn new(ctx: EngineContext, pool: DataPool, config: Arc<SocketConfig>) -> Self {
+    fn new(
+        ctx: EngineContext,
+        pool: DataPool,
+        media: MediaStore,
+        config: Arc<SocketConfig>,
+    ) -> Self {
         let link = Arc::new(LinkTracker::new(ctx.session_id.clone(), ctx.events.clone()));
         Self {
             ctx,
             pool,
+            media,
             config,
             client: SyncMutex::new(None),
             running: Mutex::new(None),
             link,
             calls: Arc::new(ops::calls::RecentCalls::default()),
+            presence: Arc::new(ops::presence::PresenceBook::default()),
         }
     }
 
@@ -113,6 +129,14 @@ impl SocketEngine {
     /// The data DB, for operations answered from our store.
     pub(super) fn pool(&self) -> &DataPool {
         &self.pool
+    }
+
+    /// The media store with this session's proxy, for operations that read stored media or fetch URLs.
+    pub(super) fn media(&self) -> ops::Media<'_> {
+        ops::Media {
+            store: &self.media,
+            proxy_url: self.ctx.proxy_url.as_deref(),
+        }
     }
 
     /// This session's rows in the data DB, for the operations.

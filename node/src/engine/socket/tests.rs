@@ -21,6 +21,7 @@ use wagate_proto::Jid;
 use super::events::map_event;
 use super::link::{LinkTracker, PASSKEY_ACTION};
 use super::ops::calls::RecentCalls;
+use super::ops::presence::PresenceBook;
 use crate::engine::{AckStatus, CallPhase, EngineEvent, MessageType, PresenceState};
 
 const ANN: &str = "4915100000001@s.whatsapp.net";
@@ -281,7 +282,8 @@ fn presence_and_calls_are_mapped() {
     // The offer is remembered so a later reject (or autoRejectCalls) can name caller and creator.
     let (tx, mut rx) = unbounded_channel();
     let calls = Arc::new(RecentCalls::default());
-    super::events::Mapper::new("s1".into(), tx, calls.clone()).map(&call);
+    let presence = Arc::new(PresenceBook::default());
+    super::events::Mapper::new("s1".into(), tx, calls.clone(), presence).map(&call);
     assert!(matches!(rx.try_recv(), Ok(EngineEvent::Call(_))));
     let (peer, creator) = calls.get("CALL1").expect("offer remembered");
     assert_eq!(
@@ -295,6 +297,43 @@ fn presence_and_calls_are_mapped() {
         MissedReason::Remote,
     ));
     assert!(matches!(one(&missed), EngineEvent::Call(c) if c.phase == CallPhase::Missed));
+}
+
+/// A presence read answers what the session's own presence events said: null before any, then the
+/// latest state, kept across events the mapper passes on to the supervisor.
+#[test]
+fn presence_reads_answer_from_the_mapped_presence_events() {
+    let (tx, mut rx) = unbounded_channel();
+    let book = Arc::new(PresenceBook::default());
+    let mapper = super::events::Mapper::new(
+        "s1".into(),
+        tx,
+        Arc::new(RecentCalls::default()),
+        book.clone(),
+    );
+    let ann = ours("4915100000001@c.us");
+    assert_eq!(book.read(&ann), None);
+    mapper.map(&Event::Presence(
+        PresenceUpdate::builder()
+            .from(lib(ANN))
+            .unavailable(false)
+            .build(),
+    ));
+    assert!(matches!(rx.try_recv(), Ok(EngineEvent::Presence { .. })));
+    let entries = book.read(&ann).expect("presence heard");
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        (entries[0].id.clone(), entries[0].state),
+        (ann.clone(), PresenceState::Available)
+    );
+    mapper.map(&Event::Presence(
+        PresenceUpdate::builder()
+            .from(lib(ANN))
+            .unavailable(true)
+            .build(),
+    ));
+    let entries = book.read(&ann).expect("presence heard");
+    assert_eq!(entries[0].state, PresenceState::Unavailable);
 }
 
 fn tracker() -> (

@@ -5,7 +5,9 @@
 use wagate_engine_socket::build;
 use wagate_engine_socket::whatsapp_rust::send::{PinDuration, RevokeType};
 
-use super::{Client, Store, author_of, fail, fail_any, message_key, now_secs, send, stored, wa};
+use super::{
+    Client, Media, Store, author_of, fail, fail_any, message_key, now_secs, send, stored, wa,
+};
 use crate::engine::{EngineError, EngineResult, SentMessage};
 use wagate_proto::Jid;
 
@@ -87,14 +89,14 @@ pub(crate) async fn revoke(
 pub(crate) async fn forward(
     client: &Client,
     store: Store<'_>,
-    media_dir: Option<&std::path::Path>,
+    media: Media<'_>,
     to: &Jid,
     id: &str,
 ) -> EngineResult<SentMessage> {
     let row = stored(store, id)
         .await?
         .ok_or_else(|| EngineError::NotFound(format!("Message {id} not found")))?;
-    let original = send::stored_content(client, &row, media_dir).await?;
+    let original = send::stored_content(client, &row, media).await?;
     let message = build::forwarded(&original);
     let sent = client.send_message(wa(to)?, message).await.map_err(fail)?;
     Ok(SentMessage {

@@ -1,15 +1,19 @@
 //! Every socket-engine operation, one file per route family, as free functions over the library's
 //! `Client` (plus our data DB where the library has no query: chats, contacts, stored messages,
-//! statuses). What they share lives here: library error -> `EngineError`, JID conversion, the message
-//! key of a stored message, and the clock.
+//! statuses; and the node's media store for stored blobs and guarded URL fetches). What they share
+//! lives here: library error -> `EngineError`, JID conversion, the message key of a stored message,
+//! and the clock.
 
 pub(crate) mod calls;
+pub(crate) mod catalog;
 pub(crate) mod channels;
 pub(crate) mod chats;
 pub(crate) mod contacts;
 pub(crate) mod groups;
 pub(crate) mod labels;
 pub(crate) mod messaging;
+pub(crate) mod presence;
+pub(crate) mod preview;
 pub(crate) mod profile;
 pub(crate) mod send;
 pub(crate) mod status;
@@ -21,6 +25,7 @@ use wagate_engine_socket::whatsapp_rust::Jid as WaJid;
 use wagate_proto::Jid;
 
 use crate::engine::{EngineError, EngineResult};
+use crate::media::MediaStore;
 use crate::store::DataPool;
 use crate::store::messages::{self as message_store, MessageRow};
 
@@ -31,6 +36,14 @@ pub(crate) use wagate_engine_socket::whatsapp_rust::Client;
 pub(crate) struct Store<'a> {
     pub db: &'a DataPool,
     pub session_id: &'a str,
+}
+
+/// The node's media store and this session's proxy: stored media for forwards, and URL fetches (link
+/// previews, catalog images) through the store's outbound-address guard.
+#[derive(Clone, Copy)]
+pub(crate) struct Media<'a> {
+    pub store: &'a MediaStore,
+    pub proxy_url: Option<&'a str>,
 }
 
 /// A library error as the gateway's `EngineError` (the spec's 503/5xx/403/404/400 rules).

@@ -1,20 +1,24 @@
 //! Sending: every `OutgoingMessage` content becomes one protocol message (built in the leaf crate's
-//! `build`), with its quote and mentions, media uploaded through the library first. The answer is the
-//! raw key id (the spec's socket-engine message id) and the send time.
+//! `build`), with its quote and mentions, media uploaded through the library first, a text's link
+//! preview fetched (`preview.rs`) and a product filled from the catalog (`catalog.rs`). The answer is
+//! the raw key id (the spec's socket-engine message id) and the send time.
 
 use wagate_engine_socket::build::{self, Quote, wa as proto};
 use wagate_engine_socket::whatsapp_rust::upload::UploadOptions;
 
-use super::{Client, Store, author_of, fail, fail_any, now_secs, stored, wa, was};
+use super::{
+    Client, Media, Store, author_of, catalog, fail, fail_any, now_secs, preview, stored, wa, was,
+};
 use crate::engine::{
-    EngineError, EngineResult, Location, MediaKind, MediaMessage, MediaSource, MessageContent,
-    MessageType, OutgoingMessage, Poll, SentMessage,
+    EngineError, EngineResult, LinkPreview, Location, MediaKind, MediaMessage, MediaSource,
+    MessageContent, MessageType, OutgoingMessage, Poll, SentMessage,
 };
 use crate::store::messages::MessageRow;
 
 pub(crate) async fn send(
     client: &Client,
     store: Store<'_>,
+    media: Media<'_>,
     msg: OutgoingMessage,
 ) -> EngineResult<SentMessage> {
     let to = wa(&msg.to)?;
@@ -24,7 +28,7 @@ pub(crate) async fn send(
     };
     let mentions = was(&msg.mentions)?;
     let ctx = build::context(&to, &mentions, quote.as_ref());
-    let message = content(client, msg.content, ctx).await?;
+    let message = content(client, media, msg.content, ctx).await?;
     let sent = client.send_message(to, message).await.map_err(fail)?;
     Ok(SentMessage {
         id: sent.message_id,
@@ -49,13 +53,17 @@ async fn quote(client: &Client, store: Store<'_>, id: &str) -> EngineResult<Quot
 
 async fn content(
     client: &Client,
+    media: Media<'_>,
     content: MessageContent,
     ctx: Option<proto::ContextInfo>,
 ) -> EngineResult<proto::Message> {
     Ok(match content {
-        // The preview fields need a page fetch through the session's proxy: sent without one.
-        MessageContent::Text { body, .. } => build::text(&body, ctx, None),
-        MessageContent::Media(media) => upload(client, media, ctx).await?,
+        MessageContent::Text {
+            body,
+            link_preview,
+            custom_preview,
+        } => text(media, &body, link_preview, custom_preview.as_ref(), ctx).await,
+        MessageContent::Media(m) => upload(client, m, ctx).await?,
         MessageContent::Location(loc) => {
             build::location(loc.latitude, loc.longitude, loc.description.as_deref(), ctx)
         }
@@ -65,16 +73,90 @@ async fn content(
             build::poll(&poll.name, &poll.options, poll.allow_multiple, secret, ctx)
         }
         MessageContent::Product { product_id, body } => {
-            // The catalog query (to fill title and price) is not built yet: the product is named
-            // by id in the account's own catalog.
-            let owner = client.pn().ok_or(EngineError::NotReady)?.to_non_ad();
-            let snapshot = build::ProductSnapshot {
-                id: product_id,
-                ..Default::default()
-            };
-            build::product(&snapshot, &owner.to_string(), body.as_deref(), ctx)
+            product(client, media, &product_id, body.as_deref(), ctx).await?
         }
     })
+}
+
+/// A text with the caller's preview card, else (with `linkPreview`) one fetched from its first link;
+/// without either, or when the fetch fails, the plain text.
+pub(crate) async fn text(
+    media: Media<'_>,
+    body: &str,
+    link_preview: bool,
+    custom: Option<&LinkPreview>,
+    ctx: Option<proto::ContextInfo>,
+) -> proto::Message {
+    let card = match custom {
+        Some(card) => Some(preview::custom(body, card)),
+        None if link_preview => preview::fetch(media, body).await,
+        None => None,
+    };
+    build::text(body, ctx, card.as_ref())
+}
+
+/// A product message filled from the account's own catalog (title, description, price, retailer id,
+/// link, image count), with the product's first image uploaded so the card shows it. A product the
+/// catalog does not list is the spec's 404; an image that cannot be fetched leaves the card without one.
+async fn product(
+    client: &Client,
+    media: Media<'_>,
+    product_id: &str,
+    body: Option<&str>,
+    ctx: Option<proto::ContextInfo>,
+) -> EngineResult<proto::Message> {
+    let item = catalog::find(client, product_id).await?.ok_or_else(|| {
+        EngineError::NotFound(format!("Product {product_id} not found in the catalog"))
+    })?;
+    let mut snapshot = build::ProductSnapshot::from(&item);
+    if let Some(url) = item.image_url.as_deref() {
+        snapshot.image = product_image(client, media, url).await;
+    }
+    let owner = client.pn().ok_or(EngineError::NotReady)?.to_non_ad();
+    Ok(build::product(&snapshot, &owner.to_string(), body, ctx))
+}
+
+/// Product images are shown at most this large; a bigger one is left off the card.
+const PRODUCT_IMAGE_MAX_BYTES: usize = 5 * 1024 * 1024;
+const PRODUCT_IMAGE_BUDGET: std::time::Duration = std::time::Duration::from_secs(15);
+
+async fn product_image(
+    client: &Client,
+    media: Media<'_>,
+    url: &str,
+) -> Option<proto::message::ImageMessage> {
+    let fetched = media
+        .store
+        .fetch_small(
+            url,
+            media.proxy_url,
+            PRODUCT_IMAGE_MAX_BYTES,
+            PRODUCT_IMAGE_BUDGET,
+        )
+        .await
+        .map_err(|error| tracing::debug!(%url, %error, "product image not fetched"))
+        .ok()
+        .filter(|f| !f.truncated)?;
+    let mimetype = fetched
+        .content_type
+        .filter(|ct| ct.starts_with("image/"))
+        .unwrap_or_else(|| "image/jpeg".to_string());
+    let uploaded = client
+        .upload(
+            fetched.bytes,
+            build::media_type(build::MediaKind::Image),
+            UploadOptions::default(),
+        )
+        .await
+        .map_err(|error| tracing::debug!(%url, %error, "product image not uploaded"))
+        .ok()?;
+    let opts = build::MediaOptions {
+        mimetype: Some(mimetype),
+        ..Default::default()
+    };
+    build::media(build::MediaKind::Image, uploaded.into(), opts)
+        .image_message
+        .into_option()
 }
 
 /// Uploads the bytes through the library (it encrypts them) and builds the media message.
@@ -114,11 +196,11 @@ pub(crate) fn leaf_kind(kind: MediaKind) -> build::MediaKind {
 }
 
 /// The content of a stored row as a protocol message (for forwards): text-like rows from the body,
-/// location and poll from the row's `extra`, media re-uploaded from the media directory.
+/// location and poll from the row's `extra`, media re-uploaded from the media store.
 pub(crate) async fn stored_content(
     client: &Client,
     row: &MessageRow,
-    media_dir: Option<&std::path::Path>,
+    media: Media<'_>,
 ) -> EngineResult<proto::Message> {
     let body = row.body.clone().unwrap_or_default();
     let extra: serde_json::Value = row
@@ -129,8 +211,8 @@ pub(crate) async fn stored_content(
     let kind: MessageType =
         serde_json::from_value(serde_json::json!(row.kind)).unwrap_or(MessageType::Unknown);
     if kind.has_media() {
-        let media = stored_media(row, kind, media_dir)?;
-        return upload(client, media, None).await;
+        let stored = stored_media(row, kind, media).await?;
+        return upload(client, stored, None).await;
     }
     Ok(match kind {
         MessageType::Location => {
@@ -159,20 +241,24 @@ pub(crate) async fn stored_content(
     })
 }
 
-fn stored_media(
+/// A stored message's media as a file of the media store; a row without a stored blob (media never
+/// downloaded, or the file removed) cannot be forwarded: 404.
+pub(crate) async fn stored_media(
     row: &MessageRow,
     kind: MessageType,
-    media_dir: Option<&std::path::Path>,
+    media: Media<'_>,
 ) -> EngineResult<MediaMessage> {
     let meta: serde_json::Value = row
         .media
         .as_deref()
         .and_then(|m| serde_json::from_str(m).ok())
         .unwrap_or_default();
-    let key = meta["key"]
-        .as_str()
-        .filter(|k| k.len() == 64 && k.bytes().all(|b| b.is_ascii_hexdigit()));
-    let (Some(dir), Some(key)) = (media_dir, key) else {
+    let path = meta["key"].as_str().and_then(|key| media.store.path(key));
+    let present = match &path {
+        Some(path) => tokio::fs::try_exists(path).await.unwrap_or(false),
+        None => false,
+    };
+    let (Some(path), true) = (path, present) else {
         return Err(EngineError::NotFound(format!(
             "The media of message {} is not stored",
             row.wa_message_id
@@ -188,7 +274,7 @@ fn stored_media(
     };
     Ok(MediaMessage {
         kind: media_kind,
-        source: MediaSource::File(dir.join(key)),
+        source: MediaSource::File(path),
         mimetype: meta["mimetype"]
             .as_str()
             .unwrap_or("application/octet-stream")
@@ -206,4 +292,107 @@ fn vcard_name(vcard: &str) -> String {
         .unwrap_or(vcard)
         .trim()
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use wagate_proto::dto::sessions::SessionConfig;
+
+    use super::*;
+    use crate::media::{FetchOptions, MediaStore};
+    use crate::store::{self, DataPool, backends, messages, sessions};
+
+    const SID: &str = "11111111-1111-4111-8111-111111111111";
+
+    async fn db(dir: &std::path::Path) -> DataPool {
+        let db = backends::connect_data_sqlite(&dir.join("d.sqlite"))
+            .await
+            .unwrap();
+        sessions::insert(&db, SID, "alpha", &SessionConfig::default(), None)
+            .await
+            .unwrap();
+        db
+    }
+
+    fn row(wa_id: &str, media: serde_json::Value) -> MessageRow {
+        MessageRow {
+            id: format!("row-{wa_id}"),
+            session_id: SID.into(),
+            wa_message_id: wa_id.into(),
+            chat_id: "15550001111@c.us".into(),
+            from_jid: "15550001111@c.us".into(),
+            to_jid: "15550009999@c.us".into(),
+            chat_name: None,
+            author: None,
+            body: Some("the caption".into()),
+            kind: "image".into(),
+            direction: "incoming".into(),
+            status: "delivered".into(),
+            timestamp: 1_700_000_000,
+            has_media: true,
+            media: Some(media.to_string()),
+            mentioned_ids: None,
+            is_group: false,
+            quoted_id: None,
+            extra: None,
+            starred: false,
+            revoked: false,
+            created_at: 1_700_000_000_000,
+        }
+    }
+
+    /// A forward of a stored media message reads the blob the media store holds for the row (what is
+    /// then uploaded through the library); a row whose blob is not stored is the spec's 404.
+    #[tokio::test]
+    async fn a_stored_media_message_is_forwarded_from_the_media_stores_blob() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(dir.path()).await;
+        let media_store = MediaStore::new(
+            dir.path().join("media"),
+            1024 * 1024,
+            FetchOptions::default(),
+        );
+        let blob = media_store
+            .put_bytes(b"\xFF\xD8\xFFjpeg bytes")
+            .await
+            .unwrap();
+        let mut tx = store::begin(&db).await.unwrap();
+        let with_blob = row(
+            "WA1",
+            serde_json::json!({"key": blob.key, "mimetype": "image/jpeg", "sizeBytes": blob.size}),
+        );
+        let missing = row(
+            "WA2",
+            serde_json::json!({"key": "ab".repeat(32), "mimetype": "image/jpeg", "sizeBytes": 3}),
+        );
+        messages::insert(&mut tx, &with_blob).await.unwrap();
+        messages::insert(&mut tx, &missing).await.unwrap();
+        tx.commit().await.unwrap();
+
+        let ours = Store {
+            db: &db,
+            session_id: SID,
+        };
+        let media = Media {
+            store: &media_store,
+            proxy_url: None,
+        };
+        let found = stored(ours, "WA1").await.unwrap().expect("row stored");
+        let message = stored_media(&found, MessageType::Image, media)
+            .await
+            .unwrap();
+        assert_eq!(message.kind, MediaKind::Image);
+        assert_eq!(message.mimetype, "image/jpeg");
+        assert_eq!(message.caption.as_deref(), Some("the caption"));
+        assert_eq!(
+            message.source.load().await.unwrap(),
+            b"\xFF\xD8\xFFjpeg bytes".to_vec()
+        );
+
+        let gone = stored(ours, "WA2").await.unwrap().expect("row stored");
+        let err = stored_media(&gone, MessageType::Image, media)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, EngineError::NotFound(m) if m.contains("WA2")));
+    }
 }
