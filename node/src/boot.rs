@@ -100,7 +100,8 @@ fn engine_factory(
             let socket = SocketConfig {
                 endpoint: config.socket_ws_url.clone(),
             };
-            (Arc::new(SocketFactory::new(data_db.clone(), socket)), None)
+            let factory = SocketFactory::new(data_db.clone(), media_store(config), socket);
+            (Arc::new(factory), None)
         }
         EngineType::Browser => (Arc::new(UnavailableFactory::new(EngineKind::Browser)), None),
     }

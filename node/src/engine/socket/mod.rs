@@ -1,16 +1,23 @@
 //! The `socket` engine: each session is a WhatsApp Web multi-device client (`whatsapp-rust`, through the
 //! `wagate-engine-socket` leaf crate) with its auth state in our data DB. This module owns the factory and
 //! the engine struct; `lifecycle.rs` builds, connects and tears the client down, `link.rs` turns the
-//! library's connection events into the session's lifecycle events, `events.rs` maps everything else, and
-//! `engine_impl.rs` is the `Engine` impl (lifecycle here, operations delegated to `ops/`).
+//! library's connection events into the session's lifecycle events, `events.rs` maps everything else
+//! (`receive.rs` finishes what needs I/O: `media.rs` downloads, `votes.rs` poll votes, `history.rs` history
+//! sync), and `engine_impl.rs` is the `Engine` impl (lifecycle here, operations delegated to `ops/`).
 
 mod engine_impl;
 mod events;
+mod history;
 mod lifecycle;
 mod link;
+mod media;
 pub(crate) mod ops;
+mod receive;
+#[cfg(test)]
+mod receive_tests;
 #[cfg(test)]
 mod tests;
+mod votes;
 
 use std::sync::Arc;
 
@@ -23,6 +30,7 @@ use wagate_workers::DataPool;
 use crate::engine::{
     Capabilities, Engine, EngineContext, EngineError, EngineFactory, EngineKind, EngineResult,
 };
+use crate::media::MediaStore;
 
 pub(crate) use lifecycle::Running;
 use link::LinkTracker;
@@ -34,16 +42,19 @@ pub(crate) struct SocketConfig {
     pub endpoint: Endpoint,
 }
 
-/// Builds socket engines. Holds the data DB (the engines' auth state lives there) and the config.
+/// Builds socket engines. Holds the data DB (the engines' auth state lives there), the media store
+/// (received media is streamed into it) and the config.
 pub(crate) struct SocketFactory {
     pool: DataPool,
+    media: MediaStore,
     config: Arc<SocketConfig>,
 }
 
 impl SocketFactory {
-    pub(crate) fn new(pool: DataPool, config: SocketConfig) -> Self {
+    pub(crate) fn new(pool: DataPool, media: MediaStore, config: SocketConfig) -> Self {
         Self {
             pool,
+            media,
             config: Arc::new(config),
         }
     }
@@ -54,6 +65,7 @@ impl EngineFactory for SocketFactory {
         Arc::new(SocketEngine::new(
             ctx,
             self.pool.clone(),
+            self.media.clone(),
             self.config.clone(),
         ))
     }
@@ -72,6 +84,7 @@ impl EngineFactory for SocketFactory {
 pub(crate) struct SocketEngine {
     ctx: EngineContext,
     pool: DataPool,
+    media: MediaStore,
     config: Arc<SocketConfig>,
     /// The live client, for operations (a sync lock: only held to clone the Arc).
     client: SyncMutex<Option<Arc<Client>>>,
@@ -83,11 +96,17 @@ pub(crate) struct SocketEngine {
 }
 
 impl SocketEngine {
-    fn new(ctx: EngineContext, pool: DataPool, config: Arc<SocketConfig>) -> Self {
+    fn new(
+        ctx: EngineContext,
+        pool: DataPool,
+        media: MediaStore,
+        config: Arc<SocketConfig>,
+    ) -> Self {
         let link = Arc::new(LinkTracker::new(ctx.session_id.clone(), ctx.events.clone()));
         Self {
             ctx,
             pool,
+            media,
             config,
             client: SyncMutex::new(None),
             running: Mutex::new(None),
