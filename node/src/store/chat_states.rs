@@ -54,7 +54,11 @@ pub(crate) struct ChatStateRow {
 }
 
 /// Merges one sync chunk's chats in one transaction.
-pub(crate) async fn upsert(db: &DataPool, session_id: &str, chats: &[ChatFacts]) -> StoreResult<()> {
+pub(crate) async fn upsert(
+    db: &DataPool,
+    session_id: &str,
+    chats: &[ChatFacts],
+) -> StoreResult<()> {
     if chats.is_empty() {
         return Ok(());
     }

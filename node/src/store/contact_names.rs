@@ -6,8 +6,7 @@ use super::{DataPool, StoreResult, now_ms, with_pool};
 const UPSERT: &str = "INSERT INTO contact_names (session_id, jid, push_name, updated_at) \
      VALUES ($1, $2, $3, $4) ON CONFLICT (session_id, jid) \
      DO UPDATE SET push_name = excluded.push_name, updated_at = excluded.updated_at";
-const LIST: &str =
-    "SELECT jid, push_name FROM contact_names WHERE session_id = $1 ORDER BY jid";
+const LIST: &str = "SELECT jid, push_name FROM contact_names WHERE session_id = $1 ORDER BY jid";
 
 /// Sets the push names of `(jid, name)` pairs in one transaction.
 pub(crate) async fn upsert(

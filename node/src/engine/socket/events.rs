@@ -500,7 +500,10 @@ pub(super) fn classify_payload(
 /// The vote's ciphertext and addressing. The poll's creator follows from the vote's key the way the
 /// phone writes it: `fromMe` means the voter voted on their own poll; in a one-to-one chat the key's
 /// `remoteJid` is the creator (as the voter sees the chat); in a group its `participant` is.
-fn encrypted_vote(env: &Envelope, update: &wa::message::PollUpdateMessage) -> Option<EncryptedVote> {
+fn encrypted_vote(
+    env: &Envelope,
+    update: &wa::message::PollUpdateMessage,
+) -> Option<EncryptedVote> {
     let key = update.poll_creation_message_key.as_option()?;
     let vote = update.vote.as_option()?;
     let creator = if key.from_me.unwrap_or(false) {

@@ -94,11 +94,18 @@ fn mute_expiration_ms(end: u64) -> i64 {
     i64::try_from(end).unwrap_or(0)
 }
 
-fn message(chat: &LibJid, info: &wa::WebMessageInfo, own: Option<&LibJid>) -> Option<InboundMessage> {
+fn message(
+    chat: &LibJid,
+    info: &wa::WebMessageInfo,
+    own: Option<&LibJid>,
+) -> Option<InboundMessage> {
     let key = info.key.as_option()?;
     let payload = info.message.as_option()?;
     let from_me = key.from_me.unwrap_or(false);
-    let sender: LibJid = match (from_me, key.participant.as_deref().or(info.participant.as_deref())) {
+    let sender: LibJid = match (
+        from_me,
+        key.participant.as_deref().or(info.participant.as_deref()),
+    ) {
         (_, Some(participant)) => participant.parse().ok()?,
         (true, None) => own.cloned()?,
         (false, None) => chat.clone(),

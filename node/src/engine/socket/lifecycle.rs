@@ -73,6 +73,7 @@ impl SocketEngine {
             pool: self.pool.clone(),
             media: self.media.clone(),
             client: slot.clone(),
+            own: None,
             fetch: None,
         };
         tokio::spawn(receiver.run(queue));

@@ -7,7 +7,9 @@ use std::io::{Seek, SeekFrom, Write};
 
 use async_trait::async_trait;
 use wagate_engine_socket::whatsapp_rust::Client;
-use wagate_engine_socket::whatsapp_rust::download::{DownloadWriter, Downloadable, MediaDownloader};
+use wagate_engine_socket::whatsapp_rust::download::{
+    DownloadWriter, Downloadable, MediaDownloader,
+};
 use wagate_engine_socket::whatsapp_rust::wacore::proto_helpers::MessageExt;
 use wagate_engine_socket::whatsapp_rust::waproto::whatsapp as wa;
 
@@ -70,20 +72,40 @@ struct Part<'a> {
 fn part(message: &wa::Message) -> Option<Part<'_>> {
     let m = message.get_base_message();
     if let Some(x) = m.image_message.as_option() {
-        return Some(Part { media: x, mimetype: x.mimetype.as_deref(), filename: None });
+        return Some(Part {
+            media: x,
+            mimetype: x.mimetype.as_deref(),
+            filename: None,
+        });
     }
     if let Some(x) = m.video_message.as_option() {
-        return Some(Part { media: x, mimetype: x.mimetype.as_deref(), filename: None });
+        return Some(Part {
+            media: x,
+            mimetype: x.mimetype.as_deref(),
+            filename: None,
+        });
     }
     if let Some(x) = m.audio_message.as_option() {
-        return Some(Part { media: x, mimetype: x.mimetype.as_deref(), filename: None });
+        return Some(Part {
+            media: x,
+            mimetype: x.mimetype.as_deref(),
+            filename: None,
+        });
     }
     if let Some(x) = m.document_message.as_option() {
         let filename = x.file_name.as_deref();
-        return Some(Part { media: x, mimetype: x.mimetype.as_deref(), filename });
+        return Some(Part {
+            media: x,
+            mimetype: x.mimetype.as_deref(),
+            filename,
+        });
     }
     if let Some(x) = m.sticker_message.as_option() {
-        return Some(Part { media: x, mimetype: x.mimetype.as_deref(), filename: None });
+        return Some(Part {
+            media: x,
+            mimetype: x.mimetype.as_deref(),
+            filename: None,
+        });
     }
     None
 }

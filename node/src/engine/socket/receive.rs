@@ -31,6 +31,8 @@ pub(super) struct Receiver {
     pub pool: DataPool,
     pub media: MediaStore,
     pub client: ClientSlot,
+    /// The account's JID while no client is there to ask (tests); the sender of its own history messages.
+    pub own: Option<LibJid>,
     /// Overrides the client as the media source (tests: a downloader with loopback hosts).
     pub fetch: Option<Arc<dyn Fetch>>,
 }
@@ -43,7 +45,9 @@ impl Receiver {
             let events = match item {
                 Work::Emit(event) => vec![event],
                 Work::Download { message, payload } => {
-                    vec![EngineEvent::Message(self.with_media(message, &payload).await)]
+                    vec![EngineEvent::Message(
+                        self.with_media(message, &payload).await,
+                    )]
                 }
                 Work::Vote(vote) => self.vote(&vote, &secrets).await.into_iter().collect(),
                 Work::History(event) => self.history(event).await.into_iter().collect(),
@@ -110,7 +114,11 @@ impl Receiver {
     }
 
     async fn history(&self, event: Arc<Event>) -> Option<EngineEvent> {
-        let own = self.client().and_then(|c| c.pn()).map(|j| j.to_non_ad());
+        let own = self
+            .client()
+            .and_then(|c| c.pn())
+            .or_else(|| self.own.clone())
+            .map(|j| j.to_non_ad());
         let decoded = tokio::task::spawn_blocking(move || match event.as_ref() {
             Event::HistorySync(lazy) => lazy.get().map(|sync| history::batch(sync, own.as_ref())),
             _ => None,
@@ -131,7 +139,11 @@ impl Receiver {
 }
 
 /// The LID/PN counterparts of the poll's creator and the voter, when the client knows both.
-async fn counterparts(client: &Client, creator: &LibJid, voter: &LibJid) -> Option<(LibJid, LibJid)> {
+async fn counterparts(
+    client: &Client,
+    creator: &LibJid,
+    voter: &LibJid,
+) -> Option<(LibJid, LibJid)> {
     Some((swap(client, creator).await?, swap(client, voter).await?))
 }
 

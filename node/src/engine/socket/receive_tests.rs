@@ -86,6 +86,7 @@ impl Rig {
             pool: self.db.clone(),
             media: self.media.clone(),
             client: ClientSlot::default(),
+            own: Some(lib(US)),
             fetch,
         }
         .run(queue)
@@ -99,18 +100,26 @@ impl Rig {
 
     async fn record(&self, events: &[EngineEvent]) {
         for event in events {
-            self.recorder.record_event(SID, event).await.expect("record");
+            self.recorder
+                .record_event(SID, event)
+                .await
+                .expect("record");
         }
     }
 
-    async fn count(&self, sql: &str) -> i64 {
-        with_pool!(&self.db, p => sqlx::query_scalar(sql).bind(SID).fetch_one(p).await).expect("count")
+    async fn count(&self, sql: &'static str) -> i64 {
+        with_pool!(&self.db, p => sqlx::query_scalar(sql).bind(SID).fetch_one(p).await)
+            .expect("count")
     }
 
     /// Message writes commit on the group-commit task; wait (bounded) until `n` rows are there.
     async fn await_messages(&self, n: i64) {
         for _ in 0..500 {
-            if self.count("SELECT COUNT(*) FROM messages WHERE session_id = $1").await >= n {
+            if self
+                .count("SELECT COUNT(*) FROM messages WHERE session_id = $1")
+                .await
+                >= n
+            {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -282,17 +291,26 @@ async fn history_sync_fills_messages_chats_and_contacts_once_without_events() {
         .expect("find")
         .expect("H2 stored");
     assert_eq!(h2.body.as_deref(), Some("new hello"));
-    assert_eq!((h2.direction.as_str(), h2.kind.as_str()), ("incoming", "text"));
+    assert_eq!(
+        (h2.direction.as_str(), h2.kind.as_str()),
+        ("incoming", "text")
+    );
     assert_eq!(h2.chat_id, "4915100000001@c.us");
-    let h3 = message_store::find(&rig.db, SID, "H3").await.expect("find").expect("H3");
+    let h3 = message_store::find(&rig.db, SID, "H3")
+        .await
+        .expect("find")
+        .expect("H3");
     assert_eq!(h3.direction, "outgoing");
 
     // Live traffic afterwards: one more row, and only it reaches the webhook.
-    let live_msg = rig.receive(vec![live("L1", ANN, ANN, text("live"))], None).await;
+    let live_msg = rig
+        .receive(vec![live("L1", ANN, ANN, text("live"))], None)
+        .await;
     rig.record(&live_msg).await;
     rig.await_messages(4).await;
     assert_eq!(
-        rig.count("SELECT COUNT(*) FROM messages WHERE session_id = $1").await,
+        rig.count("SELECT COUNT(*) FROM messages WHERE session_id = $1")
+            .await,
         4
     );
     for _ in 0..500 {
@@ -394,7 +412,10 @@ async fn an_encrypted_poll_vote_decrypts_to_the_option_names() {
         .expect("secret");
 
     let emitted = rig
-        .receive(vec![vote_from_ann(&secret, &["Tacos", "Pizza"], "V1")], None)
+        .receive(
+            vec![vote_from_ann(&secret, &["Tacos", "Pizza"], "V1")],
+            None,
+        )
         .await;
     let [EngineEvent::PollVote(vote)] = emitted.as_slice() else {
         panic!("expected a poll vote, got {emitted:?}");
@@ -403,7 +424,9 @@ async fn an_encrypted_poll_vote_decrypts_to_the_option_names() {
     assert_eq!(vote.voter, ours("4915100000001@c.us"));
     assert_eq!(vote.options, vec!["Pizza".to_string(), "Tacos".to_string()]);
     rig.record(&emitted).await;
-    let votes = poll_votes::list(&rig.db, SID, "POLL1").await.expect("votes");
+    let votes = poll_votes::list(&rig.db, SID, "POLL1")
+        .await
+        .expect("votes");
     assert_eq!(
         votes,
         vec![(
@@ -468,7 +491,11 @@ async fn cdn(body: Vec<u8>) -> String {
     format!("http://{addr}")
 }
 
-fn image(url: String, plaintext_len: usize, enc: &wagate_engine_socket::whatsapp_rust::wacore::upload::EncryptedMedia) -> wa::Message {
+fn image(
+    url: String,
+    plaintext_len: usize,
+    enc: &wagate_engine_socket::whatsapp_rust::wacore::upload::EncryptedMedia,
+) -> wa::Message {
     wa::Message {
         image_message: MessageField::some(wa::message::ImageMessage {
             static_url: Some(url),
@@ -486,6 +513,8 @@ fn image(url: String, plaintext_len: usize, enc: &wagate_engine_socket::whatsapp
 }
 
 fn downloader() -> Arc<dyn Fetch> {
+    // reqwest is built without a default crypto provider (boot installs ring the same way).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     Arc::new(MediaDownloader::with_default_hosts(
         Arc::new(ReqwestHttpClient::new(None)),
         Arc::new(TokioRuntime),
@@ -502,9 +531,19 @@ async fn received_media_is_downloaded_decrypted_and_stored() {
     let emitted = rig
         .receive(
             vec![
-                live("IMG1", ANN, ANN, image(format!("{base}/blob"), plaintext.len(), &enc)),
+                live(
+                    "IMG1",
+                    ANN,
+                    ANN,
+                    image(format!("{base}/blob"), plaintext.len(), &enc),
+                ),
                 // Gone from the CDN: the message still arrives, without media.
-                live("IMG2", ANN, ANN, image(format!("{base}/gone"), plaintext.len(), &enc)),
+                live(
+                    "IMG2",
+                    ANN,
+                    ANN,
+                    image(format!("{base}/gone"), plaintext.len(), &enc),
+                ),
             ],
             Some(downloader()),
         )
@@ -554,7 +593,12 @@ async fn media_over_the_cap_is_refused_and_the_message_kept() {
         .receive(
             vec![
                 live("BIG1", ANN, ANN, image(format!("{base}/blob"), 1_000, &enc)),
-                live("BIG2", ANN, ANN, image(format!("{base}/blob"), plaintext.len(), &enc)),
+                live(
+                    "BIG2",
+                    ANN,
+                    ANN,
+                    image(format!("{base}/blob"), plaintext.len(), &enc),
+                ),
             ],
             Some(downloader()),
         )

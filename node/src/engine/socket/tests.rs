@@ -281,8 +281,11 @@ fn presence_and_calls_are_mapped() {
     // The offer is remembered so a later reject (or autoRejectCalls) can name caller and creator.
     let (tx, mut rx) = unbounded_channel();
     let calls = Arc::new(RecentCalls::default());
-    super::events::Mapper::new("s1".into(), tx, calls.clone()).map(&call);
-    assert!(matches!(rx.try_recv(), Ok(EngineEvent::Call(_))));
+    super::events::Mapper::new("s1".into(), tx, calls.clone()).map(&Arc::new(call));
+    assert!(matches!(
+        rx.try_recv(),
+        Ok(super::events::Work::Emit(EngineEvent::Call(_)))
+    ));
     let (peer, creator) = calls.get("CALL1").expect("offer remembered");
     assert_eq!(
         (peer.user.as_str(), creator.user.as_str()),

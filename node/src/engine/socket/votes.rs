@@ -81,7 +81,9 @@ pub(super) async fn decrypt(
     let poll = stored_poll(store, &vote.poll_id).await?;
     let options = names(&poll, &hashes);
     let (Some(chat_id), Some(voter)) = (jid(&vote.chat), jid(&vote.voter)) else {
-        return Err(VoteError::Crypto("vote addressed to an unrepresentable JID".into()));
+        return Err(VoteError::Crypto(
+            "vote addressed to an unrepresentable JID".into(),
+        ));
     };
     Ok(PollVote {
         poll_id: vote.poll_id.clone(),
