@@ -199,8 +199,9 @@ pub(crate) struct ReceivedMedia {
     pub data: Vec<u8>,
     /// Set when the engine streamed the content straight into the media store (large downloads are never
     /// held in memory); the recorder then uses this file instead of storing `data`.
+    /// Boxed: most media (every sim message) has none, and the message types embedding this stay small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stored: Option<StoredFile>,
+    pub stored: Option<Box<StoredFile>>,
 }
 
 impl ReceivedMedia {

@@ -25,7 +25,8 @@ use crate::engine::{AckStatus, EngineEvent};
 #[serde(tag = "t", rename_all = "camelCase")]
 pub(crate) enum Traffic {
     /// A message for the recipient; the receiving network keeps a copy (quotes, receipts, reactions).
-    Message { msg: StoredMessage },
+    /// Boxed: a message with its media reference is much larger than the other kinds of traffic.
+    Message { msg: Box<StoredMessage> },
     Ack {
         message_id: String,
         chat_id: Jid,

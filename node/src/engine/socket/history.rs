@@ -28,7 +28,7 @@ pub(super) fn batch(sync: &wa::HistorySync, own: Option<&LibJid>) -> HistoryBatc
             .filter_map(|info| message(&chat, info, own))
             .collect();
         // The phone's unread count names the newest incoming messages; the rest were read.
-        messages.sort_by(|a, b| b.timestamp.cmp(&a.timestamp));
+        messages.sort_by_key(|m| std::cmp::Reverse(m.timestamp));
         let mut unread = conversation.unread_count.unwrap_or(0);
         for msg in messages {
             let status = if msg.from_me {

@@ -147,9 +147,9 @@ pub(super) async fn download(
             .to_string(),
         filename: part.filename.map(str::to_string),
         data,
-        stored: Some(StoredFile {
+        stored: Some(Box::new(StoredFile {
             key: stored.key,
             size: stored.size,
-        }),
+        })),
     })
 }

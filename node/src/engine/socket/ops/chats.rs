@@ -63,7 +63,7 @@ fn merge_states(chats: &mut Vec<ChatSummary>, states: Vec<ChatStateRow>) {
             }),
         }
     }
-    chats.sort_by(|a, b| b.timestamp.cmp(&a.timestamp));
+    chats.sort_by_key(|c| std::cmp::Reverse(c.timestamp));
 }
 
 fn summary((chat, name, ts, unread, last): ChatRow) -> Option<ChatSummary> {
