@@ -213,9 +213,15 @@ async fn suite(db: DataPool) {
 async fn history_tables_merge_and_go_with_the_session(db: &DataPool) {
     use super::{chat_states, contact_names, poll_votes};
     let sid = "5a5a5a5a-5a5a-4a5a-8a5a-5a5a5a5a5a5a";
-    sessions::insert(db, sid, "history-sync-rows", &SessionConfig::default(), None)
-        .await
-        .expect("session");
+    sessions::insert(
+        db,
+        sid,
+        "history-sync-rows",
+        &SessionConfig::default(),
+        None,
+    )
+    .await
+    .expect("session");
     let first = chat_states::ChatFacts {
         chat_id: "111@c.us".into(),
         name: Some("Ann".into()),
