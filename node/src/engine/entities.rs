@@ -3,6 +3,7 @@
 //! wire naming and no storage types.
 
 use super::types::{MediaSource, MessageType};
+use serde::{Deserialize, Serialize};
 use wagate_proto::Jid;
 
 /// One chat as the account's chat list shows it.
@@ -98,14 +99,14 @@ pub(crate) struct ParticipantResult {
     pub message: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct MembershipRequest {
     pub participant_id: Jid,
     /// Unix seconds.
     pub requested_at: i64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub(crate) struct GroupSettings {
     /// Only admins may send.
     pub announce: bool,
@@ -180,7 +181,7 @@ pub(crate) struct StatusPost {
 }
 
 /// A status post, own or a contact's.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct StatusUpdate {
     pub status_id: String,
     pub contact: Jid,
@@ -224,7 +225,7 @@ pub(crate) struct ProductPage {
     pub total: usize,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum PresenceState {
     Available,
     Unavailable,
@@ -245,7 +246,7 @@ impl PresenceState {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct PresenceEntry {
     pub id: Jid,
     pub state: PresenceState,

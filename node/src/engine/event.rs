@@ -128,7 +128,7 @@ pub(crate) struct GroupChanges {
     pub admin: Option<bool>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct GroupEvent {
     pub action: GroupAction,
     pub group_id: Jid,
@@ -149,7 +149,7 @@ pub(crate) enum CallPhase {
     Missed,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct CallEvent {
     pub phase: CallPhase,
     pub call_id: String,

@@ -127,6 +127,9 @@ async fn sim_inbound(
             .map(|m| jid("mentionedIds", Some(m)))
             .collect::<ApiResult<_>>()?,
     };
+    if let Some(quoted) = &spec.quoted_id {
+        net.pull_message(quoted).await;
+    }
     Ok(Json(SimMessageId {
         message_id: net.inbound(&id.0, spec)?,
     }))
@@ -143,7 +146,9 @@ async fn sim_ack(
 ) -> ApiResult<Json<SuccessResult>> {
     let net = network(&caller, &ctx)?;
     let status = enum_value::<AckStatus>("status", required("status", &b.status)?)?;
-    net.ack(&id.0, required("messageId", &b.message_id)?, status)?;
+    let message_id = required("messageId", &b.message_id)?;
+    net.pull_message(message_id).await;
+    net.ack(&id.0, message_id, status)?;
     Ok(ok())
 }
 
@@ -158,12 +163,9 @@ async fn sim_react(
 ) -> ApiResult<Json<SuccessResult>> {
     let net = network(&caller, &ctx)?;
     let from = jid("from", b.from.as_deref())?;
-    net.react(
-        &id.0,
-        required("messageId", &b.message_id)?,
-        b.emoji.as_deref().unwrap_or(""),
-        &from,
-    )?;
+    let message_id = required("messageId", &b.message_id)?;
+    net.pull_message(message_id).await;
+    net.react(&id.0, message_id, b.emoji.as_deref().unwrap_or(""), &from)?;
     Ok(ok())
 }
 
@@ -176,7 +178,10 @@ async fn sim_revoke(
     State(ctx): State<ApiContext>,
     ApiJson(b): ApiJson<SimMessageRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
-    network(&caller, &ctx)?.revoke(&id.0, required("messageId", &b.message_id)?)?;
+    let net = network(&caller, &ctx)?;
+    let message_id = required("messageId", &b.message_id)?;
+    net.pull_message(message_id).await;
+    net.revoke(&id.0, message_id)?;
     Ok(ok())
 }
 
@@ -189,11 +194,10 @@ async fn sim_edit(
     State(ctx): State<ApiContext>,
     ApiJson(b): ApiJson<SimMessageRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
-    network(&caller, &ctx)?.edit(
-        &id.0,
-        required("messageId", &b.message_id)?,
-        b.body.as_deref().unwrap_or(""),
-    )?;
+    let net = network(&caller, &ctx)?;
+    let message_id = required("messageId", &b.message_id)?;
+    net.pull_message(message_id).await;
+    net.edit(&id.0, message_id, b.body.as_deref().unwrap_or(""))?;
     Ok(ok())
 }
 
@@ -287,7 +291,8 @@ async fn sim_group_event(
         .map(serde_json::from_value)
         .transpose()
         .map_err(|e| ApiError::bad_request(format!("changes: {e}")))?;
-    net.group_event(&id.0, &group, action, &participants, changes)?;
+    net.shared_group_event(&id.0, &group, action, &participants, changes)
+        .await?;
     Ok(ok())
 }
 

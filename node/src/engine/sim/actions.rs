@@ -5,6 +5,7 @@
 use super::control::find_message;
 use super::messaging::recipients_of;
 use super::network::{NetState, SimNetwork, StoredMessage, now};
+use super::peers::Record;
 use crate::engine::{AckStatus, EngineError, EngineEvent, EngineResult, SentMessage};
 use wagate_proto::Jid;
 
@@ -47,6 +48,8 @@ impl SimNetwork {
         let me = state.online_phone(session)?;
         let msg = own_message(&mut state, &me, message_id)?;
         msg.body = body.to_string();
+        let copy = msg.clone();
+        state.share(Record::Message, message_id, &copy);
         let timestamp = now();
         let recipients = recipients_of(&state, &me, chat)?;
         for phone in recipients {
@@ -84,7 +87,10 @@ impl SimNetwork {
             find_message(&mut state, message_id)?;
             return Ok(());
         }
-        own_message(&mut state, &me, message_id)?.revoked = true;
+        let msg = own_message(&mut state, &me, message_id)?;
+        msg.revoked = true;
+        let copy = msg.clone();
+        state.share(Record::Message, message_id, &copy);
         let recipients = recipients_of(&state, &me, chat)?;
         for phone in recipients {
             let event = EngineEvent::Revoked {
@@ -110,6 +116,8 @@ impl SimNetwork {
         to: &Jid,
         message_id: &str,
     ) -> EngineResult<SentMessage> {
+        self.pull_message(message_id).await;
+        self.pull_for_send(session, to, None).await;
         let original = {
             let mut state = self.lock();
             state.online_phone(session)?;
@@ -128,9 +136,9 @@ impl SimNetwork {
             pinned: false,
             ..original
         };
-        let reached = self.publish(&mut state, session, &me, &recipients, copy.clone());
+        let (reached, open) = self.publish(&mut state, session, &me, &recipients, copy.clone());
         drop(state);
-        self.schedule_acks(session, &copy, reached, recipients);
+        self.schedule_acks(session, &copy, reached, open);
         Ok(SentMessage {
             id: copy.id,
             timestamp: copy.timestamp,

@@ -3,11 +3,14 @@
 //! Input: `SimEngine`.
 
 use super::network::{NetState, SimNetwork, now};
+use super::peers::Record;
 use crate::engine::{Channel, EngineError, EngineResult, Label, LabelUpsert};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use wagate_proto::Jid;
 
-#[derive(Debug, Clone)]
+/// A channel as the network keeps it; in a cluster also its shared record (`shared.rs`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct ChannelRec {
     pub id: Jid,
     pub name: String,
@@ -18,6 +21,9 @@ pub(super) struct ChannelRec {
     pub subscribers: BTreeSet<Jid>,
     pub muted: BTreeSet<Jid>,
     pub created_at: i64,
+    /// Bumped on every change, so a node never replaces its copy with an older one.
+    #[serde(default)]
+    pub rev: u64,
 }
 
 impl ChannelRec {
@@ -67,21 +73,24 @@ impl SimNetwork {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
         let seq = state.next_seq();
-        let id = Jid::parse(&format!("120363{seq:012}@newsletter"))
+        let salt = state.id_salt().to_string();
+        let id = Jid::parse(&format!("120363{salt}{seq:012}@newsletter"))
             .map_err(|e| EngineError::Network(e.to_string()))?;
         let channel = ChannelRec {
             id: id.clone(),
             name: name.to_string(),
             description: description.unwrap_or_default().to_string(),
-            invite_code: format!("SIMCH{seq:010}"),
+            invite_code: format!("SIMCH{salt}{seq:010}"),
             owner: me.clone(),
             admins: BTreeSet::new(),
             subscribers: BTreeSet::new(),
             muted: BTreeSet::new(),
             created_at: now(),
+            rev: 0,
         };
         let view = channel.view(&me);
-        state.channels.insert(id, channel);
+        state.channels.insert(id.clone(), channel);
+        state.channel_changed(&id);
         Ok(view)
     }
 
@@ -98,13 +107,16 @@ impl SimNetwork {
         let channel =
             channel.ok_or_else(|| EngineError::NotFound("Invite code not found".into()))?;
         channel.subscribers.insert(me.clone());
-        Ok(channel.view(&me))
+        let (id, view) = (channel.id.clone(), channel.view(&me));
+        state.channel_changed(&id);
+        Ok(view)
     }
 
     pub(crate) fn unsubscribe_channel(&self, session: &str, id: &Jid) -> EngineResult<()> {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
         state.channel(id)?.subscribers.remove(&me);
+        state.channel_changed(id);
         Ok(())
     }
 
@@ -113,6 +125,7 @@ impl SimNetwork {
         let me = state.online_phone(session)?;
         state.owned_channel(&me, id)?;
         state.channels.remove(id);
+        state.unshare(Record::Channel, &id.to_string());
         Ok(())
     }
 
@@ -125,6 +138,7 @@ impl SimNetwork {
         } else {
             channel.muted.remove(&me);
         }
+        state.channel_changed(id);
         Ok(())
     }
 
@@ -141,6 +155,7 @@ impl SimNetwork {
                 "{user} is not an admin of this channel"
             )));
         }
+        state.channel_changed(id);
         Ok(())
     }
 
@@ -163,6 +178,7 @@ impl SimNetwork {
         channel.admins.insert(me);
         channel.owner = new_owner.clone();
         channel.subscribers.insert(new_owner.clone());
+        state.channel_changed(id);
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 //! it sent through the control API's `inbound`. Input: `SimEngine`.
 
 use super::network::{NetState, SimNetwork, now};
+use super::peers::{Op, Traffic};
 use crate::engine::{
     ChatState, ChatSummary, Contact, ContactCheck, EngineError, EngineEvent, EngineResult,
     PresenceEntry, PresenceState,
@@ -48,24 +49,40 @@ impl NetState {
         }
     }
 
-    /// Tells every session subscribed to `me`'s presence about `state`.
+    /// Tells every session subscribed to `me`'s presence about `state`. In a cluster only subscribers
+    /// online here are told here; the others, wherever they run, through their inboxes.
     fn broadcast_presence(&mut self, me: &Jid, state: PresenceState) {
         let Some(account) = self.accounts.get(me) else {
             return;
         };
         let subscribers: Vec<String> = account.presence_subscribers.iter().cloned().collect();
-        let last_seen = account.last_seen;
+        let entry = PresenceEntry {
+            id: me.clone(),
+            state,
+            last_seen: account.last_seen,
+        };
+        let event = EngineEvent::Presence {
+            chat_id: me.clone(),
+            participants: vec![entry.clone()],
+        };
+        let is_clustered = self.is_clustered();
+        let mut served = Vec::new();
         for session in subscribers {
-            let entry = PresenceEntry {
-                id: me.clone(),
-                state,
-                last_seen,
-            };
-            let event = EngineEvent::Presence {
-                chat_id: me.clone(),
-                participants: vec![entry],
-            };
-            self.deliver(&session, event);
+            if is_clustered && !self.is_online(&session) {
+                continue;
+            }
+            self.deliver(&session, event.clone());
+            served.push(session);
+        }
+        if is_clustered {
+            self.emit(Op::ToSubscribers {
+                phone: me.clone(),
+                traffic: Box::new(Traffic::Presence {
+                    chat_id: me.clone(),
+                    participants: vec![entry],
+                }),
+                skip: served,
+            });
         }
     }
 }
@@ -210,6 +227,11 @@ impl SimNetwork {
         } else {
             list.remove(id);
         }
+        state.emit(Op::Block {
+            phone: me,
+            target: id.clone(),
+            blocked,
+        });
         Ok(())
     }
 
@@ -253,6 +275,12 @@ impl SimNetwork {
         if !available {
             account.last_seen = Some(now());
         }
+        let last_seen = account.last_seen;
+        state.emit(Op::Presence {
+            phone: me.clone(),
+            available,
+            last_seen,
+        });
         let presence = if available {
             PresenceState::Available
         } else {
@@ -274,6 +302,10 @@ impl SimNetwork {
             .account(chat)
             .presence_subscribers
             .insert(session.to_string());
+        state.emit(Op::Subscribe {
+            phone: chat.clone(),
+            session: session.to_string(),
+        });
         let entry = state.presence_entry(chat);
         state.deliver(
             session,

@@ -3,10 +3,12 @@
 //! `SimEngine` and the control API's `call`. The catalog is fixed sample data, not editable.
 
 use super::network::{SimNetwork, now};
+use super::peers::Record;
 use crate::engine::{
     CallEvent, CallKind, CallPhase, Catalog, EngineError, EngineEvent, EngineResult, MessageType,
     Product, ProductPage, StatusContent, StatusPost, StatusUpdate,
 };
+use serde::{Deserialize, Serialize};
 use wagate_proto::Jid;
 
 /// Status posts live a day.
@@ -14,7 +16,8 @@ const STATUS_TTL_S: i64 = 24 * 60 * 60;
 /// The spec's cap on status recipients.
 const MAX_STATUS_RECIPIENTS: usize = 256;
 
-#[derive(Debug, Clone)]
+/// A status post and who may see it; in a cluster also its shared record (`shared.rs`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct StatusRec {
     pub update: StatusUpdate,
     pub recipients: Vec<Jid>,
@@ -95,10 +98,12 @@ impl SimNetwork {
         for recipient in &post.recipients {
             state.deliver_to_phone(recipient, &EngineEvent::Status(update.clone()));
         }
-        state.statuses.push(StatusRec {
+        let rec = StatusRec {
             update: update.clone(),
             recipients: post.recipients,
-        });
+        };
+        state.share(Record::Status, &update.status_id, &rec);
+        state.statuses.push(rec);
         Ok(update)
     }
 
@@ -131,12 +136,15 @@ impl SimNetwork {
         if state.statuses.len() == before {
             return Err(EngineError::NotFound(format!("Status {id} not found")));
         }
+        state.unshare(Record::Status, id);
         Ok(())
     }
 
+    /// The callee rejects a ringing call: its session hears `rejected`, and so does every session of the
+    /// caller's phone (wherever it runs), with the callee as `from`.
     pub(crate) fn reject_call(&self, session: &str, call_id: &str) -> EngineResult<()> {
         let mut state = self.lock();
-        state.online_phone(session)?;
+        let me = state.online_phone(session)?;
         match state.calls.get(call_id) {
             Some(call) if call.session == session => {}
             _ => return Err(EngineError::NotFound(format!("Call {call_id} not found"))),
@@ -147,7 +155,13 @@ impl SimNetwork {
                 timestamp: now(),
                 ..call.event
             };
+            let caller = event.from.clone();
+            let to_caller = CallEvent {
+                from: me,
+                ..event.clone()
+            };
             state.deliver(session, EngineEvent::Call(event));
+            state.deliver_to_phone(&caller, &EngineEvent::Call(to_caller));
         }
         Ok(())
     }

@@ -41,7 +41,7 @@ impl SimNetwork {
                 .collect(),
         };
         let mut approved = Vec::new();
-        let results = targets
+        let results: Vec<ParticipantResult> = targets
             .iter()
             .map(|p| {
                 let Some(pos) = group.requests.iter().position(|r| r.participant_id == *p) else {
@@ -55,8 +55,11 @@ impl SimNetwork {
                 result(p, 200, "")
             })
             .collect();
+        let members: Vec<Jid> = group.members.keys().cloned().collect();
+        if results.iter().any(|r| r.success) {
+            state.group_changed(id);
+        }
         if !approved.is_empty() {
-            let members: Vec<Jid> = group.members.keys().cloned().collect();
             state.announce(&members, event(GroupAction::Join, id, &me, approved, None));
         }
         Ok(results)
@@ -84,6 +87,7 @@ impl SimNetwork {
         s.admin_add_only = update.admin_add_only.unwrap_or(s.admin_add_only);
         let settings = *s;
         let members: Vec<Jid> = group.members.keys().cloned().collect();
+        state.group_changed(id);
         let changes = GroupChanges {
             announce: update.announce,
             locked: update.locked,
@@ -119,7 +123,11 @@ impl SimNetwork {
             Some(false) => group.picture = None,
             None => {}
         }
-        Ok(group.picture.clone())
+        let picture = group.picture.clone();
+        if set.is_some() {
+            state.group_changed(id);
+        }
+        Ok(picture)
     }
 
     /// Control API: something happens in a group (wire-notes §11 `/group-event`); members' sessions hear it.
@@ -154,6 +162,7 @@ impl SimNetwork {
         if action == GroupAction::Join {
             audience = group.members.keys().cloned().collect();
         }
+        state.group_changed(id);
         // The network itself acts here (no member of this session's account), so there is no actor.
         let ev = GroupEvent {
             action,
@@ -164,6 +173,24 @@ impl SimNetwork {
             timestamp,
         };
         state.announce(&audience, ev);
+        Ok(())
+    }
+}
+
+impl SimNetwork {
+    /// `group_event` on a cluster-wide network: reads the group back first and answers once the change
+    /// reached the peers (the control route's entry point).
+    pub(crate) async fn shared_group_event(
+        &self,
+        session: &str,
+        id: &Jid,
+        action: GroupAction,
+        participants: &[Jid],
+        changes: Option<GroupChanges>,
+    ) -> EngineResult<()> {
+        self.pull_groups().await;
+        self.group_event(session, id, action, participants, changes)?;
+        self.flush_peers().await;
         Ok(())
     }
 }

@@ -9,17 +9,19 @@ use crate::engine::{
     GroupParticipant, GroupSettings, GroupSummary, MembershipRequest, NewGroup, ParticipantAction,
     ParticipantResult,
 };
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use wagate_proto::Jid;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) enum MemberRole {
     Member,
     Admin,
     SuperAdmin,
 }
 
-#[derive(Debug, Clone)]
+/// A group as the network keeps it; in a cluster also its shared record (`shared.rs`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct Group {
     pub id: Jid,
     pub subject: String,
@@ -31,6 +33,9 @@ pub(super) struct Group {
     pub requests: Vec<MembershipRequest>,
     pub settings: GroupSettings,
     pub picture: Option<String>,
+    /// Bumped on every change, so a node never replaces its copy with an older one.
+    #[serde(default)]
+    pub rev: u64,
 }
 
 impl Group {
@@ -111,7 +116,8 @@ impl NetState {
     }
 
     fn invite_code(&mut self) -> String {
-        format!("SIMINV{:010}", self.next_seq())
+        let seq = self.next_seq();
+        format!("SIMINV{}{seq:010}", self.id_salt())
     }
 }
 
@@ -148,7 +154,8 @@ impl SimNetwork {
     pub(crate) fn create_group(&self, session: &str, new: NewGroup) -> EngineResult<GroupSummary> {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
-        let id = Jid::parse(&format!("120363{:012}@g.us", state.next_seq()))
+        let seq = state.next_seq();
+        let id = Jid::parse(&format!("120363{}{seq:012}@g.us", state.id_salt()))
             .map_err(|e| EngineError::Network(e.to_string()))?;
         let mut members = BTreeMap::from([(me.clone(), MemberRole::SuperAdmin)]);
         let added: Vec<Jid> = new
@@ -169,9 +176,11 @@ impl SimNetwork {
             requests: Vec::new(),
             settings: GroupSettings::default(),
             picture: None,
+            rev: 0,
         };
         let summary = group.summary(&me);
         state.groups.insert(id.clone(), group);
+        state.group_changed(&id);
         state.announce(
             &added,
             event(GroupAction::Join, &id, &me, added.clone(), None),
@@ -210,6 +219,7 @@ impl SimNetwork {
             .collect();
         let members: Vec<Jid> = group.members.keys().cloned().collect();
         if !changed.is_empty() {
+            state.group_changed(id);
             let (kind, changes) = match action {
                 ParticipantAction::Add => (GroupAction::Join, None),
                 ParticipantAction::Remove => (GroupAction::Leave, None),
@@ -254,6 +264,7 @@ impl SimNetwork {
         }
         apply_changes(group, &changes);
         let members: Vec<Jid> = group.members.keys().cloned().collect();
+        state.group_changed(id);
         state.announce(
             &members,
             event(GroupAction::Update, id, &me, Vec::new(), Some(changes)),
@@ -274,7 +285,11 @@ impl SimNetwork {
         if revoke {
             group.invite_code = fresh;
         }
-        Ok(group.invite_code.clone())
+        let code = group.invite_code.clone();
+        if revoke {
+            state.group_changed(id);
+        }
+        Ok(code)
     }
 
     pub(crate) fn group_join_info(&self, session: &str, code: &str) -> EngineResult<GroupInfo> {
@@ -298,6 +313,7 @@ impl SimNetwork {
             .is_none()
         {
             let members: Vec<Jid> = group.members.keys().cloned().collect();
+            state.group_changed(&id);
             state.announce(
                 &members,
                 event(GroupAction::Join, &id, &me, vec![me.clone()], None),
@@ -312,6 +328,7 @@ impl SimNetwork {
         let group = state.member_group(&me, id)?;
         let audience: Vec<Jid> = group.members.keys().cloned().collect();
         group.members.remove(&me);
+        state.group_changed(id);
         state.announce(
             &audience,
             event(GroupAction::Leave, id, &me, vec![me.clone()], None),

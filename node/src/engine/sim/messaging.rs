@@ -4,6 +4,7 @@
 
 use super::control::resolve_quote;
 use super::network::{NetState, OutboxEntry, SimNetwork, StoredMessage, now};
+use super::peers::Record;
 use crate::engine::{
     AckStatus, EngineError, EngineEvent, EngineResult, MessageContent, OutgoingMessage, QuotedRef,
     ReceivedMedia, SentMessage,
@@ -31,6 +32,8 @@ impl SimNetwork {
             }),
             _ => None,
         };
+        self.pull_for_send(session, &msg.to, msg.quoted_id.as_deref())
+            .await;
         let mut state = self.lock();
         let me = state.online_phone(session)?;
         if let MessageContent::Product { product_id, .. } = &msg.content
@@ -44,9 +47,9 @@ impl SimNetwork {
         let quoted = resolve_quote(&state, msg.quoted_id.as_deref())?;
         let id = self.next_id(&mut state);
         let stored = stored_message(id, me.clone(), msg, media, quoted);
-        let reached = self.publish(&mut state, session, &me, &recipients, stored.clone());
+        let (reached, open) = self.publish(&mut state, session, &me, &recipients, stored.clone());
         drop(state);
-        self.schedule_acks(session, &stored, reached, recipients);
+        self.schedule_acks(session, &stored, reached, open);
         Ok(SentMessage {
             id: stored.id,
             timestamp: stored.timestamp,
@@ -54,7 +57,8 @@ impl SimNetwork {
     }
 
     /// Stores a message, records it in the sender's outbox and chats, and delivers it to every recipient
-    /// phone's sessions. Answers whether any recipient device exists (delivered/read acks follow then).
+    /// phone's sessions. Answers whether any recipient device exists here (delivered/read acks follow then)
+    /// and the recipients that did not block the sender (one may have a device on another node).
     pub(super) fn publish(
         &self,
         state: &mut NetState,
@@ -62,7 +66,7 @@ impl SimNetwork {
         me: &Jid,
         recipients: &[Jid],
         msg: StoredMessage,
-    ) -> bool {
+    ) -> (bool, Vec<Jid>) {
         if let Some(device) = state.devices.get_mut(session) {
             device.outbox.push(OutboxEntry {
                 message_id: msg.id.clone(),
@@ -74,6 +78,7 @@ impl SimNetwork {
         }
         state.touch_chat(me, &msg.to, &msg, false);
         let mut reached = false;
+        let mut open = Vec::with_capacity(recipients.len());
         for phone in recipients {
             if msg.to.kind() == ChatKind::Individual {
                 state.note_exchange(me, phone);
@@ -86,11 +91,13 @@ impl SimNetwork {
                 continue;
             }
             reached |= state.has_device(phone);
+            open.push(phone.clone());
             state.touch_chat(phone, &msg.chat_for(phone), &msg, true);
             state.deliver_message_to_phone(phone, &msg);
         }
+        state.share(Record::Message, &msg.id, &msg);
         state.messages.insert(msg.id.clone(), msg);
-        reached
+        (reached, open)
     }
 
     /// Server ack after one delay; delivered and read after one more each, when a recipient device exists.

@@ -19,6 +19,7 @@ pub(crate) mod network;
 pub(crate) mod peers;
 /// `RedisPeers`: the cluster-wide sim network over Redis.
 pub(crate) mod peers_redis;
+mod shared;
 #[cfg(test)]
 mod tests;
 
@@ -74,6 +75,33 @@ impl SimEngine {
         self.net.query_gate().await;
         self.id()
     }
+
+    /// Answers once the writes of a change reached the peers (cluster mode), so the next request, on any
+    /// node, sees it (`shared.rs`).
+    async fn shared<T>(&self, result: EngineResult<T>) -> EngineResult<T> {
+        if result.is_ok() {
+            self.net.flush_peers().await;
+        }
+        result
+    }
+
+    /// `query()` after reading the groups back (cluster mode).
+    async fn group_query(&self) -> &str {
+        self.net.pull_groups().await;
+        self.query().await
+    }
+
+    /// `query()` after reading the channels back (cluster mode).
+    async fn channel_query(&self) -> &str {
+        self.net.pull_channels().await;
+        self.query().await
+    }
+
+    /// `query()` after reading a message first seen elsewhere back (cluster mode).
+    async fn message_query(&self, message_id: &str) -> &str {
+        self.net.pull_message(message_id).await;
+        self.query().await
+    }
 }
 
 #[async_trait]
@@ -109,28 +137,40 @@ impl Engine for SimEngine {
         self.net.send(self.id(), msg).await
     }
     async fn react(&self, chat: &Jid, message_id: &str, emoji: &str) -> EngineResult<()> {
-        self.net
-            .react_own(self.query().await, chat, message_id, emoji)
+        self.net.pull_chat(chat).await;
+        self.net.react_own(
+            self.message_query(message_id).await,
+            chat,
+            message_id,
+            emoji,
+        )
     }
     async fn edit(&self, chat: &Jid, message_id: &str, body: &str) -> EngineResult<SentMessage> {
-        self.net
-            .edit_own(self.query().await, chat, message_id, body)
+        self.net.pull_chat(chat).await;
+        let session = self.message_query(message_id).await;
+        let edited = self.net.edit_own(session, chat, message_id, body);
+        self.shared(edited).await
     }
     async fn revoke(&self, chat: &Jid, message_id: &str, for_everyone: bool) -> EngineResult<()> {
-        self.net
-            .revoke_own(self.query().await, chat, message_id, for_everyone)
+        self.net.pull_chat(chat).await;
+        let session = self.message_query(message_id).await;
+        let revoked = self.net.revoke_own(session, chat, message_id, for_everyone);
+        self.shared(revoked).await
     }
     async fn forward(&self, _from: &Jid, to: &Jid, message_id: &str) -> EngineResult<SentMessage> {
         self.net.forward(self.id(), to, message_id).await
     }
     async fn pin(&self, _chat: &Jid, message_id: &str, _duration_s: u32) -> EngineResult<()> {
-        self.net.set_pinned(self.query().await, message_id, true)
+        self.net
+            .set_pinned(self.message_query(message_id).await, message_id, true)
     }
     async fn unpin(&self, _chat: &Jid, message_id: &str) -> EngineResult<()> {
-        self.net.set_pinned(self.query().await, message_id, false)
+        self.net
+            .set_pinned(self.message_query(message_id).await, message_id, false)
     }
     async fn vote_poll(&self, _chat: &Jid, poll_id: &str, options: &[String]) -> EngineResult<()> {
-        self.net.vote_poll(self.query().await, poll_id, options)
+        self.net
+            .vote_poll(self.message_query(poll_id).await, poll_id, options)
     }
     async fn mark_read(&self, chat: &Jid, message_ids: &[String]) -> EngineResult<()> {
         self.net.mark_read(self.query().await, chat, message_ids)
@@ -139,7 +179,8 @@ impl Engine for SimEngine {
         self.net.mark_unread(self.query().await, chat)
     }
     async fn star(&self, _chat: &Jid, message_id: &str, star: bool) -> EngineResult<()> {
-        self.net.star(self.query().await, message_id, star)
+        self.net
+            .star(self.message_query(message_id).await, message_id, star)
     }
     async fn click_button(
         &self,
@@ -148,7 +189,8 @@ impl Engine for SimEngine {
         _button_id: &str,
         _text: Option<&str>,
     ) -> EngineResult<()> {
-        self.net.click_button(self.query().await, message_id)
+        self.net
+            .click_button(self.message_query(message_id).await, message_id)
     }
 
     async fn list_chats(&self) -> EngineResult<Vec<ChatSummary>> {
@@ -184,6 +226,7 @@ impl Engine for SimEngine {
         let session = self.query().await;
         let me = self.net.online_phone(session)?;
         let elsewhere = self.net.remote_contacts(&me).await;
+        self.net.pull_blocks(std::slice::from_ref(&me)).await;
         self.net.list_contacts(session, &elsewhere)
     }
     async fn get_contact(&self, id: &Jid) -> EngineResult<Contact> {
@@ -206,13 +249,18 @@ impl Engine for SimEngine {
         self.net.profile_picture(self.query().await, id)
     }
     async fn block(&self, id: &Jid) -> EngineResult<()> {
-        self.net.set_blocked(self.query().await, id, true)
+        let blocked = self.net.set_blocked(self.query().await, id, true);
+        self.shared(blocked).await
     }
     async fn unblock(&self, id: &Jid) -> EngineResult<()> {
-        self.net.set_blocked(self.query().await, id, false)
+        let unblocked = self.net.set_blocked(self.query().await, id, false);
+        self.shared(unblocked).await
     }
     async fn blocked(&self) -> EngineResult<Vec<Jid>> {
-        self.net.blocked(self.query().await)
+        let session = self.query().await;
+        let me = self.net.online_phone(session)?;
+        self.net.pull_blocks(std::slice::from_ref(&me)).await;
+        self.net.blocked(session)
     }
     async fn save_contact(&self, id: &Jid, first: &str, last: Option<&str>) -> EngineResult<()> {
         let name = last.map_or_else(|| first.to_string(), |last| format!("{first} {last}"));
@@ -223,13 +271,15 @@ impl Engine for SimEngine {
     }
 
     async fn list_groups(&self) -> EngineResult<Vec<GroupSummary>> {
-        self.net.list_groups(self.query().await)
+        self.net.list_groups(self.group_query().await)
     }
     async fn create_group(&self, group: NewGroup) -> EngineResult<GroupSummary> {
-        self.net.create_group(self.id(), group)
+        self.net.pull_accounts(&group.participants).await;
+        let created = self.net.create_group(self.id(), group);
+        self.shared(created).await
     }
     async fn group_info(&self, group: &Jid) -> EngineResult<GroupInfo> {
-        self.net.group_info(self.query().await, group)
+        self.net.group_info(self.group_query().await, group)
     }
     async fn update_participants(
         &self,
@@ -237,40 +287,58 @@ impl Engine for SimEngine {
         action: ParticipantAction,
         participants: &[Jid],
     ) -> EngineResult<Vec<ParticipantResult>> {
-        self.net
-            .update_participants(self.query().await, group, action, participants)
+        self.net.pull_accounts(participants).await;
+        let session = self.group_query().await;
+        let results = self
+            .net
+            .update_participants(session, group, action, participants);
+        self.shared(results).await
     }
     async fn set_group_subject(&self, group: &Jid, subject: &str) -> EngineResult<()> {
         let changes = GroupChanges {
             subject: Some(subject.to_string()),
             ..Default::default()
         };
-        self.net.change_group(self.query().await, group, changes)
+        let changed = self
+            .net
+            .change_group(self.group_query().await, group, changes);
+        self.shared(changed).await
     }
     async fn set_group_description(&self, group: &Jid, description: &str) -> EngineResult<()> {
         let changes = GroupChanges {
             description: Some(description.to_string()),
             ..Default::default()
         };
-        self.net.change_group(self.query().await, group, changes)
+        let changed = self
+            .net
+            .change_group(self.group_query().await, group, changes);
+        self.shared(changed).await
     }
     async fn group_invite_code(&self, group: &Jid) -> EngineResult<String> {
-        self.net.group_invite_code(self.query().await, group, false)
+        self.net
+            .group_invite_code(self.group_query().await, group, false)
     }
     async fn revoke_group_invite(&self, group: &Jid) -> EngineResult<String> {
-        self.net.group_invite_code(self.query().await, group, true)
+        let code = self
+            .net
+            .group_invite_code(self.group_query().await, group, true);
+        self.shared(code).await
     }
     async fn join_group(&self, invite_code: &str) -> EngineResult<Jid> {
-        self.net.join_group(self.query().await, invite_code)
+        let joined = self.net.join_group(self.group_query().await, invite_code);
+        self.shared(joined).await
     }
     async fn group_join_info(&self, invite_code: &str) -> EngineResult<GroupInfo> {
-        self.net.group_join_info(self.query().await, invite_code)
+        self.net
+            .group_join_info(self.group_query().await, invite_code)
     }
     async fn leave_group(&self, group: &Jid) -> EngineResult<()> {
-        self.net.leave_group(self.query().await, group)
+        let left = self.net.leave_group(self.group_query().await, group);
+        self.shared(left).await
     }
     async fn membership_requests(&self, group: &Jid) -> EngineResult<Vec<MembershipRequest>> {
-        self.net.membership_requests(self.query().await, group)
+        self.net
+            .membership_requests(self.group_query().await, group)
     }
     async fn answer_membership_requests(
         &self,
@@ -278,63 +346,86 @@ impl Engine for SimEngine {
         approve: bool,
         participants: Option<&[Jid]>,
     ) -> EngineResult<Vec<ParticipantResult>> {
-        self.net
-            .answer_requests(self.query().await, group, approve, participants)
+        let session = self.group_query().await;
+        let results = self
+            .net
+            .answer_requests(session, group, approve, participants);
+        self.shared(results).await
     }
     async fn group_settings(&self, group: &Jid) -> EngineResult<GroupSettings> {
-        self.net.group_settings(self.query().await, group)
+        self.net.group_settings(self.group_query().await, group)
     }
     async fn update_group_settings(
         &self,
         group: &Jid,
         update: GroupSettingsUpdate,
     ) -> EngineResult<GroupSettings> {
-        self.net
-            .update_group_settings(self.query().await, group, update)
+        let session = self.group_query().await;
+        let settings = self.net.update_group_settings(session, group, update);
+        self.shared(settings).await
     }
     async fn group_picture(&self, group: &Jid) -> EngineResult<Option<String>> {
-        self.net.group_picture(self.query().await, group, None)
+        self.net
+            .group_picture(self.group_query().await, group, None)
     }
     async fn set_group_picture(&self, group: &Jid, image: MediaSource) -> EngineResult<()> {
         image
             .load()
             .await
             .map_err(|e| EngineError::BadInput(e.to_string()))?;
-        self.net
-            .group_picture(self.query().await, group, Some(true))
-            .map(|_| ())
+        let set = self
+            .net
+            .group_picture(self.group_query().await, group, Some(true))
+            .map(|_| ());
+        self.shared(set).await
     }
     async fn remove_group_picture(&self, group: &Jid) -> EngineResult<()> {
-        self.net
-            .group_picture(self.query().await, group, Some(false))
-            .map(|_| ())
+        let removed = self
+            .net
+            .group_picture(self.group_query().await, group, Some(false))
+            .map(|_| ());
+        self.shared(removed).await
     }
 
     async fn create_channel(&self, name: &str, description: Option<&str>) -> EngineResult<Channel> {
-        self.net.create_channel(self.id(), name, description)
+        let created = self.net.create_channel(self.id(), name, description);
+        self.shared(created).await
     }
     async fn channel_info(&self, channel: &Jid) -> EngineResult<Channel> {
-        self.net.channel_info(self.query().await, channel)
+        self.net.channel_info(self.channel_query().await, channel)
     }
     async fn subscribe_channel(&self, invite_code: &str) -> EngineResult<Channel> {
-        self.net.subscribe_channel(self.query().await, invite_code)
+        let session = self.channel_query().await;
+        let subscribed = self.net.subscribe_channel(session, invite_code);
+        self.shared(subscribed).await
     }
     async fn unsubscribe_channel(&self, channel: &Jid) -> EngineResult<()> {
-        self.net.unsubscribe_channel(self.query().await, channel)
+        let session = self.channel_query().await;
+        let unsubscribed = self.net.unsubscribe_channel(session, channel);
+        self.shared(unsubscribed).await
     }
     async fn delete_channel(&self, channel: &Jid) -> EngineResult<()> {
-        self.net.delete_channel(self.query().await, channel)
+        let deleted = self.net.delete_channel(self.channel_query().await, channel);
+        self.shared(deleted).await
     }
     async fn mute_channel(&self, channel: &Jid, mute: bool) -> EngineResult<()> {
-        self.net.mute_channel(self.query().await, channel, mute)
+        let muted = self
+            .net
+            .mute_channel(self.channel_query().await, channel, mute);
+        self.shared(muted).await
     }
     async fn demote_channel_admin(&self, channel: &Jid, user: &Jid) -> EngineResult<()> {
-        self.net
-            .demote_channel_admin(self.query().await, channel, user)
+        let session = self.channel_query().await;
+        let demoted = self.net.demote_channel_admin(session, channel, user);
+        self.shared(demoted).await
     }
     async fn transfer_channel_owner(&self, channel: &Jid, new_owner: &Jid) -> EngineResult<()> {
         self.net
-            .transfer_channel_owner(self.query().await, channel, new_owner)
+            .pull_accounts(std::slice::from_ref(new_owner))
+            .await;
+        let session = self.channel_query().await;
+        let moved = self.net.transfer_channel_owner(session, channel, new_owner);
+        self.shared(moved).await
     }
 
     async fn upsert_label(&self, label: LabelUpsert) -> EngineResult<Label> {
@@ -351,20 +442,26 @@ impl Engine for SimEngine {
     }
 
     async fn post_status(&self, post: StatusPost) -> EngineResult<StatusUpdate> {
-        self.net.post_status(self.id(), post).await
+        let posted = self.net.post_status(self.id(), post).await;
+        self.shared(posted).await
     }
     async fn list_statuses(&self) -> EngineResult<Vec<StatusUpdate>> {
+        self.net.pull_statuses().await;
         self.net.statuses(self.query().await, None)
     }
     async fn contact_statuses(&self, contact: &Jid) -> EngineResult<Vec<StatusUpdate>> {
+        self.net.pull_statuses().await;
         self.net.statuses(self.query().await, Some(contact))
     }
     async fn delete_status(&self, status_id: &str) -> EngineResult<()> {
-        self.net.delete_status(self.query().await, status_id)
+        self.net.pull_statuses().await;
+        let deleted = self.net.delete_status(self.query().await, status_id);
+        self.shared(deleted).await
     }
 
     async fn reject_call(&self, call_id: &str) -> EngineResult<()> {
-        self.net.reject_call(self.query().await, call_id)
+        let rejected = self.net.reject_call(self.query().await, call_id);
+        self.shared(rejected).await
     }
     async fn create_call_link(&self, kind: CallKind, start_time_ms: i64) -> EngineResult<String> {
         self.net.create_call_link(self.id(), kind, start_time_ms)
@@ -405,12 +502,24 @@ impl Engine for SimEngine {
     }
 
     async fn set_presence(&self, available: bool) -> EngineResult<()> {
-        self.net.set_presence(self.query().await, available)
+        let set = self.net.set_presence(self.query().await, available);
+        self.shared(set).await
     }
     async fn subscribe_presence(&self, chat: &Jid) -> EngineResult<()> {
-        self.net.subscribe_presence(self.query().await, chat)
+        let target = std::slice::from_ref(chat);
+        self.net.pull_accounts(target).await;
+        self.net.pull_presence(target).await;
+        let subscribed = self.net.subscribe_presence(self.query().await, chat);
+        self.shared(subscribed).await
     }
     async fn presence(&self, chat: &Jid) -> EngineResult<Option<Vec<PresenceEntry>>> {
+        self.net.pull_chat(chat).await;
+        let mut phones = self.net.group_members(chat);
+        if phones.is_empty() {
+            phones.push(chat.clone());
+        }
+        self.net.pull_accounts(&phones).await;
+        self.net.pull_presence(&phones).await;
         self.net.presence(self.query().await, chat)
     }
 }

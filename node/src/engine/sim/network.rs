@@ -200,6 +200,8 @@ pub(super) struct NetState {
     pub query_delay: Option<Duration>,
     /// Writes towards the peers (cluster mode), applied in order by `peers::run`.
     ops: Option<OpSender>,
+    /// Cluster mode: digits unique to this process in group/channel ids and invite codes (`shared.rs`).
+    pub(super) salt: Option<String>,
 }
 
 impl NetState {
@@ -469,11 +471,13 @@ impl SimNetwork {
     /// Makes this network part of a cluster-wide one (`peers::attach` calls it once).
     pub(super) fn set_peers(&self, ops: OpSender, peers: Arc<dyn Peers>) {
         if self.inner.peers.set(peers).is_ok() {
-            self.lock().ops = Some(ops);
+            let mut state = self.lock();
+            state.ops = Some(ops);
+            state.salt = Some(format!("{:06}", rand::random::<u32>() % 1_000_000));
         }
     }
 
-    fn peers(&self) -> Option<&Arc<dyn Peers>> {
+    pub(super) fn peers(&self) -> Option<&Arc<dyn Peers>> {
         self.inner.peers.get()
     }
 

@@ -2,10 +2,14 @@
 //! cluster the sim network is shared through Redis"). A `SimNetwork` without peers is the whole network
 //! (embedded mode: every device is in this process). With peers (`peers_redis.rs`), the local state keeps
 //! serving the devices connected here, and what concerns devices elsewhere crosses the seam:
-//! - traffic (messages, acks, reactions, edits, revokes) for a phone's sessions that are not online here goes
-//!   to each session's inbox; the node where that session is online drains it in order;
+//! - traffic (messages, acks, reactions, edits, revokes, group notifications, statuses, calls, presence) for a
+//!   phone's sessions (or a presence subscriber) not online here goes to each session's inbox; the node where
+//!   that session is online drains it in order, and only while it holds the session's lease;
 //! - the directory: which phones exist, which sessions are linked to a phone, who exchanged messages with
-//!   whom (contact lists), and which devices are connected where (the "no two owners" view).
+//!   whom (contact lists), who blocked whom, presence and its subscribers, and which devices are connected
+//!   where (the "no two owners" view);
+//! - shared records (`Record`: groups, channels, statuses, messages): written through after every change
+//!   and read back before use (`shared.rs`), so any node can act on a group another node created.
 //!
 //! Writes are queued from inside the network's (synchronous) lock as `Op`s and applied in order by one
 //! task per process (`run`), so a message always reaches the other side before its acks.
@@ -18,7 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use wagate_proto::Jid;
 
 use super::network::{SimNetwork, StoredMessage};
-use crate::engine::{AckStatus, EngineEvent};
+use crate::engine::{AckStatus, CallEvent, EngineEvent, GroupEvent, PresenceEntry, StatusUpdate};
 
 /// What crosses between processes for one recipient session.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -54,11 +58,24 @@ pub(crate) enum Traffic {
         to: Jid,
         timestamp: i64,
     },
+    Group {
+        event: GroupEvent,
+    },
+    Status {
+        update: StatusUpdate,
+    },
+    Call {
+        event: CallEvent,
+    },
+    Presence {
+        chat_id: Jid,
+        participants: Vec<PresenceEntry>,
+    },
 }
 
 impl Traffic {
-    /// The crossing form of a network event; lifecycle, presence, group, call and status events stay
-    /// within their process (`None`).
+    /// The crossing form of a network event; lifecycle events (QR, ready, logged out, ...) stay within
+    /// their process (`None`).
     pub(crate) fn from_event(event: &EngineEvent) -> Option<Traffic> {
         Some(match event.clone() {
             EngineEvent::Ack {
@@ -110,6 +127,16 @@ impl Traffic {
                 from,
                 to,
                 timestamp,
+            },
+            EngineEvent::Group(event) => Traffic::Group { event },
+            EngineEvent::Status(update) => Traffic::Status { update },
+            EngineEvent::Call(event) => Traffic::Call { event },
+            EngineEvent::Presence {
+                chat_id,
+                participants,
+            } => Traffic::Presence {
+                chat_id,
+                participants,
             },
             _ => return None,
         })
@@ -169,8 +196,28 @@ impl Traffic {
                 to,
                 timestamp,
             },
+            Traffic::Group { event } => EngineEvent::Group(event),
+            Traffic::Status { update } => EngineEvent::Status(update),
+            Traffic::Call { event } => EngineEvent::Call(event),
+            Traffic::Presence {
+                chat_id,
+                participants,
+            } => EngineEvent::Presence {
+                chat_id,
+                participants,
+            },
         })
     }
+}
+
+/// A kind of record every node reads and writes (JSON under its id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Record {
+    Group,
+    Channel,
+    Status,
+    /// Messages: so a session taken over, or a peer quoting, finds a message first seen on another node.
+    Message,
 }
 
 /// One write towards the peers, queued under the network's lock and applied in order.
@@ -187,8 +234,44 @@ pub(crate) enum Op {
     Account(Jid),
     /// `a` and `b` exchanged a message: each becomes the other's contact when it exists.
     Exchange(Jid, Jid),
+    /// Writes a shared record (its JSON form).
+    Put {
+        record: Record,
+        id: String,
+        json: String,
+    },
+    Delete {
+        record: Record,
+        id: String,
+    },
+    /// `phone` blocked (or unblocked) `target`.
+    Block {
+        phone: Jid,
+        target: Jid,
+        blocked: bool,
+    },
+    /// `phone`'s presence as others read it.
+    Presence {
+        phone: Jid,
+        available: bool,
+        last_seen: Option<i64>,
+    },
+    /// `session` follows `phone`'s presence.
+    Subscribe {
+        phone: Jid,
+        session: String,
+    },
+    /// `traffic` for every session that follows `phone`'s presence, except those served here (`skip`).
+    ToSubscribers {
+        phone: Jid,
+        traffic: Box<Traffic>,
+        skip: Vec<String>,
+    },
     /// `session` is linked to `phone` and connected here; its inbox is drained next.
-    Online { session: String, phone: Jid },
+    Online {
+        session: String,
+        phone: Jid,
+    },
     /// `session`'s device disconnected here (`unlinked`: and is no longer linked to `phone`).
     Offline {
         session: String,
@@ -226,8 +309,10 @@ pub(crate) type PeerResult<T> = Result<T, PeerError>;
 pub(crate) trait Peers: Send + Sync + 'static {
     /// Applies `ops` (no `Drain`/`Flush`: the runner handles those) in order.
     async fn apply(&self, ops: &[Op]) -> PeerResult<()>;
-    /// Atomically takes everything waiting for `session`, oldest first.
-    async fn take_inbox(&self, session: &str) -> PeerResult<Vec<Traffic>>;
+    /// Atomically takes everything waiting for `session`, oldest first; `None` (nothing taken) unless this
+    /// process holds the session's lease, so a stalled node that resumed cannot consume what its
+    /// successor is owed in the moment before its heartbeat unloads the session.
+    async fn take_inbox(&self, session: &str) -> PeerResult<Option<Vec<Traffic>>>;
     /// Puts traffic back at the head of `session`'s inbox (its device left while it was applied).
     async fn requeue(&self, session: &str, traffic: &[Traffic]) -> PeerResult<()>;
     async fn exists(&self, phone: &Jid) -> PeerResult<bool>;
@@ -235,6 +320,14 @@ pub(crate) trait Peers: Send + Sync + 'static {
     async fn contacts(&self, phone: &Jid) -> PeerResult<Vec<Jid>>;
     /// Whether any session is linked to `phone`, wherever it runs.
     async fn is_linked(&self, phone: &Jid) -> PeerResult<bool>;
+    /// Every stored record of a kind (JSON), except messages (read them one by one).
+    async fn records(&self, record: Record) -> PeerResult<Vec<String>>;
+    /// One stored record (JSON).
+    async fn record(&self, record: Record, id: &str) -> PeerResult<Option<String>>;
+    /// Whom each of `phones` blocked, in the same order.
+    async fn blocked(&self, phones: &[Jid]) -> PeerResult<Vec<Vec<Jid>>>;
+    /// `phone`'s presence (`available`, last seen) as last written, if ever.
+    async fn presence(&self, phone: &Jid) -> PeerResult<Option<(bool, Option<i64>)>>;
     /// Connected devices (of `phone`, or all).
     async fn connected(&self, phone: Option<&Jid>) -> PeerResult<Vec<ConnectedDevice>>;
     /// Runs until the process ends: sends `Drain(session)` on `wake` for every inbox a peer filled, and a
@@ -308,7 +401,14 @@ async fn drain(net: &SimNetwork, peers: &dyn Peers, session: &str) {
         return;
     }
     let traffic = match peers.take_inbox(session).await {
-        Ok(traffic) => traffic,
+        Ok(Some(traffic)) => traffic,
+        Ok(None) => {
+            tracing::info!(
+                session_id = session,
+                "sim inbox left alone: this node no longer holds the session's lease"
+            );
+            return;
+        }
         Err(error) => {
             tracing::warn!(%error, session_id = session, "sim inbox not read");
             return;

@@ -5,11 +5,16 @@
 //! - `conn:{phone}` (hash `{session}@{node}` -> epoch ms) and `phones` (set): connected devices, the view
 //!   that shows whether a session ever has two owners (a field per node, so two owners show as two fields);
 //! - `contacts:{phone}` (set): accounts the phone exchanged a message with;
+//! - `blocked:{phone}` (set): accounts the phone blocked;
+//! - `presence:{phone}` (hash `available`, `lastSeen`) and `presubs:{phone}` (set of sessions following it);
+//! - `groups`, `channels`, `statuses` (hashes id -> JSON record) and `msg:{id}` (JSON, kept a day);
 //! - `inbox:{session}` (list of JSON `Traffic`): traffic for a session, drained where it is online;
 //! - channel `wake`: a session id whose inbox just got traffic.
 //!
 //! The registry's `{REDIS_KEY_PREFIX}node:{nodeId}` keys (written by `cluster/registry.rs`) say which nodes
-//! are live. The Redis server itself is the only shared state: no process keeps a peer's data.
+//! are live, and the leases' `{REDIS_KEY_PREFIX}lease:{sessionId}` (`cluster/lease_redis.rs`) which node may
+//! drain a session's inbox. The Redis server itself is the only shared state: no process keeps a peer's data
+//! beyond the copies it reads back before use.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -20,7 +25,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use wagate_proto::Jid;
 
-use super::peers::{ConnectedDevice, Op, PeerError, PeerResult, Peers, Traffic};
+use super::peers::{ConnectedDevice, Op, PeerError, PeerResult, Peers, Record, Traffic};
 use crate::store::now_ms;
 
 /// Pushes the traffic to the inbox of every session linked to the phone but those in ARGV[4..], and wakes
@@ -39,6 +44,21 @@ end
 return n
 ";
 
+/// `TO_PHONE` for the sessions in a set (presence subscribers).
+const TO_SET: &str = r"
+local skip = {}
+for i = 4, #ARGV do skip[ARGV[i]] = true end
+local n = 0
+for _, s in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if not skip[s] then
+    redis.call('RPUSH', ARGV[2] .. s, ARGV[1])
+    redis.call('PUBLISH', ARGV[3], s)
+    n = n + 1
+  end
+end
+return n
+";
+
 /// `a` gets `b` as a contact when `b` exists, and the other way round.
 const EXCHANGE: &str = r"
 if redis.call('SISMEMBER', KEYS[1], ARGV[2]) == 1 then redis.call('SADD', KEYS[2], ARGV[2]) end
@@ -46,12 +66,18 @@ if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then redis.call('SADD', KEYS[3
 return 0
 ";
 
-/// Takes a whole inbox atomically.
+/// Takes a whole inbox atomically, fenced by the lease: only the node named in the session's lease key
+/// (`{nodeId}:{generation}`) takes anything; any other caller gets nil and the inbox stays as it is.
 const TAKE: &str = r"
+local lease = redis.call('GET', KEYS[2])
+if not lease or string.match(lease, '^(.*):%-?%d+$') ~= ARGV[1] then return false end
 local items = redis.call('LRANGE', KEYS[1], 0, -1)
 redis.call('DEL', KEYS[1])
 return items
 ";
+
+/// How long a message record stays readable by other nodes (the sim is a test network).
+const MESSAGE_TTL_S: u64 = 24 * 60 * 60;
 
 /// How long the wake listener waits before reconnecting after Redis went away.
 const RECONNECT_DELAY: Duration = Duration::from_millis(500);
@@ -90,6 +116,16 @@ impl RedisPeers {
 
     fn wake_channel(&self) -> String {
         self.key("wake")
+    }
+
+    /// The hash of a kind of record, or (messages) the key prefix of one record.
+    fn record_key(&self, record: Record) -> String {
+        self.key(match record {
+            Record::Group => "groups",
+            Record::Channel => "channels",
+            Record::Status => "statuses",
+            Record::Message => "msg:",
+        })
     }
 
     fn field(&self, session: &str) -> String {
@@ -167,6 +203,82 @@ impl RedisPeers {
                         .ignore();
                 }
             }
+            Op::Put { record, id, json } => {
+                if *record == Record::Message {
+                    pipe.cmd("SET")
+                        .arg(format!("{}{id}", self.record_key(*record)))
+                        .arg(json)
+                        .arg("EX")
+                        .arg(MESSAGE_TTL_S)
+                        .ignore();
+                } else {
+                    pipe.cmd("HSET")
+                        .arg(self.record_key(*record))
+                        .arg(id)
+                        .arg(json)
+                        .ignore();
+                }
+            }
+            Op::Delete { record, id } => {
+                if *record == Record::Message {
+                    pipe.cmd("DEL")
+                        .arg(format!("{}{id}", self.record_key(*record)))
+                        .ignore();
+                } else {
+                    pipe.cmd("HDEL")
+                        .arg(self.record_key(*record))
+                        .arg(id)
+                        .ignore();
+                }
+            }
+            Op::Block {
+                phone,
+                target,
+                blocked,
+            } => {
+                pipe.cmd(if *blocked { "SADD" } else { "SREM" })
+                    .arg(self.key(&format!("blocked:{phone}")))
+                    .arg(target.to_string())
+                    .ignore();
+            }
+            Op::Presence {
+                phone,
+                available,
+                last_seen,
+            } => {
+                let key = self.key(&format!("presence:{phone}"));
+                pipe.cmd("HSET")
+                    .arg(&key)
+                    .arg("available")
+                    .arg(i64::from(*available))
+                    .ignore();
+                match last_seen {
+                    Some(at) => pipe.cmd("HSET").arg(&key).arg("lastSeen").arg(*at).ignore(),
+                    None => pipe.cmd("HDEL").arg(&key).arg("lastSeen").ignore(),
+                };
+            }
+            Op::Subscribe { phone, session } => {
+                pipe.cmd("SADD")
+                    .arg(self.key(&format!("presubs:{phone}")))
+                    .arg(session)
+                    .ignore();
+            }
+            Op::ToSubscribers {
+                phone,
+                traffic,
+                skip,
+            } => {
+                let payload = serde_json::to_string(traffic).map_err(err)?;
+                pipe.cmd("EVAL")
+                    .arg(TO_SET)
+                    .arg(1)
+                    .arg(self.key(&format!("presubs:{phone}")))
+                    .arg(payload)
+                    .arg(self.key("inbox:"))
+                    .arg(self.wake_channel())
+                    .arg(skip)
+                    .ignore();
+            }
             Op::Drain(_) | Op::Flush(_) => {}
         }
         Ok(())
@@ -210,16 +322,21 @@ impl Peers for RedisPeers {
         pipe.query_async::<()>(&mut *conn).await.map_err(err)
     }
 
-    async fn take_inbox(&self, session: &str) -> PeerResult<Vec<Traffic>> {
+    async fn take_inbox(&self, session: &str) -> PeerResult<Option<Vec<Traffic>>> {
         let mut conn = self.pool.get().await.map_err(err)?;
-        let raw: Vec<String> = redis::cmd("EVAL")
+        let raw: Option<Vec<String>> = redis::cmd("EVAL")
             .arg(TAKE)
-            .arg(1)
+            .arg(2)
             .arg(self.key(&format!("inbox:{session}")))
+            .arg(format!("{}lease:{session}", self.prefix))
+            .arg(&self.node_id)
             .query_async(&mut *conn)
             .await
             .map_err(err)?;
-        Ok(raw
+        let Some(raw) = raw else {
+            return Ok(None);
+        };
+        Ok(Some(raw
             .iter()
             .filter_map(|item| match serde_json::from_str(item) {
                 Ok(traffic) => Some(traffic),
@@ -228,7 +345,7 @@ impl Peers for RedisPeers {
                     None
                 }
             })
-            .collect())
+            .collect()))
     }
 
     async fn requeue(&self, session: &str, traffic: &[Traffic]) -> PeerResult<()> {
@@ -273,6 +390,61 @@ impl Peers for RedisPeers {
             .await
             .map_err(err)?;
         Ok(n > 0)
+    }
+
+    async fn records(&self, record: Record) -> PeerResult<Vec<String>> {
+        if record == Record::Message {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.pool.get().await.map_err(err)?;
+        redis::cmd("HVALS")
+            .arg(self.record_key(record))
+            .query_async(&mut *conn)
+            .await
+            .map_err(err)
+    }
+
+    async fn record(&self, record: Record, id: &str) -> PeerResult<Option<String>> {
+        let mut conn = self.pool.get().await.map_err(err)?;
+        let cmd = if record == Record::Message {
+            let mut cmd = redis::cmd("GET");
+            cmd.arg(format!("{}{id}", self.record_key(record)));
+            cmd
+        } else {
+            let mut cmd = redis::cmd("HGET");
+            cmd.arg(self.record_key(record)).arg(id);
+            cmd
+        };
+        cmd.query_async(&mut *conn).await.map_err(err)
+    }
+
+    async fn blocked(&self, phones: &[Jid]) -> PeerResult<Vec<Vec<Jid>>> {
+        if phones.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for phone in phones {
+            pipe.cmd("SMEMBERS")
+                .arg(self.key(&format!("blocked:{phone}")));
+        }
+        let mut conn = self.pool.get().await.map_err(err)?;
+        let raw: Vec<Vec<String>> = pipe.query_async(&mut *conn).await.map_err(err)?;
+        Ok(raw
+            .iter()
+            .map(|set| set.iter().filter_map(|j| Jid::parse(j).ok()).collect())
+            .collect())
+    }
+
+    async fn presence(&self, phone: &Jid) -> PeerResult<Option<(bool, Option<i64>)>> {
+        let mut conn = self.pool.get().await.map_err(err)?;
+        let (available, last_seen): (Option<i64>, Option<i64>) = redis::cmd("HMGET")
+            .arg(self.key(&format!("presence:{phone}")))
+            .arg("available")
+            .arg("lastSeen")
+            .query_async(&mut *conn)
+            .await
+            .map_err(err)?;
+        Ok(available.map(|a| (a != 0, last_seen)))
     }
 
     async fn connected(&self, phone: Option<&Jid>) -> PeerResult<Vec<ConnectedDevice>> {

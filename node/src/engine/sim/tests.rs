@@ -493,6 +493,8 @@ async fn networks_joined_through_redis_act_as_one() {
         net
     };
     let (n1, n2) = (joined("n1"), joined("n2"));
+    // In a cluster a session online on a node holds its lease there; only the holder drains its inbox.
+    hold_leases(&pool, &prefix, &[("a", "n1"), ("b", "n2")]).await;
     let mut a = linked(&n1, "a", A).await;
     let mut b = linked(&n2, "b", B).await;
     // The wake listeners subscribe in the background; give them a moment before the first send.
@@ -554,4 +556,71 @@ async fn networks_joined_through_redis_act_as_one() {
         gone.is_empty(),
         "a killed engine leaves the view at once: {gone:?}"
     );
+}
+
+/// Writes lease keys as `cluster/lease_redis.rs` does (`{nodeId}:{generation}`), for the inbox fence.
+async fn hold_leases(pool: &deadpool_redis::Pool, prefix: &str, held: &[(&str, &str)]) {
+    let mut conn = pool.get().await.expect("redis");
+    for (session, node) in held {
+        deadpool_redis::redis::cmd("SET")
+            .arg(format!("{prefix}lease:{session}"))
+            .arg(format!("{node}:1"))
+            .query_async::<()>(&mut *conn)
+            .await
+            .expect("lease key");
+    }
+}
+
+/// The inbox fence (`peers_redis.rs`): only the node named in a session's lease takes its inbox, so a stalled
+/// owner that resumed after its lease lapsed (or passed to another node) leaves the traffic to its successor.
+#[tokio::test]
+async fn only_the_lease_holder_takes_a_sessions_inbox() {
+    let url =
+        std::env::var("WAGATE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let pool = deadpool_redis::Config::from_url(url.as_str())
+        .create_pool(Some(deadpool_redis::Runtime::Tokio1))
+        .expect("redis pool");
+    let prefix = format!("wagate-test:{}:", uuid::Uuid::new_v4().simple());
+    let peers = |node: &str| {
+        peers_redis::RedisPeers::new(pool.clone(), &url, node.into(), prefix.clone())
+            .expect("peers")
+    };
+    let (stale, successor) = (peers("n1"), peers("n2"));
+    let online = peers::Op::Online {
+        session: "b".into(),
+        phone: jid(B),
+    };
+    let ack = peers::Traffic::Ack {
+        message_id: "m1".into(),
+        chat_id: jid(A),
+        status: AckStatus::Read,
+    };
+    let to_b = peers::Op::ToPhone {
+        phone: jid(B),
+        traffic: Box::new(ack),
+        skip: Vec::new(),
+    };
+    use peers::Peers as _;
+    stale.apply(&[online, to_b]).await.expect("apply");
+
+    assert!(
+        stale.take_inbox("b").await.expect("take").is_none(),
+        "a lapsed lease: nobody takes"
+    );
+    hold_leases(&pool, &prefix, &[("b", "n2")]).await;
+    assert!(
+        stale.take_inbox("b").await.expect("take").is_none(),
+        "the lease is another node's: the stale owner takes nothing"
+    );
+    let taken = successor
+        .take_inbox("b")
+        .await
+        .expect("take")
+        .expect("the holder takes");
+    assert!(
+        matches!(taken.as_slice(), [peers::Traffic::Ack { message_id, .. }] if message_id == "m1"),
+        "{taken:?}"
+    );
+    let again = successor.take_inbox("b").await.expect("take");
+    assert!(again.is_some_and(|t| t.is_empty()), "taken once");
 }
