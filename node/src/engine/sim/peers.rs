@@ -30,7 +30,9 @@ use crate::engine::{AckStatus, CallEvent, EngineEvent, GroupEvent, PresenceEntry
 pub(crate) enum Traffic {
     /// A message for the recipient; the receiving network keeps a copy (quotes, receipts, reactions).
     /// Boxed: a message with its media reference is much larger than the other kinds of traffic.
-    Message { msg: Box<StoredMessage> },
+    Message {
+        msg: Box<StoredMessage>,
+    },
     Ack {
         message_id: String,
         chat_id: Jid,
