@@ -100,11 +100,8 @@ fn engine_factory(
             let socket = SocketConfig {
                 endpoint: config.socket_ws_url.clone(),
             };
-            let media = media_store(config);
-            (
-                Arc::new(SocketFactory::new(data_db.clone(), media, socket)),
-                None,
-            )
+            let factory = SocketFactory::new(data_db.clone(), media_store(config), socket);
+            (Arc::new(factory), None)
         }
         EngineType::Browser => (Arc::new(UnavailableFactory::new(EngineKind::Browser)), None),
     }

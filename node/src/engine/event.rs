@@ -3,7 +3,7 @@
 //! pipeline with them. No webhook naming here: the pipeline maps variants to event names.
 
 use super::entities::{PresenceEntry, StatusUpdate};
-use super::types::{AckStatus, InboundMessage};
+use super::types::{AckStatus, HistoryBatch, InboundMessage, PollVote};
 use serde::{Deserialize, Serialize};
 use wagate_proto::Jid;
 
@@ -99,6 +99,11 @@ pub(crate) enum EngineEvent {
     Call(CallEvent),
     /// Emitted when a contact posts a status the account may see.
     Status(StatusUpdate),
+    /// Emitted for each chunk of the account's message history the phone sends (after linking, and
+    /// later on demand); stored without raising message events.
+    History(Box<HistoryBatch>),
+    /// Emitted when someone votes on (or withdraws a vote from) a poll in one of the account's chats.
+    PollVote(PollVote),
 }
 
 /// What happened in a group.

@@ -195,7 +195,67 @@ pub(crate) struct SentMessage {
 pub(crate) struct ReceivedMedia {
     pub mimetype: String,
     pub filename: Option<String>,
+    /// The content; with `stored` set, only kept when small enough to inline in events (else empty).
     pub data: Vec<u8>,
+    /// Set when the engine streamed the content straight into the media store (large downloads are never
+    /// held in memory); the recorder then uses this file instead of storing `data`.
+    /// Boxed: most media (every sim message) has none, and the message types embedding this stay small.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored: Option<Box<StoredFile>>,
+}
+
+impl ReceivedMedia {
+    /// The content's size, whether it is held here or already stored.
+    pub(crate) fn size(&self) -> u64 {
+        self.stored
+            .as_ref()
+            .map_or(self.data.len() as u64, |file| file.size)
+    }
+}
+
+/// A media file already in the media store: its content address and size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct StoredFile {
+    pub key: String,
+    pub size: u64,
+}
+
+/// One chunk of the account's history, as the phone sends it after linking (and on demand). Its
+/// messages are stored like live ones but raise no `message.*` event: they are not news.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct HistoryBatch {
+    /// Each message with the delivery state the store should give it (history says which are unread).
+    pub messages: Vec<(InboundMessage, AckStatus)>,
+    pub chats: Vec<HistoryChat>,
+    /// `(account, push name)` pairs.
+    pub push_names: Vec<(Jid, String)>,
+}
+
+/// What history sync says about a chat; `None` = not said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HistoryChat {
+    pub id: Jid,
+    pub name: Option<String>,
+    pub unread_count: Option<u32>,
+    /// Unix seconds of the newest message.
+    pub last_message_at: Option<i64>,
+    pub archived: Option<bool>,
+    pub pinned: Option<bool>,
+    pub muted: Option<bool>,
+    /// Epoch milliseconds; 0 = indefinitely.
+    pub mute_expiration: Option<i64>,
+}
+
+/// A decrypted poll vote: who voted on which poll, and the option names now selected (empty = the vote
+/// was withdrawn).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PollVote {
+    pub poll_id: String,
+    pub chat_id: Jid,
+    pub voter: Jid,
+    pub options: Vec<String>,
+    /// Unix seconds.
+    pub timestamp: i64,
 }
 
 /// The message a received one quotes.

@@ -122,8 +122,9 @@ pub(crate) fn message_data(msg: &InboundMessage) -> Value {
 
 /// Inline base64 up to the cap; above it the omitted marker with the size.
 pub(crate) fn media_data(media: &ReceivedMedia) -> Value {
-    let size = media.data.len();
-    if size > INLINE_MEDIA_MAX_BYTES {
+    let size = media.size();
+    let is_held = media.stored.is_none() || media.data.len() as u64 == size;
+    if size > INLINE_MEDIA_MAX_BYTES as u64 || !is_held {
         json!({ "mimetype": media.mimetype, "filename": media.filename, "omitted": true, "sizeBytes": size })
     } else {
         let data = base64::engine::general_purpose::STANDARD.encode(&media.data);

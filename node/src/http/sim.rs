@@ -96,6 +96,7 @@ fn media(raw: Option<SimMedia>) -> ApiResult<Option<ReceivedMedia>> {
         mimetype,
         filename: m.filename,
         data,
+        stored: None,
     }))
 }
 

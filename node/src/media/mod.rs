@@ -7,8 +7,10 @@
 //! - `fetch`: URL download through the outbound-address guard and the session proxy (into a file, or a
 //!   small capped read into memory for link previews).
 //! - `sink`: a size-capped, hashing writer that lands a file under its content address.
+//! - `incoming`: a size-capped blocking temp file for engines that download synchronously.
 
 mod fetch;
+mod incoming;
 mod sink;
 
 use std::path::PathBuf;
@@ -16,6 +18,7 @@ use std::path::PathBuf;
 use base64::Engine as _;
 
 pub(crate) use fetch::{FetchOptions, Fetched};
+pub(crate) use incoming::IncomingFile;
 use sink::Sink;
 
 /// Why media could not be taken in.
@@ -86,6 +89,24 @@ impl MediaStore {
         let mut sink = Sink::create(&self.dir, u64::MAX).await?;
         sink.write(bytes).await?;
         sink.finish(None).await
+    }
+
+    /// The cap on any one media file (`MEDIA_DOWNLOAD_MAX_BYTES`).
+    pub(crate) fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    /// A temporary file an engine downloads into (capped at `MEDIA_DOWNLOAD_MAX_BYTES`); blocking I/O.
+    pub(crate) fn incoming(&self) -> Result<IncomingFile, MediaError> {
+        Ok(IncomingFile::create(&self.dir, self.max_bytes)?)
+    }
+
+    /// Lands a finished download under its content address (hashing it off the async threads).
+    pub(crate) async fn adopt(&self, file: IncomingFile) -> Result<StoredMedia, MediaError> {
+        let dir = self.dir.clone();
+        tokio::task::spawn_blocking(move || file.finish(&dir))
+            .await
+            .map_err(|e| MediaError::Io(std::io::Error::other(e)))?
     }
 
     /// Decodes raw base64 (no data-URL prefix) straight into a file, chunk by chunk.

@@ -8,11 +8,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::commit::{Change, GroupCommit, Write};
-use crate::engine::{AckStatus, EngineEvent, InboundMessage};
+use crate::engine::{AckStatus, EngineEvent, HistoryBatch, InboundMessage, PollVote};
 use crate::events::normalise::{INLINE_MEDIA_MAX_BYTES, normalise};
 use crate::events::{Event, Pipeline};
 use crate::media::{MediaStore, StoredMedia};
+use crate::store::chat_states::{self, ChatFacts};
+use crate::store::contact_names;
 use crate::store::messages::MessageRow;
+use crate::store::poll_votes::{self, PollVoteRow};
 use crate::store::reactions::ReactionRow;
 use crate::store::{DataPool, StoreResult, now_ms, to_json};
 
@@ -44,6 +47,8 @@ impl MediaMeta {
 
 #[derive(Clone)]
 pub(crate) struct Recorder {
+    /// For the history and poll-vote tables, which raise no event and so skip the group commit.
+    db: DataPool,
     pipeline: Pipeline,
     media: MediaStore,
     writer: GroupCommit,
@@ -63,7 +68,8 @@ fn rank(status: AckStatus) -> i64 {
 impl Recorder {
     pub(crate) fn new(db: DataPool, pipeline: Pipeline, media: MediaStore) -> Recorder {
         Recorder {
-            writer: GroupCommit::spawn(db, pipeline.clone()),
+            writer: GroupCommit::spawn(db.clone(), pipeline.clone()),
+            db,
             pipeline,
             media,
         }
@@ -82,6 +88,8 @@ impl Recorder {
                 | EngineEvent::Revoked { .. }
                 | EngineEvent::Edited { .. }
                 | EngineEvent::Reaction { .. }
+                | EngineEvent::History(_)
+                | EngineEvent::PollVote(_)
         )
     }
 
@@ -93,6 +101,11 @@ impl Recorder {
         session_id: &str,
         event: &EngineEvent,
     ) -> StoreResult<()> {
+        match event {
+            EngineEvent::History(batch) => return self.record_history(session_id, batch).await,
+            EngineEvent::PollVote(vote) => return self.record_poll_vote(session_id, vote).await,
+            _ => {}
+        }
         let Some(normalised) = normalise(session_id, event) else {
             return Ok(());
         };
@@ -173,8 +186,67 @@ impl Recorder {
             .await
     }
 
+    /// Stores a history chunk: its messages once per network id (no events: the spec's `message.received`
+    /// is for inbound traffic, not for the archive a newly linked device is handed), then what it says
+    /// about chats and push names.
+    async fn record_history(&self, session_id: &str, batch: &HistoryBatch) -> StoreResult<()> {
+        for (msg, status) in &batch.messages {
+            let row = message_row(session_id, msg, None, *status)?;
+            self.writer
+                .submit(Write {
+                    change: Change::Insert(Box::new(row)),
+                    event: None,
+                })
+                .await?;
+        }
+        let db = &self.db;
+        let chats: Vec<ChatFacts> = batch
+            .chats
+            .iter()
+            .map(|c| ChatFacts {
+                chat_id: c.id.to_string(),
+                name: c.name.clone(),
+                is_group: c.id.is_group(),
+                archived: c.archived,
+                pinned: c.pinned,
+                muted: c.muted,
+                mute_expiration: c.mute_expiration,
+                unread_count: c.unread_count.map(i64::from),
+                last_message_at: c.last_message_at,
+            })
+            .collect();
+        chat_states::upsert(db, session_id, &chats).await?;
+        let names: Vec<(String, String)> = batch
+            .push_names
+            .iter()
+            .map(|(jid, name)| (jid.to_string(), name.clone()))
+            .collect();
+        contact_names::upsert(db, session_id, &names).await
+    }
+
+    /// Keeps each voter's current selection on the poll. The spec names no event for a vote, so none is
+    /// raised; the vote is logged for operators.
+    async fn record_poll_vote(&self, session_id: &str, vote: &PollVote) -> StoreResult<()> {
+        tracing::debug!(session_id, poll_id = %vote.poll_id, voter = %vote.voter, options = ?vote.options, "poll vote");
+        let row = PollVoteRow {
+            poll_message_id: vote.poll_id.clone(),
+            chat_id: vote.chat_id.to_string(),
+            voter: vote.voter.to_string(),
+            options: vote.options.clone(),
+            timestamp: vote.timestamp,
+        };
+        poll_votes::apply(&self.db, session_id, &row).await
+    }
+
     async fn inbound_row(&self, session_id: &str, msg: &InboundMessage) -> StoreResult<MessageRow> {
         let meta = match &msg.media {
+            // Streamed into the media store by the engine already.
+            Some(media) if media.stored.is_some() => media.stored.as_ref().map(|file| MediaMeta {
+                key: file.key.clone(),
+                mimetype: media.mimetype.clone(),
+                filename: media.filename.clone(),
+                size_bytes: file.size,
+            }),
             Some(media) => match self.media.put_bytes(&media.data).await {
                 Ok(stored) => Some(MediaMeta::new(
                     &stored,

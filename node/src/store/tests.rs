@@ -205,6 +205,89 @@ async fn suite(db: DataPool) {
     runtime_writes_are_fenced_by_the_lease_generation(&db).await;
     engine_auth_goes_with_the_session(&db).await;
     socket_state_goes_with_logout_and_delete(&db).await;
+    history_tables_merge_and_go_with_the_session(&db).await;
+}
+
+/// History sync's chat facts merge (a thinner later chunk keeps what it does not repeat), push names and
+/// poll votes replace per key, and all of it goes with the session.
+async fn history_tables_merge_and_go_with_the_session(db: &DataPool) {
+    use super::{chat_states, contact_names, poll_votes};
+    let sid = "5a5a5a5a-5a5a-4a5a-8a5a-5a5a5a5a5a5a";
+    sessions::insert(
+        db,
+        sid,
+        "history-sync-rows",
+        &SessionConfig::default(),
+        None,
+    )
+    .await
+    .expect("session");
+    let first = chat_states::ChatFacts {
+        chat_id: "111@c.us".into(),
+        name: Some("Ann".into()),
+        archived: Some(true),
+        pinned: Some(true),
+        unread_count: Some(3),
+        last_message_at: Some(200),
+        ..Default::default()
+    };
+    let thinner = chat_states::ChatFacts {
+        chat_id: "111@c.us".into(),
+        unread_count: Some(0),
+        last_message_at: Some(100),
+        ..Default::default()
+    };
+    chat_states::upsert(db, sid, &[first])
+        .await
+        .expect("upsert");
+    chat_states::upsert(db, sid, &[thinner])
+        .await
+        .expect("upsert");
+    let rows = chat_states::list(db, sid).await.expect("list");
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(row.name.as_deref(), Some("Ann"));
+    assert!(row.archived && row.pinned && !row.muted);
+    assert_eq!((row.unread_count, row.last_message_at), (0, Some(200)));
+
+    contact_names::upsert(db, sid, &[("111@c.us".into(), "A".into())])
+        .await
+        .expect("names");
+    contact_names::upsert(db, sid, &[("111@c.us".into(), "Ann".into())])
+        .await
+        .expect("names");
+    assert_eq!(
+        contact_names::list(db, sid).await.expect("names"),
+        vec![("111@c.us".to_string(), "Ann".to_string())]
+    );
+
+    let vote = |options: &[&str], timestamp| poll_votes::PollVoteRow {
+        poll_message_id: "P1".into(),
+        chat_id: "111@c.us".into(),
+        voter: "111@c.us".into(),
+        options: options.iter().map(|o| o.to_string()).collect(),
+        timestamp,
+    };
+    poll_votes::apply(db, sid, &vote(&["a"], 10))
+        .await
+        .expect("vote");
+    poll_votes::apply(db, sid, &vote(&["b"], 5))
+        .await
+        .expect("late older vote");
+    assert_eq!(
+        poll_votes::list(db, sid, "P1").await.expect("votes"),
+        vec![("111@c.us".to_string(), vec!["a".to_string()], 10)]
+    );
+
+    sessions::delete(db, sid).await.expect("delete");
+    assert!(chat_states::list(db, sid).await.expect("list").is_empty());
+    assert!(contact_names::list(db, sid).await.expect("list").is_empty());
+    assert!(
+        poll_votes::list(db, sid, "P1")
+            .await
+            .expect("list")
+            .is_empty()
+    );
 }
 
 #[tokio::test]

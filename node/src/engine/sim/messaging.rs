@@ -28,6 +28,7 @@ impl SimNetwork {
                     .load()
                     .await
                     .map_err(|e| EngineError::BadInput(e.to_string()))?,
+                stored: None,
             }),
             _ => None,
         };

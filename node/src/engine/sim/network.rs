@@ -287,7 +287,9 @@ impl NetState {
         let served = self.deliver_here(phone, |viewer| {
             EngineEvent::Message(Box::new(msg.to_inbound(viewer)))
         });
-        let traffic = Traffic::Message { msg: msg.clone() };
+        let traffic = Traffic::Message {
+            msg: Box::new(msg.clone()),
+        };
         self.to_peers(phone, traffic, served);
     }
 
@@ -374,6 +376,7 @@ impl NetState {
     fn apply_remote(&mut self, session: &str, phone: &Jid, item: Traffic) {
         match item {
             Traffic::Message { msg } => {
+                let msg = *msg;
                 // The sender exists; the copy lets quotes, receipts and reactions find the message here.
                 self.account(&msg.from);
                 self.account(phone).contacts.insert(msg.from.clone());

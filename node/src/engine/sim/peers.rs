@@ -29,8 +29,9 @@ use crate::engine::{AckStatus, CallEvent, EngineEvent, GroupEvent, PresenceEntry
 #[serde(tag = "t", rename_all = "camelCase")]
 pub(crate) enum Traffic {
     /// A message for the recipient; the receiving network keeps a copy (quotes, receipts, reactions).
+    /// Boxed: a message with its media reference is much larger than the other kinds of traffic.
     Message {
-        msg: StoredMessage,
+        msg: Box<StoredMessage>,
     },
     Ack {
         message_id: String,

@@ -28,10 +28,12 @@ use crate::engine::{
 /// Statuses live 24 hours.
 const STATUS_TTL_SECS: i64 = 24 * 60 * 60;
 
-/// Maps one session's library events and sends the results to its supervisor.
+/// Maps one session's library events and hands the results to its receive worker (`receive.rs`), which
+/// finishes what needs I/O (media downloads, poll-vote decryption, history decoding) and sends them to
+/// the supervisor in arrival order.
 pub(super) struct Mapper {
     session_id: String,
-    events: UnboundedSender<EngineEvent>,
+    work: UnboundedSender<Work>,
     /// Call offers are remembered so that `reject_call` (and `autoRejectCalls`) can name caller and creator.
     calls: Arc<RecentCalls>,
     /// Presence reads are answered from what the session's presence events said.
@@ -41,20 +43,20 @@ pub(super) struct Mapper {
 impl Mapper {
     pub(super) fn new(
         session_id: String,
-        events: UnboundedSender<EngineEvent>,
+        work: UnboundedSender<Work>,
         calls: Arc<RecentCalls>,
         presence: Arc<PresenceBook>,
     ) -> Self {
         Self {
             session_id,
-            events,
+            work,
             calls,
             presence,
         }
     }
 
-    pub(super) fn map(&self, event: &Event) {
-        if let Event::IncomingCall(call) = event
+    pub(super) fn map(&self, event: &Arc<Event>) {
+        if let Event::IncomingCall(call) = event.as_ref()
             && matches!(
                 call.action,
                 CallAction::Offer { .. } | CallAction::OfferNotice { .. }
@@ -66,13 +68,46 @@ impl Mapper {
                 call.action.call_creator().clone(),
             );
         }
-        for mapped in map_event(event) {
-            self.presence.observe(&mapped);
-            // A closed channel means the supervisor dropped this engine; nothing is listening any more.
-            let _ = self.events.send(mapped);
+        let items = match event.as_ref() {
+            Event::HistorySync(_) => vec![Work::History(event.clone())],
+            other => map_work(other),
+        };
+        for item in items {
+            if let Work::Emit(mapped) = &item {
+                self.presence.observe(mapped);
+            }
+            // A closed channel means the engine stopped; nothing is listening any more.
+            let _ = self.work.send(item);
         }
         tracing::trace!(session_id = %self.session_id, kind = ?event.kind(), "library event");
     }
+}
+
+/// What one library event leaves to do: an event ready to go, or one that needs I/O first.
+pub(super) enum Work {
+    Emit(EngineEvent),
+    /// A message whose media is still on the CDN: download it, then emit the message.
+    Download {
+        message: Box<InboundMessage>,
+        payload: Arc<wa::Message>,
+    },
+    /// An encrypted poll vote: decrypt it with the poll's secret, then emit the vote.
+    Vote(Box<EncryptedVote>),
+    /// A history-sync chunk, decoded off the event thread.
+    History(Arc<Event>),
+}
+
+/// A `pollUpdateMessage` as received: who voted where, on which poll, and the ciphertext.
+#[derive(Debug, Clone)]
+pub(super) struct EncryptedVote {
+    pub chat: LibJid,
+    pub voter: LibJid,
+    /// Whose poll it is, per the vote's key (see `poll_creator`).
+    pub creator: LibJid,
+    pub poll_id: String,
+    pub enc_payload: Vec<u8>,
+    pub enc_iv: Vec<u8>,
+    pub timestamp: i64,
 }
 
 /// The gateway's JID for a library JID (`s.whatsapp.net` becomes `c.us`; the device part is dropped).
@@ -92,10 +127,24 @@ fn jid_str(raw: &str) -> Option<Jid> {
     jid(&lib)
 }
 
-/// The engine events one library event stands for (none for most kinds).
+/// The engine events one library event stands for without any I/O: media messages come without their
+/// media, poll votes and history are left out (tests and callers that only need the mapping).
 pub(super) fn map_event(event: &Event) -> Vec<EngineEvent> {
-    match event {
-        Event::Messages(batch) => batch.iter().filter_map(classify).collect(),
+    map_work(event)
+        .into_iter()
+        .filter_map(|work| match work {
+            Work::Emit(event) => Some(event),
+            Work::Download { message, .. } => Some(EngineEvent::Message(message)),
+            Work::Vote(_) | Work::History(_) => None,
+        })
+        .collect()
+}
+
+/// What one library event leaves to do (nothing for most kinds).
+pub(super) fn map_work(event: &Event) -> Vec<Work> {
+    let emit = |events: Vec<EngineEvent>| events.into_iter().map(Work::Emit).collect();
+    emit(match event {
+        Event::Messages(batch) => return batch.iter().filter_map(classify).collect(),
         Event::Receipt(receipt) => {
             let status = match receipt.r#type {
                 ReceiptType::Delivered => AckStatus::Delivered,
@@ -213,7 +262,7 @@ pub(super) fn map_event(event: &Event) -> Vec<EngineEvent> {
             call_event(phase, &call.from, &call.call_id, call.timestamp)
         }
         _ => Vec::new(),
-    }
+    })
 }
 
 fn call_event(
@@ -322,25 +371,56 @@ fn group(
     }))
 }
 
-/// What a received message payload is: a revoke, an edit, a reaction, a status post, or a message.
-fn classify(inbound: &LibInbound) -> Option<EngineEvent> {
+/// Who sent a message, where, when: what `classify` needs besides the payload. Live messages take it
+/// from the library's `MessageInfo`, history messages from their `WebMessageInfo`.
+pub(super) struct Envelope {
+    pub id: String,
+    pub chat: LibJid,
+    pub sender: LibJid,
+    pub recipient: Option<LibJid>,
+    pub from_me: bool,
+    /// Unix seconds.
+    pub timestamp: i64,
+}
+
+/// What a received message payload is: a revoke, an edit, a reaction, a poll vote, a status post, or a
+/// message (with media still to fetch, or ready).
+fn classify(inbound: &LibInbound) -> Option<Work> {
     let info: &MessageInfo = &inbound.info;
-    let message = inbound.message.get_base_message();
-    let chat_id = jid(&info.source.chat)?;
-    let from = jid(&info.source.sender)?;
-    let timestamp = info.timestamp.timestamp();
+    let envelope = Envelope {
+        id: info.id.to_string(),
+        chat: info.source.chat.clone(),
+        sender: info.source.sender.clone(),
+        recipient: info.source.recipient.clone(),
+        from_me: info.source.is_from_me,
+        timestamp: info.timestamp.timestamp(),
+    };
+    classify_payload(&envelope, &inbound.message, Some(&inbound.message))
+}
+
+/// Classifies `message`; `payload` is the shared message to download media from (none for history,
+/// whose media is not fetched).
+pub(super) fn classify_payload(
+    env: &Envelope,
+    message: &wa::Message,
+    payload: Option<&Arc<wa::Message>>,
+) -> Option<Work> {
+    let message = message.get_base_message();
+    let chat_id = jid(&env.chat)?;
+    let from = jid(&env.sender)?;
+    let timestamp = env.timestamp;
     if let Some(protocol) = message.protocol_message.as_option() {
         use wa::message::protocol_message::Type;
         let target = protocol.key.as_option().and_then(|k| k.id.clone())?;
         return match protocol.r#type {
-            Some(Type::REVOKE) => Some(EngineEvent::Revoked {
-                id: info.id.to_string(),
+            Some(Type::REVOKE) => Some(Work::Emit(EngineEvent::Revoked {
+                id: env.id.clone(),
                 revoked_id: target,
                 to: chat_id.clone(),
                 chat_id,
                 from,
                 timestamp,
-            }),
+            })),
             Some(Type::MESSAGE_EDIT) => {
                 let body = protocol
                     .edited_message
@@ -348,14 +428,14 @@ fn classify(inbound: &LibInbound) -> Option<EngineEvent> {
                     .and_then(|m| m.text_content().or_else(|| m.get_caption()))
                     .unwrap_or_default()
                     .to_string();
-                Some(EngineEvent::Edited {
+                Some(Work::Emit(EngineEvent::Edited {
                     message_id: target,
                     chat_id,
                     body,
                     from,
-                    from_me: info.source.is_from_me,
+                    from_me: env.from_me,
                     timestamp,
-                })
+                }))
             }
             // Key shares, history-sync notices, ephemeral settings: the library's business.
             _ => None,
@@ -363,42 +443,44 @@ fn classify(inbound: &LibInbound) -> Option<EngineEvent> {
     }
     if let Some(reaction) = message.reaction_message.as_option() {
         let target = reaction.key.as_option().and_then(|k| k.id.clone())?;
-        return Some(EngineEvent::Reaction {
+        return Some(Work::Emit(EngineEvent::Reaction {
             message_id: target,
             chat_id,
             reaction: reaction.text.clone().unwrap_or_default(),
             sender_id: from,
-        });
+        }));
+    }
+    if let Some(update) = message.poll_update_message.as_option() {
+        return encrypted_vote(env, update).map(|vote| Work::Vote(Box::new(vote)));
     }
     let (kind, body) = content(message);
-    if info.source.chat.user == "status" && info.source.chat.server == "broadcast" {
-        return Some(EngineEvent::Status(StatusUpdate {
-            status_id: info.id.to_string(),
+    if env.chat.user == "status" && env.chat.server == "broadcast" {
+        return Some(Work::Emit(EngineEvent::Status(StatusUpdate {
+            status_id: env.id.clone(),
             contact: from,
             kind,
             caption: (!body.is_empty()).then_some(body),
             has_media: kind.has_media(),
             posted_at: timestamp,
             expires_at: timestamp.saturating_add(STATUS_TTL_SECS),
-        }));
+        })));
     }
-    let to = if info.source.is_from_me {
+    let to = if env.from_me {
         chat_id.clone()
     } else {
-        info.source
-            .recipient
+        env.recipient
             .as_ref()
             .and_then(jid)
             .unwrap_or_else(|| chat_id.clone())
     };
     let context = context_info(message);
-    Some(EngineEvent::Message(Box::new(InboundMessage {
-        id: info.id.to_string(),
-        author: info.source.is_group.then(|| from.clone()),
+    let inbound = Box::new(InboundMessage {
+        id: env.id.clone(),
+        author: chat_id.is_group().then(|| from.clone()),
         chat_id,
         from,
         to,
-        from_me: info.source.is_from_me,
+        from_me: env.from_me,
         kind,
         body,
         timestamp,
@@ -413,7 +495,41 @@ fn classify(inbound: &LibInbound) -> Option<EngineEvent> {
             description: l.name.clone().or_else(|| l.address.clone()),
         }),
         poll: poll(message),
-    })))
+    });
+    Some(match payload {
+        Some(payload) if kind.has_media() => Work::Download {
+            message: inbound,
+            payload: payload.clone(),
+        },
+        _ => Work::Emit(EngineEvent::Message(inbound)),
+    })
+}
+
+/// The vote's ciphertext and addressing. The poll's creator follows from the vote's key the way the
+/// phone writes it: `fromMe` means the voter voted on their own poll; in a one-to-one chat the key's
+/// `remoteJid` is the creator (as the voter sees the chat); in a group its `participant` is.
+fn encrypted_vote(
+    env: &Envelope,
+    update: &wa::message::PollUpdateMessage,
+) -> Option<EncryptedVote> {
+    let key = update.poll_creation_message_key.as_option()?;
+    let vote = update.vote.as_option()?;
+    let creator = if key.from_me.unwrap_or(false) {
+        env.sender.clone()
+    } else if env.chat.server == "g.us" {
+        key.participant.as_deref()?.parse().ok()?
+    } else {
+        key.remote_jid.as_deref()?.parse().ok()?
+    };
+    Some(EncryptedVote {
+        chat: env.chat.clone(),
+        voter: env.sender.clone(),
+        creator,
+        poll_id: key.id.clone()?,
+        enc_payload: vote.enc_payload.clone()?,
+        enc_iv: vote.enc_iv.clone()?,
+        timestamp: env.timestamp,
+    })
 }
 
 fn context_info(message: &wa::Message) -> Option<&wa::ContextInfo> {

@@ -20,6 +20,7 @@ use wagate_workers::DataPool;
 
 use super::SocketEngine;
 use super::link::LinkTracker;
+use super::receive::{ClientSlot, Receiver};
 use crate::engine::{EngineError, EngineResult};
 
 /// A graceful stop (flush state, close the socket, let the run loop end) gets this long before the run
@@ -67,6 +68,32 @@ impl EventHandler for Handler {
 }
 
 impl SocketEngine {
+    /// The mapper for a new client, and its receive worker running until the client (which owns the
+    /// mapper through its event handler) is gone.
+    fn spawn_receiver(&self) -> (super::events::Mapper, ClientSlot) {
+        let (work, queue) = tokio::sync::mpsc::unbounded_channel();
+        let slot = ClientSlot::default();
+        let receiver = Receiver {
+            session_id: self.session_id().to_string(),
+            events: self.ctx.events.clone(),
+            pool: self.pool.clone(),
+            media: self.media.clone(),
+            client: slot.clone(),
+            own: None,
+            fetch: None,
+        };
+        tokio::spawn(receiver.run(queue));
+        let mapper = super::events::Mapper::new(
+            self.session_id().to_string(),
+            work,
+            self.calls.clone(),
+            self.presence.clone(),
+        );
+        (mapper, slot)
+    }
+}
+
+impl SocketEngine {
     pub(super) async fn start_client(&self) -> EngineResult<()> {
         let mut running = self.running.lock().await;
         if running.is_some() {
@@ -85,14 +112,10 @@ impl SocketEngine {
         let backend = open_backend(&self.pool, self.session_id()).await?;
         let transport = SocketTransportFactory::new(self.config.endpoint.clone(), proxy.clone())
             .with_observer(self.link.clone());
+        let (mapper, slot) = self.spawn_receiver();
         let handler = Handler {
             link: self.link.clone(),
-            mapper: super::events::Mapper::new(
-                self.session_id().to_string(),
-                self.ctx.events.clone(),
-                self.calls.clone(),
-                self.presence.clone(),
-            ),
+            mapper,
         };
         let bot = Bot::builder()
             .with_backend_arc(backend)
@@ -104,6 +127,7 @@ impl SocketEngine {
             .map_err(|e| EngineError::Network(format!("socket client could not be built: {e}")))?;
         let client = bot.client();
         self.link.set_client(&client);
+        *slot.lock() = Arc::downgrade(&client);
         *self.client.lock() = Some(client);
         *running = Some(Running {
             handle: bot.spawn(),

@@ -1,16 +1,23 @@
 //! The `socket` engine: each session is a WhatsApp Web multi-device client (`whatsapp-rust`, through the
 //! `wagate-engine-socket` leaf crate) with its auth state in our data DB. This module owns the factory and
 //! the engine struct; `lifecycle.rs` builds, connects and tears the client down, `link.rs` turns the
-//! library's connection events into the session's lifecycle events, `events.rs` maps everything else, and
-//! `engine_impl.rs` is the `Engine` impl (lifecycle here, operations delegated to `ops/`).
+//! library's connection events into the session's lifecycle events, `events.rs` maps everything else
+//! (`receive.rs` finishes what needs I/O: `media.rs` downloads, `votes.rs` poll votes, `history.rs` history
+//! sync), and `engine_impl.rs` is the `Engine` impl (lifecycle here, operations delegated to `ops/`).
 
 mod engine_impl;
 mod events;
+mod history;
 mod lifecycle;
 mod link;
+mod media;
 pub(crate) mod ops;
+mod receive;
+#[cfg(test)]
+mod receive_tests;
 #[cfg(test)]
 mod tests;
+mod votes;
 
 use std::sync::Arc;
 
@@ -36,8 +43,8 @@ pub(crate) struct SocketConfig {
 }
 
 /// Builds socket engines. Holds the data DB (the engines' auth state lives there), the media store
-/// (forwards re-upload stored media; link previews and catalog images are fetched through its guard) and
-/// the config.
+/// (received media is streamed into it; forwards re-upload stored media; link previews and catalog images
+/// are fetched through its guard) and the config.
 pub(crate) struct SocketFactory {
     pool: DataPool,
     media: MediaStore,

@@ -283,8 +283,11 @@ fn presence_and_calls_are_mapped() {
     let (tx, mut rx) = unbounded_channel();
     let calls = Arc::new(RecentCalls::default());
     let presence = Arc::new(PresenceBook::default());
-    super::events::Mapper::new("s1".into(), tx, calls.clone(), presence).map(&call);
-    assert!(matches!(rx.try_recv(), Ok(EngineEvent::Call(_))));
+    super::events::Mapper::new("s1".into(), tx, calls.clone(), presence).map(&Arc::new(call));
+    assert!(matches!(
+        rx.try_recv(),
+        Ok(super::events::Work::Emit(EngineEvent::Call(_)))
+    ));
     let (peer, creator) = calls.get("CALL1").expect("offer remembered");
     assert_eq!(
         (peer.user.as_str(), creator.user.as_str()),
@@ -313,25 +316,28 @@ fn presence_reads_answer_from_the_mapped_presence_events() {
     );
     let ann = ours("4915100000001@c.us");
     assert_eq!(book.read(&ann), None);
-    mapper.map(&Event::Presence(
+    mapper.map(&Arc::new(Event::Presence(
         PresenceUpdate::builder()
             .from(lib(ANN))
             .unavailable(false)
             .build(),
+    )));
+    assert!(matches!(
+        rx.try_recv(),
+        Ok(super::events::Work::Emit(EngineEvent::Presence { .. }))
     ));
-    assert!(matches!(rx.try_recv(), Ok(EngineEvent::Presence { .. })));
     let entries = book.read(&ann).expect("presence heard");
     assert_eq!(entries.len(), 1);
     assert_eq!(
         (entries[0].id.clone(), entries[0].state),
         (ann.clone(), PresenceState::Available)
     );
-    mapper.map(&Event::Presence(
+    mapper.map(&Arc::new(Event::Presence(
         PresenceUpdate::builder()
             .from(lib(ANN))
             .unavailable(true)
             .build(),
-    ));
+    )));
     let entries = book.read(&ann).expect("presence heard");
     assert_eq!(entries[0].state, PresenceState::Unavailable);
 }

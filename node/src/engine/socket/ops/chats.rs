@@ -7,6 +7,7 @@ use wagate_proto::Jid;
 
 use super::{Client, Store, fail, store_err, wa};
 use crate::engine::{ChatState, ChatSummary, EngineResult};
+use crate::store::chat_states::{self, ChatStateRow};
 use crate::store::with_pool;
 
 /// One row per chat: its name, newest message time and body, and inbound messages not read yet.
@@ -22,7 +23,47 @@ pub(crate) async fn list(store: Store<'_>) -> EngineResult<Vec<ChatSummary>> {
     let rows: Vec<ChatRow> = with_pool!(store.db, p => sqlx::query_as(CHATS)
         .bind(store.session_id).fetch_all(p).await)
     .map_err(|e| store_err(e.into()))?;
-    Ok(rows.into_iter().filter_map(summary).collect())
+    let states = chat_states::list(store.db, store.session_id)
+        .await
+        .map_err(store_err)?;
+    let mut chats: Vec<ChatSummary> = rows.into_iter().filter_map(summary).collect();
+    merge_states(&mut chats, states);
+    Ok(chats)
+}
+
+/// Lays what history sync said about each chat (name, flags, time) over the message-derived list, and
+/// adds the chats history named without any stored message. Newest first, as before.
+fn merge_states(chats: &mut Vec<ChatSummary>, states: Vec<ChatStateRow>) {
+    for state in states {
+        let Ok(id) = Jid::parse(&state.chat_id) else {
+            continue;
+        };
+        let at = state.last_message_at.unwrap_or(0);
+        match chats.iter_mut().find(|c| c.id == id) {
+            Some(chat) => {
+                if let Some(name) = state.name {
+                    chat.name = name;
+                }
+                chat.timestamp = chat.timestamp.max(at);
+                chat.archived = state.archived;
+                chat.pinned = state.pinned;
+                chat.muted = state.muted;
+                chat.mute_expiration = state.mute_expiration;
+            }
+            None => chats.push(ChatSummary {
+                name: state.name.unwrap_or_else(|| id.user().to_string()),
+                id,
+                archived: state.archived,
+                pinned: state.pinned,
+                muted: state.muted,
+                mute_expiration: state.mute_expiration,
+                unread_count: u32::try_from(state.unread_count).unwrap_or(0),
+                timestamp: at,
+                last_message: None,
+            }),
+        }
+    }
+    chats.sort_by_key(|c| std::cmp::Reverse(c.timestamp));
 }
 
 fn summary((chat, name, ts, unread, last): ChatRow) -> Option<ChatSummary> {

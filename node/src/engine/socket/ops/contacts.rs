@@ -11,6 +11,7 @@ use wagate_proto::Jid;
 
 use super::{Client, Store, fail, store_err, wa, wire};
 use crate::engine::{Contact, ContactCheck, EngineError, EngineResult};
+use crate::store::contact_names;
 use crate::store::with_pool;
 
 const CONTACTS: &str = "SELECT chat_id, MAX(chat_name) FROM messages \
@@ -21,6 +22,7 @@ pub(crate) async fn list(client: &Client, store: Store<'_>) -> EngineResult<Vec<
         .bind(store.session_id).fetch_all(p).await)
     .map_err(|e| store_err(e.into()))?;
     let blocked: HashSet<Jid> = blocked(client).await?.into_iter().collect();
+    let rows = with_push_names(store, rows).await?;
     Ok(rows
         .into_iter()
         .filter_map(|(id, name)| Jid::parse(&id).ok().map(|id| (id, name)))
@@ -34,6 +36,21 @@ pub(crate) async fn list(client: &Client, store: Store<'_>) -> EngineResult<Vec<
             profile_pic_url: None,
         })
         .collect())
+}
+
+/// Push names from history sync name the chats' accounts and add the accounts named without a chat.
+async fn with_push_names(
+    store: Store<'_>,
+    rows: Vec<(String, Option<String>)>,
+) -> EngineResult<Vec<(String, Option<String>)>> {
+    let names = contact_names::list(store.db, store.session_id)
+        .await
+        .map_err(store_err)?;
+    let mut merged: std::collections::BTreeMap<String, Option<String>> = rows.into_iter().collect();
+    for (jid, push_name) in names {
+        merged.insert(jid, Some(push_name));
+    }
+    Ok(merged.into_iter().collect())
 }
 
 pub(crate) async fn get(client: &Client, store: Store<'_>, id: &Jid) -> EngineResult<Contact> {

@@ -1,0 +1,158 @@
+//! The receive worker: one task per running client that takes the mapper's work in arrival order and
+//! sends the finished `EngineEvent`s to the supervisor. Media is downloaded before its message goes out
+//! (a failed download still sends the message, without media, and logs why), poll votes are decrypted,
+//! history chunks decoded off the async threads. Keeping one ordered lane means a reaction or edit never
+//! overtakes the message it refers to, at the cost of later events waiting behind a slow download.
+
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex as SyncMutex;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use wagate_engine_socket::store::SqlBackend;
+use wagate_engine_socket::whatsapp_rust::Client;
+use wagate_engine_socket::whatsapp_rust::Jid as LibJid;
+use wagate_engine_socket::whatsapp_rust::types::events::Event;
+use wagate_workers::DataPool;
+
+use super::events::{EncryptedVote, Work};
+use super::media::{self, Fetch};
+use super::ops::Store;
+use super::{history, votes};
+use crate::engine::{EngineEvent, InboundMessage};
+use crate::media::MediaStore;
+
+/// The client, once built (the event handler exists before it). Weak: the engine owns the client.
+pub(super) type ClientSlot = Arc<SyncMutex<Weak<Client>>>;
+
+/// What the worker needs besides its queue.
+pub(super) struct Receiver {
+    pub session_id: String,
+    pub events: UnboundedSender<EngineEvent>,
+    pub pool: DataPool,
+    pub media: MediaStore,
+    pub client: ClientSlot,
+    /// The account's JID while no client is there to ask (tests); the sender of its own history messages.
+    pub own: Option<LibJid>,
+    /// Overrides the client as the media source (tests: a downloader with loopback hosts).
+    pub fetch: Option<Arc<dyn Fetch>>,
+}
+
+impl Receiver {
+    /// Runs until the mapper (the client's event handler) is dropped and its queue drained.
+    pub(super) async fn run(self, mut work: UnboundedReceiver<Work>) {
+        let secrets = SqlBackend::new(self.pool.clone(), self.session_id.clone());
+        while let Some(item) = work.recv().await {
+            let events = match item {
+                Work::Emit(event) => vec![event],
+                Work::Download { message, payload } => {
+                    vec![EngineEvent::Message(
+                        self.with_media(message, &payload).await,
+                    )]
+                }
+                Work::Vote(vote) => self.vote(&vote, &secrets).await.into_iter().collect(),
+                Work::History(event) => self.history(event).await.into_iter().collect(),
+            };
+            for event in events {
+                // A closed channel means the supervisor dropped this engine.
+                let _ = self.events.send(event);
+            }
+        }
+    }
+
+    fn client(&self) -> Option<Arc<Client>> {
+        self.client.lock().upgrade()
+    }
+
+    fn store(&self) -> Store<'_> {
+        Store {
+            db: &self.pool,
+            session_id: &self.session_id,
+        }
+    }
+
+    pub(super) async fn with_media(
+        &self,
+        mut message: Box<InboundMessage>,
+        payload: &wagate_engine_socket::whatsapp_rust::waproto::whatsapp::Message,
+    ) -> Box<InboundMessage> {
+        let client = self.client();
+        let fetch: Option<&dyn Fetch> = match (&self.fetch, &client) {
+            (Some(fetch), _) => Some(fetch.as_ref()),
+            (None, Some(client)) => Some(client.as_ref()),
+            (None, None) => None,
+        };
+        let result = match fetch {
+            Some(fetch) => media::download(fetch, &self.media, payload).await,
+            None => Err("the client is gone".to_string()),
+        };
+        match result {
+            Ok(media) => message.media = Some(media),
+            Err(reason) => tracing::warn!(
+                session_id = %self.session_id, message_id = %message.id, %reason,
+                "received media not downloaded; message stored without it"
+            ),
+        }
+        message
+    }
+
+    pub(super) async fn vote(
+        &self,
+        vote: &EncryptedVote,
+        secrets: &SqlBackend,
+    ) -> Option<EngineEvent> {
+        let alternates = match self.client() {
+            Some(client) => counterparts(&client, &vote.creator, &vote.voter).await,
+            None => None,
+        };
+        match votes::decrypt(vote, secrets, self.store(), alternates).await {
+            Ok(decrypted) => Some(EngineEvent::PollVote(decrypted)),
+            Err(error) => {
+                tracing::warn!(session_id = %self.session_id, poll_id = %vote.poll_id, %error, "poll vote not read");
+                None
+            }
+        }
+    }
+
+    async fn history(&self, event: Arc<Event>) -> Option<EngineEvent> {
+        let own = self
+            .client()
+            .and_then(|c| c.pn())
+            .or_else(|| self.own.clone())
+            .map(|j| j.to_non_ad());
+        let decoded = tokio::task::spawn_blocking(move || match event.as_ref() {
+            Event::HistorySync(lazy) => lazy.get().map(|sync| history::batch(sync, own.as_ref())),
+            _ => None,
+        })
+        .await;
+        match decoded {
+            Ok(Some(batch)) => Some(EngineEvent::History(Box::new(batch))),
+            Ok(None) => {
+                tracing::warn!(session_id = %self.session_id, "history sync chunk did not decode; skipped");
+                None
+            }
+            Err(error) => {
+                tracing::warn!(session_id = %self.session_id, %error, "history sync decoding failed");
+                None
+            }
+        }
+    }
+}
+
+/// The LID/PN counterparts of the poll's creator and the voter, when the client knows both.
+async fn counterparts(
+    client: &Client,
+    creator: &LibJid,
+    voter: &LibJid,
+) -> Option<(LibJid, LibJid)> {
+    Some((swap(client, creator).await?, swap(client, voter).await?))
+}
+
+async fn swap(client: &Client, jid: &LibJid) -> Option<LibJid> {
+    let entry = client.get_lid_pn_entry(jid).await.ok()??;
+    let raw = if jid.is_lid() {
+        format!("{}@s.whatsapp.net", entry.phone_number)
+    } else {
+        format!("{}@lid", entry.lid)
+    };
+    raw.parse().ok()
+}

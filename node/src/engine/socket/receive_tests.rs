@@ -1,0 +1,623 @@
+//! Receive-path tests on a real SQLite data DB: synthetic library events (history-sync chunks, an
+//! encrypted poll vote, media messages) go through the mapper and the receive worker, and what comes out
+//! is recorded by the message store's `Recorder`, as the session runtime does. Media is served by a
+//! loopback HTTP server as the CDN would (encrypted with the library's own media encryption).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc::unbounded_channel;
+use wagate_engine_socket::http::ReqwestHttpClient;
+use wagate_engine_socket::store::SqlBackend;
+use wagate_engine_socket::whatsapp_rust::TokioRuntime;
+use wagate_engine_socket::whatsapp_rust::download::{MediaDownloader, MediaType};
+use wagate_engine_socket::whatsapp_rust::store::traits::MsgSecretStore;
+use wagate_engine_socket::whatsapp_rust::types::events::{
+    BatchOrigin, Event, InboundMessage as LibInbound, LazyHistorySync, MessageBatch,
+};
+use wagate_engine_socket::whatsapp_rust::types::message::{MessageInfo, MessageSource};
+use wagate_engine_socket::whatsapp_rust::wacore::poll::{
+    compute_option_hash, encrypt_poll_vote_with_secret,
+};
+use wagate_engine_socket::whatsapp_rust::wacore::upload::encrypt_media;
+use wagate_engine_socket::whatsapp_rust::waproto::buffa::MessageField;
+use wagate_engine_socket::whatsapp_rust::waproto::codec::history_sync_encode_into;
+use wagate_engine_socket::whatsapp_rust::waproto::whatsapp as wa;
+use wagate_proto::Jid;
+use wagate_proto::dto::sessions::SessionConfig;
+
+use super::events::Mapper;
+use super::media::Fetch;
+use super::ops::Store;
+use super::ops::calls::RecentCalls;
+use super::ops::presence::PresenceBook;
+use super::receive::{ClientSlot, Receiver};
+use crate::engine::{AckStatus, EngineEvent, InboundMessage, MessageType, Poll};
+use crate::events::Pipeline;
+use crate::media::{FetchOptions, MediaStore};
+use crate::messaging::Recorder;
+use crate::store::messages as message_store;
+use crate::store::webhooks::{self as webhook_store, WebhookRecord};
+use crate::store::{DataPool, backends, contact_names, poll_votes, sessions, with_pool};
+
+const SID: &str = "22222222-2222-4222-8222-222222222222";
+const ANN: &str = "4915100000001@s.whatsapp.net";
+const BOB: &str = "4915100000002@s.whatsapp.net";
+const US: &str = "4915100000009@s.whatsapp.net";
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    db: DataPool,
+    media: MediaStore,
+    recorder: Recorder,
+}
+
+async fn rig(max_media: u64) -> Rig {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = backends::connect_data_sqlite(&dir.path().join("d.sqlite"))
+        .await
+        .expect("db");
+    sessions::insert(&db, SID, "receiver", &SessionConfig::default(), None)
+        .await
+        .expect("session");
+    let media = MediaStore::new(dir.path().join("media"), max_media, FetchOptions::default());
+    let recorder = Recorder::new(db.clone(), Pipeline::new(db.clone()), media.clone());
+    Rig {
+        _dir: dir,
+        db,
+        media,
+        recorder,
+    }
+}
+
+impl Rig {
+    /// Feeds library events through the mapper and a receive worker and returns what the worker emits.
+    async fn receive(&self, events: Vec<Event>, fetch: Option<Arc<dyn Fetch>>) -> Vec<EngineEvent> {
+        let (work, queue) = unbounded_channel();
+        let (out, mut emitted) = unbounded_channel();
+        let mapper = Mapper::new(
+            SID.into(),
+            work,
+            Arc::new(RecentCalls::default()),
+            Arc::new(PresenceBook::default()),
+        );
+        for event in events {
+            mapper.map(&Arc::new(event));
+        }
+        drop(mapper);
+        Receiver {
+            session_id: SID.into(),
+            events: out,
+            pool: self.db.clone(),
+            media: self.media.clone(),
+            client: ClientSlot::default(),
+            own: Some(lib(US)),
+            fetch,
+        }
+        .run(queue)
+        .await;
+        let mut got = Vec::new();
+        while let Ok(event) = emitted.try_recv() {
+            got.push(event);
+        }
+        got
+    }
+
+    async fn record(&self, events: &[EngineEvent]) {
+        for event in events {
+            self.recorder
+                .record_event(SID, event)
+                .await
+                .expect("record");
+        }
+    }
+
+    async fn count(&self, sql: &'static str) -> i64 {
+        with_pool!(&self.db, p => sqlx::query_scalar(sql).bind(SID).fetch_one(p).await)
+            .expect("count")
+    }
+
+    /// Message writes commit on the group-commit task; wait (bounded) until `n` rows are there.
+    async fn await_messages(&self, n: i64) {
+        for _ in 0..500 {
+            if self
+                .count("SELECT COUNT(*) FROM messages WHERE session_id = $1")
+                .await
+                >= n
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{n} messages never stored");
+    }
+}
+
+fn lib(raw: &str) -> wagate_engine_socket::whatsapp_rust::Jid {
+    raw.parse().expect("library jid")
+}
+
+fn ours(raw: &str) -> Jid {
+    Jid::parse(raw).expect("jid")
+}
+
+fn live(id: &str, chat: &str, sender: &str, message: wa::Message) -> Event {
+    let info = MessageInfo {
+        id: id.into(),
+        source: MessageSource {
+            chat: lib(chat),
+            sender: lib(sender),
+            is_from_me: sender == US,
+            is_group: chat.ends_with("@g.us"),
+            ..MessageSource::default()
+        },
+        timestamp: chrono::DateTime::from_timestamp(1_700_000_500, 0).expect("time"),
+        ..MessageInfo::default()
+    };
+    let inbound = LibInbound::builder()
+        .message(Arc::new(message))
+        .info(Arc::new(info))
+        .build();
+    Event::Messages(
+        MessageBatch::builder()
+            .messages(Arc::from(vec![inbound]))
+            .origin(BatchOrigin::Live)
+            .build(),
+    )
+}
+
+fn text(body: &str) -> wa::Message {
+    wa::Message {
+        conversation: Some(body.into()),
+        ..Default::default()
+    }
+}
+
+/// zlib with stored (uncompressed) blocks: the framing the library inflates, without a compressor.
+fn zlib(raw: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x78, 0x01];
+    let chunks: Vec<&[u8]> = raw.chunks(65_535).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        out.push(u8::from(i + 1 == chunks.len()));
+        let len = chunk.len() as u16;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(chunk);
+    }
+    let (mut a, mut b) = (1u32, 0u32);
+    for byte in raw {
+        a = (a + u32::from(*byte)) % 65_521;
+        b = (b + a) % 65_521;
+    }
+    out.extend_from_slice(&((b << 16) | a).to_be_bytes());
+    out
+}
+
+fn history_message(id: &str, from_me: bool, at: u64, body: &str) -> wa::HistorySyncMsg {
+    wa::HistorySyncMsg {
+        message: MessageField::some(wa::WebMessageInfo {
+            key: MessageField::some(wa::MessageKey {
+                remote_jid: Some(ANN.into()),
+                from_me: Some(from_me),
+                id: Some(id.into()),
+                participant: None,
+            }),
+            message: MessageField::some(text(body)),
+            message_timestamp: Some(at),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn history_event() -> Event {
+    let sync = wa::HistorySync {
+        sync_type: wa::history_sync::HistorySyncType::InitialBootstrap,
+        conversations: vec![wa::Conversation {
+            id: ANN.into(),
+            name: Some("Ann".into()),
+            unread_count: Some(1),
+            archived: Some(true),
+            pinned: Some(1_700_000_100),
+            last_msg_timestamp: Some(1_700_000_200),
+            messages: vec![
+                history_message("H1", false, 1_700_000_000, "old hello"),
+                history_message("H2", false, 1_700_000_200, "new hello"),
+                history_message("H3", true, 1_700_000_100, "reply"),
+            ],
+            ..Default::default()
+        }],
+        pushnames: vec![
+            wa::Pushname {
+                id: Some(ANN.into()),
+                pushname: Some("Ann P".into()),
+            },
+            wa::Pushname {
+                id: Some(BOB.into()),
+                pushname: Some("Bob".into()),
+            },
+        ],
+        ..Default::default()
+    };
+    let mut raw = Vec::new();
+    history_sync_encode_into(&sync, &mut raw);
+    let lazy = LazyHistorySync::new(bytes::Bytes::from(zlib(&raw)), raw.len(), 0, None, None);
+    Event::HistorySync(Box::new(lazy))
+}
+
+fn webhook_for_everything() -> WebhookRecord {
+    WebhookRecord {
+        id: "hook-all".into(),
+        session_id: SID.into(),
+        url: "http://127.0.0.1:9/hook".into(),
+        events: vec!["*".into()],
+        secret: None,
+        headers: Default::default(),
+        active: true,
+        filters: None,
+        retry_count: 3,
+        last_triggered_at: None,
+        created_at: 1,
+        updated_at: 1,
+    }
+}
+
+const OUTBOX: &str = "SELECT COUNT(*) FROM webhook_outbox_events WHERE session_id = $1";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_sync_fills_messages_chats_and_contacts_once_without_events() {
+    let rig = rig(1024 * 1024).await;
+    webhook_store::insert(&rig.db, &webhook_for_everything())
+        .await
+        .expect("webhook");
+
+    let emitted = rig.receive(vec![history_event()], None).await;
+    let [EngineEvent::History(batch)] = emitted.as_slice() else {
+        panic!("expected one history batch, got {emitted:?}");
+    };
+    let status = |id: &str| {
+        batch
+            .messages
+            .iter()
+            .find(|(m, _)| m.id == id)
+            .map(|(_, s)| *s)
+    };
+    // The phone said one message is unread: the newest incoming one.
+    assert_eq!(status("H2"), Some(AckStatus::Delivered));
+    assert_eq!(status("H1"), Some(AckStatus::Read));
+    assert_eq!(status("H3"), Some(AckStatus::Sent));
+
+    // Recorded twice (a re-sent chunk): every message is stored once.
+    rig.record(&emitted).await;
+    rig.record(&emitted).await;
+    rig.await_messages(3).await;
+    let h2 = message_store::find(&rig.db, SID, "H2")
+        .await
+        .expect("find")
+        .expect("H2 stored");
+    assert_eq!(h2.body.as_deref(), Some("new hello"));
+    assert_eq!(
+        (h2.direction.as_str(), h2.kind.as_str()),
+        ("incoming", "text")
+    );
+    assert_eq!(h2.chat_id, "4915100000001@c.us");
+    let h3 = message_store::find(&rig.db, SID, "H3")
+        .await
+        .expect("find")
+        .expect("H3");
+    assert_eq!(h3.direction, "outgoing");
+
+    // Live traffic afterwards: one more row, and only it reaches the webhook.
+    let live_msg = rig
+        .receive(vec![live("L1", ANN, ANN, text("live"))], None)
+        .await;
+    rig.record(&live_msg).await;
+    rig.await_messages(4).await;
+    assert_eq!(
+        rig.count("SELECT COUNT(*) FROM messages WHERE session_id = $1")
+            .await,
+        4
+    );
+    for _ in 0..500 {
+        if rig.count(OUTBOX).await > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(rig.count(OUTBOX).await, 1, "history raised events");
+
+    // The chat list: history's name and flags, the newest message, the unread count.
+    let chats = super::ops::chats::list(Store {
+        db: &rig.db,
+        session_id: SID,
+    })
+    .await
+    .expect("chats");
+    assert_eq!(chats.len(), 1, "{chats:?}");
+    let ann = &chats[0];
+    assert_eq!(ann.id, ours("4915100000001@c.us"));
+    assert_eq!(ann.name, "Ann");
+    assert!(ann.archived && ann.pinned && !ann.muted);
+    assert_eq!(ann.unread_count, 2, "H2 from history and the live L1");
+    assert_eq!(ann.last_message.as_deref(), Some("live"));
+
+    // Push names, including an account without a chat.
+    let names = contact_names::list(&rig.db, SID).await.expect("names");
+    assert_eq!(
+        names,
+        vec![
+            ("4915100000001@c.us".to_string(), "Ann P".to_string()),
+            ("4915100000002@c.us".to_string(), "Bob".to_string()),
+        ]
+    );
+}
+
+fn poll_message(id: &str) -> InboundMessage {
+    InboundMessage {
+        id: id.into(),
+        chat_id: ours("4915100000001@c.us"),
+        from: ours("4915100000009@c.us"),
+        to: ours("4915100000001@c.us"),
+        author: None,
+        from_me: true,
+        kind: MessageType::Poll,
+        body: "Lunch?".into(),
+        timestamp: 1_700_000_000,
+        media: None,
+        quoted: None,
+        mentioned_ids: vec![],
+        location: None,
+        poll: Some(Poll {
+            name: "Lunch?".into(),
+            options: vec!["Pizza".into(), "Sushi".into(), "Tacos".into()],
+            allow_multiple: true,
+        }),
+    }
+}
+
+/// What Ann's phone sends when she votes on our poll: the vote sealed with the poll's secret, the key
+/// written from her side (our JID as `remoteJid`, not `fromMe`).
+fn vote_from_ann(secret: &[u8], choices: &[&str], id: &str) -> Event {
+    let hashes: Vec<Vec<u8>> = choices
+        .iter()
+        .map(|c| compute_option_hash(c).to_vec())
+        .collect();
+    let (payload, iv) =
+        encrypt_poll_vote_with_secret(&hashes, secret, "POLL1", US, ANN).expect("encrypt");
+    let message = wa::Message {
+        poll_update_message: MessageField::some(wa::message::PollUpdateMessage {
+            poll_creation_message_key: MessageField::some(wa::MessageKey {
+                remote_jid: Some(US.into()),
+                from_me: Some(false),
+                id: Some("POLL1".into()),
+                participant: None,
+            }),
+            vote: MessageField::some(wa::message::PollEncValue {
+                enc_payload: Some(payload),
+                enc_iv: Some(iv.to_vec()),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    live(id, ANN, ANN, message)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_encrypted_poll_vote_decrypts_to_the_option_names() {
+    let rig = rig(1024 * 1024).await;
+    rig.record(&[EngineEvent::Message(Box::new(poll_message("POLL1")))])
+        .await;
+    rig.await_messages(1).await;
+    // The library's send path keeps our poll's secret under (chat, our JID, poll id).
+    let secret = [7u8; 32];
+    SqlBackend::new(rig.db.clone(), SID)
+        .put_msg_secret(ANN, US, "POLL1", &secret)
+        .await
+        .expect("secret");
+
+    let emitted = rig
+        .receive(
+            vec![vote_from_ann(&secret, &["Tacos", "Pizza"], "V1")],
+            None,
+        )
+        .await;
+    let [EngineEvent::PollVote(vote)] = emitted.as_slice() else {
+        panic!("expected a poll vote, got {emitted:?}");
+    };
+    assert_eq!(vote.poll_id, "POLL1");
+    assert_eq!(vote.voter, ours("4915100000001@c.us"));
+    assert_eq!(vote.options, vec!["Pizza".to_string(), "Tacos".to_string()]);
+    rig.record(&emitted).await;
+    let votes = poll_votes::list(&rig.db, SID, "POLL1")
+        .await
+        .expect("votes");
+    assert_eq!(
+        votes,
+        vec![(
+            "4915100000001@c.us".to_string(),
+            vec!["Pizza".to_string(), "Tacos".to_string()],
+            1_700_000_500
+        )]
+    );
+
+    // A vote sealed with another secret does not open: nothing is emitted, the stored vote stands.
+    let forged = rig
+        .receive(vec![vote_from_ann(&[9u8; 32], &["Sushi"], "V2")], None)
+        .await;
+    assert!(forged.is_empty(), "{forged:?}");
+
+    // Ann withdraws her vote (an empty selection).
+    let withdrawn = rig
+        .receive(vec![vote_from_ann(&secret, &[], "V3")], None)
+        .await;
+    rig.record(&withdrawn).await;
+    assert!(
+        poll_votes::list(&rig.db, SID, "POLL1")
+            .await
+            .expect("votes")
+            .is_empty()
+    );
+}
+
+/// A one-route CDN on loopback: `/blob` answers `body`, anything else 404.
+async fn cdn(body: Vec<u8>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let found = request.starts_with(b"GET /blob ");
+                let (status, body) = if found {
+                    ("200 OK", body)
+                } else {
+                    ("404 Not Found", Vec::new())
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = socket.write_all(head.as_bytes()).await;
+                let _ = socket.write_all(&body).await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn image(
+    url: String,
+    plaintext_len: usize,
+    enc: &wagate_engine_socket::whatsapp_rust::wacore::upload::EncryptedMedia,
+) -> wa::Message {
+    wa::Message {
+        image_message: MessageField::some(wa::message::ImageMessage {
+            static_url: Some(url),
+            direct_path: Some("/v/t62/blob".into()),
+            media_key: Some(enc.media_key.to_vec()),
+            file_sha256: Some(enc.file_sha256.to_vec()),
+            file_enc_sha256: Some(enc.file_enc_sha256.to_vec()),
+            file_length: Some(plaintext_len as u64),
+            mimetype: Some("image/jpeg".into()),
+            caption: Some("look".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn downloader() -> Arc<dyn Fetch> {
+    // reqwest is built without a default crypto provider (boot installs ring the same way).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    Arc::new(MediaDownloader::with_default_hosts(
+        Arc::new(ReqwestHttpClient::new(None)),
+        Arc::new(TokioRuntime),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn received_media_is_downloaded_decrypted_and_stored() {
+    let rig = rig(1024 * 1024).await;
+    let plaintext: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let enc = encrypt_media(&plaintext, MediaType::Image).expect("encrypt");
+    let base = cdn(enc.data_to_upload.clone()).await;
+
+    let emitted = rig
+        .receive(
+            vec![
+                live(
+                    "IMG1",
+                    ANN,
+                    ANN,
+                    image(format!("{base}/blob"), plaintext.len(), &enc),
+                ),
+                // Gone from the CDN: the message still arrives, without media.
+                live(
+                    "IMG2",
+                    ANN,
+                    ANN,
+                    image(format!("{base}/gone"), plaintext.len(), &enc),
+                ),
+            ],
+            Some(downloader()),
+        )
+        .await;
+    let [EngineEvent::Message(ok), EngineEvent::Message(gone)] = emitted.as_slice() else {
+        panic!("expected two messages, got {emitted:?}");
+    };
+    let media = ok.media.as_ref().expect("media downloaded");
+    assert_eq!(media.mimetype, "image/jpeg");
+    assert_eq!(media.data, plaintext, "small media is inlined in the event");
+    let file = media.stored.as_ref().expect("stored file");
+    assert_eq!(file.size, plaintext.len() as u64);
+    assert_eq!(
+        rig.media.read(&file.key).await.expect("read"),
+        Some(plaintext.clone()),
+        "the stored file is the decrypted media"
+    );
+    assert!(gone.media.is_none());
+    assert_eq!(gone.kind, MessageType::Image);
+
+    rig.record(&emitted).await;
+    rig.await_messages(2).await;
+    let row = message_store::find(&rig.db, SID, "IMG1")
+        .await
+        .expect("find")
+        .expect("IMG1");
+    let meta: serde_json::Value =
+        serde_json::from_str(row.media.as_deref().expect("media column")).expect("json");
+    assert_eq!(meta["key"], file.key.as_str());
+    assert_eq!(meta["sizeBytes"], plaintext.len());
+    assert_eq!(row.body.as_deref(), Some("look"));
+    let row = message_store::find(&rig.db, SID, "IMG2")
+        .await
+        .expect("find")
+        .expect("IMG2 kept");
+    assert!(row.has_media && row.media.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn media_over_the_cap_is_refused_and_the_message_kept() {
+    // Declared within the cap but larger on the wire: the capped file stops the download.
+    let rig = rig(64 * 1024).await;
+    let plaintext = vec![42u8; 100_000];
+    let enc = encrypt_media(&plaintext, MediaType::Image).expect("encrypt");
+    let base = cdn(enc.data_to_upload.clone()).await;
+    let emitted = rig
+        .receive(
+            vec![
+                live("BIG1", ANN, ANN, image(format!("{base}/blob"), 1_000, &enc)),
+                live(
+                    "BIG2",
+                    ANN,
+                    ANN,
+                    image(format!("{base}/blob"), plaintext.len(), &enc),
+                ),
+            ],
+            Some(downloader()),
+        )
+        .await;
+    assert_eq!(emitted.len(), 2);
+    for event in &emitted {
+        let EngineEvent::Message(msg) = event else {
+            panic!("not a message: {event:?}");
+        };
+        assert!(msg.media.is_none(), "{} kept media over the cap", msg.id);
+    }
+    let leftovers = std::fs::read_dir(rig._dir.path().join("media"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(leftovers, 0, "a refused download left a file behind");
+}
