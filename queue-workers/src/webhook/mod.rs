@@ -8,6 +8,7 @@ pub mod reconcile;
 pub mod retry;
 pub mod sign;
 pub mod store;
+pub mod writer;
 
 /// The delivery knobs from the environment (`WEBHOOK_*`). Built by the config parser of either binary.
 #[derive(Debug, Clone, PartialEq, Eq)]
