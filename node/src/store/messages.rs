@@ -199,14 +199,19 @@ pub(crate) async fn update_status_many(
                     .await?;
             }
             DataTx::Postgres(t) => {
-                let column = |f: fn(&StatusMove<'_>) -> &str| -> Vec<String> {
-                    moves.iter().map(|m| f(m).to_owned()).collect()
-                };
+                let (mut sessions, mut wa_ids, mut statuses, mut ranks) =
+                    (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                for m in moves {
+                    sessions.push(m.session_id.to_owned());
+                    wa_ids.push(m.wa_message_id.to_owned());
+                    statuses.push(m.status.to_owned());
+                    ranks.push(m.rank);
+                }
                 sqlx::query(UPDATE_STATUS_MANY_POSTGRES)
-                    .bind(column(|m| m.session_id))
-                    .bind(column(|m| m.wa_message_id))
-                    .bind(column(|m| m.status))
-                    .bind(moves.iter().map(|m| m.rank).collect::<Vec<i64>>())
+                    .bind(sessions)
+                    .bind(wa_ids)
+                    .bind(statuses)
+                    .bind(ranks)
                     .execute(&mut **t)
                     .await?;
             }

@@ -67,7 +67,7 @@ pub(crate) async fn insert_many_in(
                     .bind(status)
                     .bind(row.now_ms);
             }
-            q.execute(c).await
+            q.execute(c).await.map(|_| ())
         })?;
     }
     Ok(())
