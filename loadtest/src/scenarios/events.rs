@@ -344,6 +344,11 @@ pub async fn inbound_storm(args: &[String]) -> anyhow::Result<()> {
         &deliveries,
         (" (target >= 5000/s sustained)", p99_target),
     );
-    print_cpu(&s.node, cpu_before, total, "inbound messages and deliveries");
+    print_cpu(
+        &s.node,
+        cpu_before,
+        total,
+        "inbound messages and deliveries",
+    );
     Ok(())
 }

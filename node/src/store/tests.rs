@@ -284,10 +284,16 @@ async fn message_batches_match_one_by_one(db: &DataPool) {
             .expect("find")
             .map(|m| (m.status, m.body))
     };
-    assert_eq!(status("wa-1").await, Some(("read".into(), Some("body 1".into()))));
+    assert_eq!(
+        status("wa-1").await,
+        Some(("read".into(), Some("body 1".into())))
+    );
     assert_eq!(status("wa-2").await.map(|s| s.0), Some("delivered".into()));
     assert_eq!(status("wa-3").await.map(|s| s.0), Some("pending".into()));
-    assert_eq!(status("wa-5").await.map(|s| s.1), Some(Some("body 5".into())));
+    assert_eq!(
+        status("wa-5").await.map(|s| s.1),
+        Some(Some("body 5".into()))
+    );
     assert_eq!(
         status("wa-stored").await,
         Some(("sent".into(), Some("body 999".into())))

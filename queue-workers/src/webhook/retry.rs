@@ -243,8 +243,7 @@ async fn settle_all(
     if !successes.is_empty() {
         let n = successes.len() as u64;
         ctx.writer.settle(successes).await?;
-        metrics::counter!("wagate_webhook_deliveries_total", "outcome" => "delivered")
-            .increment(n);
+        metrics::counter!("wagate_webhook_deliveries_total", "outcome" => "delivered").increment(n);
     }
     result
 }

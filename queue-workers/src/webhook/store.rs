@@ -484,12 +484,19 @@ pub async fn claim_and_settle(
         }};
     }
     Ok(match pool {
-        DataPool::Sqlite(p) => run!(p, CLAIM_MANY.0, MARK_DELIVERED_MANY.0, |ids: &[String]| {
-            json_ids(ids)
-        }),
+        DataPool::Sqlite(p) => run!(
+            p,
+            CLAIM_MANY.0,
+            MARK_DELIVERED_MANY.0,
+            |ids: &[String]| { json_ids(ids) }
+        ),
         DataPool::Postgres(p) => {
-            run!(p, CLAIM_MANY.1, MARK_DELIVERED_MANY.1, |ids: &[String]| ids
-                .to_vec())
+            run!(
+                p,
+                CLAIM_MANY.1,
+                MARK_DELIVERED_MANY.1,
+                |ids: &[String]| ids.to_vec()
+            )
         }
     })
 }
