@@ -319,17 +319,19 @@ async fn an_idle_worker_delivers_promptly(rig: Rig) {
     inbound(&c, &s, PEER, "prompt").await;
     receiver.wait_until(WAIT, |d| !d.is_empty()).await;
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(5), "delivery took {took:?}");
+    // Half the heartbeat: tells a woken worker from one waiting for its heartbeat, with room for a loaded
+    // CI machine (this is a defect check, not a latency figure; the benchmarks measure latency).
+    assert!(took < Duration::from_secs(15), "delivery took {took:?}");
 }
 
 /// Committed events whose deliveries are still failing when the process dies (kill -9) are all delivered
 /// after the restart.
 async fn nothing_is_lost_across_kill9(mut rig: Rig) {
-    const FAILING: usize = 12;
     let c = rig.client();
     let s = ready_session(&c, "dlv-crash").await;
     let rx = Receiver::start().await.unwrap();
-    rx.respond_with(&[500; FAILING]);
+    // Every attempt fails until the crash (a fixed number of failures raced the retries under load).
+    rx.respond_with(&[500; 10_000]);
     add_webhook(
         &c,
         &s,
@@ -348,14 +350,15 @@ async fn nothing_is_lost_across_kill9(mut rig: Rig) {
             == 5
     })
     .await;
-    assert!(
-        rx.deliveries().len() < FAILING,
-        "the receiver must still be failing at the crash"
-    );
     rig.node.kill9();
-    if let Some(mut w) = rig.worker.take() {
+    let worker = rig.worker.take();
+    let had_worker = worker.is_some();
+    if let Some(mut w) = worker {
         let _ = w.kill();
         let _ = w.wait();
+    }
+    let failing = rx.switch_responses(&[]);
+    if had_worker {
         rig.start_worker();
     }
     rig.node.restart().await.expect("restart");
@@ -366,7 +369,7 @@ async fn nothing_is_lost_across_kill9(mut rig: Rig) {
                 let e = ok
                     .entry(x.header("x-wagate-idempotency-key").unwrap_or(""))
                     .or_default();
-                *e |= i >= FAILING;
+                *e |= i >= failing;
             }
             ok.len() == 5 && ok.values().all(|v| *v)
         })

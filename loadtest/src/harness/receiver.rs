@@ -116,6 +116,14 @@ impl Receiver {
         self.inner.lock().statuses = statuses.iter().copied().collect();
     }
 
+    /// Like [`Receiver::respond_with`], returning how many requests had arrived before the switch, read
+    /// under the same lock so no request falls between the count and the new answers.
+    pub fn switch_responses(&self, statuses: &[u16]) -> usize {
+        let mut inner = self.inner.lock();
+        inner.statuses = statuses.iter().copied().collect();
+        inner.deliveries.len()
+    }
+
     /// Holds every answer back by `delay` (`None`: answer at once).
     pub fn respond_after(&self, delay: Option<Duration>) {
         self.inner.lock().delay = delay;
