@@ -230,8 +230,8 @@ fn message(session_id: &str, n: usize, wa_id: &str) -> MessageRow {
 /// The group commit's batched statements give the rows one-by-one statements would: 70 rows (every chunk
 /// size) with a duplicate inside the batch and one already stored; status moves only go forward.
 async fn message_batches_match_one_by_one(db: &DataPool) {
-    let session = "33333333-3333-4333-8333-333333333333";
-    sessions::insert(db, session, "batches", &SessionConfig::default(), None)
+    let session = "5b5b5b5b-5b5b-4b5b-8b5b-5b5b5b5b5b5b";
+    sessions::insert(db, session, "message-batches", &SessionConfig::default(), None)
         .await
         .expect("session");
     let mut tx = super::begin(db).await.expect("begin");
