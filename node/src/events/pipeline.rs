@@ -69,7 +69,7 @@ impl Pipeline {
     /// in a few multi-row statements.
     pub(crate) async fn publish_in(&self, tx: &mut DataTx, events: &[Event]) -> StoreResult<()> {
         // Per event with at least one row: the event, its envelope, and (outbox id, webhook id) per row.
-        let mut planned: Vec<(&Event, String, Vec<(String, String)>)> = Vec::new();
+        let mut planned: Vec<Planned<'_>> = Vec::new();
         for event in events {
             let subs = self
                 .subscriptions
@@ -161,6 +161,9 @@ impl Pipeline {
         outbox_store::prune_settled(&self.db, now_ms() - keep_settled_ms).await
     }
 }
+
+/// An event with outbox rows to write: the event, its stored envelope, `(outbox id, webhook id)` per row.
+type Planned<'a> = (&'a Event, String, Vec<(String, String)>);
 
 fn stored_envelope(event: &Event) -> StoreResult<String> {
     to_json(&StoredEnvelope {

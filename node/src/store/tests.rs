@@ -231,9 +231,15 @@ fn message(session_id: &str, n: usize, wa_id: &str) -> MessageRow {
 /// size) with a duplicate inside the batch and one already stored; status moves only go forward.
 async fn message_batches_match_one_by_one(db: &DataPool) {
     let session = "5b5b5b5b-5b5b-4b5b-8b5b-5b5b5b5b5b5b";
-    sessions::insert(db, session, "message-batches", &SessionConfig::default(), None)
-        .await
-        .expect("session");
+    sessions::insert(
+        db,
+        session,
+        "message-batches",
+        &SessionConfig::default(),
+        None,
+    )
+    .await
+    .expect("session");
     let mut tx = super::begin(db).await.expect("begin");
     assert!(
         messages::insert(&mut tx, &message(session, 999, "wa-stored"))
