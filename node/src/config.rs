@@ -248,7 +248,11 @@ impl Config {
             webhook_timeout_ms: positive(&env, "WEBHOOK_TIMEOUT", 10_000)?,
             webhook_retry_delay_ms: parse_u64(&env, "WEBHOOK_RETRY_DELAY", 5_000)?,
             webhook_max_payload_bytes: positive(&env, "WEBHOOK_MAX_PAYLOAD_BYTES", 1024 * 1024)?,
-            webhook_dispatch_concurrency: positive(&env, "WEBHOOK_DISPATCH_CONCURRENCY", 10)?,
+            webhook_dispatch_concurrency: positive(
+                &env,
+                "WEBHOOK_DISPATCH_CONCURRENCY",
+                wagate_workers::webhook::DEFAULT_DISPATCH_CONCURRENCY as u64,
+            )?,
             webhook_ssrf_protect: parse_bool(&env, "WEBHOOK_SSRF_PROTECT", true)?,
             webhook_ssrf_redirects: parse_bool(&env, "WEBHOOK_SSRF_REDIRECTS", false)?,
             audit_retention_days: parse_i64(&env, "AUDIT_RETENTION_DAYS", 90)?,

@@ -2,7 +2,9 @@
 //! send-text from the HTTP request to the recipient's stored message (its `message.received` reaches a WebSocket
 //! subscriber right after the commit) and to the signed webhook delivery of that event; `inbound-storm` times
 //! sim inbound messages to their webhook deliveries on a loopback receiver. Each starts its own node; request
-//! loops are bounded in count and time. Figures are printed beside the targets, never asserted.
+//! loops are bounded in count and time. Figures are printed beside the targets, never asserted. Each
+//! also prints the node process's CPU time (user + sys) per 1,000 operations over the measured part: on a
+//! shared machine wall-clock rates move with the load, the CPU cost per operation much less.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -56,6 +58,28 @@ async fn setup(args: &[String], sessions: usize) -> anyhow::Result<(Setup, Vec<S
         },
         ids,
     ))
+}
+
+/// User + system CPU seconds the process has used so far (`/proc/PID/stat` fields 14 and 15, in clock ticks of
+/// 1/100 s, the value on every Linux target this runs on); `None` when unreadable.
+fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
+    // The command name (field 2) may hold spaces; the fields after it follow its closing parenthesis.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    Some((ticks(11)? + ticks(12)?) as f64 / 100.0)
+}
+
+/// Prints the node's CPU time spent since `before` per 1,000 of `ops`.
+fn print_cpu(node: &Node, before: Option<f64>, ops: usize, what: &str) {
+    if let (Some(a), Some(b)) = (before, cpu_seconds(node.pid())) {
+        println!(
+            "node CPU: {:.2} s user+sys for {ops} {what} = {:.0} ms per 1000",
+            b - a,
+            (b - a) * 1_000_000.0 / ops.max(1) as f64
+        );
+    }
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -191,6 +215,7 @@ pub async fn sends(args: &[String]) -> anyhow::Result<()> {
     let (s, ids) = setup(args, 2).await?;
     let stored = watch_stored(&s.node, &ids[1]).await?;
     let to = "4916000000001@c.us".to_string();
+    let cpu_before = cpu_seconds(s.node.pid());
     let begun = Instant::now();
     let (results, label) = if rate > 0 {
         let seconds: u64 = arg(args, "--seconds", "10").parse()?;
@@ -254,6 +279,7 @@ pub async fn sends(args: &[String]) -> anyhow::Result<()> {
     );
     print_latency("request-to-recipient-stored", to_stored, p99_target);
     report(&started, &deliveries, ("", ""));
+    print_cpu(&s.node, cpu_before, ok, "sends (with their deliveries)");
     Ok(())
 }
 
@@ -273,6 +299,7 @@ pub async fn inbound_storm(args: &[String]) -> anyhow::Result<()> {
     let mut started = HashMap::with_capacity(total);
     let mut inflight = futures::stream::FuturesUnordered::new();
     let mut refused = 0usize;
+    let cpu_before = cpu_seconds(s.node.pid());
     for i in 0..total {
         tick.tick().await;
         let (client, id, tag) = (
@@ -316,6 +343,12 @@ pub async fn inbound_storm(args: &[String]) -> anyhow::Result<()> {
         &started,
         &deliveries,
         (" (target >= 5000/s sustained)", p99_target),
+    );
+    print_cpu(
+        &s.node,
+        cpu_before,
+        total,
+        "inbound messages and deliveries",
     );
     Ok(())
 }

@@ -56,7 +56,7 @@ impl Pipeline {
 
     /// Enqueue deliveries on `queue` after each commit (through one [`Enqueuer`] task that batches them).
     pub(crate) fn with_queue(mut self, queue: QueueClient) -> Pipeline {
-        self.enqueuer = Some(Enqueuer::spawn(self.db.clone(), queue));
+        self.enqueuer = Some(Enqueuer::spawn(queue));
         self
     }
 
@@ -65,15 +65,17 @@ impl Pipeline {
         &self.subscriptions
     }
 
-    /// Writes the outbox rows of `events` for every subscribed, active webhook whose filters pass.
+    /// Writes the outbox rows of `events` for every subscribed, active webhook whose filters pass, all of them
+    /// in a few multi-row statements.
     pub(crate) async fn publish_in(&self, tx: &mut DataTx, events: &[Event]) -> StoreResult<()> {
+        // Per event with at least one row: the event, its envelope, and (outbox id, webhook id) per row.
+        let mut planned: Vec<Planned<'_>> = Vec::new();
         for event in events {
             let subs = self
                 .subscriptions
                 .for_session_in(tx, &event.session_id)
                 .await?;
-            let mut ids = Vec::new();
-            let mut payload: Option<String> = None;
+            let mut targets = Vec::new();
             for sub in subs.iter().filter(|s| s.wants(event.name)) {
                 if let Err(why) = filter::evaluate(&sub.conditions, &event.data) {
                     tracing::debug!(
@@ -83,27 +85,35 @@ impl Pipeline {
                     );
                     continue;
                 }
-                let body = match &payload {
-                    Some(p) => p,
-                    None => payload.insert(stored_envelope(event)?),
-                };
-                let id = uuid::Uuid::now_v7().to_string();
-                let row = NewOutboxRow {
-                    id: &id,
-                    webhook_id: &sub.webhook_id,
+                targets.push((uuid::Uuid::now_v7().to_string(), sub.webhook_id.clone()));
+            }
+            if !targets.is_empty() {
+                planned.push((event, stored_envelope(event)?, targets));
+            }
+        }
+        if planned.is_empty() {
+            return Ok(());
+        }
+        let now = now_ms();
+        let rows: Vec<NewOutboxRow<'_>> = planned
+            .iter()
+            .flat_map(|(event, payload, targets)| {
+                targets.iter().map(move |(id, webhook_id)| NewOutboxRow {
+                    id,
+                    webhook_id,
                     session_id: &event.session_id,
                     event: event.name.as_str(),
                     idempotency_key: &event.idempotency_key,
-                    payload: body,
-                    now_ms: now_ms(),
-                };
-                outbox_store::insert_in(tx, &row).await?;
-                ids.push(id);
-            }
-            if !ids.is_empty() {
-                self.pending
-                    .insert(event.idempotency_key.clone(), (now_ms(), ids));
-            }
+                    payload,
+                    now_ms: now,
+                })
+            })
+            .collect();
+        outbox_store::insert_many_in(tx, &rows, self.enqueuer.is_some()).await?;
+        for (event, _, targets) in planned {
+            let ids = targets.into_iter().map(|(id, _)| id).collect();
+            self.pending
+                .insert(event.idempotency_key.clone(), (now, ids));
         }
         Ok(())
     }
@@ -151,6 +161,9 @@ impl Pipeline {
         outbox_store::prune_settled(&self.db, now_ms() - keep_settled_ms).await
     }
 }
+
+/// An event with outbox rows to write: the event, its stored envelope, `(outbox id, webhook id)` per row.
+type Planned<'a> = (&'a Event, String, Vec<(String, String)>);
 
 fn stored_envelope(event: &Event) -> StoreResult<String> {
     to_json(&StoredEnvelope {

@@ -1,8 +1,10 @@
 //! Group commit for the message store's write path. Every session's runtime (and every send) records its
 //! message events one at a time and waits for each; on SQLite each of those was a transaction of its own, and a
-//! transaction costs a write-lock turn plus a few round trips to the connection's thread. `GroupCommit` is one
-//! task that takes whatever writes are waiting, applies them in order inside ONE transaction (each with its
-//! outbox rows, as before), commits, and only then answers each caller. Engine events do not wait for their
+//! transaction costs a write-lock turn, an fsync and a few round trips to the connection's thread. `GroupCommit`
+//! is one task that takes whatever writes are waiting, applies them inside ONE transaction (each with its
+//! outbox rows, as before), commits, and only then answers each caller. Within the transaction the inserts go
+//! in a few multi-row statements and the status moves in one (see `apply_all` for when that equals applying
+//! them one by one), because each statement is a round trip to the connection. Engine events do not wait for their
 //! commit (their session loop moves on, so many events share a transaction); sends do. A batch that fails is
 //! retried write by write, so one bad write fails alone. Input: [`Write`]s from the `Recorder`; it owns no SQL of its own.
 
@@ -11,7 +13,9 @@ use tracing::Instrument;
 
 use crate::engine::AckStatus;
 use crate::events::{Event, Pipeline};
-use crate::store::messages::{self as message_store, MessageRow};
+use std::collections::HashMap;
+
+use crate::store::messages::{self as message_store, MessageRow, StatusMove};
 use crate::store::reactions::{self, ReactionRow};
 use crate::store::{self, DataPool, DataTx, StoreError, StoreResult};
 
@@ -147,24 +151,125 @@ async fn run(db: DataPool, pipeline: Pipeline, mut rx: mpsc::Receiver<Waiting>) 
     }
 }
 
-/// Applies the writes in order in one transaction with their outbox rows; returns the events to publish.
+/// Applies the writes in one transaction with their outbox rows; returns the events to publish.
 async fn commit_group(
     db: &DataPool,
     pipeline: &Pipeline,
     writes: &[&Write],
 ) -> StoreResult<Vec<Event>> {
     let mut tx = store::begin(db).await?;
-    let mut events = Vec::new();
-    for w in writes {
-        if apply(&mut tx, &w.change).await?
-            && let Some(event) = &w.event
-        {
-            events.push(event.clone());
-        }
-    }
+    let effective = apply_all(&mut tx, writes).await?;
+    let events: Vec<Event> = writes
+        .iter()
+        .zip(effective)
+        .filter(|(_, took)| *took)
+        .filter_map(|(w, _)| w.event.clone())
+        .collect();
     pipeline.publish_in(&mut tx, &events).await?;
     tx.commit().await?;
     Ok(events)
+}
+
+/// The message a change is about.
+fn key(change: &Change) -> (&str, &str) {
+    match change {
+        Change::Insert(row) => (&row.session_id, &row.wa_message_id),
+        Change::Status {
+            session_id,
+            message_id,
+            ..
+        }
+        | Change::Revoke {
+            session_id,
+            message_id,
+        }
+        | Change::Edit {
+            session_id,
+            message_id,
+            ..
+        } => (session_id, message_id),
+        Change::Reaction(row) => (&row.session_id, &row.wa_message_id),
+    }
+}
+
+/// Whether the group may be applied as: every insert first (a few multi-row statements), then every status
+/// move (one statement), then the rest in order. That gives the same rows as applying them one by one unless
+/// a change comes before an insert of its own message (it would have found no row), so then the group is
+/// applied in order. Status moves, revokes, edits and reactions touch different columns or tables, so they
+/// commute with each other, and a message's status moves add up to the highest one.
+fn batchable(writes: &[&Write]) -> bool {
+    let mut last_insert: HashMap<(&str, &str), usize> = HashMap::new();
+    for (i, w) in writes.iter().enumerate() {
+        if let Change::Insert(_) = w.change {
+            last_insert.insert(key(&w.change), i);
+        }
+    }
+    writes.iter().enumerate().all(|(i, w)| {
+        matches!(w.change, Change::Insert(_))
+            || last_insert.get(&key(&w.change)).is_none_or(|at| *at < i)
+    })
+}
+
+/// Applies the changes; answers, per write, whether it took effect in a way that publishes its event.
+async fn apply_all(tx: &mut DataTx, writes: &[&Write]) -> StoreResult<Vec<bool>> {
+    if writes.len() < 2 || !batchable(writes) {
+        let mut effective = Vec::with_capacity(writes.len());
+        for w in writes {
+            effective.push(apply(tx, &w.change).await?);
+        }
+        return Ok(effective);
+    }
+    let rows: Vec<&MessageRow> = writes
+        .iter()
+        .filter_map(|w| match &w.change {
+            Change::Insert(row) => Some(row.as_ref()),
+            _ => None,
+        })
+        .collect();
+    let inserted = message_store::insert_many(tx, &rows).await?;
+    // The highest status asked for each message, in first-asked order.
+    let mut moves: Vec<StatusMove<'_>> = Vec::new();
+    let mut slot: HashMap<(&str, &str), usize> = HashMap::new();
+    for w in writes {
+        if let Change::Status {
+            session_id,
+            message_id,
+            status,
+            rank,
+        } = &w.change
+        {
+            let mv = StatusMove {
+                session_id,
+                wa_message_id: message_id,
+                status: status.as_str(),
+                rank: *rank,
+            };
+            match slot
+                .get(&(session_id.as_str(), message_id.as_str()))
+                .and_then(|&i| moves.get_mut(i))
+            {
+                Some(earlier) => {
+                    if earlier.rank < *rank {
+                        *earlier = mv;
+                    }
+                }
+                None => {
+                    slot.insert((session_id, message_id), moves.len());
+                    moves.push(mv);
+                }
+            }
+        }
+    }
+    message_store::update_status_many(tx, &moves).await?;
+    let mut effective = Vec::with_capacity(writes.len());
+    for w in writes {
+        effective.push(match &w.change {
+            Change::Insert(row) => inserted.contains(&row.id),
+            Change::Status { .. } => true,
+            other => apply(tx, other).await?,
+        });
+    }
+    Ok(effective)
 }
 
 /// Whether the change took effect in a way that publishes its event.

@@ -2,12 +2,41 @@
 //! `(session_id, wa_message_id)`), its delivery status, edit/revoke/star flags, and the list pages.
 //! Writes that accompany an event take the caller's `DataTx`; the rules (who writes what) are in `messaging`.
 
-use super::{DataPool, DataTx, StoreResult, execute, execute_tx, with_pool};
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use super::{
+    DataPool, DataTx, MultiRow, StoreResult, execute, execute_tx, placeholders, with_pool, with_tx,
+};
 
 const INSERT: &str = "INSERT INTO messages (id, session_id, wa_message_id, chat_id, from_jid, to_jid, chat_name, \
      author, body, type, direction, status, timestamp, has_media, media, mentioned_ids, is_group, quoted_id, \
      extra, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
      $18, $19, $20) ON CONFLICT (session_id, wa_message_id) DO NOTHING";
+/// [`INSERT`] for many rows (see [`MultiRow`]); answers the row ids actually inserted.
+static INSERT_MANY: LazyLock<MultiRow> = LazyLock::new(|| {
+    MultiRow::new(
+        "INSERT INTO messages (id, session_id, wa_message_id, chat_id, from_jid, to_jid, chat_name, author, \
+         body, type, direction, status, timestamp, has_media, media, mentioned_ids, is_group, quoted_id, extra, \
+         created_at) VALUES",
+        20,
+        |n| placeholders(n, 20),
+        "ON CONFLICT (session_id, wa_message_id) DO NOTHING RETURNING id",
+    )
+});
+/// [`UPDATE_STATUS`] for many messages at once: `$1` is the list of `(session, network id, status, rank)`, a
+/// JSON array of arrays on SQLite and four parallel arrays on PostgreSQL. Each message appears once in it.
+const UPDATE_STATUS_MANY_SQLITE: &str = "UPDATE messages SET status = u.status FROM \
+     (SELECT value ->> 0 AS session_id, value ->> 1 AS wa_id, value ->> 2 AS status, value ->> 3 AS rank \
+      FROM json_each($1)) AS u \
+     WHERE messages.session_id = u.session_id AND messages.wa_message_id = u.wa_id \
+     AND (CASE messages.status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 \
+     WHEN 'read' THEN 3 ELSE 4 END) < u.rank";
+const UPDATE_STATUS_MANY_POSTGRES: &str = "UPDATE messages SET status = u.status FROM \
+     UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[]) AS u(session_id, wa_id, status, rank) \
+     WHERE messages.session_id = u.session_id AND messages.wa_message_id = u.wa_id \
+     AND (CASE messages.status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 \
+     WHEN 'read' THEN 3 ELSE 4 END) < u.rank";
 /// Moves the status forward only (pending < sent < delivered < read; failed is terminal).
 const UPDATE_STATUS: &str = "UPDATE messages SET status = $3 WHERE session_id = $1 AND wa_message_id = $2 \
      AND (CASE status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 \
@@ -97,6 +126,98 @@ pub(crate) async fn insert(tx: &mut DataTx, m: &MessageRow) -> StoreResult<bool>
             .bind(m.created_at)
     )?;
     Ok(done == 1)
+}
+
+/// Inserts many messages in a few statements, in order (a later duplicate of an earlier row is skipped, as
+/// one by one); answers the row ids that were inserted (the others were already stored).
+pub(crate) async fn insert_many(
+    tx: &mut DataTx,
+    rows: &[&MessageRow],
+) -> StoreResult<HashSet<String>> {
+    let mut inserted = HashSet::with_capacity(rows.len());
+    for (sql, chunk) in INSERT_MANY.chunks(rows) {
+        let ids: Vec<String> = with_tx!(tx, c => {
+            let mut q = sqlx::query_scalar(sql);
+            for m in chunk {
+                q = q
+                    .bind(&m.id)
+                    .bind(&m.session_id)
+                    .bind(&m.wa_message_id)
+                    .bind(&m.chat_id)
+                    .bind(&m.from_jid)
+                    .bind(&m.to_jid)
+                    .bind(&m.chat_name)
+                    .bind(&m.author)
+                    .bind(&m.body)
+                    .bind(&m.kind)
+                    .bind(&m.direction)
+                    .bind(&m.status)
+                    .bind(m.timestamp)
+                    .bind(m.has_media)
+                    .bind(&m.media)
+                    .bind(&m.mentioned_ids)
+                    .bind(m.is_group)
+                    .bind(&m.quoted_id)
+                    .bind(&m.extra)
+                    .bind(m.created_at);
+            }
+            q.fetch_all(c).await
+        })?;
+        inserted.extend(ids);
+    }
+    Ok(inserted)
+}
+
+/// One forward move of a message's status (see [`update_status`]).
+#[derive(Debug, Clone)]
+pub(crate) struct StatusMove<'a> {
+    pub session_id: &'a str,
+    pub wa_message_id: &'a str,
+    pub status: &'a str,
+    pub rank: i64,
+}
+
+/// Moves many messages' statuses forward in one statement; each message must appear at most once.
+pub(crate) async fn update_status_many(
+    tx: &mut DataTx,
+    moves: &[StatusMove<'_>],
+) -> StoreResult<()> {
+    match moves {
+        [] => {}
+        [one] => {
+            update_status(tx, one.session_id, one.wa_message_id, one.status, one.rank).await?;
+        }
+        _ => match tx {
+            DataTx::Sqlite(t, _) => {
+                let list: Vec<(&str, &str, &str, i64)> = moves
+                    .iter()
+                    .map(|m| (m.session_id, m.wa_message_id, m.status, m.rank))
+                    .collect();
+                sqlx::query(UPDATE_STATUS_MANY_SQLITE)
+                    .bind(super::to_json(&list)?)
+                    .execute(&mut **t)
+                    .await?;
+            }
+            DataTx::Postgres(t) => {
+                let (mut sessions, mut wa_ids, mut statuses, mut ranks) =
+                    (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                for m in moves {
+                    sessions.push(m.session_id.to_owned());
+                    wa_ids.push(m.wa_message_id.to_owned());
+                    statuses.push(m.status.to_owned());
+                    ranks.push(m.rank);
+                }
+                sqlx::query(UPDATE_STATUS_MANY_POSTGRES)
+                    .bind(sessions)
+                    .bind(wa_ids)
+                    .bind(statuses)
+                    .bind(ranks)
+                    .execute(&mut **t)
+                    .await?;
+            }
+        },
+    }
+    Ok(())
 }
 
 /// Moves a message's status forward to `status` of `rank`; false when nothing changed.

@@ -122,6 +122,57 @@ macro_rules! with_tx {
 }
 pub(crate) use with_tx;
 
+/// Row counts a multi-row statement is prepared for. A batch of any size is written as a few statements of these
+/// sizes (largest first), so a connection caches a handful of statement texts instead of one per batch size.
+/// Each statement is a round trip to the connection (on SQLite, to its worker thread), so a batch of n rows
+/// costs about log(n) of them instead of n.
+const ROW_CHUNKS: [usize; 4] = [64, 16, 4, 1];
+
+/// The multi-row texts of one statement, one per [`ROW_CHUNKS`] size, built once.
+pub(crate) struct MultiRow {
+    texts: [String; ROW_CHUNKS.len()],
+}
+
+impl MultiRow {
+    /// `head` + `rows` tuples + `tail`; `tuple(first)` writes one row's tuple whose placeholders start at
+    /// `$first` (`$1`-based, `per_row` of them).
+    pub(crate) fn new(
+        head: &str,
+        per_row: usize,
+        tuple: fn(usize) -> String,
+        tail: &str,
+    ) -> MultiRow {
+        MultiRow {
+            texts: ROW_CHUNKS.map(|rows| {
+                let tuples: Vec<String> = (0..rows).map(|i| tuple(1 + i * per_row)).collect();
+                format!("{head} {} {tail}", tuples.join(", "))
+            }),
+        }
+    }
+
+    /// Splits `items` into chunks of the prepared sizes, each with its statement text.
+    pub(crate) fn chunks<'a, T>(
+        &'static self,
+        mut items: &'a [T],
+    ) -> impl Iterator<Item = (&'static str, &'a [T])> {
+        std::iter::from_fn(move || {
+            let (i, size) = ROW_CHUNKS
+                .iter()
+                .enumerate()
+                .find(|(_, size)| **size <= items.len())?;
+            let (chunk, rest) = items.split_at(*size);
+            items = rest;
+            Some((self.texts[i].as_str(), chunk))
+        })
+    }
+}
+
+/// `($first, $first+1, ..., $first+n-1)`.
+pub(crate) fn placeholders(first: usize, n: usize) -> String {
+    let list: Vec<String> = (first..first + n).map(|i| format!("${i}")).collect();
+    format!("({})", list.join(", "))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("not found")]

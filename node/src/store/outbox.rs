@@ -2,11 +2,27 @@
 //! event transaction, pruning of settled rows, and the failure log's list/redrive reads. The delivery state
 //! machine itself is the workers crate's (`wagate_workers::webhook::store`).
 
-use super::{DataPool, DataTx, StoreResult, execute, execute_tx, with_pool};
+use std::sync::LazyLock;
 
-const INSERT_OUTBOX: &str = "INSERT INTO webhook_outbox_events (id, webhook_id, session_id, event, \
-     idempotency_key, payload, status, attempts, next_attempt_at, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $7, $7)";
+use super::{DataPool, DataTx, MultiRow, StoreResult, execute, placeholders, with_pool, with_tx};
+
+/// Rows of many events in one statement per chunk (see [`MultiRow`]): `(id, webhook_id, session_id, event,
+/// idempotency_key, payload, status, now)` per row.
+static INSERT_OUTBOX: LazyLock<MultiRow> = LazyLock::new(|| {
+    MultiRow::new(
+        "INSERT INTO webhook_outbox_events (id, webhook_id, session_id, event, idempotency_key, payload, \
+         status, attempts, next_attempt_at, created_at, updated_at) VALUES",
+        8,
+        |n| {
+            format!(
+                "{}, 0, ${t}, ${t}, ${t})",
+                placeholders(n, 7).trim_end_matches(')'),
+                t = n + 7
+            )
+        },
+        "",
+    )
+});
 const PRUNE_SETTLED: &str = "DELETE FROM webhook_outbox_events \
      WHERE status IN ('delivered', 'failed') AND updated_at <= $1";
 const SELECT_FAILURES: &str = "SELECT * FROM webhook_delivery_failures \
@@ -29,18 +45,31 @@ pub(crate) struct NewOutboxRow<'a> {
     pub now_ms: i64,
 }
 
-pub(crate) async fn insert_in(tx: &mut DataTx, row: &NewOutboxRow<'_>) -> StoreResult<()> {
-    execute_tx!(
-        tx,
-        sqlx::query(INSERT_OUTBOX)
-            .bind(row.id)
-            .bind(row.webhook_id)
-            .bind(row.session_id)
-            .bind(row.event)
-            .bind(row.idempotency_key)
-            .bind(row.payload)
-            .bind(row.now_ms)
-    )?;
+/// Writes `rows` inside the event transaction, `queued` when a job will be pushed for them right after the
+/// commit (the enqueuer then pushes without touching the rows again), else `pending` (the reconciler's).
+pub(crate) async fn insert_many_in(
+    tx: &mut DataTx,
+    rows: &[NewOutboxRow<'_>],
+    queued: bool,
+) -> StoreResult<()> {
+    let status = if queued { "queued" } else { "pending" };
+    for (sql, chunk) in INSERT_OUTBOX.chunks(rows) {
+        with_tx!(tx, c => {
+            let mut q = sqlx::query(sql);
+            for row in chunk {
+                q = q
+                    .bind(row.id)
+                    .bind(row.webhook_id)
+                    .bind(row.session_id)
+                    .bind(row.event)
+                    .bind(row.idempotency_key)
+                    .bind(row.payload)
+                    .bind(status)
+                    .bind(row.now_ms);
+            }
+            q.execute(c).await.map(|_| ())
+        })?;
+    }
     Ok(())
 }
 

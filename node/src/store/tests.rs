@@ -4,6 +4,7 @@ use wagate_loadtest::harness::pg::PgDatabase;
 use wagate_proto::SessionStatus;
 use wagate_proto::dto::sessions::SessionConfig;
 
+use super::messages::{self, MessageRow, StatusMove};
 use super::sessions::{self, RuntimeState};
 use super::{DataPool, StoreError, backends};
 
@@ -199,6 +200,112 @@ async fn socket_state_goes_with_logout_and_delete(db: &DataPool) {
     );
 }
 
+fn message(session_id: &str, n: usize, wa_id: &str) -> MessageRow {
+    MessageRow {
+        id: format!("row-{n:03}"),
+        session_id: session_id.to_string(),
+        wa_message_id: wa_id.to_string(),
+        chat_id: "4917000000001@c.us".into(),
+        from_jid: "4917000000001@c.us".into(),
+        to_jid: "4917000000002@c.us".into(),
+        chat_name: None,
+        author: None,
+        body: Some(format!("body {n}")),
+        kind: "text".into(),
+        direction: "incoming".into(),
+        status: "pending".into(),
+        timestamp: 1_700_000_000,
+        has_media: false,
+        media: None,
+        mentioned_ids: None,
+        is_group: false,
+        quoted_id: None,
+        extra: None,
+        starred: false,
+        revoked: false,
+        created_at: 1_700_000_000_000 + n as i64,
+    }
+}
+
+/// The group commit's batched statements give the rows one-by-one statements would: 70 rows (every chunk
+/// size) with a duplicate inside the batch and one already stored; status moves only go forward.
+async fn message_batches_match_one_by_one(db: &DataPool) {
+    let session = "5b5b5b5b-5b5b-4b5b-8b5b-5b5b5b5b5b5b";
+    sessions::insert(
+        db,
+        session,
+        "message-batches",
+        &SessionConfig::default(),
+        None,
+    )
+    .await
+    .expect("session");
+    let mut tx = super::begin(db).await.expect("begin");
+    assert!(
+        messages::insert(&mut tx, &message(session, 999, "wa-stored"))
+            .await
+            .expect("insert")
+    );
+    let mut rows: Vec<MessageRow> = (0..68)
+        .map(|n| message(session, n, &format!("wa-{n}")))
+        .collect();
+    rows.push(message(session, 100, "wa-5"));
+    rows.push(message(session, 101, "wa-stored"));
+    let refs: Vec<&MessageRow> = rows.iter().collect();
+    let inserted = messages::insert_many(&mut tx, &refs).await.expect("many");
+    assert_eq!(inserted.len(), 68);
+    assert!(inserted.contains("row-005") && !inserted.contains("row-100"));
+    assert!(!inserted.contains("row-101"));
+    let moves = [
+        ("wa-1", "read", 3),
+        ("wa-2", "delivered", 2),
+        ("wa-stored", "sent", 1),
+        ("wa-missing", "read", 3),
+    ];
+    let moves: Vec<StatusMove<'_>> = moves
+        .iter()
+        .map(|(wa, status, rank)| StatusMove {
+            session_id: session,
+            wa_message_id: wa,
+            status,
+            rank: *rank,
+        })
+        .collect();
+    messages::update_status_many(&mut tx, &moves)
+        .await
+        .expect("moves");
+    let back = [StatusMove {
+        session_id: session,
+        wa_message_id: "wa-1",
+        status: "delivered",
+        rank: 2,
+    }];
+    messages::update_status_many(&mut tx, &back)
+        .await
+        .expect("backwards");
+    tx.commit().await.expect("commit");
+    let status = |wa: &'static str| async move {
+        messages::find(db, session, wa)
+            .await
+            .expect("find")
+            .map(|m| (m.status, m.body))
+    };
+    assert_eq!(
+        status("wa-1").await,
+        Some(("read".into(), Some("body 1".into())))
+    );
+    assert_eq!(status("wa-2").await.map(|s| s.0), Some("delivered".into()));
+    assert_eq!(status("wa-3").await.map(|s| s.0), Some("pending".into()));
+    assert_eq!(
+        status("wa-5").await.map(|s| s.1),
+        Some(Some("body 5".into()))
+    );
+    assert_eq!(
+        status("wa-stored").await,
+        Some(("sent".into(), Some("body 999".into())))
+    );
+}
+
 async fn suite(db: DataPool) {
     migrations_create_every_export_table(&db).await;
     sessions_round_trip_and_names_are_unique(&db).await;
@@ -206,6 +313,7 @@ async fn suite(db: DataPool) {
     engine_auth_goes_with_the_session(&db).await;
     socket_state_goes_with_logout_and_delete(&db).await;
     history_tables_merge_and_go_with_the_session(&db).await;
+    message_batches_match_one_by_one(&db).await;
 }
 
 /// History sync's chat facts merge (a thinner later chunk keeps what it does not repeat), push names and

@@ -58,10 +58,20 @@ pub async fn enqueue_outbox(
     Ok(pushed)
 }
 
+/// Pushes jobs for rows just committed as `queued` (the node writes them so when it will push them at once):
+/// they are waiting by construction, so unlike [`enqueue_outbox`] this costs no write to the data DB. A row
+/// whose push never happens is found by the reconciler like a `pending` one.
+async fn push_fresh(queue: &QueueClient, outbox_ids: &[String]) -> Result<(), ReconcileError> {
+    for part in outbox_ids.chunks(MAX_JOB_ROWS) {
+        queue.push_deliveries(part.to_vec(), None).await?;
+    }
+    Ok(())
+}
+
 /// The after-commit path onto the queue. Event transactions hand their new outbox ids over without waiting;
 /// one task gathers whatever has arrived while the previous push ran and pushes it as one job, so a burst of
 /// commits costs a few queue round trips, not one each. Ids it never pushed (a crash, a failed push) stay
-/// `pending` in the outbox, where the reconciler finds them.
+/// waiting in the outbox, where the reconciler finds them.
 #[derive(Debug, Clone)]
 pub struct Enqueuer {
     ids: mpsc::UnboundedSender<Vec<String>>,
@@ -69,7 +79,7 @@ pub struct Enqueuer {
 
 impl Enqueuer {
     /// Starts the pushing task; it ends when every handle is dropped.
-    pub fn spawn(pool: DataPool, queue: QueueClient) -> Enqueuer {
+    pub fn spawn(queue: QueueClient) -> Enqueuer {
         let (tx, mut rx) = mpsc::unbounded_channel::<Vec<String>>();
         tokio::spawn(async move {
             while let Some(mut batch) = rx.recv().await {
@@ -79,7 +89,7 @@ impl Enqueuer {
                         Err(_) => break,
                     }
                 }
-                if let Err(e) = enqueue_outbox(&pool, &queue, &batch).await {
+                if let Err(e) = push_fresh(&queue, &batch).await {
                     // The rows are committed; the reconciler enqueues them once they are stale.
                     tracing::warn!(error = %e, rows = batch.len(), op = "enqueue_outbox", "cannot enqueue deliveries");
                 }

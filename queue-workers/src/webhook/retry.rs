@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, mpsc};
 
 use crate::db::{DataPool, now_ms};
 use crate::queue::QueueClient;
@@ -19,6 +19,7 @@ use super::deliver::{
     AttemptOutcome, Delivery, WebhookClient, deliver_once, envelope_body, new_delivery_id,
 };
 use super::store::{self, ClaimedAttempt, FailureRecord, StoreError, Success, WebhookTarget};
+use super::writer::OutboxWriter;
 
 /// The longest wait between two attempts, however many retries a webhook allows.
 pub const MAX_BACKOFF_MS: u64 = 5 * 60 * 1000;
@@ -45,6 +46,8 @@ pub struct DeliveryContext {
     pub settings: WebhookSettings,
     /// HTTP attempts in flight in this process, whatever job they belong to.
     slots: Arc<Semaphore>,
+    /// Claims and settles of every job, committed together.
+    writer: OutboxWriter,
 }
 
 impl DeliveryContext {
@@ -56,6 +59,7 @@ impl DeliveryContext {
     ) -> DeliveryContext {
         let slots = Arc::new(Semaphore::new(settings.dispatch_concurrency.max(1)));
         DeliveryContext {
+            writer: OutboxWriter::spawn(pool.clone()),
             pool,
             queue,
             client,
@@ -86,7 +90,7 @@ pub async fn process_batch(ctx: &DeliveryContext, ids: &[String]) -> Result<(), 
     let chunk = (ctx.settings.dispatch_concurrency * CLAIM_PER_SLOT).max(CLAIM_MIN);
     let mut left: Vec<String> = Vec::new();
     for part in ids.chunks(chunk) {
-        let claimed = store::claim_many(&ctx.pool, part, now_ms()).await?;
+        let claimed = ctx.writer.claim(part.to_vec()).await?;
         let got: HashSet<&str> = claimed.iter().map(|c| c.id.as_str()).collect();
         left.extend(part.iter().filter(|id| !got.contains(id.as_str())).cloned());
         dispatch(ctx, claimed).await?;
@@ -109,7 +113,7 @@ pub async fn process_batch(ctx: &DeliveryContext, ids: &[String]) -> Result<(), 
         };
         tokio::time::sleep(Duration::from_millis(wait.unsigned_abs())).await;
         left = early.into_iter().map(|(id, _)| id).collect();
-        let claimed = store::claim_many(&ctx.pool, &left, now_ms()).await?;
+        let claimed = ctx.writer.claim(left.clone()).await?;
         let got: HashSet<&str> = claimed.iter().map(|c| c.id.as_str()).collect();
         left.retain(|id| !got.contains(id.as_str()));
         dispatch(ctx, claimed).await?;
@@ -151,21 +155,34 @@ async fn dispatch(ctx: &DeliveryContext, claimed: Vec<ClaimedAttempt>) -> Result
         let ids: Vec<String> = gone.into_iter().map(|c| c.id).collect();
         store::drop_rows(&ctx.pool, &ids).await?;
     }
-    let mut attempts = futures::stream::iter(live)
+    // Attempts and settling run side by side in this task: while a group of finished attempts waits for its
+    // write turn and commit, the next attempts are still started and polled. (Settling inside the loop that
+    // drives the attempts paused every HTTP attempt for the length of each commit.)
+    let (finished, mut settle_queue) = mpsc::unbounded_channel();
+    let attempts = futures::stream::iter(live)
         .map(|(claimed, target)| async move {
             let outcome = attempt_one(ctx, &claimed, &target).await;
             (claimed, target, outcome)
         })
         .buffer_unordered(ctx.settings.dispatch_concurrency.max(1))
-        .ready_chunks(SETTLE_CHUNK);
-    let mut first_error = None;
-    while let Some(done) = attempts.next().await {
-        if let Err(e) = settle_all(ctx, done).await {
-            // The rows stay `delivering`; the reconciler releases them once the attempt is stale.
-            tracing::warn!(error = %e, op = "webhook_settle", "cannot record delivery outcomes");
-            first_error.get_or_insert(e);
+        .for_each(move |done| {
+            // The receiver lives until every sender is gone, so this send cannot fail.
+            let _ = finished.send(done);
+            futures::future::ready(())
+        });
+    let settling = async {
+        let mut first_error = None;
+        let mut done = Vec::with_capacity(SETTLE_CHUNK);
+        while settle_queue.recv_many(&mut done, SETTLE_CHUNK).await > 0 {
+            if let Err(e) = settle_all(ctx, std::mem::take(&mut done)).await {
+                // The rows stay `delivering`; the reconciler releases them once the attempt is stale.
+                tracing::warn!(error = %e, op = "webhook_settle", "cannot record delivery outcomes");
+                first_error.get_or_insert(e);
+            }
         }
-    }
+        first_error
+    };
+    let ((), first_error) = futures::future::join(attempts, settling).await;
     first_error.map_or(Ok(()), Err)
 }
 
@@ -224,9 +241,9 @@ async fn settle_all(
         }
     }
     if !successes.is_empty() {
-        store::record_successes(&ctx.pool, &successes, now_ms()).await?;
-        metrics::counter!("wagate_webhook_deliveries_total", "outcome" => "delivered")
-            .increment(successes.len() as u64);
+        let n = successes.len() as u64;
+        ctx.writer.settle(successes).await?;
+        metrics::counter!("wagate_webhook_deliveries_total", "outcome" => "delivered").increment(n);
     }
     result
 }

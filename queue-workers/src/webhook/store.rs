@@ -2,7 +2,8 @@
 //! Input: a [`DataPool`] (SQLite or PostgreSQL; one SQL text serves both, except where a set of ids is one
 //! parameter). Statements over many rows serve the batched jobs. It does not decide when to retry.
 //!
-//! Outbox row status: `pending` (written by the node) -> `queued` (a job was pushed) -> `delivering` (claimed
+//! Outbox row status: `pending` (written by the node) -> `queued` (a job was pushed; the node writes its rows
+//! `queued` straight away when it pushes their job right after the commit) -> `delivering` (claimed
 //! by one worker for one attempt) -> `delivered` | `retrying` (next job pushed with a delay) | `failed`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -37,6 +38,8 @@ pub enum StoreError {
     Db(#[from] sqlx::Error),
     #[error("unknown outbox status {0:?}")]
     UnknownStatus(String),
+    #[error("the outbox writer has stopped")]
+    WriterStopped,
 }
 
 /// The status column of `webhook_outbox_events`, spelled as the SQL above spells it.
@@ -428,6 +431,74 @@ pub async fn record_successes(
         }
     }?;
     Ok(())
+}
+
+/// In ONE transaction: claims the due, waiting rows among `claim_ids` (as [`claim_many`]) and records the
+/// successes `done` (as [`record_successes`]). The worker's writes of many jobs share it (`writer.rs`), so they
+/// share one write turn and one commit.
+pub async fn claim_and_settle(
+    pool: &DataPool,
+    claim_ids: &[String],
+    done: &[Success],
+    now_ms: i64,
+) -> Result<Vec<ClaimedAttempt>, StoreError> {
+    let _turn = write_turn(pool).await;
+    let mut by_code: BTreeMap<u16, Vec<String>> = BTreeMap::new();
+    let mut webhooks: BTreeSet<&str> = BTreeSet::new();
+    for s in done {
+        by_code
+            .entry(s.status_code)
+            .or_default()
+            .push(s.outbox_id.clone());
+        webhooks.insert(&s.webhook_id);
+    }
+    macro_rules! run {
+        ($p:expr, $claim:expr, $delivered:expr, $bind:expr) => {{
+            let mut tx = $p.begin().await?;
+            let claimed = if claim_ids.is_empty() {
+                Vec::new()
+            } else {
+                sqlx::query_as::<_, ClaimedAttempt>($claim)
+                    .bind($bind(claim_ids))
+                    .bind(now_ms)
+                    .fetch_all(&mut *tx)
+                    .await?
+            };
+            for (code, ids) in &by_code {
+                sqlx::query($delivered)
+                    .bind($bind(ids))
+                    .bind(i32::from(*code))
+                    .bind(now_ms)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            for webhook_id in &webhooks {
+                sqlx::query(TOUCH_WEBHOOK)
+                    .bind(*webhook_id)
+                    .bind(now_ms)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            claimed
+        }};
+    }
+    Ok(match pool {
+        DataPool::Sqlite(p) => run!(
+            p,
+            CLAIM_MANY.0,
+            MARK_DELIVERED_MANY.0,
+            |ids: &[String]| { json_ids(ids) }
+        ),
+        DataPool::Postgres(p) => {
+            run!(
+                p,
+                CLAIM_MANY.1,
+                MARK_DELIVERED_MANY.1,
+                |ids: &[String]| ids.to_vec()
+            )
+        }
+    })
 }
 
 /// Marks the waiting rows among `ids` queued just before their job is pushed; returns those it marked (the
