@@ -1,5 +1,6 @@
 //! The `contact_names` table: the push name the network reported for each account (history-sync
-//! pushnames), so the contact list can name accounts the session has no chat with yet.
+//! pushnames, live messages and name changes), so the contact list can name accounts the session has no
+//! chat with yet.
 
 use super::{DataPool, StoreResult, now_ms, with_pool};
 

@@ -68,10 +68,11 @@ impl Mapper {
                 call.action.call_creator().clone(),
             );
         }
-        let items = match event.as_ref() {
+        let mut items = match event.as_ref() {
             Event::HistorySync(_) => vec![Work::History(event.clone())],
             other => map_work(other),
         };
+        items.extend(push_names(event));
         for item in items {
             if let Work::Emit(mapped) = &item {
                 self.presence.observe(mapped);
@@ -95,6 +96,33 @@ pub(super) enum Work {
     Vote(Box<EncryptedVote>),
     /// A history-sync chunk, decoded off the event thread.
     History(Arc<Event>),
+    /// The push name an account showed on a live message or a name change, kept for the contact list.
+    PushName {
+        jid: Jid,
+        name: String,
+    },
+}
+
+/// Push names seen live: on other accounts' messages and in push-name changes (history brings its own).
+fn push_names(event: &Event) -> Vec<Work> {
+    let named = |who: &LibJid, name: &str| {
+        let jid = jid(who)?;
+        (!name.is_empty() && matches!(jid.server(), "c.us" | "lid")).then(|| Work::PushName {
+            jid,
+            name: name.to_string(),
+        })
+    };
+    match event {
+        Event::Messages(batch) => batch
+            .iter()
+            .filter(|m| !m.info.source.is_from_me)
+            .filter_map(|m| named(&m.info.source.sender, &m.info.push_name))
+            .collect(),
+        Event::PushNameUpdate(update) => named(&update.jid, &update.new_push_name)
+            .into_iter()
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// A `pollUpdateMessage` as received: who voted where, on which poll, and the ciphertext.
@@ -135,7 +163,7 @@ pub(super) fn map_event(event: &Event) -> Vec<EngineEvent> {
         .filter_map(|work| match work {
             Work::Emit(event) => Some(event),
             Work::Download { message, .. } => Some(EngineEvent::Message(message)),
-            Work::Vote(_) | Work::History(_) => None,
+            Work::Vote(_) | Work::History(_) | Work::PushName { .. } => None,
         })
         .collect()
 }

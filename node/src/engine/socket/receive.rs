@@ -4,6 +4,7 @@
 //! history chunks decoded off the async threads. Keeping one ordered lane means a reaction or edit never
 //! overtakes the message it refers to, at the cost of later events waiting behind a slow download.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex as SyncMutex;
@@ -20,6 +21,8 @@ use super::ops::Store;
 use super::{history, votes};
 use crate::engine::{EngineEvent, InboundMessage};
 use crate::media::MediaStore;
+use crate::store::contact_names;
+use wagate_proto::Jid;
 
 /// The client, once built (the event handler exists before it). Weak: the engine owns the client.
 pub(super) type ClientSlot = Arc<SyncMutex<Weak<Client>>>;
@@ -41,6 +44,7 @@ impl Receiver {
     /// Runs until the mapper (the client's event handler) is dropped and its queue drained.
     pub(super) async fn run(self, mut work: UnboundedReceiver<Work>) {
         let secrets = SqlBackend::new(self.pool.clone(), self.session_id.clone());
+        let mut names = HashMap::new();
         while let Some(item) = work.recv().await {
             let events = match item {
                 Work::Emit(event) => vec![event],
@@ -51,10 +55,31 @@ impl Receiver {
                 }
                 Work::Vote(vote) => self.vote(&vote, &secrets).await.into_iter().collect(),
                 Work::History(event) => self.history(event).await.into_iter().collect(),
+                Work::PushName { jid, name } => {
+                    self.remember_name(&mut names, jid, name).await;
+                    Vec::new()
+                }
             };
             for event in events {
                 // A closed channel means the supervisor dropped this engine.
                 let _ = self.events.send(event);
+            }
+        }
+    }
+
+    /// Stores a push name when it differs from the last one this worker stored for the account, so a busy
+    /// chat costs one write per name, not one per message.
+    async fn remember_name(&self, seen: &mut HashMap<Jid, String>, jid: Jid, name: String) {
+        if seen.get(&jid) == Some(&name) {
+            return;
+        }
+        let row = [(jid.to_string(), name.clone())];
+        match contact_names::upsert(&self.pool, &self.session_id, &row).await {
+            Ok(()) => {
+                seen.insert(jid, name);
+            }
+            Err(error) => {
+                tracing::warn!(session_id = %self.session_id, %error, "push name not stored");
             }
         }
     }

@@ -143,7 +143,12 @@ fn ours(raw: &str) -> Jid {
 }
 
 fn live(id: &str, chat: &str, sender: &str, message: wa::Message) -> Event {
+    live_named(id, chat, sender, message, "")
+}
+
+fn live_named(id: &str, chat: &str, sender: &str, message: wa::Message, push_name: &str) -> Event {
     let info = MessageInfo {
+        push_name: push_name.into(),
         id: id.into(),
         source: MessageSource {
             chat: lib(chat),
@@ -620,4 +625,38 @@ async fn media_over_the_cap_is_refused_and_the_message_kept() {
         .map(|d| d.count())
         .unwrap_or(0);
     assert_eq!(leftovers, 0, "a refused download left a file behind");
+}
+
+/// Push names seen live (on others' messages and in name changes) name the contact list; our own name and
+/// repeats are not written again.
+#[tokio::test]
+async fn live_push_names_are_kept_for_the_contact_list() {
+    let rig = rig(1 << 20).await;
+    let change = Event::PushNameUpdate(
+        wagate_engine_socket::whatsapp_rust::types::events::PushNameUpdate::builder()
+            .jid(lib(BOB))
+            .message(Box::new(MessageInfo::default()))
+            .old_push_name("Bob".into())
+            .new_push_name("Robert".into())
+            .build(),
+    );
+    rig.receive(
+        vec![
+            live_named("N1", ANN, ANN, text("hi"), "Ann P"),
+            live_named("N2", ANN, ANN, text("again"), "Ann P"),
+            live_named("N3", ANN, US, text("mine"), "Us"),
+            change,
+            live_named("N4", ANN, ANN, text("renamed"), "Ann Q"),
+        ],
+        None,
+    )
+    .await;
+    let names = contact_names::list(&rig.db, SID).await.expect("names");
+    assert_eq!(
+        names,
+        vec![
+            ("4915100000001@c.us".to_string(), "Ann Q".to_string()),
+            ("4915100000002@c.us".to_string(), "Robert".to_string()),
+        ]
+    );
 }
