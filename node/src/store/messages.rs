@@ -135,7 +135,7 @@ pub(crate) async fn insert_many(
     rows: &[&MessageRow],
 ) -> StoreResult<HashSet<String>> {
     let mut inserted = HashSet::with_capacity(rows.len());
-    for (sql, chunk) in INSERT_MANY.chunks(rows) {
+    for (sql, chunk) in INSERT_MANY.chunks(tx, rows) {
         let ids: Vec<String> = with_tx!(tx, c => {
             let mut q = sqlx::query_scalar(sql);
             for m in chunk {

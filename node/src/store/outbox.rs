@@ -7,17 +7,18 @@ use std::sync::LazyLock;
 use super::{DataPool, DataTx, MultiRow, StoreResult, execute, placeholders, with_pool, with_tx};
 
 /// Rows of many events in one statement per chunk (see [`MultiRow`]): `(id, webhook_id, session_id, event,
-/// idempotency_key, payload, status, now)` per row.
+/// idempotency_key, payload, status, now, now, now)` per row
+/// (each placeholder once, see [`MultiRow::new`]).
 static INSERT_OUTBOX: LazyLock<MultiRow> = LazyLock::new(|| {
     MultiRow::new(
         "INSERT INTO webhook_outbox_events (id, webhook_id, session_id, event, idempotency_key, payload, \
          status, attempts, next_attempt_at, created_at, updated_at) VALUES",
-        8,
+        10,
         |n| {
             format!(
-                "{}, 0, ${t}, ${t}, ${t})",
+                "{}, 0, {}",
                 placeholders(n, 7).trim_end_matches(')'),
-                t = n + 7
+                placeholders(n + 7, 3).trim_start_matches('(')
             )
         },
         "",
@@ -53,7 +54,7 @@ pub(crate) async fn insert_many_in(
     queued: bool,
 ) -> StoreResult<()> {
     let status = if queued { "queued" } else { "pending" };
-    for (sql, chunk) in INSERT_OUTBOX.chunks(rows) {
+    for (sql, chunk) in INSERT_OUTBOX.chunks(tx, rows) {
         with_tx!(tx, c => {
             let mut q = sqlx::query(sql);
             for row in chunk {
@@ -65,6 +66,8 @@ pub(crate) async fn insert_many_in(
                     .bind(row.idempotency_key)
                     .bind(row.payload)
                     .bind(status)
+                    .bind(row.now_ms)
+                    .bind(row.now_ms)
                     .bind(row.now_ms);
             }
             q.execute(c).await.map(|_| ())
