@@ -23,6 +23,8 @@ pub(crate) mod peers_redis;
 mod shared;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_cluster;
 
 pub(crate) use network::SimNetwork;
 
