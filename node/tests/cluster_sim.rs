@@ -583,7 +583,7 @@ async fn set_members(key: &str) -> Vec<String> {
         .expect("SMEMBERS")
 }
 
-fn find_chat<'a>(list: &'a Value, id: &str) -> Value {
+fn find_chat(list: &Value, id: &str) -> Value {
     list.as_array()
         .and_then(|rows| rows.iter().find(|c| c["id"] == id))
         .cloned()
@@ -632,25 +632,34 @@ async fn a_session_taken_over_keeps_its_ringing_call_account_state_and_read_stat
     ok(a.put(&contact_x, json!({ "firstName": "Xavier" }))
         .await
         .expect("save"));
-    ok(a.put(&at(&y, "/labels/7"), json!({ "name": "VIP", "color": 3 }))
-        .await
-        .expect("label"));
-    ok(a.post(&at(&y, &format!("/labels/chat/{chat_x}")), json!({ "labelId": "7" }))
-        .await
-        .expect("tag"));
+    ok(
+        a.put(&at(&y, "/labels/7"), json!({ "name": "VIP", "color": 3 }))
+            .await
+            .expect("label"),
+    );
+    ok(a.post(
+        &at(&y, &format!("/labels/chat/{chat_x}")),
+        json!({ "labelId": "7" }),
+    )
+    .await
+    .expect("tag"));
     ok(a.put(&at(&y, "/profile/name"), json!({ "name": "Yvonne" }))
         .await
         .expect("name"));
-    ok(a.put(&at(&y, "/profile/picture"), json!({ "base64": "cGlj" }))
-        .await
-        .expect("picture"));
+    ok(
+        a.put(&at(&y, "/profile/picture"), json!({ "base64": "cGlj" }))
+            .await
+            .expect("picture"),
+    );
     let picture_path = at(&y, &format!("/contacts/{}/profile-picture", jid(TY)));
     let picture = ok(a.get(&picture_path).await.expect("picture")).body["url"].clone();
     assert!(picture.is_string(), "{picture}");
     // y follows x's presence: the subscription is listed while y's device is connected.
-    ok(a.post(&at(&y, "/presence/subscribe"), json!({ "chatId": chat_x }))
-        .await
-        .expect("subscribe"));
+    ok(
+        a.post(&at(&y, "/presence/subscribe"), json!({ "chatId": chat_x }))
+            .await
+            .expect("subscribe"),
+    );
     let presubs = format!("{}sim:presubs:{chat_x}", c.prefix);
     assert_eq!(set_members(&presubs).await, vec![y.clone()]);
     // x calls y: it rings on node a.
@@ -671,10 +680,7 @@ async fn a_session_taken_over_keeps_its_ringing_call_account_state_and_read_stat
         .wait_served_ready(1, &y, &["node-a", ""], Duration::from_secs(60))
         .await
         .expect("y runs elsewhere");
-    eprintln!(
-        "y taken over by {:?}",
-        served.header("x-wagate-served-by")
-    );
+    eprintln!("y taken over by {:?}", served.header("x-wagate-served-by"));
     assert!(
         set_members(&presubs).await.is_empty(),
         "the subscription ended with y's connection on node a"

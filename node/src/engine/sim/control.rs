@@ -173,6 +173,8 @@ impl SimNetwork {
         state.note_exchange(&me, &spec.from);
         state.touch_chat(&me, &msg.chat_for(&me), &msg, true);
         state.deliver(session, EngineEvent::Message(Box::new(msg.to_inbound(&me))));
+        // A session taken over can still quote it, and `mark-read` there finds it.
+        state.share(Record::Message, &id, &msg);
         state.messages.insert(id.clone(), msg);
         Ok(id)
     }

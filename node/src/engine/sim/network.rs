@@ -273,20 +273,8 @@ impl NetState {
     /// cluster, traffic for a device this process does not serve (offline here, or its lease lapsed) goes
     /// to the session's shared inbox instead, for whichever node holds its lease.
     pub(super) fn deliver(&mut self, session: &str, event: EngineEvent) {
-        let Some(device) = self.devices.get(session) else {
-            return;
-        };
-        if device.phone.is_none() {
-            return;
-        }
-        if self.is_clustered()
-            && !self.serves(session)
-            && let Some(traffic) = Traffic::from_event(&event)
-        {
-            self.emit(Op::ToSession {
-                session: session.to_string(),
-                traffic: Box::new(traffic),
-            });
+        let is_linked = self.devices.get(session).is_some_and(|d| d.phone.is_some());
+        if !is_linked || self.rerouted(session, &event) {
             return;
         }
         let Some(device) = self.devices.get_mut(session) else {
@@ -300,6 +288,22 @@ impl NetState {
             }
             _ => device.pending.push(event),
         }
+    }
+
+    /// Sends `event` to `session`'s shared inbox when this process does not serve the session (cluster
+    /// mode); answers whether it did. A message event has no crossing form of its own and stays here.
+    fn rerouted(&self, session: &str, event: &EngineEvent) -> bool {
+        if !self.is_clustered() || self.serves(session) {
+            return false;
+        }
+        let Some(traffic) = Traffic::from_event(event) else {
+            return false;
+        };
+        self.emit(Op::ToSession {
+            session: session.to_string(),
+            traffic: Box::new(traffic),
+        });
+        true
     }
 
     pub(super) fn deliver_to_phone(&mut self, phone: &Jid, event: &EngineEvent) {
@@ -571,8 +575,7 @@ impl SimNetwork {
             let phone = match state.devices.get(session) {
                 // A lease that lapsed since the inbox was taken: the rest goes back for the successor.
                 Some(Device {
-                    phone: Some(phone),
-                    ..
+                    phone: Some(phone), ..
                 }) if left.is_empty() && state.serves(session) => phone.clone(),
                 _ => {
                     left.push(item);

@@ -30,8 +30,13 @@ fn redis() -> Redis {
 
 impl Redis {
     fn peers(&self, node: &str) -> RedisPeers {
-        RedisPeers::new(self.pool.clone(), &self.url, node.into(), self.prefix.clone())
-            .expect("peers")
+        RedisPeers::new(
+            self.pool.clone(),
+            &self.url,
+            node.into(),
+            self.prefix.clone(),
+        )
+        .expect("peers")
     }
 
     /// A network of its own (one process's worth) joined to the others through this Redis.
@@ -104,7 +109,10 @@ async fn a_session_moved_to_another_node_finds_its_call_account_and_read_state()
     let label = engine.upsert_label(upsert).await.expect("label");
     engine.add_chat_label(&chat, &label.id).await.expect("tag");
     engine.star(&chat, &sent.id, true).await.expect("star");
-    engine.save_contact(&chat, "Anna", None).await.expect("save");
+    engine
+        .save_contact(&chat, "Anna", None)
+        .await
+        .expect("save");
     engine.set_profile_name("Bea").await.expect("name");
     let call = n1.call("b", &chat, false, None).expect("call");
     n1.flush_peers().await;
@@ -123,10 +131,21 @@ async fn a_session_moved_to_another_node_finds_its_call_account_and_read_state()
     {
         let state = n2.lock();
         let account = state.accounts.get(&jid(B)).expect("b's account");
-        assert_eq!(account.labels.get(&label.id).map(|l| l.name.as_str()), Some("VIP"));
-        assert!(account.chat_labels.get(&chat).is_some_and(|t| t.contains(&label.id)));
+        assert_eq!(
+            account.labels.get(&label.id).map(|l| l.name.as_str()),
+            Some("VIP")
+        );
+        assert!(
+            account
+                .chat_labels
+                .get(&chat)
+                .is_some_and(|t| t.contains(&label.id))
+        );
         assert!(account.starred.contains(&sent.id));
-        assert_eq!(account.saved_names.get(&chat).map(String::as_str), Some("Anna"));
+        assert_eq!(
+            account.saved_names.get(&chat).map(String::as_str),
+            Some("Anna")
+        );
         assert_eq!(account.push_name.as_deref(), Some("Bea"));
     }
     match moved.engine.get_contact(&chat).await.expect("contact").name {
@@ -141,7 +160,11 @@ async fn a_session_moved_to_another_node_finds_its_call_account_and_read_state()
         "{rejected:?}"
     );
 
-    moved.engine.mark_read(&chat, &[]).await.expect("read on n2");
+    moved
+        .engine
+        .mark_read(&chat, &[])
+        .await
+        .expect("read on n2");
     let receipt = until(&mut a, |e| matches!(e, EngineEvent::Ack { .. })).await;
     assert_eq!(
         receipt,
@@ -202,8 +225,14 @@ async fn presence_subscriptions_end_with_the_subscribers_connection_across_nodes
     hold_leases(&r.pool, &r.prefix, &[("a", "n1"), ("b", "n1")]).await;
     let _a = linked(&n1, "a", A).await;
     let b = linked(&n1, "b", B).await;
-    b.engine.subscribe_presence(&jid(A)).await.expect("subscribe");
-    assert_eq!(r.members(&format!("presubs:{A}")).await, vec!["b".to_string()]);
+    b.engine
+        .subscribe_presence(&jid(A))
+        .await
+        .expect("subscribe");
+    assert_eq!(
+        r.members(&format!("presubs:{A}")).await,
+        vec!["b".to_string()]
+    );
     assert_eq!(r.members("subs:b").await, vec![A.to_string()]);
     b.engine.stop().await.expect("stop");
     assert!(r.members(&format!("presubs:{A}")).await.is_empty());
@@ -218,7 +247,10 @@ async fn embedded_presence_subscriptions_end_when_the_subscriber_stops_or_logs_o
     let _a = linked(&net, "a", A).await;
     let b = linked(&net, "b", B).await;
     let subscribers = |net: &SimNetwork| net.lock().accounts[&jid(A)].presence_subscribers.clone();
-    b.engine.subscribe_presence(&jid(A)).await.expect("subscribe");
+    b.engine
+        .subscribe_presence(&jid(A))
+        .await
+        .expect("subscribe");
     assert!(subscribers(&net).contains("b"));
     b.engine.stop().await.expect("stop");
     assert!(subscribers(&net).is_empty());
@@ -226,7 +258,11 @@ async fn embedded_presence_subscriptions_end_when_the_subscriber_stops_or_logs_o
     let mut again = handset(&net, "b", None);
     again.engine.start().await.expect("start");
     again.expect_linked().await;
-    again.engine.subscribe_presence(&jid(A)).await.expect("subscribe");
+    again
+        .engine
+        .subscribe_presence(&jid(A))
+        .await
+        .expect("subscribe");
     assert!(subscribers(&net).contains("b"));
     again.engine.logout().await.expect("logout");
     assert!(subscribers(&net).is_empty());
