@@ -214,6 +214,11 @@ impl Snapshot {
 }
 
 impl SimNetwork {
+    fn serves_phone(&self, phone: &Jid) -> bool {
+        let state = self.lock();
+        state.sessions_of(phone).iter().any(|s| state.serves(s))
+    }
+
     /// Before `session` starts here (cluster mode): its account's state as the node that served it last
     /// wrote it. Read before the device goes online, so nothing applied here since can be overwritten.
     pub(super) async fn pull_account_of(&self, session: &str, linked: Option<&LinkedAccount>) {
@@ -231,6 +236,11 @@ impl SimNetwork {
         let Some(phone) = phone else {
             return;
         };
+        if self.serves_phone(&phone) {
+            // Another device of the account runs here: the local state is the account's newest, and a
+            // read could race writes still queued.
+            return;
+        }
         let fields = match peers.account(&phone).await {
             Ok(fields) => fields,
             Err(error) => {

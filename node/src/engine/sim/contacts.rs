@@ -50,7 +50,7 @@ impl NetState {
     }
 
     /// Tells every session subscribed to `me`'s presence about `state`. In a cluster only subscribers
-    /// online here are told here; the others, wherever they run, through their inboxes.
+    /// served here (`serves`) are told here; the others, wherever they run, through their inboxes.
     fn broadcast_presence(&mut self, me: &Jid, state: PresenceState) {
         let Some(account) = self.accounts.get(me) else {
             return;
@@ -68,7 +68,7 @@ impl NetState {
         let is_clustered = self.is_clustered();
         let mut served = Vec::new();
         for session in subscribers {
-            if is_clustered && !self.is_online(&session) {
+            if is_clustered && !self.serves(&session) {
                 continue;
             }
             self.deliver(&session, event.clone());
