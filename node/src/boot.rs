@@ -241,6 +241,10 @@ async fn build_context(
             cluster.prefix.clone(),
         )
         .context("could not connect the sim network to Redis")?;
+        // A node whose lease lapsed (stalled, partitioned) must not hand a session's traffic to its own
+        // stale device: the fence is the same deadline the session's fenced writes check.
+        let leases = cluster.leases.clone();
+        let peers = peers.with_fence(Box::new(move |session| leases.holds(session)));
         crate::engine::sim::peers::attach(net, Arc::new(peers));
     }
     let messaging = Arc::new(MessagingService::new(

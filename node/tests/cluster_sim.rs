@@ -568,3 +568,179 @@ async fn a_stalled_node_that_resumes_leaves_the_inbox_of_a_lost_session_to_its_s
     let fenced = c.nodes[0].logs().contains("sim inbox left alone");
     eprintln!("node a tried to drain y's inbox after resuming and was refused: {fenced}");
 }
+
+/// Members of a Redis set, read straight from Redis.
+async fn set_members(key: &str) -> Vec<String> {
+    let client = deadpool_redis::redis::Client::open("redis://127.0.0.1:6379").expect("redis");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("redis connection");
+    deadpool_redis::redis::cmd("SMEMBERS")
+        .arg(key)
+        .query_async(&mut conn)
+        .await
+        .expect("SMEMBERS")
+}
+
+fn find_chat(list: &Value, id: &str) -> Value {
+    list.as_array()
+        .and_then(|rows| rows.iter().find(|c| c["id"] == id))
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_session_taken_over_keeps_its_ringing_call_account_state_and_read_state() {
+    const TX: &str = "15550007001";
+    const TY: &str = "15550007002";
+    let c = cluster().await;
+    let x = create_linked(&c.client(2), "move-x", TX)
+        .await
+        .expect("x on node c");
+    let y = create_linked(&c.client(0), "move-y", TY)
+        .await
+        .expect("y on node a");
+    let mut ws = connect(&c.nodes[1], ADMIN_KEY).await;
+    let (a, chat_x) = (c.client(0), jid(TX));
+
+    // x (node c) writes to y (node a); x's auto acks end in `read` before anything moves.
+    let sent = ok(c
+        .client(2)
+        .post(
+            &at(&x, "/messages/send-text"),
+            json!({ "chatId": jid(TY), "text": "read me later" }),
+        )
+        .await
+        .expect("send"));
+    let message_id = sent.str("messageId");
+    until(&mut ws, |f| is_event(f, "message.received", &y)).await;
+    until(&mut ws, |f| {
+        is_event(f, "message.ack", &x) && data(f)["status"] == "read"
+    })
+    .await;
+
+    // y's account state, set while node a serves it.
+    let chat_body = |flag: &str| json!({ "chatId": chat_x, flag: true });
+    ok(a.post(&at(&y, "/chats/archive"), chat_body("archive"))
+        .await
+        .expect("archive"));
+    ok(a.post(&at(&y, "/chats/pin"), chat_body("pin"))
+        .await
+        .expect("pin"));
+    let contact_x = at(&y, &format!("/contacts/{chat_x}"));
+    ok(a.put(&contact_x, json!({ "firstName": "Xavier" }))
+        .await
+        .expect("save"));
+    ok(
+        a.put(&at(&y, "/labels/7"), json!({ "name": "VIP", "color": 3 }))
+            .await
+            .expect("label"),
+    );
+    ok(a.post(
+        &at(&y, &format!("/labels/chat/{chat_x}")),
+        json!({ "labelId": "7" }),
+    )
+    .await
+    .expect("tag"));
+    ok(a.put(&at(&y, "/profile/name"), json!({ "name": "Yvonne" }))
+        .await
+        .expect("name"));
+    ok(
+        a.put(&at(&y, "/profile/picture"), json!({ "base64": "cGlj" }))
+            .await
+            .expect("picture"),
+    );
+    let picture_path = at(&y, &format!("/contacts/{}/profile-picture", jid(TY)));
+    let picture = ok(a.get(&picture_path).await.expect("picture")).body["url"].clone();
+    assert!(picture.is_string(), "{picture}");
+    // y follows x's presence: the subscription is listed while y's device is connected.
+    ok(
+        a.post(&at(&y, "/presence/subscribe"), json!({ "chatId": chat_x }))
+            .await
+            .expect("subscribe"),
+    );
+    let presubs = format!("{}sim:presubs:{chat_x}", c.prefix);
+    assert_eq!(set_members(&presubs).await, vec![y.clone()]);
+    // x calls y: it rings on node a.
+    let call = ok(c
+        .client(2)
+        .post(
+            &format!("/api/sim/sessions/{y}/call"),
+            json!({ "from": chat_x, "isVideo": false }),
+        )
+        .await
+        .expect("call"))
+    .str("callId");
+    until(&mut ws, |f| is_event(f, "call.received", &y)).await;
+
+    // Node a drains: y moves to another node.
+    ok(a.post_empty("/api/infra/drain").await.expect("drain"));
+    let served = c
+        .wait_served_ready(1, &y, &["node-a", ""], Duration::from_secs(60))
+        .await
+        .expect("y runs elsewhere");
+    eprintln!("y taken over by {:?}", served.header("x-wagate-served-by"));
+    assert!(
+        set_members(&presubs).await.is_empty(),
+        "the subscription ended with y's connection on node a"
+    );
+
+    let b = c.client(1);
+    let chats = ok(b.get(&at(&y, "/chats")).await.expect("chats"));
+    let summary = find_chat(&chats.body, &chat_x);
+    assert_eq!(
+        (
+            summary["archived"].clone(),
+            summary["pinned"].clone(),
+            summary["unreadCount"].clone()
+        ),
+        (json!(true), json!(true), json!(1)),
+        "{}",
+        chats.text
+    );
+    let contact = ok(b.get(&contact_x).await.expect("contact"));
+    assert_eq!(contact.body["name"], "Xavier", "{}", contact.text);
+    let me = ok(b
+        .get(&at(&y, &format!("/contacts/{}", jid(TY))))
+        .await
+        .expect("me"));
+    assert_eq!(me.body["pushName"], "Yvonne", "{}", me.text);
+    let moved_picture = ok(b.get(&picture_path).await.expect("picture")).body["url"].clone();
+    assert_eq!(moved_picture, picture);
+    // The label exists on the new owner: untagging and deleting it find it (an unknown one is 404).
+    let unknown = b
+        .delete(&at(&y, &format!("/labels/chat/{chat_x}/8")))
+        .await
+        .expect("untag unknown");
+    assert_eq!(unknown.status, 404, "{}", unknown.text);
+    ok(b.delete(&at(&y, &format!("/labels/chat/{chat_x}/7")))
+        .await
+        .expect("untag"));
+    ok(b.delete(&at(&y, "/labels/7")).await.expect("delete label"));
+
+    // The call still rings for y: rejected on the new owner, x hears it.
+    ok(b.post_empty(&at(&y, &format!("/calls/{call}/reject")))
+        .await
+        .expect("reject"));
+    let rejected = until(&mut ws, |f| is_event(f, "call.rejected", &x)).await;
+    assert_eq!(data(&rejected)["callId"], call.as_str(), "{rejected}");
+    assert_eq!(data(&rejected)["from"], jid(TY).as_str(), "{rejected}");
+
+    // y reads the chat on the new owner: x gets the read receipt and y's chat has nothing unread.
+    ok(b.post(&at(&y, "/chats/read"), json!({ "chatId": chat_x }))
+        .await
+        .expect("read"));
+    let receipt = until(&mut ws, |f| {
+        is_event(f, "message.ack", &x) && data(f)["status"] == "read"
+    })
+    .await;
+    assert_eq!(data(&receipt)["id"], message_id.as_str(), "{receipt}");
+    let after = ok(b.get(&at(&y, "/chats")).await.expect("chats"));
+    assert_eq!(
+        find_chat(&after.body, &chat_x)["unreadCount"],
+        0,
+        "{}",
+        after.text
+    );
+}

@@ -132,6 +132,14 @@ impl RedisLeases {
             .collect()
     }
 
+    /// Whether this node holds `session_id`'s lease (any generation) and its deadline has not passed: the
+    /// sim network's check before it hands traffic to a device itself (a local read, no round trip).
+    pub(crate) fn holds(&self, session_id: &str) -> bool {
+        self.held
+            .get(session_id)
+            .is_some_and(|held| Instant::now() < held.deadline)
+    }
+
     /// Forgets a lease locally (it was lost); the key itself is left to expire or to its new holder.
     pub(crate) fn forget(&self, session_id: &str, generation: i64) {
         self.held

@@ -266,6 +266,8 @@ async fn sim_call(
         .map(|o| enum_value::<CallPhase>("outcome", o))
         .transpose()?;
     let call_id = net.call(&id.0, &jid("from", b.from.as_deref())?, b.is_video, outcome)?;
+    // The ringing call's record reaches the peers first, so the callee can reject it on any node.
+    net.flush_peers().await;
     Ok(Json(SimCallResponse { call_id }))
 }
 

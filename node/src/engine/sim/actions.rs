@@ -192,34 +192,45 @@ impl SimNetwork {
     ) -> EngineResult<()> {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
-        let ids: Vec<String> = state
-            .messages
-            .values()
-            .filter(|m| m.from != me && m.chat_for(&me) == *chat)
-            .filter(|m| message_ids.is_empty() || message_ids.contains(&m.id))
-            .filter(|m| m.ack < AckStatus::Read)
-            .map(|m| m.id.clone())
-            .collect();
-        for id in ids {
-            let Some(msg) = state.messages.get_mut(&id) else {
+        let ids = to_read(&state, &me, chat, message_ids);
+        for id in &ids {
+            let Some(msg) = state.messages.get_mut(id) else {
                 continue;
             };
             msg.ack = AckStatus::Read;
             let (sender, chat_id) = (msg.from.clone(), msg.chat_for(&msg.from));
+            let copy = msg.clone();
+            state.share(Record::Message, id, &copy);
             let event = EngineEvent::Ack {
-                message_id: id,
+                message_id: id.clone(),
                 chat_id,
                 status: AckStatus::Read,
             };
             state.deliver_to_phone(&sender, &event);
         }
-        state
-            .account(&me)
-            .chats
-            .entry(chat.clone())
-            .or_default()
-            .unread = 0;
+        let rec = state.account(&me).chats.entry(chat.clone()).or_default();
+        rec.unread = 0;
+        rec.unread_ids.retain(|id| !ids.contains(id));
+        state.chat_changed(&me, chat);
         Ok(())
+    }
+
+    /// The messages of `chat` a `mark-read` would acknowledge that a cluster-wide network may not hold here
+    /// yet (the session was taken over): read back before `mark_read`.
+    pub(crate) async fn pull_unread(&self, session: &str, chat: &Jid, message_ids: &[String]) {
+        if self.peers().is_none() {
+            return;
+        }
+        let ids = {
+            let state = self.lock();
+            let Ok(me) = state.online_phone(session) else {
+                return;
+            };
+            unread_in(&state, &me, chat, message_ids)
+        };
+        for id in ids {
+            self.pull_message(&id).await;
+        }
     }
 
     pub(crate) fn mark_unread(&self, session: &str, chat: &Jid) -> EngineResult<()> {
@@ -227,6 +238,7 @@ impl SimNetwork {
         let me = state.online_phone(session)?;
         let rec = state.account(&me).chats.entry(chat.clone()).or_default();
         rec.unread = rec.unread.max(1);
+        state.chat_changed(&me, chat);
         Ok(())
     }
 
@@ -240,6 +252,7 @@ impl SimNetwork {
         } else {
             starred.remove(message_id);
         }
+        state.star_changed(&me, message_id);
         Ok(())
     }
 
@@ -250,6 +263,42 @@ impl SimNetwork {
         find_message(&mut state, message_id)?;
         Ok(())
     }
+}
+
+/// What `me` has not read in `chat` (of `message_ids`, or all). Embedded: messages from others whose copy
+/// is not `read` yet. Cluster: the chat record's unread ids (the account's own read state, which follows a
+/// session taken over), whose copies were read back first.
+fn to_read(state: &NetState, me: &Jid, chat: &Jid, message_ids: &[String]) -> Vec<String> {
+    if state.is_clustered() {
+        return unread_in(state, me, chat, message_ids)
+            .into_iter()
+            .filter(|id| state.messages.get(id).is_some_and(|m| m.from != *me))
+            .collect();
+    }
+    state
+        .messages
+        .values()
+        .filter(|m| m.from != *me && m.chat_for(me) == *chat)
+        .filter(|m| message_ids.is_empty() || message_ids.contains(&m.id))
+        .filter(|m| m.ack < AckStatus::Read)
+        .map(|m| m.id.clone())
+        .collect()
+}
+
+/// The chat record's unread ids (of `message_ids`, or all).
+fn unread_in(state: &NetState, me: &Jid, chat: &Jid, message_ids: &[String]) -> Vec<String> {
+    state
+        .accounts
+        .get(me)
+        .and_then(|a| a.chats.get(chat))
+        .map(|rec| {
+            rec.unread_ids
+                .iter()
+                .filter(|id| message_ids.is_empty() || message_ids.contains(id))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn own_message<'a>(

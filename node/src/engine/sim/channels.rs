@@ -190,8 +190,10 @@ impl SimNetwork {
             return Err(EngineError::BadInput("label color must be 0-19".into()));
         }
         let seq = state.next_seq();
+        // Per-process counters meet in a cluster: the salt keeps a new label from reusing another's id.
+        let fresh = format!("{}{seq}", state.id_salt());
         let labels = &mut state.account(&me).labels;
-        let id = upsert.id.unwrap_or_else(|| seq.to_string());
+        let id = upsert.id.unwrap_or(fresh);
         let label = labels.entry(id.clone()).or_insert_with(|| Label {
             id,
             name: String::new(),
@@ -203,7 +205,9 @@ impl SimNetwork {
         if let Some(color) = upsert.color {
             label.color = color;
         }
-        Ok(label.clone())
+        let label = label.clone();
+        state.label_changed(&me, &label.id);
+        Ok(label)
     }
 
     pub(crate) fn delete_label(&self, session: &str, id: &str) -> EngineResult<()> {
@@ -214,9 +218,16 @@ impl SimNetwork {
             .labels
             .remove(id)
             .ok_or_else(|| EngineError::NotFound(format!("Label {id} not found")))?;
-        account.chat_labels.values_mut().for_each(|set| {
-            set.remove(id);
-        });
+        let mut tagged = Vec::new();
+        for (chat, set) in account.chat_labels.iter_mut() {
+            if set.remove(id) {
+                tagged.push(chat.clone());
+            }
+        }
+        state.label_changed(&me, id);
+        for chat in tagged {
+            state.tags_changed(&me, &chat);
+        }
         Ok(())
     }
 
@@ -240,6 +251,7 @@ impl SimNetwork {
         } else {
             set.remove(label);
         }
+        state.tags_changed(&me, chat);
         Ok(())
     }
 }

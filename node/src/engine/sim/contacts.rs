@@ -50,7 +50,7 @@ impl NetState {
     }
 
     /// Tells every session subscribed to `me`'s presence about `state`. In a cluster only subscribers
-    /// online here are told here; the others, wherever they run, through their inboxes.
+    /// served here (`serves`) are told here; the others, wherever they run, through their inboxes.
     fn broadcast_presence(&mut self, me: &Jid, state: PresenceState) {
         let Some(account) = self.accounts.get(me) else {
             return;
@@ -68,7 +68,7 @@ impl NetState {
         let is_clustered = self.is_clustered();
         let mut served = Vec::new();
         for session in subscribers {
-            if is_clustered && !self.is_online(&session) {
+            if is_clustered && !self.serves(&session) {
                 continue;
             }
             self.deliver(&session, event.clone());
@@ -128,6 +128,7 @@ impl SimNetwork {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
         change(state.account(&me).chats.entry(chat.clone()).or_default());
+        state.chat_changed(&me, chat);
         Ok(())
     }
 
@@ -138,8 +139,9 @@ impl SimNetwork {
             .account(&me)
             .chats
             .remove(chat)
-            .map(|_| ())
-            .ok_or_else(|| EngineError::NotFound(format!("Chat {chat} not found")))
+            .ok_or_else(|| EngineError::NotFound(format!("Chat {chat} not found")))?;
+        state.chat_changed(&me, chat);
+        Ok(())
     }
 
     /// Typing indicators reach the other side's presence subscribers.
@@ -264,6 +266,7 @@ impl SimNetwork {
                 account.contacts.remove(id);
             }
         }
+        state.name_changed(&me, id);
         Ok(())
     }
 
@@ -298,10 +301,7 @@ impl SimNetwork {
         if !state.exists(chat) {
             return Ok(());
         }
-        state
-            .account(chat)
-            .presence_subscribers
-            .insert(session.to_string());
+        state.follow(session, chat);
         state.emit(Op::Subscribe {
             phone: chat.clone(),
             session: session.to_string(),
@@ -346,6 +346,7 @@ impl SimNetwork {
         let me = state.online_phone(session)?;
         let seq = state.next_seq();
         change(state.account(&me), seq);
+        state.profile_changed(&me);
         Ok(())
     }
 }

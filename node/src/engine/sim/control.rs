@@ -3,6 +3,7 @@
 //! a real network would. Group events and calls live here too; nothing here is reachable by an engine.
 
 use super::network::{Link, NetState, OutboxEntry, SimNetwork, StoredMessage, now};
+use super::peers::Record;
 use crate::engine::{
     AckStatus, CallEvent, CallPhase, EngineError, EngineEvent, EngineResult, LinkedAccount,
     MessageType, QuotedRef, ReceivedMedia,
@@ -172,6 +173,8 @@ impl SimNetwork {
         state.note_exchange(&me, &spec.from);
         state.touch_chat(&me, &msg.chat_for(&me), &msg, true);
         state.deliver(session, EngineEvent::Message(Box::new(msg.to_inbound(&me))));
+        // A session taken over can still quote it, and `mark-read` there finds it.
+        state.share(Record::Message, &id, &msg);
         state.messages.insert(id.clone(), msg);
         Ok(id)
     }
@@ -281,14 +284,12 @@ impl SimNetwork {
                 state.deliver(session, EngineEvent::Call(event(phase)));
             }
             _ => {
-                let ringing = event(CallPhase::Received);
-                state.calls.insert(
-                    call_id.clone(),
-                    super::extras::CallRec {
-                        session: session.into(),
-                        event: ringing,
-                    },
-                );
+                let ringing = super::extras::CallRec {
+                    session: session.into(),
+                    event: event(CallPhase::Received),
+                };
+                state.share(Record::Call, &call_id, &ringing);
+                state.calls.insert(call_id.clone(), ringing);
             }
         }
         Ok(call_id)

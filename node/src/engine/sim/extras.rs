@@ -23,8 +23,9 @@ pub(super) struct StatusRec {
     pub recipients: Vec<Jid>,
 }
 
-/// A call still ringing, kept so the callee can reject it.
-#[derive(Debug, Clone)]
+/// A call still ringing, kept so the callee can reject it; in a cluster also its shared record, so the
+/// callee's session can reject it wherever it runs next.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct CallRec {
     pub session: String,
     pub event: CallEvent,
@@ -150,6 +151,7 @@ impl SimNetwork {
             _ => return Err(EngineError::NotFound(format!("Call {call_id} not found"))),
         }
         if let Some(call) = state.calls.remove(call_id) {
+            state.unshare(Record::Call, call_id);
             let event = CallEvent {
                 phase: CallPhase::Rejected,
                 timestamp: now(),

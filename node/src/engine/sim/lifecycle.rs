@@ -155,12 +155,17 @@ fn reconnect(
             "the device was logged out from the phone".into(),
         ));
     }
-    let push_name = account.push_name.clone().or_else(|| {
-        state
-            .accounts
-            .get(&account.phone)
-            .and_then(|a| a.push_name.clone())
-    });
+    let known = state
+        .accounts
+        .get(&account.phone)
+        .and_then(|a| a.push_name.clone());
+    // In a cluster the name known here was just read back from the account's shared profile, which a
+    // profile change on the previous node updated and the stored credentials did not.
+    let push_name = if state.is_clustered() {
+        known.or_else(|| account.push_name.clone())
+    } else {
+        account.push_name.clone().or(known)
+    };
     state.register(&account.phone).push_name = push_name.clone();
     let device = state.devices.entry(session.to_string()).or_default();
     device.phone = Some(account.phone.clone());

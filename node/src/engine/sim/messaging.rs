@@ -92,8 +92,14 @@ impl SimNetwork {
             }
             reached |= state.has_device(phone);
             open.push(phone.clone());
-            state.touch_chat(phone, &msg.chat_for(phone), &msg, true);
-            state.deliver_message_to_phone(phone, &msg);
+            // In a cluster the recipient's chat is the business of the node serving it (it touches the
+            // chat when it applies the message), so a copy here never double-counts or overwrites it.
+            if !state.is_clustered() {
+                state.touch_chat(phone, &msg.chat_for(phone), &msg, true);
+            }
+            if state.deliver_message_to_phone(phone, &msg) && state.is_clustered() {
+                state.touch_chat(phone, &msg.chat_for(phone), &msg, true);
+            }
         }
         state.share(Record::Message, &msg.id, &msg);
         state.messages.insert(msg.id.clone(), msg);

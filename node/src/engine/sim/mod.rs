@@ -3,6 +3,7 @@
 //! the other accounts. Per the socket column, label reads, channel lists and channel messages stay
 //! `NotSupported` (the trait defaults).
 
+mod accounts;
 mod actions;
 mod channels;
 mod contacts;
@@ -22,6 +23,8 @@ pub(crate) mod peers_redis;
 mod shared;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_cluster;
 
 pub(crate) use network::SimNetwork;
 
@@ -107,8 +110,10 @@ impl SimEngine {
 #[async_trait]
 impl Engine for SimEngine {
     async fn start(&self) -> EngineResult<()> {
+        let linked = self.ctx.linked.as_ref();
+        self.net.pull_account_of(self.id(), linked).await;
         self.net
-            .start_device(self.id(), self.ctx.events.clone(), self.ctx.linked.as_ref())
+            .start_device(self.id(), self.ctx.events.clone(), linked)
     }
     // Stop, logout and kill return once a cluster-wide network's shared view has dropped the device, so
     // a node that lost a lease is off the view before it announces itself live again.
@@ -173,14 +178,19 @@ impl Engine for SimEngine {
             .vote_poll(self.message_query(poll_id).await, poll_id, options)
     }
     async fn mark_read(&self, chat: &Jid, message_ids: &[String]) -> EngineResult<()> {
-        self.net.mark_read(self.query().await, chat, message_ids)
+        let session = self.query().await;
+        self.net.pull_unread(session, chat, message_ids).await;
+        let read = self.net.mark_read(session, chat, message_ids);
+        self.shared(read).await
     }
     async fn mark_unread(&self, chat: &Jid) -> EngineResult<()> {
-        self.net.mark_unread(self.query().await, chat)
+        let marked = self.net.mark_unread(self.query().await, chat);
+        self.shared(marked).await
     }
     async fn star(&self, _chat: &Jid, message_id: &str, star: bool) -> EngineResult<()> {
-        self.net
-            .star(self.message_query(message_id).await, message_id, star)
+        let session = self.message_query(message_id).await;
+        let starred = self.net.star(session, message_id, star);
+        self.shared(starred).await
     }
     async fn click_button(
         &self,
@@ -197,16 +207,19 @@ impl Engine for SimEngine {
         self.net.list_chats(self.query().await)
     }
     async fn archive_chat(&self, chat: &Jid, archive: bool) -> EngineResult<()> {
-        self.net
-            .update_chat(self.query().await, chat, |c| c.archived = archive)
+        let archived = |c: &mut network::ChatRec| c.archived = archive;
+        let changed = self.net.update_chat(self.query().await, chat, archived);
+        self.shared(changed).await
     }
     async fn pin_chat(&self, chat: &Jid, pin: bool) -> EngineResult<()> {
-        self.net
-            .update_chat(self.query().await, chat, |c| c.pinned = pin)
+        let pinned = |c: &mut network::ChatRec| c.pinned = pin;
+        let changed = self.net.update_chat(self.query().await, chat, pinned);
+        self.shared(changed).await
     }
     async fn mute_chat(&self, chat: &Jid, until_ms: Option<i64>) -> EngineResult<()> {
-        self.net
-            .update_chat(self.query().await, chat, |c| c.muted_until = until_ms)
+        let muted = |c: &mut network::ChatRec| c.muted_until = until_ms;
+        let changed = self.net.update_chat(self.query().await, chat, muted);
+        self.shared(changed).await
     }
     async fn set_chat_state(&self, chat: &Jid, state: ChatState) -> EngineResult<()> {
         self.net.set_chat_state(self.query().await, chat, state)
@@ -215,11 +228,14 @@ impl Engine for SimEngine {
         let clear = |c: &mut network::ChatRec| {
             c.last_body = None;
             c.unread = 0;
+            c.unread_ids.clear();
         };
-        self.net.update_chat(self.query().await, chat, clear)
+        let cleared = self.net.update_chat(self.query().await, chat, clear);
+        self.shared(cleared).await
     }
     async fn delete_chat(&self, chat: &Jid) -> EngineResult<()> {
-        self.net.delete_chat(self.query().await, chat)
+        let deleted = self.net.delete_chat(self.query().await, chat);
+        self.shared(deleted).await
     }
 
     async fn list_contacts(&self) -> EngineResult<Vec<Contact>> {
@@ -264,10 +280,12 @@ impl Engine for SimEngine {
     }
     async fn save_contact(&self, id: &Jid, first: &str, last: Option<&str>) -> EngineResult<()> {
         let name = last.map_or_else(|| first.to_string(), |last| format!("{first} {last}"));
-        self.net.save_contact(self.query().await, id, Some(name))
+        let saved = self.net.save_contact(self.query().await, id, Some(name));
+        self.shared(saved).await
     }
     async fn delete_contact(&self, id: &Jid) -> EngineResult<()> {
-        self.net.save_contact(self.query().await, id, None)
+        let deleted = self.net.save_contact(self.query().await, id, None);
+        self.shared(deleted).await
     }
 
     async fn list_groups(&self) -> EngineResult<Vec<GroupSummary>> {
@@ -429,16 +447,20 @@ impl Engine for SimEngine {
     }
 
     async fn upsert_label(&self, label: LabelUpsert) -> EngineResult<Label> {
-        self.net.upsert_label(self.query().await, label)
+        let upserted = self.net.upsert_label(self.query().await, label);
+        self.shared(upserted).await
     }
     async fn delete_label(&self, id: &str) -> EngineResult<()> {
-        self.net.delete_label(self.query().await, id)
+        let deleted = self.net.delete_label(self.query().await, id);
+        self.shared(deleted).await
     }
     async fn add_chat_label(&self, chat: &Jid, label_id: &str) -> EngineResult<()> {
-        self.net.tag_chat(self.query().await, chat, label_id, true)
+        let tagged = self.net.tag_chat(self.query().await, chat, label_id, true);
+        self.shared(tagged).await
     }
     async fn remove_chat_label(&self, chat: &Jid, label_id: &str) -> EngineResult<()> {
-        self.net.tag_chat(self.query().await, chat, label_id, false)
+        let untagged = self.net.tag_chat(self.query().await, chat, label_id, false);
+        self.shared(untagged).await
     }
 
     async fn post_status(&self, post: StatusPost) -> EngineResult<StatusUpdate> {
@@ -460,6 +482,7 @@ impl Engine for SimEngine {
     }
 
     async fn reject_call(&self, call_id: &str) -> EngineResult<()> {
+        self.net.pull_call(call_id).await;
         let rejected = self.net.reject_call(self.query().await, call_id);
         self.shared(rejected).await
     }
@@ -469,13 +492,15 @@ impl Engine for SimEngine {
 
     async fn set_profile_name(&self, name: &str) -> EngineResult<()> {
         let name = name.to_string();
-        self.net
-            .update_profile(self.query().await, |a, _| a.push_name = Some(name))
+        let set = |a: &mut network::Account, _| a.push_name = Some(name);
+        let changed = self.net.update_profile(self.query().await, set);
+        self.shared(changed).await
     }
     async fn set_profile_status(&self, status: &str) -> EngineResult<()> {
         let status = status.to_string();
-        self.net
-            .update_profile(self.query().await, |a, _| a.status_text = status)
+        let set = |a: &mut network::Account, _| a.status_text = status;
+        let changed = self.net.update_profile(self.query().await, set);
+        self.shared(changed).await
     }
     async fn set_profile_picture(&self, image: MediaSource) -> EngineResult<()> {
         image
@@ -483,12 +508,14 @@ impl Engine for SimEngine {
             .await
             .map_err(|e| EngineError::BadInput(e.to_string()))?;
         let url = |seq| Some(format!("https://pps.sim.invalid/u/{}/{seq}.jpg", self.id()));
-        self.net
-            .update_profile(self.query().await, |a, seq| a.picture = url(seq))
+        let set = |a: &mut network::Account, seq| a.picture = url(seq);
+        let changed = self.net.update_profile(self.query().await, set);
+        self.shared(changed).await
     }
     async fn remove_profile_picture(&self) -> EngineResult<()> {
-        self.net
-            .update_profile(self.query().await, |a, _| a.picture = None)
+        let set = |a: &mut network::Account, _| a.picture = None;
+        let changed = self.net.update_profile(self.query().await, set);
+        self.shared(changed).await
     }
 
     async fn catalog(&self) -> EngineResult<Option<Catalog>> {

@@ -87,6 +87,8 @@ pub(super) struct Device {
     pub pairing_phone: Option<Jid>,
     /// Epoch ms of the last time the device came online.
     pub connected_at: i64,
+    /// Phones whose presence this device follows; the subscriptions end with its connection.
+    pub subscribed: BTreeSet<Jid>,
 }
 
 /// What a session put on the network (the control API's `outbox`).
@@ -118,8 +120,12 @@ pub(super) struct Account {
     pub presence_subscribers: BTreeSet<String>,
 }
 
-/// Per-account chat state.
-#[derive(Debug, Clone, Default)]
+/// How many received-but-unread message ids a chat remembers for read receipts (older ones get none).
+const UNREAD_IDS_MAX: usize = 256;
+
+/// Per-account chat state (in a cluster also its shared form, `accounts.rs`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct ChatRec {
     pub archived: bool,
     pub pinned: bool,
@@ -128,6 +134,10 @@ pub(super) struct ChatRec {
     pub unread: u32,
     pub last_timestamp: i64,
     pub last_body: Option<String>,
+    /// Messages received in this chat and not read yet, oldest first: the account's own read state, which a
+    /// node that takes the session over answers `mark-read` from.
+    #[serde(default)]
+    pub unread_ids: Vec<String>,
 }
 
 /// A message as the network remembers it (and as it crosses to peers).
@@ -200,6 +210,8 @@ pub(super) struct NetState {
     pub query_delay: Option<Duration>,
     /// Writes towards the peers (cluster mode), applied in order by `peers::run`.
     ops: Option<OpSender>,
+    /// The peers (cluster mode), for the lease check of local deliveries.
+    fence: Option<Arc<dyn Peers>>,
     /// Cluster mode: digits unique to this process in group/channel ids and invite codes (`shared.rs`).
     pub(super) salt: Option<String>,
 }
@@ -257,14 +269,17 @@ impl NetState {
         }
     }
 
-    /// Delivers network traffic: now when online, later when linked but offline, never when unlinked.
+    /// Delivers network traffic: now when online, later when linked but offline, never when unlinked. In a
+    /// cluster, traffic for a device this process does not serve (offline here, or its lease lapsed) goes
+    /// to the session's shared inbox instead, for whichever node holds its lease.
     pub(super) fn deliver(&mut self, session: &str, event: EngineEvent) {
+        let is_linked = self.devices.get(session).is_some_and(|d| d.phone.is_some());
+        if !is_linked || self.rerouted(session, &event) {
+            return;
+        }
         let Some(device) = self.devices.get_mut(session) else {
             return;
         };
-        if device.phone.is_none() {
-            return;
-        }
         match (&device.link, &device.events) {
             (Link::Online, Some(tx)) => {
                 if let Err(unsent) = tx.send(event) {
@@ -275,6 +290,22 @@ impl NetState {
         }
     }
 
+    /// Sends `event` to `session`'s shared inbox when this process does not serve the session (cluster
+    /// mode); answers whether it did. A message event has no crossing form of its own and stays here.
+    fn rerouted(&self, session: &str, event: &EngineEvent) -> bool {
+        if !self.is_clustered() || self.serves(session) {
+            return false;
+        }
+        let Some(traffic) = Traffic::from_event(event) else {
+            return false;
+        };
+        self.emit(Op::ToSession {
+            session: session.to_string(),
+            traffic: Box::new(traffic),
+        });
+        true
+    }
+
     pub(super) fn deliver_to_phone(&mut self, phone: &Jid, event: &EngineEvent) {
         let served = self.deliver_here(phone, |_| event.clone());
         if let Some(traffic) = Traffic::from_event(event) {
@@ -283,24 +314,27 @@ impl NetState {
     }
 
     /// A message for `phone`'s sessions: each sees it from its own side; peers get the stored record.
-    pub(super) fn deliver_message_to_phone(&mut self, phone: &Jid, msg: &StoredMessage) {
+    /// Answers whether a session of `phone` was served here.
+    pub(super) fn deliver_message_to_phone(&mut self, phone: &Jid, msg: &StoredMessage) -> bool {
         let served = self.deliver_here(phone, |viewer| {
             EngineEvent::Message(Box::new(msg.to_inbound(viewer)))
         });
+        let is_served = !served.is_empty();
         let traffic = Traffic::Message {
             msg: Box::new(msg.clone()),
         };
         self.to_peers(phone, traffic, served);
+        is_served
     }
 
     /// Delivers to `phone`'s sessions in this process; returns those served. In a cluster only devices
-    /// online here are served here: a session linked but offline here may be online on another node, so
-    /// its traffic waits in its shared inbox instead of this process's `pending`.
+    /// served here (`serves`) are: a session linked but offline here may be online on another node, and
+    /// one whose lease lapsed here has a successor, so its traffic waits in its shared inbox instead.
     fn deliver_here(&mut self, phone: &Jid, event: impl Fn(&Jid) -> EngineEvent) -> Vec<String> {
         let is_clustered = self.ops.is_some();
         let mut served = Vec::new();
         for session in self.sessions_of(phone) {
-            if is_clustered && !self.is_online(&session) {
+            if is_clustered && !self.serves(&session) {
                 continue;
             }
             self.deliver(&session, event(phone));
@@ -335,6 +369,16 @@ impl NetState {
             .is_some_and(|d| d.link == Link::Online)
     }
 
+    /// Whether this process hands `session`'s traffic to its device itself: online here and, in a cluster,
+    /// still the holder of its lease (the same deadline its fenced writes check; no round trip).
+    pub(super) fn serves(&self, session: &str) -> bool {
+        self.is_online(session)
+            && self
+                .fence
+                .as_ref()
+                .is_none_or(|peers| peers.holds_lease(session))
+    }
+
     /// `phone` exists on the network (it linked a device, or wrote through the control API).
     pub(super) fn register(&mut self, phone: &Jid) -> &mut Account {
         self.emit(Op::Account(phone.clone()));
@@ -342,7 +386,8 @@ impl NetState {
     }
 
     /// The device of `session` left this process (stopped, dropped, killed or logged out).
-    pub(super) fn went_offline(&self, session: &str, phone: Option<Jid>, unlinked: bool) {
+    pub(super) fn went_offline(&mut self, session: &str, phone: Option<Jid>, unlinked: bool) {
+        self.end_subscriptions(session);
         if let Some(phone) = phone {
             self.emit(Op::Offline {
                 session: session.to_string(),
@@ -360,7 +405,10 @@ impl NetState {
         device.link = Link::Online;
         device.connected_at = chrono::Utc::now().timestamp_millis();
         let pending = std::mem::take(&mut device.pending);
-        if let Some(phone) = device.phone.clone() {
+        let phone = device.phone.clone();
+        // A new connection follows nobody yet (a crashed node never ended the last one's subscriptions).
+        self.end_subscriptions(session);
+        if let Some(phone) = phone {
             // Connected here: the shared view says so, and the session's shared inbox is drained.
             self.emit(Op::Online {
                 session: session.to_string(),
@@ -442,7 +490,12 @@ impl NetState {
         rec.last_body = Some(msg.body.clone());
         if unread {
             rec.unread += 1;
+            rec.unread_ids.push(msg.id.clone());
+            if rec.unread_ids.len() > UNREAD_IDS_MAX {
+                rec.unread_ids.remove(0);
+            }
         }
+        self.chat_changed(owner, chat);
     }
 
     pub(super) fn presence_state(&self, phone: &Jid) -> PresenceState {
@@ -473,6 +526,7 @@ impl SimNetwork {
         if self.inner.peers.set(peers).is_ok() {
             let mut state = self.lock();
             state.ops = Some(ops);
+            state.fence = self.inner.peers.get().cloned();
             state.salt = Some(format!("{:06}", rand::random::<u32>() % 1_000_000));
         }
     }
@@ -483,7 +537,7 @@ impl SimNetwork {
 
     /// Waits until every write queued so far reached the peers (a stopped engine is off the shared view
     /// before the caller goes on). Immediate in embedded mode.
-    pub(super) async fn flush_peers(&self) {
+    pub(crate) async fn flush_peers(&self) {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let queued = {
             let state = self.lock();
@@ -519,11 +573,10 @@ impl SimNetwork {
         let mut left = Vec::new();
         for item in traffic {
             let phone = match state.devices.get(session) {
+                // A lease that lapsed since the inbox was taken: the rest goes back for the successor.
                 Some(Device {
-                    link: Link::Online,
-                    phone: Some(phone),
-                    ..
-                }) if left.is_empty() => phone.clone(),
+                    phone: Some(phone), ..
+                }) if left.is_empty() && state.serves(session) => phone.clone(),
                 _ => {
                     left.push(item);
                     continue;

@@ -8,8 +8,10 @@
 //! - the directory: which phones exist, which sessions are linked to a phone, who exchanged messages with
 //!   whom (contact lists), who blocked whom, presence and its subscribers, and which devices are connected
 //!   where (the "no two owners" view);
-//! - shared records (`Record`: groups, channels, statuses, messages): written through after every change
-//!   and read back before use (`shared.rs`), so any node can act on a group another node created.
+//! - shared records (`Record`: groups, channels, statuses, messages, ringing calls): written through after
+//!   every change and read back before use (`shared.rs`), so any node can act on a group another node created;
+//! - per-account state (chats, labels, stars, saved names, profile; `accounts.rs`): written through field by
+//!   field by the node serving the account, read back when a session of the account starts on a node.
 //!
 //! Writes are queued from inside the network's (synchronous) lock as `Op`s and applied in order by one
 //! task per process (`run`), so a message always reaches the other side before its acks.
@@ -220,11 +222,32 @@ pub(crate) enum Record {
     Status,
     /// Messages: so a session taken over, or a peer quoting, finds a message first seen on another node.
     Message,
+    /// Ringing calls: so the callee's session, wherever it runs next, can reject one.
+    Call,
+}
+
+impl Record {
+    /// Kept one key per record with an expiry (read one by one), rather than in one hash of the kind.
+    pub(crate) fn is_keyed(self) -> bool {
+        matches!(self, Record::Message | Record::Call)
+    }
 }
 
 /// One write towards the peers, queued under the network's lock and applied in order.
 #[derive(Debug)]
 pub(crate) enum Op {
+    /// `traffic` for one session (generated here for a session this node does not serve, or no longer
+    /// holds the lease of), to be drained wherever it runs.
+    ToSession {
+        session: String,
+        traffic: Box<Traffic>,
+    },
+    /// Writes (`Some`) or removes one field of `phone`'s per-account state (`accounts.rs`).
+    AccountField {
+        phone: Jid,
+        field: String,
+        json: Option<String>,
+    },
     /// `traffic` for every session linked to `phone`, except those served here already (`skip`).
     ToPhone {
         phone: Jid,
@@ -258,7 +281,7 @@ pub(crate) enum Op {
         available: bool,
         last_seen: Option<i64>,
     },
-    /// `session` follows `phone`'s presence.
+    /// `session` follows `phone`'s presence (until its device next goes offline or comes online).
     Subscribe {
         phone: Jid,
         session: String,
@@ -269,12 +292,14 @@ pub(crate) enum Op {
         traffic: Box<Traffic>,
         skip: Vec<String>,
     },
-    /// `session` is linked to `phone` and connected here; its inbox is drained next.
+    /// `session` is linked to `phone` and connected here (with no presence subscription yet); its inbox is
+    /// drained next.
     Online {
         session: String,
         phone: Jid,
     },
-    /// `session`'s device disconnected here (`unlinked`: and is no longer linked to `phone`).
+    /// `session`'s device disconnected here (`unlinked`: and is no longer linked to `phone`); its presence
+    /// subscriptions end with the connection.
     Offline {
         session: String,
         phone: Jid,
@@ -317,7 +342,15 @@ pub(crate) trait Peers: Send + Sync + 'static {
     async fn take_inbox(&self, session: &str) -> PeerResult<Option<Vec<Traffic>>>;
     /// Puts traffic back at the head of `session`'s inbox (its device left while it was applied).
     async fn requeue(&self, session: &str, traffic: &[Traffic]) -> PeerResult<()>;
+    /// Whether this process may still hand traffic to `session`'s device itself: it holds the session's
+    /// lease and the lease's deadline has not passed. Answered locally (no round trip); a network whose
+    /// peers know nothing of leases (tests) always may.
+    fn holds_lease(&self, _session: &str) -> bool {
+        true
+    }
     async fn exists(&self, phone: &Jid) -> PeerResult<bool>;
+    /// Every field of `phone`'s per-account state (empty if it never was written).
+    async fn account(&self, phone: &Jid) -> PeerResult<Vec<(String, String)>>;
     /// Accounts `phone` exchanged a message with.
     async fn contacts(&self, phone: &Jid) -> PeerResult<Vec<Jid>>;
     /// Whether any session is linked to `phone`, wherever it runs.
@@ -339,6 +372,12 @@ pub(crate) trait Peers: Send + Sync + 'static {
         wake: mpsc::UnboundedSender<Op>,
         resync: Box<dyn Fn() -> Vec<String> + Send + Sync>,
     );
+}
+
+impl std::fmt::Debug for dyn Peers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Peers")
+    }
 }
 
 /// The sender half held inside the network's state.

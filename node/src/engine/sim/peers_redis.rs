@@ -6,8 +6,11 @@
 //!   that shows whether a session ever has two owners (a field per node, so two owners show as two fields);
 //! - `contacts:{phone}` (set): accounts the phone exchanged a message with;
 //! - `blocked:{phone}` (set): accounts the phone blocked;
-//! - `presence:{phone}` (hash `available`, `lastSeen`) and `presubs:{phone}` (set of sessions following it);
-//! - `groups`, `channels`, `statuses` (hashes id -> JSON record) and `msg:{id}` (JSON, kept a day);
+//! - `presence:{phone}` (hash `available`, `lastSeen`), `presubs:{phone}` (set of sessions following it) and
+//!   `subs:{session}` (set of phones the session follows, so its subscriptions go with its connection);
+//! - `groups`, `channels`, `statuses` (hashes id -> JSON record), `msg:{id}` and `call:{id}` (JSON, kept a
+//!   day);
+//! - `acct:{phone}` (hash field -> JSON): per-account state (`accounts.rs`);
 //! - `inbox:{session}` (list of JSON `Traffic`): traffic for a session, drained where it is online;
 //! - channel `wake`: a session id whose inbox just got traffic.
 //!
@@ -76,8 +79,21 @@ redis.call('DEL', KEYS[1])
 return items
 ";
 
-/// How long a message record stays readable by other nodes (the sim is a test network).
+/// Ends every presence subscription of a session (KEYS[1] = its `subs:` set; ARGV[1] the `presubs:` key
+/// prefix, ARGV[2] the session): subscriptions last one connection, as on the real network.
+const DROP_SUBS: &str = r"
+for _, p in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  redis.call('SREM', ARGV[1] .. p, ARGV[2])
+end
+redis.call('DEL', KEYS[1])
+return 0
+";
+
+/// How long a message or call record stays readable by other nodes (the sim is a test network).
 const MESSAGE_TTL_S: u64 = 24 * 60 * 60;
+
+/// Whether this process holds a session's lease now (`Peers::holds_lease`).
+pub(crate) type Fence = Box<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// How long the wake listener waits before reconnecting after Redis went away.
 const RECONNECT_DELAY: Duration = Duration::from_millis(500);
@@ -89,6 +105,8 @@ pub(crate) struct RedisPeers {
     node_id: String,
     /// `REDIS_KEY_PREFIX` (the registry's keys live under it).
     prefix: String,
+    /// The lease check of local deliveries; none (always may) unless set.
+    fence: Option<Fence>,
 }
 
 fn err(e: impl std::fmt::Display) -> PeerError {
@@ -107,7 +125,15 @@ impl RedisPeers {
             client: redis::Client::open(redis_url).map_err(err)?,
             node_id,
             prefix,
+            fence: None,
         })
+    }
+
+    /// Local deliveries to a session's device go through its inbox instead once `fence` says this process
+    /// no longer holds the session's lease.
+    pub(crate) fn with_fence(mut self, fence: Fence) -> RedisPeers {
+        self.fence = Some(fence);
+        self
     }
 
     fn key(&self, rest: &str) -> String {
@@ -125,7 +151,51 @@ impl RedisPeers {
             Record::Channel => "channels",
             Record::Status => "statuses",
             Record::Message => "msg:",
+            Record::Call => "call:",
         })
+    }
+
+    /// Ends `session`'s presence subscriptions (its connection changed).
+    fn drop_subs(&self, pipe: &mut redis::Pipeline, session: &str) {
+        pipe.cmd("EVAL")
+            .arg(DROP_SUBS)
+            .arg(1)
+            .arg(self.key(&format!("subs:{session}")))
+            .arg(self.key("presubs:"))
+            .arg(session)
+            .ignore();
+    }
+
+    fn push_to_session(
+        &self,
+        pipe: &mut redis::Pipeline,
+        session: &str,
+        traffic: &Traffic,
+    ) -> PeerResult<()> {
+        let payload = serde_json::to_string(traffic).map_err(err)?;
+        pipe.cmd("RPUSH")
+            .arg(self.key(&format!("inbox:{session}")))
+            .arg(payload)
+            .ignore()
+            .cmd("PUBLISH")
+            .arg(self.wake_channel())
+            .arg(session)
+            .ignore();
+        Ok(())
+    }
+
+    fn push_account_field(
+        &self,
+        pipe: &mut redis::Pipeline,
+        phone: &Jid,
+        field: &str,
+        json: Option<&String>,
+    ) {
+        let key = self.key(&format!("acct:{phone}"));
+        match json {
+            Some(json) => pipe.cmd("HSET").arg(key).arg(field).arg(json).ignore(),
+            None => pipe.cmd("HDEL").arg(key).arg(field).ignore(),
+        };
     }
 
     fn field(&self, session: &str) -> String {
@@ -149,6 +219,10 @@ impl RedisPeers {
                     .arg(self.wake_channel())
                     .arg(skip)
                     .ignore();
+            }
+            Op::ToSession { session, traffic } => self.push_to_session(pipe, session, traffic)?,
+            Op::AccountField { phone, field, json } => {
+                self.push_account_field(pipe, phone, field, json.as_ref());
             }
             Op::Account(phone) => {
                 pipe.cmd("SADD")
@@ -186,6 +260,7 @@ impl RedisPeers {
                     .arg(self.key("phones"))
                     .arg(phone.to_string())
                     .ignore();
+                self.drop_subs(pipe, session);
             }
             Op::Offline {
                 session,
@@ -196,6 +271,7 @@ impl RedisPeers {
                     .arg(self.key(&format!("conn:{phone}")))
                     .arg(self.field(session))
                     .ignore();
+                self.drop_subs(pipe, session);
                 if *unlinked {
                     pipe.cmd("HDEL")
                         .arg(self.key(&format!("linked:{phone}")))
@@ -204,7 +280,7 @@ impl RedisPeers {
                 }
             }
             Op::Put { record, id, json } => {
-                if *record == Record::Message {
+                if record.is_keyed() {
                     pipe.cmd("SET")
                         .arg(format!("{}{id}", self.record_key(*record)))
                         .arg(json)
@@ -220,7 +296,7 @@ impl RedisPeers {
                 }
             }
             Op::Delete { record, id } => {
-                if *record == Record::Message {
+                if record.is_keyed() {
                     pipe.cmd("DEL")
                         .arg(format!("{}{id}", self.record_key(*record)))
                         .ignore();
@@ -261,6 +337,10 @@ impl RedisPeers {
                 pipe.cmd("SADD")
                     .arg(self.key(&format!("presubs:{phone}")))
                     .arg(session)
+                    .ignore()
+                    .cmd("SADD")
+                    .arg(self.key(&format!("subs:{session}")))
+                    .arg(phone.to_string())
                     .ignore();
             }
             Op::ToSubscribers {
@@ -362,6 +442,19 @@ impl Peers for RedisPeers {
             .map_err(err)
     }
 
+    fn holds_lease(&self, session: &str) -> bool {
+        self.fence.as_ref().is_none_or(|holds| holds(session))
+    }
+
+    async fn account(&self, phone: &Jid) -> PeerResult<Vec<(String, String)>> {
+        let mut conn = self.pool.get().await.map_err(err)?;
+        redis::cmd("HGETALL")
+            .arg(self.key(&format!("acct:{phone}")))
+            .query_async(&mut *conn)
+            .await
+            .map_err(err)
+    }
+
     async fn exists(&self, phone: &Jid) -> PeerResult<bool> {
         let mut conn = self.pool.get().await.map_err(err)?;
         redis::cmd("SISMEMBER")
@@ -393,7 +486,7 @@ impl Peers for RedisPeers {
     }
 
     async fn records(&self, record: Record) -> PeerResult<Vec<String>> {
-        if record == Record::Message {
+        if record.is_keyed() {
             return Ok(Vec::new());
         }
         let mut conn = self.pool.get().await.map_err(err)?;
@@ -406,7 +499,7 @@ impl Peers for RedisPeers {
 
     async fn record(&self, record: Record, id: &str) -> PeerResult<Option<String>> {
         let mut conn = self.pool.get().await.map_err(err)?;
-        let cmd = if record == Record::Message {
+        let cmd = if record.is_keyed() {
             let mut cmd = redis::cmd("GET");
             cmd.arg(format!("{}{id}", self.record_key(record)));
             cmd

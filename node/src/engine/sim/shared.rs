@@ -1,5 +1,5 @@
-//! The sim's records that every node of a cluster acts on: groups, channels, statuses, messages, blocks,
-//! presence and who exists. A change is written through to the peers (`share`, an `Op` queued under the
+//! The sim's records that every node of a cluster acts on: groups, channels, statuses, messages, ringing
+//! calls, blocks, presence and who exists (per-account state is in `accounts.rs`). A change is written through to the peers (`share`, an `Op` queued under the
 //! lock) and the engine waits for it to land (`flush_peers`) before answering; a node reads the records
 //! back into its local state (`pull_*`, before taking the lock) before it uses them. In embedded mode every
 //! call here is a no-op: the local state is the whole network. Concurrent changes to one group or channel
@@ -12,7 +12,7 @@ use wagate_proto::Jid;
 use wagate_proto::jid::ChatKind;
 
 use super::channels::ChannelRec;
-use super::extras::StatusRec;
+use super::extras::{CallRec, StatusRec};
 use super::groups::Group;
 use super::messaging::recipients_of;
 use super::network::{NetState, SimNetwork, StoredMessage};
@@ -138,20 +138,33 @@ impl SimNetwork {
 
     /// A message first seen on another node (sent there, or received by a session since taken over).
     pub(crate) async fn pull_message(&self, id: &str) {
-        let Some(peers) = self.shared_peers() else {
-            return;
-        };
         if self.lock().messages.contains_key(id) {
             return;
         }
-        match peers.record(Record::Message, id).await {
-            Ok(Some(raw)) => {
-                if let Some(msg) = parse::<StoredMessage>(&raw) {
-                    self.lock().messages.entry(msg.id.clone()).or_insert(msg);
-                }
+        if let Some(msg) = self.keyed::<StoredMessage>(Record::Message, id).await {
+            self.lock().messages.entry(msg.id.clone()).or_insert(msg);
+        }
+    }
+
+    /// A call ringing for a session when it ran on another node.
+    pub(super) async fn pull_call(&self, id: &str) {
+        if self.lock().calls.contains_key(id) {
+            return;
+        }
+        if let Some(call) = self.keyed::<CallRec>(Record::Call, id).await {
+            self.lock().calls.entry(id.to_string()).or_insert(call);
+        }
+    }
+
+    /// One record of a kind kept under its own key (`Record::is_keyed`), if the peers have it.
+    async fn keyed<T: DeserializeOwned>(&self, record: Record, id: &str) -> Option<T> {
+        let peers = self.shared_peers()?;
+        match peers.record(record, id).await {
+            Ok(raw) => parse(&raw?),
+            Err(error) => {
+                tracing::warn!(%error, ?record, id, "sim record not read");
+                None
             }
-            Ok(None) => {}
-            Err(error) => tracing::warn!(%error, message_id = id, "sim message not read"),
         }
     }
 

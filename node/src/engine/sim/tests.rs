@@ -10,21 +10,21 @@ use std::time::Duration;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::time::Instant;
 
-const A: &str = "491111111111@c.us";
-const B: &str = "492222222222@c.us";
-const C: &str = "493333333333@c.us";
+pub(super) const A: &str = "491111111111@c.us";
+pub(super) const B: &str = "492222222222@c.us";
+pub(super) const C: &str = "493333333333@c.us";
 
-fn jid(raw: &str) -> Jid {
+pub(super) fn jid(raw: &str) -> Jid {
     Jid::parse(raw).expect("test JID")
 }
 
-struct Handset {
-    engine: Arc<dyn Engine>,
-    rx: UnboundedReceiver<EngineEvent>,
-    account: Option<LinkedAccount>,
+pub(super) struct Handset {
+    pub(super) engine: Arc<dyn Engine>,
+    pub(super) rx: UnboundedReceiver<EngineEvent>,
+    pub(super) account: Option<LinkedAccount>,
 }
 
-fn handset(net: &SimNetwork, session: &str, linked: Option<LinkedAccount>) -> Handset {
+pub(super) fn handset(net: &SimNetwork, session: &str, linked: Option<LinkedAccount>) -> Handset {
     let (events, rx) = unbounded_channel();
     let ctx = EngineContext {
         session_id: session.to_string(),
@@ -41,7 +41,7 @@ fn handset(net: &SimNetwork, session: &str, linked: Option<LinkedAccount>) -> Ha
 }
 
 impl Handset {
-    async fn next(&mut self) -> EngineEvent {
+    pub(super) async fn next(&mut self) -> EngineEvent {
         let event = tokio::time::timeout(Duration::from_secs(300), self.rx.recv()).await;
         event.expect("an event in time").expect("channel open")
     }
@@ -50,14 +50,14 @@ impl Handset {
         tokio::time::timeout(span, self.rx.recv()).await.is_err()
     }
 
-    async fn ack(&mut self) -> AckStatus {
+    pub(super) async fn ack(&mut self) -> AckStatus {
         match self.next().await {
             EngineEvent::Ack { status, .. } => status,
             other => panic!("expected an ack, got {other:?}"),
         }
     }
 
-    async fn message(&mut self) -> InboundMessage {
+    pub(super) async fn message(&mut self) -> InboundMessage {
         match self.next().await {
             EngineEvent::Message(msg) => *msg,
             other => panic!("expected a message, got {other:?}"),
@@ -65,7 +65,7 @@ impl Handset {
     }
 
     /// Expects `Authenticated` then `Ready`, keeping the credentials.
-    async fn expect_linked(&mut self) {
+    pub(super) async fn expect_linked(&mut self) {
         match self.next().await {
             EngineEvent::Authenticated { account } => self.account = Some(account),
             other => panic!("expected Authenticated, got {other:?}"),
@@ -79,7 +79,7 @@ fn net() -> SimNetwork {
 }
 
 /// A session linked to `phone` by QR scan.
-async fn linked(net: &SimNetwork, session: &str, phone: &str) -> Handset {
+pub(super) async fn linked(net: &SimNetwork, session: &str, phone: &str) -> Handset {
     let mut h = handset(net, session, None);
     h.engine.start().await.expect("start");
     assert!(matches!(h.next().await, EngineEvent::Qr { .. }));
@@ -89,7 +89,7 @@ async fn linked(net: &SimNetwork, session: &str, phone: &str) -> Handset {
     h
 }
 
-fn text(to: &str, body: &str) -> OutgoingMessage {
+pub(super) fn text(to: &str, body: &str) -> OutgoingMessage {
     OutgoingMessage {
         to: jid(to),
         content: MessageContent::Text {
@@ -559,7 +559,7 @@ async fn networks_joined_through_redis_act_as_one() {
 }
 
 /// Writes lease keys as `cluster/lease_redis.rs` does (`{nodeId}:{generation}`), for the inbox fence.
-async fn hold_leases(pool: &deadpool_redis::Pool, prefix: &str, held: &[(&str, &str)]) {
+pub(super) async fn hold_leases(pool: &deadpool_redis::Pool, prefix: &str, held: &[(&str, &str)]) {
     let mut conn = pool.get().await.expect("redis");
     for (session, node) in held {
         deadpool_redis::redis::cmd("SET")

@@ -1,0 +1,269 @@
+//! The sim network across processes: networks joined through a real Redis (127.0.0.1:6379 or
+//! `WAGATE_TEST_REDIS_URL`, own key prefix each). What follows a session moved to another node (a ringing
+//! call, chats, labels, stars, saved names, profile, unread messages), presence subscriptions ending with the
+//! subscriber's connection, and the lease fence on traffic a node hands to its own devices. Plus the
+//! embedded network's subscriptions. Real time (Redis), so every wait polls with a generous deadline.
+
+use super::network::SimConfig;
+use super::peers::{Peers as _, Traffic};
+use super::peers_redis::{Fence, RedisPeers};
+use super::tests::{A, B, Handset, handset, hold_leases, jid, linked, text};
+use super::*;
+use std::collections::HashSet;
+use std::time::Duration;
+
+struct Redis {
+    pool: deadpool_redis::Pool,
+    url: String,
+    prefix: String,
+}
+
+fn redis() -> Redis {
+    let url =
+        std::env::var("WAGATE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let pool = deadpool_redis::Config::from_url(url.as_str())
+        .create_pool(Some(deadpool_redis::Runtime::Tokio1))
+        .expect("redis pool");
+    let prefix = format!("wagate-test:{}:", uuid::Uuid::new_v4().simple());
+    Redis { pool, url, prefix }
+}
+
+impl Redis {
+    fn peers(&self, node: &str) -> RedisPeers {
+        RedisPeers::new(
+            self.pool.clone(),
+            &self.url,
+            node.into(),
+            self.prefix.clone(),
+        )
+        .expect("peers")
+    }
+
+    /// A network of its own (one process's worth) joined to the others through this Redis.
+    fn joined(&self, node: &str, fence: Option<Fence>) -> SimNetwork {
+        let net = SimNetwork::new(SimConfig {
+            link_delay: Duration::from_millis(10),
+            ack_delay: Duration::from_millis(10),
+            id_prefix: format!("3EB0{}", node.to_uppercase()),
+            ..SimConfig::default()
+        });
+        let peers = match fence {
+            Some(fence) => self.peers(node).with_fence(fence),
+            None => self.peers(node),
+        };
+        peers::attach(&net, Arc::new(peers));
+        net
+    }
+
+    async fn members(&self, key: &str) -> Vec<String> {
+        let mut conn = self.pool.get().await.expect("redis");
+        deadpool_redis::redis::cmd("SMEMBERS")
+            .arg(format!("{}sim:{key}", self.prefix))
+            .query_async(&mut *conn)
+            .await
+            .expect("SMEMBERS")
+    }
+}
+
+/// The first event `pred` accepts (others are skipped).
+async fn until(h: &mut Handset, pred: impl Fn(&EngineEvent) -> bool) -> EngineEvent {
+    loop {
+        let event = h.next().await;
+        if pred(&event) {
+            return event;
+        }
+    }
+}
+
+fn is_call(event: &EngineEvent, phase: CallPhase) -> bool {
+    matches!(event, EngineEvent::Call(call) if call.phase == phase)
+}
+
+/// Lets the wake listeners subscribe before the first cross-node traffic (they start in the background).
+async fn listeners_up() {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+#[tokio::test]
+async fn a_session_moved_to_another_node_finds_its_call_account_and_read_state() {
+    let r = redis();
+    let (n1, n2) = (r.joined("n1", None), r.joined("n2", None));
+    hold_leases(&r.pool, &r.prefix, &[("a", "n1"), ("b", "n1")]).await;
+    let mut a = linked(&n1, "a", A).await;
+    let mut b = linked(&n1, "b", B).await;
+    listeners_up().await;
+    let sent = a.engine.send(text(B, "read me later")).await.expect("send");
+    assert_eq!(b.message().await.id, sent.id);
+    for _ in 0..3 {
+        a.ack().await;
+    }
+
+    let chat = jid(A);
+    let engine = &b.engine;
+    engine.archive_chat(&chat, true).await.expect("archive");
+    let upsert = LabelUpsert {
+        id: None,
+        name: Some("VIP".into()),
+        color: Some(3),
+    };
+    let label = engine.upsert_label(upsert).await.expect("label");
+    engine.add_chat_label(&chat, &label.id).await.expect("tag");
+    engine.star(&chat, &sent.id, true).await.expect("star");
+    engine
+        .save_contact(&chat, "Anna", None)
+        .await
+        .expect("save");
+    engine.set_profile_name("Bea").await.expect("name");
+    let call = n1.call("b", &chat, false, None).expect("call");
+    n1.flush_peers().await;
+    until(&mut b, |e| is_call(e, CallPhase::Received)).await;
+
+    // b moves: stopped on n1, its lease passes to n2, started there from its stored credentials.
+    b.engine.stop().await.expect("stop");
+    hold_leases(&r.pool, &r.prefix, &[("b", "n2")]).await;
+    let mut moved = handset(&n2, "b", b.account.clone());
+    moved.engine.start().await.expect("start on n2");
+    moved.expect_linked().await;
+
+    let chats = moved.engine.list_chats().await.expect("chats");
+    let summary = chats.iter().find(|c| c.id == chat).expect("the chat moved");
+    assert_eq!((summary.archived, summary.unread_count), (true, 1));
+    {
+        let state = n2.lock();
+        let account = state.accounts.get(&jid(B)).expect("b's account");
+        assert_eq!(
+            account.labels.get(&label.id).map(|l| l.name.as_str()),
+            Some("VIP")
+        );
+        assert!(
+            account
+                .chat_labels
+                .get(&chat)
+                .is_some_and(|t| t.contains(&label.id))
+        );
+        assert!(account.starred.contains(&sent.id));
+        assert_eq!(
+            account.saved_names.get(&chat).map(String::as_str),
+            Some("Anna")
+        );
+        assert_eq!(account.push_name.as_deref(), Some("Bea"));
+    }
+    match moved.engine.get_contact(&chat).await.expect("contact").name {
+        Some(name) => assert_eq!(name, "Anna"),
+        None => panic!("the saved name did not move"),
+    }
+
+    moved.engine.reject_call(&call).await.expect("reject on n2");
+    let rejected = until(&mut a, |e| is_call(e, CallPhase::Rejected)).await;
+    assert!(
+        matches!(&rejected, EngineEvent::Call(c) if c.call_id == call && c.from == jid(B)),
+        "{rejected:?}"
+    );
+
+    moved
+        .engine
+        .mark_read(&chat, &[])
+        .await
+        .expect("read on n2");
+    let receipt = until(&mut a, |e| matches!(e, EngineEvent::Ack { .. })).await;
+    assert_eq!(
+        receipt,
+        EngineEvent::Ack {
+            message_id: sent.id.clone(),
+            chat_id: jid(B),
+            status: AckStatus::Read,
+        }
+    );
+    let chats = moved.engine.list_chats().await.expect("chats");
+    let summary = chats.iter().find(|c| c.id == chat).expect("chat");
+    assert_eq!(summary.unread_count, 0);
+}
+
+#[tokio::test]
+async fn a_node_past_a_sessions_lease_hands_its_traffic_to_the_inbox() {
+    let r = redis();
+    let lapsed = Arc::new(parking_lot::Mutex::new(HashSet::<String>::new()));
+    let fence: Fence = {
+        let lapsed = lapsed.clone();
+        Box::new(move |session| !lapsed.lock().contains(session))
+    };
+    let n1 = r.joined("n1", Some(fence));
+    hold_leases(&r.pool, &r.prefix, &[("a", "n1"), ("b", "n1")]).await;
+    let mut a = linked(&n1, "a", A).await;
+    let mut b = linked(&n1, "b", B).await;
+    listeners_up().await;
+    a.engine.send(text(B, "direct")).await.expect("send");
+    assert_eq!(b.message().await.body, "direct");
+
+    // b's lease lapses on n1 (stalled) and passes to n2; b's device here still looks online.
+    lapsed.lock().insert("b".into());
+    hold_leases(&r.pool, &r.prefix, &[("b", "n2")]).await;
+    let sent = a.engine.send(text(B, "fenced")).await.expect("send");
+    n1.flush_peers().await;
+    assert!(
+        b.rx.try_recv().is_err(),
+        "a local delivery happens during the send; none reached the stale device"
+    );
+    let taken = r
+        .peers("n2")
+        .take_inbox("b")
+        .await
+        .expect("take")
+        .expect("the successor takes b's inbox");
+    assert!(
+        matches!(taken.as_slice(), [Traffic::Message { msg }] if msg.id == sent.id && msg.body == "fenced"),
+        "{taken:?}"
+    );
+    // a still holds its own lease: its acks arrive here.
+    assert_eq!(a.ack().await, AckStatus::Sent);
+}
+
+#[tokio::test]
+async fn presence_subscriptions_end_with_the_subscribers_connection_across_nodes() {
+    let r = redis();
+    let n1 = r.joined("n1", None);
+    hold_leases(&r.pool, &r.prefix, &[("a", "n1"), ("b", "n1")]).await;
+    let _a = linked(&n1, "a", A).await;
+    let b = linked(&n1, "b", B).await;
+    b.engine
+        .subscribe_presence(&jid(A))
+        .await
+        .expect("subscribe");
+    assert_eq!(
+        r.members(&format!("presubs:{A}")).await,
+        vec!["b".to_string()]
+    );
+    assert_eq!(r.members("subs:b").await, vec![A.to_string()]);
+    b.engine.stop().await.expect("stop");
+    assert!(r.members(&format!("presubs:{A}")).await.is_empty());
+    assert!(r.members("subs:b").await.is_empty());
+    let subscribers = n1.lock().accounts[&jid(A)].presence_subscribers.len();
+    assert_eq!(subscribers, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn embedded_presence_subscriptions_end_when_the_subscriber_stops_or_logs_out() {
+    let net = SimNetwork::new(SimConfig::default());
+    let _a = linked(&net, "a", A).await;
+    let b = linked(&net, "b", B).await;
+    let subscribers = |net: &SimNetwork| net.lock().accounts[&jid(A)].presence_subscribers.clone();
+    b.engine
+        .subscribe_presence(&jid(A))
+        .await
+        .expect("subscribe");
+    assert!(subscribers(&net).contains("b"));
+    b.engine.stop().await.expect("stop");
+    assert!(subscribers(&net).is_empty());
+
+    let mut again = handset(&net, "b", None);
+    again.engine.start().await.expect("start");
+    again.expect_linked().await;
+    again
+        .engine
+        .subscribe_presence(&jid(A))
+        .await
+        .expect("subscribe");
+    assert!(subscribers(&net).contains("b"));
+    again.engine.logout().await.expect("logout");
+    assert!(subscribers(&net).is_empty());
+}
