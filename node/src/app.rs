@@ -20,8 +20,25 @@ use crate::sessions::SessionService;
 use crate::store::DataPool;
 use crate::webhooks::WebhookService;
 
+/// Cloned for every request by each layer and extractor that takes the state, so it is one `Arc`.
 #[derive(Clone)]
-pub struct ApiContext {
+pub struct ApiContext(Arc<ContextParts>);
+
+impl ApiContext {
+    pub fn new(parts: ContextParts) -> ApiContext {
+        ApiContext(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for ApiContext {
+    type Target = ContextParts;
+
+    fn deref(&self) -> &ContextParts {
+        &self.0
+    }
+}
+
+pub struct ContextParts {
     pub config: Arc<Config>,
     pub keys: Arc<KeyService>,
     pub audit: AuditLog,

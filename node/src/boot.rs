@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing_subscriber::EnvFilter;
 
-use crate::app::ApiContext;
+use crate::app::{ApiContext, ContextParts};
 use crate::audit::AuditLog;
 use crate::automation::{AutomationService, SessionSender};
 use crate::cluster::lease::{Leases, LocalLeases};
@@ -255,7 +255,7 @@ async fn build_context(
     ));
     let automation = Arc::new(AutomationService::new(data_db.clone()));
     automation.set_sender(Box::new(SessionSender::new(messaging.clone())));
-    Ok(ApiContext {
+    Ok(ApiContext::new(ContextParts {
         webhooks: Arc::new(webhooks),
         automation,
         queue,
@@ -273,7 +273,7 @@ async fn build_context(
         keys,
         main_db,
         data_db,
-    })
+    }))
 }
 
 fn spawn_background(

@@ -119,7 +119,8 @@ impl QueueClient {
                     .create_if_missing(true)
                     .journal_mode(SqliteJournalMode::Wal)
                     .synchronous(SqliteSynchronous::Normal)
-                    .busy_timeout(Duration::from_secs(5));
+                    .busy_timeout(Duration::from_secs(5))
+                    .pragma("mmap_size", "268435456"); // reads without read() copies, as the data DB
                 let pool: SqlitePool = SqlitePoolOptions::new()
                     .max_connections(4)
                     .connect_with(opts)

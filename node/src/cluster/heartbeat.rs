@@ -6,15 +6,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::StreamExt;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
 use super::lease_redis::Held;
 use super::{Cluster, SessionHost};
 
-/// How many renewals run at once.
-const RENEW_CONCURRENCY: usize = 16;
+/// Leases renewed per round trip.
+const RENEW_BATCH: usize = 512;
 
 pub(crate) async fn run(
     cluster: Arc<Cluster>,
@@ -33,33 +32,48 @@ pub(crate) async fn run(
 }
 
 async fn beat(cluster: &Cluster, host: &dyn SessionHost) {
-    futures::stream::iter(cluster.leases.held())
-        .for_each_concurrent(RENEW_CONCURRENCY, |(id, held)| async move {
-            if !renew(cluster, &id, held).await {
-                tracing::warn!(session_id = %id, generation = held.generation,
-                    "session lease lost; unloading the session");
-                cluster.leases.forget(&id, held.generation);
-                host.lease_lost(&id, held.generation).await;
-            }
-        })
-        .await;
+    let held = cluster.leases.held();
+    for batch in held.chunks(RENEW_BATCH) {
+        for (id, generation) in renew_batch(cluster, batch).await {
+            tracing::warn!(session_id = %id, generation, "session lease lost; unloading the session");
+            cluster.leases.forget(&id, generation);
+            host.lease_lost(&id, generation).await;
+        }
+    }
     if let Err(err) = cluster.announce(host.loaded_count()).await {
         tracing::warn!(error = %err, "node registry not refreshed");
     }
 }
 
-/// Renews one lease within what is left of its deadline; false when it is lost.
-async fn renew(cluster: &Cluster, id: &str, held: Held) -> bool {
-    let Some(left) = held.deadline.checked_duration_since(Instant::now()) else {
-        return false;
+/// Renews one batch within what is left of its earliest deadline; answers the leases that are lost. A lease
+/// whose deadline has passed is lost without asking: a peer may hold it already.
+async fn renew_batch(cluster: &Cluster, batch: &[(String, Held)]) -> Vec<(String, i64)> {
+    let now = Instant::now();
+    let (live, mut lost): (Vec<_>, Vec<_>) = batch
+        .iter()
+        .map(|(id, h)| ((id.clone(), h.generation), h.deadline))
+        .partition(|(_, deadline)| *deadline > now);
+    let Some(left) = live.iter().map(|(_, deadline)| *deadline - now).min() else {
+        return lost.into_iter().map(|(lease, _)| lease).collect();
     };
-    match tokio::time::timeout(left, cluster.leases.renew(id, held.generation)).await {
-        Ok(Ok(renewed)) => renewed,
+    let asked: Vec<(String, i64)> = live.iter().map(|(lease, _)| lease.clone()).collect();
+    match tokio::time::timeout(left, cluster.leases.renew_many(&asked)).await {
+        Ok(Ok(renewed)) => lost.extend(
+            live.into_iter()
+                .zip(renewed)
+                .filter(|(_, ok)| !ok)
+                .map(|(l, _)| l),
+        ),
         Ok(Err(err)) => {
-            // Redis did not answer: keep the lease until its deadline, which the next beat checks.
-            tracing::warn!(session_id = id, error = %err, "lease renewal failed");
-            Instant::now() < held.deadline
+            // Redis did not answer: keep each lease until its deadline, which the next beat checks.
+            tracing::warn!(error = %err, "lease renewal failed");
+            let now = Instant::now();
+            lost.extend(live.into_iter().filter(|(_, deadline)| *deadline <= now));
         }
-        Err(_) => false,
+        Err(_) => {
+            let now = Instant::now();
+            lost.extend(live.into_iter().filter(|(_, deadline)| *deadline <= now));
+        }
     }
+    lost.into_iter().map(|(lease, _)| lease).collect()
 }

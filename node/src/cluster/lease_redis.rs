@@ -38,6 +38,15 @@ end
 return 0
 ";
 
+/// The lease value and the key `ARGV[1] .. <holder node id>` (the value is `{nodeId}:{generation}`).
+const OWNER_WITH: &str = r"
+local lease = redis.call('GET', KEYS[1])
+if not lease then return false end
+local node = string.match(lease, '^(.*):%-?%d+$')
+if not node then return false end
+return {lease, redis.call('GET', ARGV[1] .. node)}
+";
+
 const RELEASE: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
@@ -146,33 +155,57 @@ impl RedisLeases {
             .remove_if(session_id, |_, h| h.generation == generation);
     }
 
-    /// Extends a held lease by one TTL; false when it is no longer ours.
+    /// Renews one lease (compare-and-set); false when another holder or no key is there.
+    #[cfg(test)]
     pub(crate) async fn renew(
         &self,
         session_id: &str,
         generation: i64,
     ) -> Result<bool, RedisError> {
+        let renewed = self
+            .renew_many(&[(session_id.to_string(), generation)])
+            .await?;
+        Ok(renewed.first().copied().unwrap_or(false))
+    }
+
+    /// Renews many leases in one round trip (a pipeline of the compare-and-set script); answers, in order,
+    /// whether each was renewed. One heartbeat then renews every lease at the same instant, so a crashed
+    /// node's leases lapse together and one sweep finds them all.
+    pub(crate) async fn renew_many(
+        &self,
+        leases: &[(String, i64)],
+    ) -> Result<Vec<bool>, RedisError> {
+        if leases.is_empty() {
+            return Ok(Vec::new());
+        }
+        let script = redis::Script::new(RENEW);
+        let mut pipe = redis::pipe();
+        pipe.load_script(&script).ignore();
+        for (id, generation) in leases {
+            pipe.invoke_script(
+                script
+                    .key(self.key(id))
+                    .arg(self.value(*generation))
+                    .arg(self.ttl_ms()),
+            );
+        }
         let sent_at = Instant::now();
         let mut conn = self.pool.get().await?;
-        let renewed: i64 = redis::Script::new(RENEW)
-            .key(self.key(session_id))
-            .arg(self.value(generation))
-            .arg(self.ttl_ms())
-            .invoke_async(&mut *conn)
-            .await?;
-        if renewed != 1 {
-            return Ok(false);
+        let answers: Vec<i64> = pipe.query_async(&mut *conn).await?;
+        let renewed: Vec<bool> = answers.iter().map(|a| *a == 1).collect();
+        for ((id, generation), ok) in leases.iter().zip(&renewed) {
+            if let Some(mut held) = self.held.get_mut(id)
+                && *ok
+                && held.generation == *generation
+            {
+                held.deadline = sent_at + self.ttl;
+            }
         }
-        if let Some(mut held) = self.held.get_mut(session_id)
-            && held.generation == generation
-        {
-            // Measured from before the call: our deadline never outlives the key's real expiry.
-            held.deadline = sent_at + self.ttl;
-        }
-        Ok(true)
+        Ok(renewed)
     }
 
     /// The current holder of a session's lease, if any.
+    #[cfg(test)]
     pub(crate) async fn owner(&self, session_id: &str) -> Result<Option<Owner>, RedisError> {
         let mut conn = self.pool.get().await?;
         let value: Option<String> = redis::cmd("GET")
@@ -180,6 +213,22 @@ impl RedisLeases {
             .query_async(&mut *conn)
             .await?;
         Ok(value.as_deref().and_then(parse_owner))
+    }
+
+    /// The current holder of a session's lease and the value of its key under `holder_key_prefix` (the
+    /// holder's registry announcement), in one round trip: routing a request asks both on every request.
+    pub(crate) async fn owner_with(
+        &self,
+        session_id: &str,
+        holder_key_prefix: &str,
+    ) -> Result<Option<(Owner, Option<String>)>, RedisError> {
+        let mut conn = self.pool.get().await?;
+        let found: Option<(String, Option<String>)> = redis::Script::new(OWNER_WITH)
+            .key(self.key(session_id))
+            .arg(holder_key_prefix)
+            .invoke_async(&mut *conn)
+            .await?;
+        Ok(found.and_then(|(value, extra)| parse_owner(&value).map(|owner| (owner, extra))))
     }
 
     /// Which of `ids` have no lease key at all (nobody holds them).

@@ -114,13 +114,18 @@ impl Cluster {
 
     /// Where a request for `session_id` is served: here unless another live node holds its lease.
     pub(crate) async fn route(&self, session_id: &str) -> Result<Route, RedisError> {
-        let Some(owner) = self.leases.owner(session_id).await? else {
+        // A lease held here within its deadline is ours in Redis too (renewals are compare-and-set).
+        if self.leases.holds(session_id) {
+            return Ok(Route::Local);
+        }
+        let prefix = self.registry.node_key_prefix();
+        let Some((owner, announcement)) = self.leases.owner_with(session_id, &prefix).await? else {
             return Ok(Route::Local);
         };
         if owner.node_id == self.node_id {
             return Ok(Route::Local);
         }
-        Ok(match self.registry.node(&owner.node_id).await? {
+        Ok(match announcement.as_deref().and_then(Registry::parse) {
             Some(node) => Route::Remote {
                 node_id: node.node_id,
                 url: node.url,

@@ -37,7 +37,17 @@ impl Registry {
     }
 
     fn node_key(&self, node_id: &str) -> String {
-        format!("{}node:{node_id}", self.prefix)
+        format!("{}{node_id}", self.node_key_prefix())
+    }
+
+    /// A node's announcement key is this prefix followed by its id.
+    pub(crate) fn node_key_prefix(&self) -> String {
+        format!("{}node:", self.prefix)
+    }
+
+    /// Reads an announcement as stored.
+    pub(crate) fn parse(text: &str) -> Option<NodeInfo> {
+        serde_json::from_str(text).ok()
     }
 
     /// Announces (or refreshes) this node for one TTL.
@@ -109,17 +119,17 @@ impl Registry {
         Ok(values
             .into_iter()
             .flatten()
-            .filter_map(|text| serde_json::from_str(&text).ok())
+            .filter_map(|text| Registry::parse(&text))
             .collect())
     }
 
-    /// One live node by id.
-    pub(crate) async fn node(&self, node_id: &str) -> Result<Option<NodeInfo>, RedisError> {
+    /// How long `node_id`'s announcement has left; `None` when it is gone or never expires.
+    pub(crate) async fn expires_in(&self, node_id: &str) -> Result<Option<Duration>, RedisError> {
         let mut conn = self.pool.get().await?;
-        let value: Option<String> = redis::cmd("GET")
+        let left_ms: i64 = redis::cmd("PTTL")
             .arg(self.node_key(node_id))
             .query_async(&mut *conn)
             .await?;
-        Ok(value.and_then(|text| serde_json::from_str(&text).ok()))
+        Ok(u64::try_from(left_ms).ok().map(Duration::from_millis))
     }
 }

@@ -1,12 +1,15 @@
 //! The takeover sweep: every `SESSION_TAKEOVER_SWEEP_MS`, on every node (whatever `AUTO_START_SESSIONS`
 //! says), find sessions that should run (desired running, or left in an active status) but whose lease
 //! nobody holds, and take over the slice of them placement deals to this node (least-loaded first). The status
-//! rules and the start itself are the session host's (`SessionHost::take_over`).
+//! rules and the start itself are the session host's (`SessionHost::take_over`). A peer that missed a
+//! heartbeat also gets a sweep at the moment its announcement (and with it its leases) runs out.
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use futures::StreamExt;
-use tokio::time::MissedTickBehavior;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::lease_redis::RedisError;
@@ -21,26 +24,71 @@ enum SweepError {
     Store(#[from] StoreError),
 }
 
+/// A sweep aimed at a peer's lapse runs this long after its announcement expires, so the leases it renewed
+/// just before announcing have lapsed too.
+const LAPSE_MARGIN: Duration = Duration::from_millis(50);
+
+/// The first look again after a sweep that found orphans.
+const FIRST_FOLLOW_UP: Duration = Duration::from_millis(250);
+
 pub(crate) async fn run(
     cluster: Arc<Cluster>,
     host: Arc<dyn SessionHost>,
     shutdown: CancellationToken,
 ) {
-    let mut tick = tokio::time::interval(cluster.timing.sweep);
-    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut follow_up = FIRST_FOLLOW_UP;
     loop {
+        let regular = Instant::now() + cluster.timing.sweep;
+        let orphans = sweep(&cluster, host.as_ref()).await.unwrap_or_else(|err| {
+            tracing::warn!(error = %err, "takeover sweep failed");
+            0
+        });
+        // A crashed peer's leases lapse over a few hundred milliseconds and each node sweeps at its own
+        // instant, so a sweep can deal from a list that changed under it and leave orphans for the next one:
+        // look again soon (backing off to the interval) rather than a whole interval later.
+        let regular = if orphans > 0 {
+            let soon = Instant::now() + follow_up;
+            follow_up = (follow_up * 2).min(cluster.timing.sweep);
+            regular.min(soon)
+        } else {
+            follow_up = FIRST_FOLLOW_UP;
+            regular
+        };
+        let wake = match next_lapse(&cluster).await {
+            Ok(Some(lapse)) => regular.min(Instant::now() + lapse),
+            Ok(None) => regular,
+            Err(err) => {
+                tracing::debug!(error = %err, "peers' lapse not read; sweeping on the interval");
+                regular
+            }
+        };
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = tick.tick() => {
-                if let Err(err) = sweep(&cluster, host.as_ref()).await {
-                    tracing::warn!(error = %err, "takeover sweep failed");
-                }
-            }
+            _ = tokio::time::sleep_until(wake) => {}
         }
     }
 }
 
-/// One sweep; returns how many sessions this node tried to take over.
+/// When the announcement of a peer that missed a heartbeat runs out. Its leases lapse no later (a beat renews
+/// them before announcing), so a sweep then takes its sessions over without waiting for the next interval:
+/// the lapse is 10-15 s after a crash with the default timings, and the interval could add 5 s more.
+async fn next_lapse(cluster: &Cluster) -> Result<Option<Duration>, RedisError> {
+    let beat_ms = i64::try_from(cluster.timing.heartbeat.as_millis()).unwrap_or(i64::MAX);
+    let now = crate::store::now_ms();
+    let mut soonest: Option<Duration> = None;
+    for node in cluster.registry.live_nodes().await? {
+        let missed_a_beat = now - node.heartbeat_at > beat_ms + beat_ms / 2;
+        if node.node_id == cluster.node_id || !missed_a_beat {
+            continue;
+        }
+        if let Some(left) = cluster.registry.expires_in(&node.node_id).await? {
+            soonest = Some(soonest.map_or(left, |s| s.min(left)));
+        }
+    }
+    Ok(soonest.map(|left| left + LAPSE_MARGIN))
+}
+
+/// One sweep; returns how many orphans it found (dealt to this node or to others).
 async fn sweep(cluster: &Cluster, host: &dyn SessionHost) -> Result<usize, SweepError> {
     if cluster.is_draining() {
         return Ok(0);
@@ -73,6 +121,7 @@ async fn sweep(cluster: &Cluster, host: &dyn SessionHost) -> Result<usize, Sweep
         .map(<[String]>::to_vec)
         .unwrap_or_default();
     let taken = chosen.len();
+    let found = orphans.len();
     if taken > 0 {
         tracing::info!(sessions = taken, "taking over orphaned sessions");
     }
@@ -85,5 +134,5 @@ async fn sweep(cluster: &Cluster, host: &dyn SessionHost) -> Result<usize, Sweep
             tracing::warn!(error = %err, "node registry not refreshed after a takeover");
         }
     }
-    Ok(taken)
+    Ok(found)
 }

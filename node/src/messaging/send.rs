@@ -27,14 +27,32 @@ impl MessagingService {
         session_id: &str,
         draft: Draft,
     ) -> MessagingResult<SentMessage> {
-        let record = self.sessions.record(session_id).await?;
-        let engine = self.sessions.ready_engine(session_id)?;
+        let engine = match self.sessions.ready_engine(session_id) {
+            Ok(engine) => engine,
+            Err(err) => {
+                self.sessions.record(session_id).await?; // 404 for an unknown session comes first
+                return Err(err.into());
+            }
+        };
+        // Only a URL fetch needs the stored proxy; otherwise the loaded state has the phone (a read per send
+        // was a fifth of the statements a send costs).
+        let loaded_phone = match &draft.content {
+            DraftContent::Media(media) if matches!(media.input, MediaInput::Url(_)) => None,
+            _ => self.sessions.loaded_phone(session_id),
+        };
+        let (phone, proxy_url) = match loaded_phone {
+            Some(phone) => (phone, None),
+            None => {
+                let record = self.sessions.record(session_id).await?;
+                (record.phone, record.proxy_url)
+            }
+        };
         let quoted = match draft.quoted_id.as_deref() {
             Some(id) => Some(self.find_message(session_id, id).await?),
             None => None,
         };
         let (content, meta) = self
-            .materialise(draft.content, record.proxy_url.as_deref())
+            .materialise(draft.content, proxy_url.as_deref())
             .await?;
         let msg = OutgoingMessage {
             to: draft.to,
@@ -47,7 +65,7 @@ impl MessagingService {
         let result = engine.send(msg.clone()).await;
         self.pace_outcome(session_id, result.as_ref().err());
         let sent = result?;
-        let me = own_jid(record.phone.as_deref());
+        let me = own_jid(phone.as_deref());
         let inbound = sent_as_inbound(&msg, &sent, me, quoted.as_ref());
         self.recorder
             .record_sent(session_id, &inbound, meta)

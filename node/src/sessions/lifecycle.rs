@@ -195,6 +195,14 @@ impl SessionService {
         runtime.engine().ok_or(SessionError::NotConnected)
     }
 
+    /// The loaded session's own phone from its in-memory state (which the stored row mirrors), so a send
+    /// needs no database read; `None` when the session is not loaded here or a transition holds its state.
+    pub(crate) fn loaded_phone(&self, id: &str) -> Option<Option<String>> {
+        let runtime = self.runtime(id)?;
+        let state = runtime.try_lock()?;
+        Some(state.phone.clone())
+    }
+
     /// The engine if one is loaded, whatever the status (presence reads answer null without one).
     pub(crate) fn loaded_engine(&self, id: &str) -> Option<Arc<dyn Engine>> {
         self.runtime(id).and_then(|r| r.engine())

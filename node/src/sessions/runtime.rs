@@ -76,6 +76,11 @@ impl Runtime {
         self.state.lock().await
     }
 
+    /// The state when no transition holds it right now.
+    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, RunState>> {
+        self.state.try_lock().ok()
+    }
+
     /// Waits until the session has left `initializing`; false when the budget ran out first.
     pub(crate) async fn wait_settled(&self, budget: Duration) -> bool {
         let mut rx = self.status.subscribe();

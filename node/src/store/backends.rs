@@ -20,13 +20,19 @@ static MAIN_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/main");
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Reads through a memory map instead of `read()` copies: a pooled connection drops its page cache whenever
+/// another connection has written, and re-read every page it needed through a copy. Address space only; the
+/// pages are the OS's file cache, shared and evictable.
+const MMAP_BYTES: &str = "268435456";
+
 async fn open_sqlite(path: &str, max_connections: u32) -> Result<SqlitePool, sqlx::Error> {
     let options = SqliteConnectOptions::from_str(path)?
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .foreign_keys(true)
-        .busy_timeout(Duration::from_secs(10));
+        .busy_timeout(Duration::from_secs(10))
+        .pragma("mmap_size", MMAP_BYTES);
     SqlitePoolOptions::new()
         .max_connections(max_connections)
         .connect_with(options)

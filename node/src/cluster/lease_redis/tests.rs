@@ -148,3 +148,65 @@ async fn other_nodes_see_a_held_lease_as_loaded_and_a_deleted_session_leaves_no_
         .expect("exists");
     assert_eq!(left, 0);
 }
+
+#[tokio::test]
+async fn owner_with_reads_the_holder_and_its_announcement_in_one_call() {
+    let f = fixture().await;
+    let (a, b) = (f.node("node-a:x", 10_000), f.node("b", 10_000));
+    let node_prefix = format!("{}node:", f.prefix);
+    assert_eq!(
+        b.owner_with(&f.session, &node_prefix).await.expect("read"),
+        None
+    );
+    let lease = a.acquire(&f.session).await.expect("a acquires");
+    let (owner, announcement) = b
+        .owner_with(&f.session, &node_prefix)
+        .await
+        .expect("read")
+        .expect("held");
+    assert_eq!(
+        (owner.node_id.as_str(), owner.generation),
+        ("node-a:x", lease.generation)
+    );
+    assert_eq!(announcement, None, "a has not announced itself");
+    let mut conn = f.pool.get().await.expect("redis");
+    let () = redis::cmd("SET")
+        .arg(format!("{node_prefix}node-a:x"))
+        .arg("{\"announced\":true}")
+        .query_async(&mut *conn)
+        .await
+        .expect("announce");
+    let (_, announcement) = b
+        .owner_with(&f.session, &node_prefix)
+        .await
+        .expect("read")
+        .expect("held");
+    assert_eq!(announcement.as_deref(), Some("{\"announced\":true}"));
+}
+
+#[tokio::test]
+async fn renew_many_renews_only_what_is_still_ours() {
+    let f = fixture().await;
+    let a = f.node("a", 10_000);
+    let other = uuid::Uuid::new_v4().to_string();
+    sessions::insert(
+        &f.db,
+        &other,
+        "lease-test-2",
+        &SessionConfig::default(),
+        None,
+    )
+    .await
+    .expect("session");
+    let first = a.acquire(&f.session).await.expect("first");
+    let second = a.acquire(&other).await.expect("second");
+    let asked = vec![
+        (f.session.clone(), first.generation),
+        (other.clone(), second.generation + 1),
+    ];
+    assert_eq!(
+        a.renew_many(&asked).await.expect("renew"),
+        vec![true, false]
+    );
+    assert!(a.renew_many(&[]).await.expect("nothing").is_empty());
+}
