@@ -78,7 +78,7 @@ pub struct Enqueuer {
 }
 
 /// How long a push waits for more ids when it has fewer than a full job.
-const COALESCE: Duration = Duration::from_millis(2);
+const COALESCE: Duration = Duration::from_millis(5);
 
 fn take_waiting(rx: &mut mpsc::UnboundedReceiver<Vec<String>>, batch: &mut Vec<String>) {
     while batch.len() < MAX_JOB_ROWS {
