@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use axum::serve::ListenerExt;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -341,9 +342,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     spawn_session_duties(&ctx, &tasks, &shutdown);
     tasks.spawn(ctx.bulk.clone().resume_all());
     let addr = format!("{}:{}", config.bind_host, config.api_port);
+    // Without TCP_NODELAY a WebSocket's small event frames wait behind the client's delayed ACK (Nagle): the
+    // live feed stalled 40 ms at a time at 1,000 events/s.
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
-        .with_context(|| format!("could not listen on {addr}"))?;
+        .with_context(|| format!("could not listen on {addr}"))?
+        .tap_io(|stream| {
+            if let Err(err) = stream.set_nodelay(true) {
+                tracing::debug!(error = %err, "TCP_NODELAY not set on an accepted connection");
+            }
+        });
     tracing::info!(%addr, engine = config.engine_type.as_str(), "wagate listening");
     let app = crate::http::router(ctx.clone()).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app)

@@ -90,6 +90,10 @@ impl Receiver {
         let inner = Arc::new(Mutex::new(Inner::default()));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
+        // Answers go out at once, as from any real receiver (no Nagle wait behind the sender's delayed ACK).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+            let _ = stream.set_nodelay(true);
+        });
         let app = axum::Router::new()
             .fallback(record)
             .with_state(inner.clone());

@@ -280,6 +280,23 @@ pub async fn sends(args: &[String]) -> anyhow::Result<()> {
     print_latency("request-to-recipient-stored", to_stored, p99_target);
     report(&started, &deliveries, ("", ""));
     print_cpu(&s.node, cpu_before, ok, "sends (with their deliveries)");
+    if let Ok(path) = std::env::var("LT_DUMP") {
+        let mut out = String::new();
+        let (hooked, _, _) = arrivals(&deliveries);
+        for r in &results {
+            let hook_ms = hooked.get(&r.0).map(|at| at.duration_since(r.1).as_secs_f64() * 1e3);
+            let stored_ms = stored.get(&r.0).map(|at| at.duration_since(r.1).as_secs_f64() * 1e3);
+            out.push_str(&format!(
+                "{:.3},{:.3},{:.3},{:.3}\n",
+                r.1.duration_since(begun).as_secs_f64() * 1e3,
+                r.2.as_secs_f64() * 1e3,
+                stored_ms.unwrap_or(-1.0),
+                hook_ms.unwrap_or(-1.0)
+            ));
+        }
+        std::fs::write(path, out)?;
+    }
+
     Ok(())
 }
 
