@@ -62,7 +62,6 @@ impl DataPool {
                     .foreign_keys(true);
                 let pool = SqlitePoolOptions::new()
                     .max_connections(8)
-                    .after_connect(|conn, _| Box::pin(crate::sqlite_wait::short_waits(conn)))
                     .connect_with(opts)
                     .await
                     .map_err(DbError::Connect)?;

@@ -8,7 +8,6 @@
 //! - `workers`: `spawn_workers`, the apalis worker loops for both queues.
 //! - `webhook`: signing, the SSRF guard, one delivery attempt, the outbox state machine, the reconciler.
 //! - `ingress`: the ingress job's store step.
-//! - `sqlite_wait`: the busy handler every SQLite pool installs (short waits for another writer's lock).
 //!
 //! # Contract with the node's pipeline
 //! The node writes one `webhook_outbox_events` row per matching webhook inside its event transaction:
@@ -21,7 +20,6 @@ pub mod config;
 pub mod db;
 pub mod ingress;
 pub mod queue;
-pub mod sqlite_wait;
 pub mod webhook;
 pub mod workers;
 

@@ -123,7 +123,6 @@ impl QueueClient {
                     .pragma("mmap_size", "268435456"); // reads without read() copies, as the data DB
                 let pool: SqlitePool = SqlitePoolOptions::new()
                     .max_connections(4)
-                    .after_connect(|conn, _| Box::pin(crate::sqlite_wait::short_waits(conn)))
                     .connect_with(opts)
                     .await?;
                 SqliteStorage::setup(&pool).await?;

@@ -35,7 +35,6 @@ async fn open_sqlite(path: &str, max_connections: u32) -> Result<SqlitePool, sql
         .pragma("mmap_size", MMAP_BYTES);
     SqlitePoolOptions::new()
         .max_connections(max_connections)
-        .after_connect(|conn, _| Box::pin(wagate_workers::sqlite_wait::short_waits(conn)))
         .connect_with(options)
         .await
 }
