@@ -62,6 +62,7 @@ impl DataPool {
                     .foreign_keys(true);
                 let pool = SqlitePoolOptions::new()
                     .max_connections(8)
+                    .test_before_acquire(false) // a local file: no liveness round trip per acquire
                     .connect_with(opts)
                     .await
                     .map_err(DbError::Connect)?;

@@ -123,6 +123,7 @@ impl QueueClient {
                     .pragma("mmap_size", "268435456"); // reads without read() copies, as the data DB
                 let pool: SqlitePool = SqlitePoolOptions::new()
                     .max_connections(4)
+                    .test_before_acquire(false) // a local file: no liveness round trip per acquire
                     .connect_with(opts)
                     .await?;
                 SqliteStorage::setup(&pool).await?;

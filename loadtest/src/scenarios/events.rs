@@ -208,8 +208,36 @@ async fn send_one(
     (tag, t0, t0.elapsed(), ok)
 }
 
-/// `sends --binary PATH [--rate R --seconds T | --count N --concurrency C] [--dispatch D]`: send-text from one
-/// session to another, open loop at R/s when `--rate` is given, else N sends with C in flight.
+/// One CSV line per send: start (ms into the run), HTTP latency, recipient-stored and webhook latencies
+/// (ms; -1 when it never came).
+fn timeline(
+    results: &[(String, Instant, Duration, bool)],
+    stored: &HashMap<String, Instant>,
+    deliveries: &[Delivery],
+    begun: Instant,
+) -> String {
+    let (hooked, _, _) = arrivals(deliveries);
+    let since = |at: Option<&Instant>, t0: Instant| {
+        at.map_or(-1.0, |at| at.duration_since(t0).as_secs_f64() * 1e3)
+    };
+    results
+        .iter()
+        .map(|(tag, t0, http, _)| {
+            format!(
+                "{:.3},{:.3},{:.3},{:.3}\n",
+                t0.duration_since(begun).as_secs_f64() * 1e3,
+                http.as_secs_f64() * 1e3,
+                since(stored.get(tag), *t0),
+                since(hooked.get(tag), *t0)
+            )
+        })
+        .collect()
+}
+
+/// `sends --binary PATH [--rate R --seconds T | --count N --concurrency C] [--dispatch D] [--dump CSV]`:
+/// send-text from one session to another, open loop at R/s when `--rate` is given, else N sends with C in
+/// flight. `--dump` writes one line per send (start ms, HTTP ms, recipient-stored ms, webhook ms; -1 = never)
+/// to find when in a run the slow ones happened.
 pub async fn sends(args: &[String]) -> anyhow::Result<()> {
     let rate: u64 = arg(args, "--rate", "0").parse()?;
     let (s, ids) = setup(args, 2).await?;
@@ -280,23 +308,10 @@ pub async fn sends(args: &[String]) -> anyhow::Result<()> {
     print_latency("request-to-recipient-stored", to_stored, p99_target);
     report(&started, &deliveries, ("", ""));
     print_cpu(&s.node, cpu_before, ok, "sends (with their deliveries)");
-    if let Ok(path) = std::env::var("LT_DUMP") {
-        let mut out = String::new();
-        let (hooked, _, _) = arrivals(&deliveries);
-        for r in &results {
-            let hook_ms = hooked.get(&r.0).map(|at| at.duration_since(r.1).as_secs_f64() * 1e3);
-            let stored_ms = stored.get(&r.0).map(|at| at.duration_since(r.1).as_secs_f64() * 1e3);
-            out.push_str(&format!(
-                "{:.3},{:.3},{:.3},{:.3}\n",
-                r.1.duration_since(begun).as_secs_f64() * 1e3,
-                r.2.as_secs_f64() * 1e3,
-                stored_ms.unwrap_or(-1.0),
-                hook_ms.unwrap_or(-1.0)
-            ));
-        }
-        std::fs::write(path, out)?;
+    let dump = arg(args, "--dump", "");
+    if !dump.is_empty() {
+        std::fs::write(&dump, timeline(&results, &stored, &deliveries, begun))?;
     }
-
     Ok(())
 }
 
