@@ -24,6 +24,18 @@ static INSERT_MANY: LazyLock<MultiRow> = LazyLock::new(|| {
         "ON CONFLICT (session_id, wa_message_id) DO NOTHING RETURNING id",
     )
 });
+/// [`INSERT`] for many messages in ONE statement on SQLite: `$1` is a JSON array of rows, each an array of the
+/// twenty columns in order. Each statement is a round trip to the connection's thread, and the fixed-size
+/// multi-row texts took up to nine for a group of writes. `WHERE true` keeps `ON CONFLICT` from parsing as a
+/// join constraint; `ORDER BY key` keeps the array's order, so a later duplicate is the one skipped.
+const INSERT_MANY_SQLITE_JSON: &str = "INSERT INTO messages (id, session_id, wa_message_id, chat_id, from_jid, \
+     to_jid, chat_name, author, body, type, direction, status, timestamp, has_media, media, mentioned_ids, \
+     is_group, quoted_id, extra, created_at) \
+     SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, \
+     value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13, \
+     value ->> 14, value ->> 15, value ->> 16, value ->> 17, value ->> 18, value ->> 19 \
+     FROM json_each($1) WHERE true ORDER BY key \
+     ON CONFLICT (session_id, wa_message_id) DO NOTHING RETURNING id";
 /// [`UPDATE_STATUS`] for many messages at once: `$1` is the list of `(session, network id, status, rank)`, a
 /// JSON array of arrays on SQLite and four parallel arrays on PostgreSQL. Each message appears once in it.
 const UPDATE_STATUS_MANY_SQLITE: &str = "UPDATE messages SET status = u.status FROM \
@@ -134,6 +146,15 @@ pub(crate) async fn insert_many(
     tx: &mut DataTx,
     rows: &[&MessageRow],
 ) -> StoreResult<HashSet<String>> {
+    if let (DataTx::Sqlite(t, _), [_, _, ..]) = (&mut *tx, rows) {
+        let ids: Vec<String> = sqlx::query_scalar(INSERT_MANY_SQLITE_JSON)
+            .bind(super::to_json(
+                &rows.iter().map(|m| JsonColumns::of(m)).collect::<Vec<_>>(),
+            )?)
+            .fetch_all(&mut **t)
+            .await?;
+        return Ok(ids.into_iter().collect());
+    }
     let mut inserted = HashSet::with_capacity(rows.len());
     for (sql, chunk) in INSERT_MANY.chunks(tx, rows) {
         let ids: Vec<String> = with_tx!(tx, c => {
@@ -166,6 +187,60 @@ pub(crate) async fn insert_many(
         inserted.extend(ids);
     }
     Ok(inserted)
+}
+
+/// A row's columns in [`INSERT_MANY_SQLITE_JSON`]'s order, serialized as a JSON array (booleans become 1/0
+/// through `->>`).
+#[derive(serde::Serialize)]
+#[allow(clippy::type_complexity)]
+struct JsonColumns<'a>(
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a str,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<&'a str>,
+    &'a str,
+    &'a str,
+    &'a str,
+    i64,
+    bool,
+    Option<&'a str>,
+    Option<&'a str>,
+    bool,
+    Option<&'a str>,
+    Option<&'a str>,
+    i64,
+);
+
+impl<'a> JsonColumns<'a> {
+    fn of(m: &'a MessageRow) -> JsonColumns<'a> {
+        JsonColumns(
+            &m.id,
+            &m.session_id,
+            &m.wa_message_id,
+            &m.chat_id,
+            &m.from_jid,
+            &m.to_jid,
+            m.chat_name.as_deref(),
+            m.author.as_deref(),
+            m.body.as_deref(),
+            &m.kind,
+            &m.direction,
+            &m.status,
+            m.timestamp,
+            m.has_media,
+            m.media.as_deref(),
+            m.mentioned_ids.as_deref(),
+            m.is_group,
+            m.quoted_id.as_deref(),
+            m.extra.as_deref(),
+            m.created_at,
+        )
+    }
 }
 
 /// One forward move of a message's status (see [`update_status`]).
