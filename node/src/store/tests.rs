@@ -227,8 +227,27 @@ fn message(session_id: &str, n: usize, wa_id: &str) -> MessageRow {
     }
 }
 
-/// The group commit's batched statements give the rows one-by-one statements would: 70 rows (every chunk
-/// size) with a duplicate inside the batch and one already stored; status moves only go forward.
+/// A row with every optional column set, booleans true, and a body that needs escaping in JSON and SQL.
+fn every_column_set(session_id: &str) -> MessageRow {
+    MessageRow {
+        chat_name: Some("Grüße \"team\"".into()),
+        author: Some("4917000000003@c.us".into()),
+        body: Some("line one\nline 'two' \\ \u{1F600} {\"json\": [1]}".into()),
+        kind: "image".into(),
+        has_media: true,
+        media: Some(r#"{"key":"ab/cd","mimetype":"image/png","sizeBytes":12}"#.into()),
+        mentioned_ids: Some(r#"["4917000000003@c.us"]"#.into()),
+        is_group: true,
+        quoted_id: Some("wa-1".into()),
+        extra: Some(r#"{"location":{"latitude":52.5,"longitude":13.4}}"#.into()),
+        timestamp: 9_007_199_254_740_993,
+        ..message(session_id, 200, "wa-full")
+    }
+}
+
+/// The group commit's batched statements give the rows one-by-one statements would: 71 rows (every chunk size
+/// on PostgreSQL, one JSON statement on SQLite) with a duplicate inside the batch, one already stored and one
+/// with every column set (it must come back exactly); status moves only go forward.
 async fn message_batches_match_one_by_one(db: &DataPool) {
     let session = "5b5b5b5b-5b5b-4b5b-8b5b-5b5b5b5b5b5b";
     sessions::insert(
@@ -251,9 +270,11 @@ async fn message_batches_match_one_by_one(db: &DataPool) {
         .collect();
     rows.push(message(session, 100, "wa-5"));
     rows.push(message(session, 101, "wa-stored"));
+    let full = every_column_set(session);
+    rows.push(full.clone());
     let refs: Vec<&MessageRow> = rows.iter().collect();
     let inserted = messages::insert_many(&mut tx, &refs).await.expect("many");
-    assert_eq!(inserted.len(), 68);
+    assert_eq!(inserted.len(), 69);
     assert!(inserted.contains("row-005") && !inserted.contains("row-100"));
     assert!(!inserted.contains("row-101"));
     let moves = [
@@ -294,6 +315,8 @@ async fn message_batches_match_one_by_one(db: &DataPool) {
         status("wa-1").await,
         Some(("read".into(), Some("body 1".into())))
     );
+    let stored = messages::find(db, session, "wa-full").await.expect("find");
+    assert_eq!(stored, Some(full), "every column comes back as written");
     assert_eq!(status("wa-2").await.map(|s| s.0), Some("delivered".into()));
     assert_eq!(status("wa-3").await.map(|s| s.0), Some("pending".into()));
     assert_eq!(
