@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use axum::serve::ListenerExt;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing_subscriber::EnvFilter;
@@ -312,18 +313,17 @@ fn spawn_background(
     Ok(())
 }
 
-async fn shutdown_signal(shutdown: CancellationToken) {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut sig) => {
-                sig.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
+/// Resolves on SIGTERM, SIGINT or `shutdown`. The handlers are installed by the caller before the listener
+/// opens: axum polls this future from a task of its own, and a SIGTERM that arrived before that task first
+/// ran (a supervisor stopping a node right after its first health check) killed the process outright.
+async fn shutdown_signal(
+    mut terminate: Signal,
+    mut interrupt: Signal,
+    shutdown: CancellationToken,
+) {
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {},
-        _ = terminate => {},
+        _ = terminate.recv() => {},
+        _ = interrupt.recv() => {},
         _ = shutdown.cancelled() => {},
     }
     tracing::info!("shutting down");
@@ -341,6 +341,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     spawn_background(&ctx, &tasks, &shutdown)?;
     spawn_session_duties(&ctx, &tasks, &shutdown);
     tasks.spawn(ctx.bulk.clone().resume_all());
+    let terminate = signal(SignalKind::terminate()).context("could not handle SIGTERM")?;
+    let interrupt = signal(SignalKind::interrupt()).context("could not handle SIGINT")?;
     let addr = format!("{}:{}", config.bind_host, config.api_port);
     // Without TCP_NODELAY a WebSocket's small event frames wait behind the client's delayed ACK (Nagle): the
     // live feed stalled 40 ms at a time at 1,000 events/s.
@@ -355,7 +357,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     tracing::info!(%addr, engine = config.engine_type.as_str(), "wagate listening");
     let app = crate::http::router(ctx.clone()).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal(shutdown.clone()))
+        .with_graceful_shutdown(shutdown_signal(terminate, interrupt, shutdown.clone()))
         .await?;
     tasks.close();
     tasks.wait().await;
