@@ -62,14 +62,14 @@ pub(crate) async fn insert_many_in(
 ) -> StoreResult<()> {
     let status = if queued { "queued" } else { "pending" };
     if let (DataTx::Sqlite(t, _), [_, _, ..]) = (&mut *tx, rows) {
+        // One JSON array per row, in the statement's `value ->> n` order.
         let list: Vec<(&str, &str, &str, &str, &str, &str, i64)> = rows
             .iter()
             .map(|r| {
-                let (id, webhook, session) = (r.id, r.webhook_id, r.session_id);
                 (
-                    id,
-                    webhook,
-                    session,
+                    r.id,
+                    r.webhook_id,
+                    r.session_id,
                     r.event,
                     r.idempotency_key,
                     r.payload,
