@@ -8,13 +8,8 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/wagate-target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-apt_updated=""
-install_pkgs() {
-  [ -n "$apt_updated" ] || { as_root apt-get update -qq; apt_updated=1; }
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 
 ensure_postgres() {
   listening 5432 && return 0
@@ -52,3 +47,11 @@ fi
 cargo test --workspace --no-fail-fast "$@"
 # The same node integration suite again with every node on its own throwaway PostgreSQL data DB.
 WAGATE_TEST_DATABASE=postgres cargo test -p wagate-node --tests --no-fail-fast "$@"
+
+# Checks that drive the built binaries from outside (clients, fuzzing, deployment files): scripts/checks/.
+export WAGATE_BIN="$CARGO_TARGET_DIR/debug/wagate" WAGATE_WORKER_BIN="$CARGO_TARGET_DIR/debug/wagate-worker"
+for check in scripts/checks/*.sh; do
+  [ -x "$check" ] || continue
+  echo "test.sh: $check"
+  "$check"
+done

@@ -1,0 +1,28 @@
+# Shared helpers for scripts/test.sh and scripts/checks/*.sh (sourced, not run).
+# Everything here binds or talks to loopback only.
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+_apt_updated=""
+# install_pkgs PKG...: installs Debian packages quietly, updating the index once per run.
+install_pkgs() {
+  [ -n "$_apt_updated" ] || { as_root apt-get update -qq; _apt_updated=1; }
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# ensure_venv: a throwaway Python virtual environment for the client, fuzz and deployment checks, made from
+# scripts/checks/requirements.txt and rebuilt whenever that file changes. Prints nothing; sets $VENV.
+ensure_venv() {
+  local req stamp
+  req="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/checks/requirements.txt"
+  VENV="${WAGATE_VENV:-$HOME/.cache/wagate-venv}"
+  stamp="$(sha256sum "$req" | cut -c1-16)"
+  if [ ! -f "$VENV/.stamp" ] || [ "$(cat "$VENV/.stamp")" != "$stamp" ]; then
+    rm -rf "$VENV"
+    command -v python3 >/dev/null || install_pkgs python3 python3-venv
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$req"
+    echo "$stamp" > "$VENV/.stamp"
+  fi
+  export VENV
+}
