@@ -79,6 +79,11 @@ impl Worker {
         self.spawn()
     }
 
+    /// The process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     pub fn logs(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("worker.log")).unwrap_or_default()
     }

@@ -1,12 +1,13 @@
 //! `sends` and `inbound-storm`: message throughput and latency on the sim network. `sends` times each
 //! send-text from the HTTP request to the recipient's stored message (its `message.received` reaches a WebSocket
 //! subscriber right after the commit) and to the signed webhook delivery of that event; `inbound-storm` times
-//! sim inbound messages to their webhook deliveries on a loopback receiver. Each starts its own node; request
-//! loops are bounded in count and time. Figures are printed beside the targets, never asserted. Each
-//! also prints the node process's CPU time (user + sys) per 1,000 operations over the measured part: on a
-//! shared machine wall-clock rates move with the load, the CPU cost per operation much less.
+//! sim inbound messages to their webhook deliveries on the built-in receiver (every signature verified, events
+//! counted by idempotency key). Both run against `--url` or a node they start; request loops are bounded in
+//! count and time. For a node it started, the report also has the node's CPU time (user + sys) per 1,000
+//! operations: on a shared machine wall-clock rates move with the load, the CPU cost per operation much less.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,53 +17,117 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use wagate_loadtest::harness::sessions::create_linked;
-use wagate_loadtest::harness::{ADMIN_KEY, Client, Delivery, Node, NodeOptions, Receiver};
+use wagate_loadtest::harness::{Client, Delivery, Receiver};
 
-use super::arg;
+use super::common::{
+    Counters, Progress, Report, Target, TargetArgs, measure_rss, phone, run_tag, tally,
+};
 
-const SECRET: &str = "loadtest-webhook-secret-0001";
+pub(super) const SECRET: &str = "loadtest-webhook-secret-0001";
 
-struct Setup {
-    node: Node,
-    client: Client,
-    receiver: Receiver,
+#[derive(clap::Args, Debug, Clone)]
+pub struct SendsArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Sends in closed-loop mode (ignored with --rate)
+    #[arg(long, default_value_t = 3000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: u64,
+    /// Sends in flight at once in closed-loop mode
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub concurrency: u64,
+    /// Open loop: sends per second, for --seconds (0 = closed loop of --count)
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
+    /// Length of an open-loop run, in seconds
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seconds: u64,
+    /// WEBHOOK_DISPATCH_CONCURRENCY of the node this tool starts [default: the node's]
+    #[arg(long, value_name = "N")]
+    pub dispatch: Option<u64>,
+    /// Writes one CSV line per send: start ms, HTTP ms, recipient-stored ms, webhook ms (-1 = never)
+    #[arg(long, value_name = "CSV")]
+    pub dump: Option<PathBuf>,
+    /// How long to wait for the webhook deliveries after the last send, in seconds
+    #[arg(long, default_value_t = 60)]
+    pub drain_seconds: u64,
 }
 
-async fn setup(args: &[String], sessions: usize) -> anyhow::Result<(Setup, Vec<String>)> {
-    let mut options = NodeOptions::new(arg(args, "--binary", "target/release/wagate"))
-        .env("LOG_LEVEL", "warn")
-        .env("WEBHOOK_RETRY_DELAY", "200");
-    let dispatch = arg(args, "--dispatch", "");
-    if !dispatch.is_empty() {
-        options = options.env("WEBHOOK_DISPATCH_CONCURRENCY", dispatch);
+#[derive(clap::Args, Debug, Clone)]
+pub struct InboundStormArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Sessions the inbound messages are spread over, each with one signed webhook
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub sessions: u64,
+    /// Inbound messages injected per second (open loop)
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub rate: u64,
+    /// Length of the injection, in seconds
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seconds: u64,
+    /// WEBHOOK_DISPATCH_CONCURRENCY of the node this tool starts [default: the node's]
+    #[arg(long, value_name = "N")]
+    pub dispatch: Option<u64>,
+    /// How long to wait for the webhook deliveries after the last injection, in seconds
+    #[arg(long, default_value_t = 120)]
+    pub drain_seconds: u64,
+}
+
+pub(super) struct Setup {
+    pub target: Target,
+    pub receiver: Receiver,
+    pub tag: String,
+}
+
+/// Connects (or starts a node), starts the receiver and links `sessions` sim sessions, each with a signed
+/// webhook for `message.received` to the receiver.
+pub(super) async fn setup(
+    target: &TargetArgs,
+    dispatch: Option<u64>,
+    sessions: usize,
+) -> anyhow::Result<(Setup, Vec<String>)> {
+    let dispatch = dispatch.map(|d| d.to_string());
+    let mut env = vec![("WEBHOOK_RETRY_DELAY", "200")];
+    if let Some(d) = &dispatch {
+        env.push(("WEBHOOK_DISPATCH_CONCURRENCY", d));
     }
-    let node = Node::start(options).await?;
-    let client = node.client();
+    let target = Target::connect(target, &env).await?;
     let receiver = Receiver::start().await?;
+    let tag = run_tag();
     let mut ids = Vec::new();
     for n in 0..sessions {
-        let id = create_linked(&client, &format!("load-{n}"), &format!("49160{n:08}")).await?;
+        let id = create_linked(&target.client, &format!("lt-{tag}-{n}"), &phone(&tag, n)).await?;
         let hook =
             json!({ "url": receiver.url(), "events": ["message.received"], "secret": SECRET });
-        let reply = client
+        let reply = target
+            .client
             .post(&format!("/api/sessions/{id}/webhooks"), hook)
             .await?;
         anyhow::ensure!(reply.status == 201, "webhook: {}", reply.text);
         ids.push(id);
     }
-    Ok((
-        Setup {
-            node,
-            client,
-            receiver,
-        },
-        ids,
-    ))
+    Ok((Setup { target, receiver, tag }, ids))
+}
+
+impl Setup {
+    /// Deletes the sessions a run created on a node it did not start.
+    pub async fn cleanup(&self, ids: &[String]) {
+        if !self.target.is_started() {
+            for id in ids {
+                let _ = self.target.client.delete(&format!("/api/sessions/{id}")).await;
+            }
+        }
+        self.receiver.stop();
+    }
+
+    pub fn node_pid(&self) -> Option<u32> {
+        self.target.started_processes().first().map(|p| p.1)
+    }
 }
 
 /// User + system CPU seconds the process has used so far (`/proc/PID/stat` fields 14 and 15, in clock ticks of
 /// 1/100 s, the value on every Linux target this runs on); `None` when unreadable.
-fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
+pub(super) fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
     // The command name (field 2) may hold spaces; the fields after it follow its closing parenthesis.
     let rest = stat.get(stat.rfind(')')? + 2..)?;
@@ -71,94 +136,34 @@ fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
     Some((ticks(11)? + ticks(12)?) as f64 / 100.0)
 }
 
-/// Prints the node's CPU time spent since `before` per 1,000 of `ops`.
-fn print_cpu(node: &Node, before: Option<f64>, ops: usize, what: &str) {
-    if let (Some(a), Some(b)) = (before, cpu_seconds(node.pid())) {
-        println!(
-            "node CPU: {:.2} s user+sys for {ops} {what} = {:.0} ms per 1000",
-            b - a,
-            (b - a) * 1_000_000.0 / ops.max(1) as f64
-        );
-    }
+/// The node's CPU time spent since `before` per 1,000 of `ops`, as a report note.
+pub(super) fn cpu_note(pid: Option<u32>, before: Option<f64>, ops: u64, what: &str) -> Option<String> {
+    let (a, b) = (before?, cpu_seconds(pid)?);
+    Some(format!(
+        "node CPU: {:.2} s user+sys for {ops} {what} = {:.0} ms per 1000",
+        b - a,
+        (b - a) * 1_000_000.0 / ops.max(1) as f64
+    ))
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted
-        .get(((sorted.len() as f64) * p) as usize)
-        .copied()
-        .unwrap_or_default()
-}
-
-fn print_latency(label: &str, mut samples: Vec<Duration>, target: &str) {
-    samples.sort();
-    println!(
-        "{label}: p50={:.2?} p99={:.2?} max={:.2?} (n={}){target}",
-        percentile(&samples, 0.5),
-        percentile(&samples, 0.99),
-        samples.last().copied().unwrap_or_default(),
-        samples.len()
-    );
-}
-
-/// Arrival time of each tagged delivery, plus duplicate and bad-signature counts.
-fn arrivals(deliveries: &[Delivery]) -> (HashMap<String, Instant>, usize, usize) {
-    let (mut first, mut seen, mut duplicates, mut unsigned) =
-        (HashMap::new(), HashSet::new(), 0, 0);
+/// First arrival of each tagged delivery (duplicates by idempotency key skipped).
+fn arrivals(deliveries: &[Delivery]) -> HashMap<String, Instant> {
+    let mut first = HashMap::new();
     for d in deliveries {
-        if !d.signed_with(SECRET) {
-            unsigned += 1;
-        }
-        let body = d.json();
-        let key = body["idempotencyKey"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        if !seen.insert(key) {
-            duplicates += 1;
-            continue;
-        }
-        if let Some(tag) = body["data"]["body"].as_str() {
+        if let Some(tag) = d.json()["data"]["body"].as_str() {
             first.entry(tag.to_string()).or_insert(d.at);
         }
     }
-    (first, duplicates, unsigned)
-}
-
-/// Deliveries per second over the span from the first event to the last delivery, loss and duplicates, and
-/// the event-to-delivery latencies.
-fn report(started: &HashMap<String, Instant>, deliveries: &[Delivery], targets: (&str, &str)) {
-    let (arrived, duplicates, unsigned) = arrivals(deliveries);
-    let lost = started
-        .keys()
-        .filter(|tag| !arrived.contains_key(*tag))
-        .count();
-    let latencies = started
-        .iter()
-        .filter_map(|(tag, t0)| arrived.get(tag).map(|at| at.duration_since(*t0)))
-        .collect();
-    let first = started.values().min().copied();
-    let last = arrived.values().max().copied();
-    let span = match (first, last) {
-        (Some(a), Some(b)) => b.duration_since(a),
-        _ => Duration::ZERO,
-    };
-    println!(
-        "deliveries: {} in {:.2} s = {:.0}/s{}; lost {lost}, duplicated {duplicates}, bad signatures {unsigned} (target 0 lost)",
-        arrived.len(),
-        span.as_secs_f64(),
-        arrived.len() as f64 / span.as_secs_f64().max(1e-9),
-        targets.0,
-    );
-    print_latency("event-to-delivery", latencies, targets.1);
+    first
 }
 
 /// Arrival times of `message.received` events on a WebSocket subscribed to `session`, by message body.
 async fn watch_stored(
-    node: &Node,
+    target: &Target,
     session: &str,
 ) -> anyhow::Result<Arc<Mutex<HashMap<String, Instant>>>> {
-    let mut req = format!("ws://127.0.0.1:{}/api/ws", node.port).into_client_request()?;
-    req.headers_mut().insert("X-API-Key", ADMIN_KEY.parse()?);
+    let mut req = target.ws_url().into_client_request()?;
+    req.headers_mut().insert("X-API-Key", target.key.parse()?);
     let (mut ws, _) = tokio_tungstenite::connect_async(req).await?;
     let sub = json!({ "type": "subscribe", "sessionId": session, "events": ["message.received"] });
     ws.send(Message::Text(sub.to_string().into())).await?;
@@ -191,21 +196,23 @@ async fn watch_stored(
     Ok(seen)
 }
 
-/// One send-text: its tag, start, HTTP latency and whether it was accepted.
+/// One send-text: its tag, start, HTTP latency and whether it was accepted; counted in `counters`.
 async fn send_one(
     client: Client,
+    counters: Arc<Counters>,
     from: String,
     to: String,
-    i: usize,
+    tag: String,
 ) -> (String, Instant, Duration, bool) {
     let t0 = Instant::now();
-    let tag = format!("send-{i}");
     let body = json!({ "chatId": to, "text": tag });
     let reply = client
         .post(&format!("/api/sessions/{from}/messages/send-text"), body)
-        .await;
-    let ok = reply.map(|r| r.status == 201).unwrap_or(false);
-    (tag, t0, t0.elapsed(), ok)
+        .await
+        .map(|r| r.status);
+    let took = t0.elapsed();
+    counters.record(&reply, &[201], took);
+    (tag, t0, took, matches!(reply, Ok(201)))
 }
 
 /// One CSV line per send: start (ms into the run), HTTP latency, recipient-stored and webhook latencies
@@ -216,7 +223,7 @@ fn timeline(
     deliveries: &[Delivery],
     begun: Instant,
 ) -> String {
-    let (hooked, _, _) = arrivals(deliveries);
+    let hooked = arrivals(deliveries);
     let since = |at: Option<&Instant>, t0: Instant| {
         at.map_or(-1.0, |at| at.duration_since(t0).as_secs_f64() * 1e3)
     };
@@ -234,27 +241,35 @@ fn timeline(
         .collect()
 }
 
-/// `sends --binary PATH [--rate R --seconds T | --count N --concurrency C] [--dispatch D] [--dump CSV]`:
-/// send-text from one session to another, open loop at R/s when `--rate` is given, else N sends with C in
-/// flight. `--dump` writes one line per send (start ms, HTTP ms, recipient-stored ms, webhook ms; -1 = never)
-/// to find when in a run the slow ones happened.
-pub async fn sends(args: &[String]) -> anyhow::Result<()> {
-    let rate: u64 = arg(args, "--rate", "0").parse()?;
-    let (s, ids) = setup(args, 2).await?;
-    let stored = watch_stored(&s.node, &ids[1]).await?;
-    let to = "4916000000001@c.us".to_string();
-    let cpu_before = cpu_seconds(s.node.pid());
+/// `sends`: send-text from one session to another, open loop at `--rate`/s when given, else `--count`
+/// sends with `--concurrency` in flight. Each accepted send is one expected `message.received` webhook on
+/// the recipient's side.
+pub async fn sends(args: SendsArgs) -> anyhow::Result<Report> {
+    let (s, ids) = setup(&args.target, args.dispatch, 2).await?;
+    let stored = watch_stored(&s.target, &ids[1]).await?;
+    let to = format!("{}@c.us", phone(&s.tag, 1));
+    let counters = Counters::new();
+    let cpu_before = cpu_seconds(s.node_pid());
+    let progress = Progress::start("sends", counters.clone());
     let begun = Instant::now();
-    let (results, label) = if rate > 0 {
-        let seconds: u64 = arg(args, "--seconds", "10").parse()?;
-        let total = (rate * seconds) as usize;
-        let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate));
+    let send = |i: u64| {
+        send_one(
+            s.target.client.clone(),
+            counters.clone(),
+            ids[0].clone(),
+            to.clone(),
+            format!("send-{}-{i}", s.tag),
+        )
+    };
+    let (results, label) = if args.rate > 0 {
+        let total = args.rate * args.seconds;
+        let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / args.rate));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
         let mut inflight = futures::stream::FuturesUnordered::new();
-        let mut results = Vec::with_capacity(total);
+        let mut results = Vec::with_capacity(total as usize);
         for i in 0..total {
             tick.tick().await;
-            inflight.push(send_one(s.client.clone(), ids[0].clone(), to.clone(), i));
+            inflight.push(send(i));
             while let Some(Some(r)) = inflight.next().now_or_never() {
                 results.push(r);
             }
@@ -262,125 +277,130 @@ pub async fn sends(args: &[String]) -> anyhow::Result<()> {
         while let Some(r) = inflight.next().await {
             results.push(r);
         }
-        (results, format!("open loop at {rate}/s"))
+        (results, format!("open loop at {}/s", args.rate))
     } else {
-        let (count, concurrency): (usize, usize) = (
-            arg(args, "--count", "3000").parse()?,
-            arg(args, "--concurrency", "32").parse()?,
-        );
-        let work = (0..count).map(|i| send_one(s.client.clone(), ids[0].clone(), to.clone(), i));
-        let results = futures::stream::iter(work)
-            .buffer_unordered(concurrency)
+        let results = futures::stream::iter((0..args.count).map(send))
+            .buffer_unordered(args.concurrency as usize)
             .collect::<Vec<_>>()
             .await;
-        (results, format!("closed loop, concurrency {concurrency}"))
+        (
+            results,
+            format!("closed loop, concurrency {}", args.concurrency),
+        )
     };
-    let sent_in = begun.elapsed();
-    let ok = results.iter().filter(|r| r.3).count();
-    println!(
-        "send-text: {ok}/{} accepted in {:.2} s = {:.0} sends/s ({label}; target >= 3000 sends/s)",
-        results.len(),
-        sent_in.as_secs_f64(),
-        ok as f64 / sent_in.as_secs_f64()
-    );
-    let p99_target = if rate > 0 {
-        " (target p99 < 20 ms at 1000/s)"
-    } else {
-        ""
-    };
-    print_latency("HTTP send-text", results.iter().map(|r| r.2).collect(), "");
-    let deliveries = s.receiver.wait_count(ok, Duration::from_secs(60)).await;
-    let started: HashMap<String, Instant> = results
+    let elapsed = begun.elapsed();
+    drop(progress);
+    let mut report = Report::new("sends", &s.target.label).with_counters(&counters, elapsed);
+    report.processes = measure_rss(&s.target.started_processes());
+    let expected: HashMap<String, Instant> = results
         .iter()
         .filter(|r| r.3)
         .map(|r| (r.0.clone(), r.1))
         .collect();
+    let deliveries = s
+        .receiver
+        .wait_count(expected.len(), Duration::from_secs(args.drain_seconds))
+        .await;
+    let (events, latencies) = tally(&expected, &deliveries, SECRET);
+    report = report.with_events(events, latencies);
     let stored = stored.lock().clone();
-    let to_stored: Vec<Duration> = started
+    let to_stored: Vec<Duration> = expected
         .iter()
         .filter_map(|(tag, t0)| stored.get(tag).map(|at| at.duration_since(*t0)))
         .collect();
-    println!(
-        "recipient stored: {}/{} (WebSocket message.received after commit)",
-        to_stored.len(),
-        started.len()
-    );
-    print_latency("request-to-recipient-stored", to_stored, p99_target);
-    report(&started, &deliveries, ("", ""));
-    print_cpu(&s.node, cpu_before, ok, "sends (with their deliveries)");
-    let dump = arg(args, "--dump", "");
-    if !dump.is_empty() {
-        std::fs::write(&dump, timeline(&results, &stored, &deliveries, begun))?;
+    let stored_summary = super::common::summarize(to_stored);
+    report.note(format!(
+        "{label}; throughput and latency are of the HTTP send-text (201)"
+    ));
+    report.note(format!(
+        "request-to-recipient-stored ms (WebSocket message.received after commit): {}/{} seen, p50 {:.2} p99 {:.2} p999 {:.2}",
+        stored_summary.samples,
+        expected.len(),
+        stored_summary.p50,
+        stored_summary.p99,
+        stored_summary.p999
+    ));
+    if let Some(note) = cpu_note(s.node_pid(), cpu_before, report.ok, "sends (with their deliveries)") {
+        report.note(note);
     }
-    Ok(())
+    if let Some(dump) = &args.dump {
+        std::fs::write(dump, timeline(&results, &stored, &deliveries, begun))?;
+    }
+    s.cleanup(&ids).await;
+    Ok(report)
 }
 
-/// `inbound-storm --binary PATH --sessions S --rate R --seconds T [--dispatch D]`: sim inbound messages at R/s
-/// spread over S sessions, each with one signed webhook.
-pub async fn inbound_storm(args: &[String]) -> anyhow::Result<()> {
-    let sessions: usize = arg(args, "--sessions", "10").parse()?;
-    let (rate, seconds): (u64, u64) = (
-        arg(args, "--rate", "1000").parse()?,
-        arg(args, "--seconds", "10").parse()?,
-    );
-    let (s, ids) = setup(args, sessions).await?;
-    let total = (rate * seconds) as usize;
-    let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate.max(1)));
+/// `inbound-storm`: sim inbound messages at `--rate`/s spread over `--sessions` sessions, each with one
+/// signed webhook; every accepted injection is one expected delivery.
+pub async fn inbound_storm(args: InboundStormArgs) -> anyhow::Result<Report> {
+    let (s, ids) = setup(&args.target, args.dispatch, args.sessions as usize).await?;
+    let total = args.rate * args.seconds;
+    let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / args.rate));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let counters = Counters::new();
+    let progress = Progress::start("inbound-storm", counters.clone());
     let begun = Instant::now();
-    let mut started = HashMap::with_capacity(total);
     let mut inflight = futures::stream::FuturesUnordered::new();
-    let mut refused = 0usize;
-    let cpu_before = cpu_seconds(s.node.pid());
-    for i in 0..total {
+    let mut expected = HashMap::with_capacity(total as usize);
+    let cpu_before = cpu_seconds(s.node_pid());
+    let accept = |r: Option<(String, Instant, bool)>, expected: &mut HashMap<String, Instant>| {
+        if let Some((tag, t0, true)) = r {
+            expected.insert(tag, t0);
+        }
+    };
+    for i in 0..total as usize {
         tick.tick().await;
-        let (client, id, tag) = (
-            s.client.clone(),
-            ids[i % ids.len()].clone(),
-            format!("storm-{i}"),
-        );
-        started.insert(tag.clone(), Instant::now());
+        let (client, id, counters) = (s.target.client.clone(), ids[i % ids.len()].clone(), counters.clone());
+        let tag = format!("storm-{}-{i}", s.tag);
+        let from = format!("{}@c.us", phone(&s.tag, 10_000 + i % 997));
         inflight.push(async move {
-            let body =
-                json!({ "from": format!("4917{:09}@c.us", i % 997), "type": "text", "body": tag });
-            client
+            let t0 = Instant::now();
+            let body = json!({ "from": from, "type": "text", "body": tag });
+            let reply = client
                 .post(&format!("/api/sim/sessions/{id}/inbound"), body)
                 .await
-                .map(|r| r.status == 200)
-                .unwrap_or(false)
+                .map(|r| r.status);
+            counters.record(&reply, &[200], t0.elapsed());
+            (tag, t0, matches!(reply, Ok(200)))
         });
-        while let Some(Some(ok)) = inflight.next().now_or_never() {
-            refused += usize::from(!ok);
+        while let Some(Some(r)) = inflight.next().now_or_never() {
+            accept(Some(r), &mut expected);
         }
         while inflight.len() > 256 {
-            if let Some(ok) = inflight.next().await {
-                refused += usize::from(!ok);
-            }
+            let r = inflight.next().await;
+            accept(r, &mut expected);
         }
     }
-    while let Some(ok) = inflight.next().await {
-        refused += usize::from(!ok);
+    while let Some(r) = inflight.next().await {
+        accept(Some(r), &mut expected);
     }
-    println!(
-        "inbound: {total} injected over {:.2} s into {sessions} sessions (asked {rate}/s), {refused} refused",
-        begun.elapsed().as_secs_f64()
-    );
-    let deliveries = s.receiver.wait_count(total, Duration::from_secs(120)).await;
-    let p99_target = if rate <= 1000 {
-        " (target p99 < 50 ms at 1000/s)"
-    } else {
-        ""
-    };
-    report(
-        &started,
-        &deliveries,
-        (" (target >= 5000/s sustained)", p99_target),
-    );
-    print_cpu(
-        &s.node,
-        cpu_before,
-        total,
-        "inbound messages and deliveries",
-    );
-    Ok(())
+    let elapsed = begun.elapsed();
+    drop(progress);
+    let mut report =
+        Report::new("inbound-storm", &s.target.label).with_counters(&counters, elapsed);
+    report.processes = measure_rss(&s.target.started_processes());
+    let deliveries = s
+        .receiver
+        .wait_count(expected.len(), Duration::from_secs(args.drain_seconds))
+        .await;
+    let span = deliveries
+        .iter()
+        .map(|d| d.at)
+        .max()
+        .map(|last| last.duration_since(begun))
+        .unwrap_or_default();
+    let (events, latencies) = tally(&expected, &deliveries, SECRET);
+    report = report.with_events(events, latencies);
+    report.note(format!(
+        "asked {}/s over {} sessions for {} s; throughput is of the accepted injections; deliveries {:.0}/s from the first injection to the last delivery",
+        args.rate,
+        args.sessions,
+        args.seconds,
+        deliveries.len() as f64 / span.as_secs_f64().max(1e-9)
+    ));
+    if let Some(note) = cpu_note(s.node_pid(), cpu_before, report.ok, "inbound messages and deliveries") {
+        report.note(note);
+    }
+    s.cleanup(&ids).await;
+    Ok(report)
 }

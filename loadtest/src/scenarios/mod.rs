@@ -1,12 +1,35 @@
-//! Scenario dispatch: `wagate-loadtest <scenario> [options]`.
+//! The scenarios and their command line: one clap subcommand per scenario, each with its own `Args`
+//! struct beside its code (every flag documented with its default and unit).
+//!
+//! Wiring a new scenario:
+//! 1. In `scenarios/<name>.rs`, define `#[derive(clap::Args)] pub struct <Name>Args` (embed
+//!    `#[command(flatten)] target: common::TargetArgs` to run against `--url` or a node it starts) and
+//!    `pub async fn run(args: <Name>Args) -> anyhow::Result<common::Report>`, filling the report from a
+//!    `common::Counters` (and `common::tally` for webhook events, `common::measure_rss` for the processes
+//!    it started).
+//! 2. Here: `mod <name>;`, a variant `<Name>(<name>::<Name>Args)` with a doc comment (the help line), and
+//!    one arm in `Scenario::run`.
+//!
+//! A scenario still written as `fn run(args: &[String]) -> anyhow::Result<()>` (printing its own figures)
+//! plugs in through a typed `Args` struct whose `argv()` rebuilds the flags, as `sessions`,
+//! `socket-sessions` and `cluster` do below; clap still rejects unknown flags and bad values first.
 
+mod bulk;
 mod cluster;
+pub mod common;
 mod events;
+mod node_kill;
 mod reads;
 mod sessions;
 mod socket_sessions;
 
-/// The value after `name` in the arguments, or `default`.
+use std::path::PathBuf;
+use std::time::Instant;
+
+use common::{Report, sibling_binary};
+
+/// The value after `name` in the arguments, or `default` (for scenarios that take raw arguments; the clap
+/// layer has already checked them).
 pub(crate) fn arg(args: &[String], name: &str, default: &str) -> String {
     args.iter()
         .position(|a| a == name)
@@ -15,19 +38,173 @@ pub(crate) fn arg(args: &[String], name: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_string())
 }
 
-pub async fn run(args: &[String]) -> anyhow::Result<()> {
-    match args.first().map(String::as_str) {
-        Some("reads") => reads::run(&args[1..]).await,
-        Some("sessions") => sessions::run(&args[1..]).await,
-        Some("socket-sessions") => socket_sessions::run(&args[1..]).await,
-        Some("sends") => events::sends(&args[1..]).await,
-        Some("inbound-storm") => events::inbound_storm(&args[1..]).await,
-        Some("cluster") => cluster::run(&args[1..]).await,
-        _ => {
-            eprintln!(
-                "usage: wagate-loadtest reads [--url URL] [--key KEY] [--seconds N] [--connections N]\n       wagate-loadtest sessions [--binary PATH] [--count N] [--concurrency N]\n       wagate-loadtest socket-sessions [--binary PATH] [--count N] [--concurrency N] [--settle-secs S]\n       wagate-loadtest sends [--binary PATH] [--count N] [--concurrency N] [--rate R --seconds T] [--dump CSV]\n       wagate-loadtest inbound-storm [--binary PATH] [--sessions S] [--rate R] [--seconds T]\n       wagate-loadtest cluster [--binary PATH] [--worker PATH] [--sessions N] [--seconds T] [--concurrency C] [--ttl-ms MS] [--heartbeat-ms MS] [--sweep-ms MS] [--restore-concurrency N]"
-            );
-            Ok(())
+#[derive(clap::Subcommand, Debug)]
+pub enum Scenario {
+    /// Authenticated REST read mix (session, session list, chats, messages) over sim sessions
+    Reads(reads::ReadsArgs),
+    /// send-text between two sim sessions: HTTP latency, recipient-stored latency, signed webhook deliveries
+    Sends(events::SendsArgs),
+    /// Sim inbound messages at a fixed rate, every webhook signature verified, events counted by idempotency key
+    InboundStorm(events::InboundStormArgs),
+    /// Bulk batches (send-bulk) from several senders to one recipient, polled to completion
+    Bulk(bulk::BulkArgs),
+    /// Inbound storm into a cluster it starts (PostgreSQL + Redis on loopback) with one node SIGKILLed part-way
+    NodeKill(node_kill::NodeKillArgs),
+    /// Session link and restart times and RSS per idle session on a node it starts (prints text)
+    Sessions(LegacyCountArgs),
+    /// Sessions on the socket engine against a local fake server (prints text)
+    SocketSessions(SocketSessionsArgs),
+    /// Request mix and takeover on a 3-node cluster + worker it starts (prints text)
+    Cluster(ClusterArgs),
+}
+
+impl Scenario {
+    pub async fn run(self) -> anyhow::Result<Report> {
+        match self {
+            Scenario::Reads(a) => reads::run(a).await,
+            Scenario::Sends(a) => events::sends(a).await,
+            Scenario::InboundStorm(a) => events::inbound_storm(a).await,
+            Scenario::Bulk(a) => bulk::run(a).await,
+            Scenario::NodeKill(a) => node_kill::run(a).await,
+            Scenario::Sessions(a) => legacy("sessions", sessions::run(&a.argv())).await,
+            Scenario::SocketSessions(a) => {
+                legacy("socket-sessions", socket_sessions::run(&a.argv())).await
+            }
+            Scenario::Cluster(a) => legacy("cluster", cluster::run(&a.argv())).await,
         }
+    }
+}
+
+/// Runs a scenario that prints its own figures; its report carries only the wall time.
+async fn legacy(
+    name: &str,
+    scenario: impl Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<Report> {
+    let begun = Instant::now();
+    scenario.await?;
+    let mut report = Report::new(name, "processes started by the scenario");
+    report.seconds = begun.elapsed().as_secs_f64();
+    report.note("this scenario prints its figures as text above; the report holds its wall time only");
+    Ok(report)
+}
+
+fn binary_or_default(binary: &Option<PathBuf>, name: &str) -> String {
+    binary
+        .clone()
+        .unwrap_or_else(|| sibling_binary(name))
+        .display()
+        .to_string()
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct LegacyCountArgs {
+    /// The `wagate` binary to start [default: `wagate` beside this executable]
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// Sessions to create and link
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: u64,
+    /// Sessions linked or restarted at once
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
+    pub concurrency: u64,
+}
+
+impl LegacyCountArgs {
+    fn argv(&self) -> Vec<String> {
+        vec![
+            "--binary".into(),
+            binary_or_default(&self.binary, "wagate"),
+            "--count".into(),
+            self.count.to_string(),
+            "--concurrency".into(),
+            self.concurrency.to_string(),
+        ]
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct SocketSessionsArgs {
+    /// The `wagate` binary to start [default: `wagate` beside this executable]
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// Sessions to create and link
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: u64,
+    /// Sessions linked at once
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    pub concurrency: u64,
+    /// Seconds to let the sessions settle before RSS is read
+    #[arg(long, default_value_t = 15)]
+    pub settle_secs: u64,
+}
+
+impl SocketSessionsArgs {
+    fn argv(&self) -> Vec<String> {
+        vec![
+            "--binary".into(),
+            binary_or_default(&self.binary, "wagate"),
+            "--count".into(),
+            self.count.to_string(),
+            "--concurrency".into(),
+            self.concurrency.to_string(),
+            "--settle-secs".into(),
+            self.settle_secs.to_string(),
+        ]
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ClusterArgs {
+    /// The `wagate` binary of the nodes [default: `wagate` beside this executable]
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// The `wagate-worker` binary [default: `wagate-worker` beside this executable]
+    #[arg(long, value_name = "PATH")]
+    pub worker: Option<PathBuf>,
+    /// Sim sessions started round-robin through the nodes
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub sessions: u64,
+    /// Length of the request mix, in seconds
+    #[arg(long, default_value_t = 20)]
+    pub seconds: u64,
+    /// Requests of the mix in flight at once
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    pub concurrency: u64,
+    /// SESSION_LEASE_TTL_MS of the nodes, in milliseconds
+    #[arg(long, default_value_t = 15000)]
+    pub ttl_ms: u64,
+    /// SESSION_LEASE_HEARTBEAT_MS of the nodes, in milliseconds
+    #[arg(long, default_value_t = 5000)]
+    pub heartbeat_ms: u64,
+    /// SESSION_TAKEOVER_SWEEP_MS of the nodes, in milliseconds
+    #[arg(long, default_value_t = 5000)]
+    pub sweep_ms: u64,
+    /// SESSION_RESTORE_CONCURRENCY of the nodes [default: the node's]
+    #[arg(long, value_name = "N")]
+    pub restore_concurrency: Option<u64>,
+}
+
+impl ClusterArgs {
+    fn argv(&self) -> Vec<String> {
+        let mut argv: Vec<String> = vec![
+            "--binary".into(),
+            binary_or_default(&self.binary, "wagate"),
+            "--worker".into(),
+            binary_or_default(&self.worker, "wagate-worker"),
+        ];
+        for (flag, value) in [
+            ("--sessions", self.sessions),
+            ("--seconds", self.seconds),
+            ("--concurrency", self.concurrency),
+            ("--ttl-ms", self.ttl_ms),
+            ("--heartbeat-ms", self.heartbeat_ms),
+            ("--sweep-ms", self.sweep_ms),
+        ] {
+            argv.extend([flag.to_string(), value.to_string()]);
+        }
+        if let Some(n) = self.restore_concurrency {
+            argv.extend(["--restore-concurrency".into(), n.to_string()]);
+        }
+        argv
     }
 }
