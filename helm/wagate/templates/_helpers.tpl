@@ -98,17 +98,11 @@ app.kubernetes.io/component: {{ index . 1 }}
 
 {{/* Environment shared by API nodes and workers, beyond the ConfigMap and Secret. */}}
 {{- define "wagate.clusterEnv" -}}
-{{- if .Values.cluster.enabled }}
+{{- $cluster := .Values.cluster.enabled -}}
 - name: DATABASE_TYPE
-  value: postgres
+  value: {{ ternary "postgres" "sqlite" $cluster }}
 - name: REDIS_ENABLED
-  value: "true"
-{{- else }}
-- name: DATABASE_TYPE
-  value: sqlite
-- name: REDIS_ENABLED
-  value: "false"
-{{- end }}
+  value: {{ ternary "true" "false" $cluster | quote }}
 {{- end -}}
 
 {{/* Pod volumes both kinds of pod use: /tmp as an emptyDir (the root filesystem is read-only). */}}
