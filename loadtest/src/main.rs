@@ -86,7 +86,10 @@ mod tests {
             (&["bulk", "--batch-size", "101"][..], "--batch-size"),
             (&["bulk", "--delay-ms", "999"][..], "--delay-ms"),
             (&["reads", "--url", "127.0.0.1:2785"][..], "--url"),
-            (&["inbound-storm", "--node-env", "NOEQUALS"][..], "--node-env"),
+            (
+                &["inbound-storm", "--node-env", "NOEQUALS"][..],
+                "--node-env",
+            ),
             (&["node-kill", "--nodes", "1"][..], "--nodes"),
         ] {
             let err = parse(args).expect_err("bad value");
@@ -115,7 +118,10 @@ mod tests {
         let scenarios::Scenario::Sends(a) = cli.scenario else {
             panic!("sends expected");
         };
-        assert_eq!((a.rate, a.seconds, a.count, a.concurrency), (500, 10, 3000, 32));
+        assert_eq!(
+            (a.rate, a.seconds, a.count, a.concurrency),
+            (500, 10, 3000, 32)
+        );
         let cli = parse(&["reads", "--url", "http://127.0.0.1:9/", "--json"]).expect("valid");
         let scenarios::Scenario::Reads(a) = cli.scenario else {
             panic!("reads expected");

@@ -23,7 +23,10 @@ fn wagate_binary() -> PathBuf {
 }
 
 fn run(args: &[&str]) -> Output {
-    loadtest().args(args).output().expect("wagate-loadtest runs")
+    loadtest()
+        .args(args)
+        .output()
+        .expect("wagate-loadtest runs")
 }
 
 fn stderr(out: &Output) -> String {
@@ -81,7 +84,14 @@ fn help_lists_scenarios_and_flag_defaults_without_running() {
     let out = run(&["--help"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for scenario in ["reads", "sends", "inbound-storm", "bulk", "node-kill", "--json"] {
+    for scenario in [
+        "reads",
+        "sends",
+        "inbound-storm",
+        "bulk",
+        "node-kill",
+        "--json",
+    ] {
         assert!(text.contains(scenario), "--help lacks {scenario}:\n{text}");
     }
     let out = run(&["sends", "--help"]);
@@ -113,11 +123,7 @@ fn a_target_that_does_not_answer_fails_non_zero() {
     let url = format!("http://127.0.0.1:{}", free_port());
     let out = run(&["reads", "--url", &url, "--seconds", "1"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("does not answer"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("does not answer"), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
 }
 
@@ -138,7 +144,10 @@ fn reads_smoke_on_a_started_node_prints_progress() {
     assert_latency(&v);
     assert_eq!(v["processes"].as_array().map(Vec::len), Some(1), "{v}");
     assert!(v["processes"][0]["rssMib"].as_f64().unwrap_or(0.0) > 0.0);
-    assert!(err.contains("reads:") && err.contains("last second"), "{err}");
+    assert!(
+        err.contains("reads:") && err.contains("last second"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -166,13 +175,12 @@ async fn reads_smoke_against_a_running_node_cleans_up() {
     .expect("joined");
     assert!(n(&v, "/ok") > 0 && n(&v, "/errors") == 0, "{v}");
     assert_eq!(v["processes"], serde_json::json!([]), "it started nothing");
-    let left = node
-        .client()
-        .get("/api/sessions")
-        .await
-        .expect("list")
-        .body;
-    assert_eq!(left, serde_json::json!([]), "the run's sessions are deleted");
+    let left = node.client().get("/api/sessions").await.expect("list").body;
+    assert_eq!(
+        left,
+        serde_json::json!([]),
+        "the run's sessions are deleted"
+    );
 }
 
 #[test]
@@ -239,7 +247,10 @@ fn node_kill_smoke_reports_what_crossed_the_kill() {
         n(&v, "/events/delivered"),
         n(&v, "/events/lost"),
     );
-    assert!(ok > 0 && expected == ok && delivered + lost == expected, "{v}");
+    assert!(
+        ok > 0 && expected == ok && delivered + lost == expected,
+        "{v}"
+    );
     assert_eq!(n(&v, "/operations"), 160, "{v}");
     assert_eq!(n(&v, "/events/badSignatures"), 0, "{v}");
     // Only the survivor is measured: the killed node has no process left.

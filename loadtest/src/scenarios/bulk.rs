@@ -97,7 +97,10 @@ async fn one_batch(sender: &Sender, prefix: String) -> (Vec<(String, Instant)>, 
             Some("completed" | "failed" | "cancelled")
         );
         if done || Instant::now() >= deadline {
-            let results = status.body["results"].as_array().cloned().unwrap_or_default();
+            let results = status.body["results"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
             let sent: Vec<(String, Instant)> = results
                 .iter()
                 .enumerate()

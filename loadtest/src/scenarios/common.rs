@@ -533,11 +533,15 @@ mod tests {
     }
 
     fn delivery(secret: &str, key: &str, tag: &str) -> Delivery {
-        let body = json!({ "event": "message.received", "idempotencyKey": key, "data": { "body": tag } })
-            .to_string();
-        let headers = [("x-wagate-signature".to_string(), signed(secret, body.as_bytes()))]
-            .into_iter()
-            .collect();
+        let body =
+            json!({ "event": "message.received", "idempotencyKey": key, "data": { "body": tag } })
+                .to_string();
+        let headers = [(
+            "x-wagate-signature".to_string(),
+            signed(secret, body.as_bytes()),
+        )]
+        .into_iter()
+        .collect();
         Delivery {
             headers,
             body: Bytes::from(body),

@@ -36,7 +36,7 @@ pub struct SendsArgs {
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub concurrency: u64,
     /// Open loop: sends per second, for --seconds (0 = closed loop of --count)
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=100_000))]
     pub rate: u64,
     /// Length of an open-loop run, in seconds
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
@@ -60,7 +60,7 @@ pub struct InboundStormArgs {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub sessions: u64,
     /// Inbound messages injected per second (open loop)
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub rate: u64,
     /// Length of the injection, in seconds
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
@@ -106,7 +106,14 @@ pub(super) async fn setup(
         anyhow::ensure!(reply.status == 201, "webhook: {}", reply.text);
         ids.push(id);
     }
-    Ok((Setup { target, receiver, tag }, ids))
+    Ok((
+        Setup {
+            target,
+            receiver,
+            tag,
+        },
+        ids,
+    ))
 }
 
 impl Setup {
@@ -114,7 +121,11 @@ impl Setup {
     pub async fn cleanup(&self, ids: &[String]) {
         if !self.target.is_started() {
             for id in ids {
-                let _ = self.target.client.delete(&format!("/api/sessions/{id}")).await;
+                let _ = self
+                    .target
+                    .client
+                    .delete(&format!("/api/sessions/{id}"))
+                    .await;
             }
         }
         self.receiver.stop();
@@ -137,7 +148,12 @@ pub(super) fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
 }
 
 /// The node's CPU time spent since `before` per 1,000 of `ops`, as a report note.
-pub(super) fn cpu_note(pid: Option<u32>, before: Option<f64>, ops: u64, what: &str) -> Option<String> {
+pub(super) fn cpu_note(
+    pid: Option<u32>,
+    before: Option<f64>,
+    ops: u64,
+    what: &str,
+) -> Option<String> {
     let (a, b) = (before?, cpu_seconds(pid)?);
     Some(format!(
         "node CPU: {:.2} s user+sys for {ops} {what} = {:.0} ms per 1000",
@@ -320,7 +336,12 @@ pub async fn sends(args: SendsArgs) -> anyhow::Result<Report> {
         stored_summary.p99,
         stored_summary.p999
     ));
-    if let Some(note) = cpu_note(s.node_pid(), cpu_before, report.ok, "sends (with their deliveries)") {
+    if let Some(note) = cpu_note(
+        s.node_pid(),
+        cpu_before,
+        report.ok,
+        "sends (with their deliveries)",
+    ) {
         report.note(note);
     }
     if let Some(dump) = &args.dump {
@@ -350,7 +371,11 @@ pub async fn inbound_storm(args: InboundStormArgs) -> anyhow::Result<Report> {
     };
     for i in 0..total as usize {
         tick.tick().await;
-        let (client, id, counters) = (s.target.client.clone(), ids[i % ids.len()].clone(), counters.clone());
+        let (client, id, counters) = (
+            s.target.client.clone(),
+            ids[i % ids.len()].clone(),
+            counters.clone(),
+        );
         let tag = format!("storm-{}-{i}", s.tag);
         let from = format!("{}@c.us", phone(&s.tag, 10_000 + i % 997));
         inflight.push(async move {
@@ -398,7 +423,12 @@ pub async fn inbound_storm(args: InboundStormArgs) -> anyhow::Result<Report> {
         args.seconds,
         deliveries.len() as f64 / span.as_secs_f64().max(1e-9)
     ));
-    if let Some(note) = cpu_note(s.node_pid(), cpu_before, report.ok, "inbound messages and deliveries") {
+    if let Some(note) = cpu_note(
+        s.node_pid(),
+        cpu_before,
+        report.ok,
+        "inbound messages and deliveries",
+    ) {
         report.note(note);
     }
     s.cleanup(&ids).await;

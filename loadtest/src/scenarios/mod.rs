@@ -84,7 +84,9 @@ async fn legacy(
     scenario.await?;
     let mut report = Report::new(name, "processes started by the scenario");
     report.seconds = begun.elapsed().as_secs_f64();
-    report.note("this scenario prints its figures as text above; the report holds its wall time only");
+    report.note(
+        "this scenario prints its figures as text above; the report holds its wall time only",
+    );
     Ok(report)
 }
 

@@ -38,7 +38,7 @@ pub struct NodeKillArgs {
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub sessions: u64,
     /// Inbound messages injected per second (open loop)
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub rate: u64,
     /// Length of the injection, in seconds
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(2..))]
@@ -80,6 +80,12 @@ pub async fn run(args: NodeKillArgs) -> anyhow::Result<Report> {
     });
     let size = args.nodes as usize;
     let kill_at = Duration::from_secs(args.kill_at.unwrap_or(args.seconds / 2));
+    anyhow::ensure!(
+        kill_at < Duration::from_secs(args.seconds),
+        "--kill-at {} must be less than --seconds {}",
+        kill_at.as_secs(),
+        args.seconds
+    );
     // The outbox sweep is what re-enqueues events a killed node persisted but never queued.
     let mut env: Vec<(String, String)> = [
         ("LOG_LEVEL", "warn"),
@@ -167,7 +173,10 @@ pub async fn run(args: NodeKillArgs) -> anyhow::Result<Report> {
         .nodes
         .iter()
         .enumerate()
-        .filter_map(|(i, n)| n.pid().map(|pid| (format!("wagate {}", cluster.ids[i]), pid)))
+        .filter_map(|(i, n)| {
+            n.pid()
+                .map(|pid| (format!("wagate {}", cluster.ids[i]), pid))
+        })
         .collect();
     if let Some(pid) = cluster.worker.as_ref().and_then(|w| w.pid()) {
         started.push(("wagate-worker".to_string(), pid));

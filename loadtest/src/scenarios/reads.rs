@@ -40,12 +40,7 @@ pub async fn run(args: ReadsArgs) -> anyhow::Result<Report> {
     let tag = run_tag();
     let mut ids = Vec::new();
     for n in 0..args.sessions as usize {
-        let id = create_linked(
-            &target.client,
-            &format!("lt-{tag}-r{n}"),
-            &phone(&tag, n),
-        )
-        .await?;
+        let id = create_linked(&target.client, &format!("lt-{tag}-r{n}"), &phone(&tag, n)).await?;
         for m in 0..args.seed_messages {
             let body = json!({ "from": format!("{}@c.us", phone(&tag, 50_000 + (m as usize % 7))), "type": "text", "body": format!("seed-{m}") });
             let reply = target
