@@ -632,6 +632,7 @@ mod tests {
         let receiver = wagate_loadtest::harness::Receiver::start()
             .await
             .expect("receiver binds loopback");
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .no_proxy()
             .build()

@@ -86,9 +86,11 @@ pub async fn run(args: NodeKillArgs) -> anyhow::Result<Report> {
         kill_at.as_secs(),
         args.seconds
     );
-    // The outbox sweep is what re-enqueues events a killed node persisted but never queued.
+    // The outbox sweep is what re-enqueues events a killed node persisted but never queued; the cluster
+    // secret lets the nodes trust each other's forwarded requests.
     let mut env: Vec<(String, String)> = [
         ("LOG_LEVEL", "warn"),
+        ("CLUSTER_SECRET", "loadtest-cluster-secret-0123456789abcdef"),
         ("WEBHOOK_RETRY_DELAY", "200"),
         ("OUTBOX_RECONCILE_MS", "1000"),
         ("OUTBOX_STALE_MS", "3000"),
