@@ -262,3 +262,16 @@ fn node_kill_smoke_reports_what_crossed_the_kill() {
         "{v}"
     );
 }
+
+/// A scenario that prints its own text still runs through the typed flags.
+#[test]
+fn sessions_smoke_runs_through_the_typed_flags() {
+    wagate_binary();
+    let out = run(&["sessions", "--count", "3", "--concurrency", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("sessions: 3 linked") && text.contains("RSS:"),
+        "{text}"
+    );
+}
