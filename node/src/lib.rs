@@ -32,6 +32,7 @@ pub mod http;
 pub mod keys;
 pub(crate) mod media;
 pub(crate) mod messaging;
+pub(crate) mod names;
 pub(crate) mod sessions;
 pub mod store;
 pub(crate) mod webhooks;

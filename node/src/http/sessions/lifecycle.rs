@@ -127,7 +127,7 @@ async fn request_pairing_code(
     let phone = body.phone_number.unwrap_or_default();
     let (pairing_code, status) = ctx
         .sessions
-        .pairing_code(&id.0, phone.trim_start_matches('+'))
+        .pairing_code(&id.0, &phone)
         .await?;
     let body = PairingCodeResponse {
         pairing_code,
