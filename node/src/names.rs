@@ -19,10 +19,23 @@ mod tests {
 
     #[test]
     fn control_characters_are_refused_and_ordinary_text_passes() {
-        for bad in ["a\0b", "a\nb", "a\rb", "a\tb", "\u{1b}[2J", "x\u{7f}", "x\u{85}y"] {
+        for bad in [
+            "a\0b",
+            "a\nb",
+            "a\rb",
+            "a\tb",
+            "\u{1b}[2J",
+            "x\u{7f}",
+            "x\u{85}y",
+        ] {
             assert!(printable("name", bad).is_err(), "{bad:?}");
         }
-        for good in ["Support desk", "Ünïcødé – name", "emoji 🎉", "with-hyphen_and.dot"] {
+        for good in [
+            "Support desk",
+            "Ünïcødé – name",
+            "emoji 🎉",
+            "with-hyphen_and.dot",
+        ] {
             assert_eq!(printable("name", good), Ok(()), "{good:?}");
         }
     }

@@ -70,7 +70,15 @@ fn scalar() -> impl Strategy<Value = Value> {
 fn event_data() -> impl Strategy<Value = Value> {
     prop::collection::btree_map(
         prop::sample::select(vec![
-            "from", "to", "chatId", "body", "type", "isGroup", "kind", "fromMe", "hasMedia",
+            "from",
+            "to",
+            "chatId",
+            "body",
+            "type",
+            "isGroup",
+            "kind",
+            "fromMe",
+            "hasMedia",
             "mentionedIds",
         ]),
         scalar(),
@@ -98,7 +106,8 @@ proptest! {
         for raw in [format!("{n}e2"), format!("0x{n:x}"), format!("{n}.5"), format!("{n}ms")] {
             prop_assert!(parse_u64(&env_with(raw.clone()), VAR, 7).is_err(), "{}", raw);
         }
-        prop_assert!(parse_u64(&env_with(format!("-{n}")), VAR, 7).is_err());
+        let negative = format!("-{n}");
+        prop_assert!(parse_u64(&env_with(negative), VAR, 7).is_err());
     }
 
     #[test]

@@ -77,7 +77,8 @@ async fn a_restart_with_the_master_key_lets_a_locked_out_operator_back_in() {
     let mut node = node().await;
     let admin = node.client();
     let master = master_id(&admin).await;
-    let (second_id, second) = create_key(&admin, json!({ "name": "second-admin", "role": "admin" })).await;
+    let (second_id, second) =
+        create_key(&admin, json!({ "name": "second-admin", "role": "admin" })).await;
     let second = node.client_with_key(Some(&second));
     // The master key is bound to an address this loopback client never has; with the second admin gone,
     // nobody here can manage keys any more.
@@ -125,16 +126,28 @@ async fn the_sim_control_api_honours_the_key_session_scope() {
     let scoped = node.client_with_key(Some(&key));
     let bodies = [
         ("scan", json!({ "phone": "15550009999" })),
-        ("inbound", json!({ "from": "15550002222", "type": "text", "body": "hi" })),
+        (
+            "inbound",
+            json!({ "from": "15550002222", "type": "text", "body": "hi" }),
+        ),
         ("ack", json!({ "messageId": "x", "status": "read" })),
-        ("react", json!({ "messageId": "x", "emoji": "👍", "from": "15550002222" })),
+        (
+            "react",
+            json!({ "messageId": "x", "emoji": "👍", "from": "15550002222" }),
+        ),
         ("revoke", json!({ "messageId": "x" })),
         ("edit", json!({ "messageId": "x", "body": "y" })),
         ("drop", json!({})),
         ("unlink", json!({})),
-        ("restrict", json!({ "kind": "temporary_ban", "active": true })),
+        (
+            "restrict",
+            json!({ "kind": "temporary_ban", "active": true }),
+        ),
         ("call", json!({ "from": "15550002222", "isVideo": false })),
-        ("group-event", json!({ "groupId": "123@g.us", "action": "join", "participantIds": [] })),
+        (
+            "group-event",
+            json!({ "groupId": "123@g.us", "action": "join", "participantIds": [] }),
+        ),
         ("faults", json!({ "failNextStarts": 1 })),
     ];
     for (route, body) in bodies {
@@ -154,7 +167,11 @@ async fn the_sim_control_api_honours_the_key_session_scope() {
         .await
         .expect("own outbox");
     assert_eq!(own.status, 200, "{}", own.text);
-    let (_, operator) = create_key(&admin, json!({ "name": "sim-operator", "role": "operator" })).await;
+    let (_, operator) = create_key(
+        &admin,
+        json!({ "name": "sim-operator", "role": "operator" }),
+    )
+    .await;
     let operator = node.client_with_key(Some(&operator));
     let refused = operator
         .get(&format!("/api/sim/sessions/{a}/outbox"))
@@ -171,7 +188,8 @@ async fn a_bulk_delay_above_one_hour_is_refused() {
     let admin = node.client();
     let id = ready_session(&admin, "bulk-delay").await;
     let path = format!("/api/sessions/{id}/messages/send-bulk");
-    let messages = json!([{ "chatId": "15550003333@c.us", "type": "text", "content": { "text": "a" } }]);
+    let messages =
+        json!([{ "chatId": "15550003333@c.us", "type": "text", "content": { "text": "a" } }]);
     for (delay, randomize) in [
         (json!(18446744073709551615u64), true),
         (json!(18446744073709551615u64), false),
@@ -243,7 +261,11 @@ async fn a_scoped_admin_reads_only_its_sessions_in_audit_and_statistics() {
         .get("/api/sessions/stats/overview")
         .await
         .expect("session stats");
-    assert_eq!(sessions_overview.body["total"], 1, "{}", sessions_overview.text);
+    assert_eq!(
+        sessions_overview.body["total"], 1,
+        "{}",
+        sessions_overview.text
+    );
     let unscoped = admin.get("/api/stats/overview").await.expect("stats");
     assert_eq!(unscoped.body["sessions"]["total"], 2, "{}", unscoped.text);
 }
@@ -267,7 +289,10 @@ async fn callers_who_may_not_make_a_call_are_refused_whatever_the_input() {
     let nobody = node.client_with_key(None);
     let send = |client: &Client, session: &str| {
         client
-            .raw(Method::POST, &format!("/api/sessions/{session}/messages/send-text"))
+            .raw(
+                Method::POST,
+                &format!("/api/sessions/{session}/messages/send-text"),
+            )
             .header("content-type", "application/json")
             .body("{not json")
     };
@@ -281,7 +306,10 @@ async fn callers_who_may_not_make_a_call_are_refused_whatever_the_input() {
     assert_error(&reply, 400);
     // A typed-but-wrong body, a session create and a key create follow the same order.
     let typed = viewer
-        .post(&format!("/api/sessions/{a}/messages/send-text"), json!({ "chatId": 5 }))
+        .post(
+            &format!("/api/sessions/{a}/messages/send-text"),
+            json!({ "chatId": 5 }),
+        )
         .await
         .expect("typed");
     assert_error(&typed, 403);
@@ -313,7 +341,9 @@ async fn callers_who_may_not_make_a_call_are_refused_whatever_the_input() {
 async fn a_pairing_phone_with_a_plus_sign_is_refused() {
     let node = node().await;
     let admin = node.client();
-    let id = sessions::create(&admin, "pairing-plus").await.expect("session");
+    let id = sessions::create(&admin, "pairing-plus")
+        .await
+        .expect("session");
     let started = admin
         .post_empty(&format!("/api/sessions/{id}/start"))
         .await
@@ -364,19 +394,27 @@ async fn a_key_narrowed_to_viewer_loses_its_socket() {
         .expect("request");
     req.headers_mut()
         .insert("X-API-Key", key.parse().expect("header"));
-    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.expect("upgrade");
+    let (mut ws, _) = tokio_tungstenite::connect_async(req)
+        .await
+        .expect("upgrade");
     ws.send(Message::Text(json!({ "type": "ping" }).to_string().into()))
         .await
         .expect("ping");
     assert_eq!(next_frame(&mut ws).await.expect("pong")["type"], "pong");
     let demoted = admin
-        .put(&format!("/api/auth/api-keys/{id}"), json!({ "role": "viewer" }))
+        .put(
+            &format!("/api/auth/api-keys/{id}"),
+            json!({ "role": "viewer" }),
+        )
         .await
         .expect("demote");
     assert_eq!(demoted.status, 200, "{}", demoted.text);
     let frame = next_frame(&mut ws).await.expect("an UNAUTHORIZED frame");
     assert_eq!(frame["code"], "UNAUTHORIZED", "{frame}");
-    assert!(next_frame(&mut ws).await.is_none(), "then the socket closes");
+    assert!(
+        next_frame(&mut ws).await.is_none(),
+        "then the socket closes"
+    );
 }
 
 // 9. Control characters in names.
@@ -385,7 +423,12 @@ async fn a_key_narrowed_to_viewer_loses_its_socket() {
 async fn names_with_control_characters_are_refused() {
     let node = node().await;
     let admin = node.client();
-    for name in ["nul\u{0}name", "two\nlines", "carriage\rreturn", "esc\u{1b}[31mred"] {
+    for name in [
+        "nul\u{0}name",
+        "two\nlines",
+        "carriage\rreturn",
+        "esc\u{1b}[31mred",
+    ] {
         let key = admin
             .post("/api/auth/api-keys", json!({ "name": name }))
             .await
@@ -399,11 +442,16 @@ async fn names_with_control_characters_are_refused() {
     }
     let (key_id, _) = create_key(&admin, json!({ "name": "plain-name" })).await;
     let rename = admin
-        .put(&format!("/api/auth/api-keys/{key_id}"), json!({ "name": "bad\nname" }))
+        .put(
+            &format!("/api/auth/api-keys/{key_id}"),
+            json!({ "name": "bad\nname" }),
+        )
         .await
         .expect("rename");
     assert_error(&rename, 400);
-    let id = sessions::create(&admin, "names-session").await.expect("session");
+    let id = sessions::create(&admin, "names-session")
+        .await
+        .expect("session");
     let template = admin
         .post(
             &format!("/api/sessions/{id}/templates"),

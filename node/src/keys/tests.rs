@@ -186,7 +186,13 @@ async fn a_boot_with_the_master_key_restores_it_to_an_unrestricted_admin() {
 #[tokio::test]
 async fn control_characters_in_key_names_are_refused() {
     let (keys, _dir) = service().await;
-    for bad in ["ab\0c", "line\nbreak", "tab\there", "esc\u{1b}[31m", "del\u{7f}x"] {
+    for bad in [
+        "ab\0c",
+        "line\nbreak",
+        "tab\there",
+        "esc\u{1b}[31m",
+        "del\u{7f}x",
+    ] {
         assert!(
             matches!(
                 keys.create(new_key(bad, Role::Viewer)).await,
