@@ -32,6 +32,9 @@ pub mod http;
 pub mod keys;
 pub(crate) mod media;
 pub(crate) mod messaging;
+pub(crate) mod names;
+#[cfg(test)]
+mod props;
 pub(crate) mod sessions;
 pub mod store;
 pub(crate) mod webhooks;

@@ -156,6 +156,7 @@ fn name(raw: String) -> RuleResult<String> {
     if n.is_empty() || n.chars().count() > 100 {
         return Err(RuleError::Invalid("name must be 1-100 characters".into()));
     }
+    crate::names::printable("name", n).map_err(RuleError::Invalid)?;
     Ok(n.to_owned())
 }
 

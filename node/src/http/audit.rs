@@ -1,4 +1,6 @@
-//! `GET /api/audit` (ADMIN): audit rows, newest first, filtered and paged.
+//! `GET /api/audit` (ADMIN): audit rows, newest first, filtered and paged. A session-restricted key reads
+//! only the rows of its sessions: naming another session is 403 (as every route for it is), and without a
+//! `sessionId` the rows are filtered to its list.
 
 use axum::Json;
 use axum::extract::State;
@@ -25,6 +27,9 @@ async fn list_audit(
     ApiQuery(q): ApiQuery<AuditQuery>,
 ) -> ApiResult<Json<AuditPage>> {
     caller.require(Role::Admin)?;
+    if let Some(session_id) = &q.session_id {
+        caller.require_session(session_id)?;
+    }
     let limit = q.limit.unwrap_or(50);
     if !(1..=200).contains(&limit) {
         return Err(ApiError::bad_request("limit must be between 1 and 200"));
@@ -37,6 +42,7 @@ async fn list_audit(
         action: q.action,
         session_id: q.session_id,
         api_key_id: q.api_key_id,
+        sessions: caller.key.allowed_sessions.clone(),
         limit,
         offset,
     };

@@ -1,16 +1,19 @@
 //! Authentication and authorisation at the edge: the `Caller` extractor (key from `X-API-Key` or
-//! `Authorization: Bearer`, checked against the key cache) and the role and session-scope checks
-//! handlers call before doing anything.
+//! `Authorization: Bearer`, checked against the key cache, then the route's access rule from `access.rs` and
+//! the key's session scope on `{sessionId}` routes), and the role and scope checks handlers add for rules
+//! that depend on the input. Every handler extracts `Caller` first, so 401 and 403 come before any 400.
 
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, OptionalFromRequestParts};
+use axum::extract::{FromRequestParts, MatchedPath, OptionalFromRequestParts, RawPathParams};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, header};
 use wagate_proto::Role;
 
+use super::access::access_for;
 use super::error::ApiError;
+use super::extract::query_pairs;
 use super::limits::client_ip;
 use crate::app::ApiContext;
 use crate::audit::AuditActor;
@@ -24,6 +27,13 @@ pub struct Caller {
     pub ip: Option<IpAddr>,
     pub method: Method,
     pub path: String,
+}
+
+/// A session id as keys list it (lowercase hyphenated UUID); anything else as given.
+fn canonical_session(raw: &str) -> String {
+    uuid::Uuid::parse_str(raw)
+        .map(|id| id.to_string())
+        .unwrap_or_else(|_| raw.to_string())
 }
 
 /// The key presented with a request, `X-API-Key` winning over `Authorization: Bearer`.
@@ -48,12 +58,14 @@ impl FromRequestParts<ApiContext> for Caller {
         let presented = presented_key(&parts.headers).ok_or(KeyRefusal::Missing)?;
         let ip = client_ip(parts);
         let key = ctx.keys.verify(presented, ip)?;
-        Ok(Caller {
+        let caller = Caller {
             key,
             ip,
             method: parts.method.clone(),
             path: parts.uri.path().to_string(),
-        })
+        };
+        caller.check_route(parts, ctx).await?;
+        Ok(caller)
     }
 }
 
@@ -73,6 +85,41 @@ impl OptionalFromRequestParts<ApiContext> for Caller {
 }
 
 impl Caller {
+    /// The matched route's access rule, then the key's session scope on a `{sessionId}` route and on a
+    /// `sessionId` query filter (audit, search, delivery failures). A value that is not a UUID cannot name a
+    /// session the key covers, so a scoped key gets 403 for it.
+    async fn check_route(&self, parts: &mut Parts, ctx: &ApiContext) -> Result<(), ApiError> {
+        let Some(template) = parts.extensions.get::<MatchedPath>().cloned() else {
+            return Ok(());
+        };
+        let access = access_for(&parts.method, template.as_str());
+        self.require(access.role)?;
+        if access.unscoped_only {
+            self.require_unscoped()?;
+        }
+        if self.is_scoped() && template.as_str().contains("{sessionId}") {
+            let params = RawPathParams::from_request_parts(parts, ctx)
+                .await
+                .map_err(|e| {
+                    ApiError::bad_request(format!("Invalid path parameter: {}", e.body_text()))
+                })?;
+            let raw = params
+                .iter()
+                .find(|(name, _)| *name == "sessionId")
+                .map(|(_, value)| value)
+                .unwrap_or_default();
+            self.require_session(&canonical_session(raw))?;
+        }
+        if self.is_scoped() {
+            for (name, value) in query_pairs(parts.uri.query()) {
+                if name == "sessionId" && !value.is_empty() {
+                    self.require_session(&canonical_session(&value))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn role(&self) -> Role {
         self.key.role
     }

@@ -81,6 +81,7 @@ async fn create_channel(
     if body.name.trim().is_empty() {
         return Err(ApiError::bad_request("name must not be empty"));
     }
+    crate::names::printable("name", &body.name).map_err(ApiError::bad_request)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
     // Unbounded on purpose: channel create is among the routes that never answer 503.
     let channel = engine

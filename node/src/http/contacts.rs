@@ -168,6 +168,10 @@ async fn save_contact(
     if body.first_name.trim().is_empty() {
         return Err(ApiError::bad_request("firstName must not be empty"));
     }
+    crate::names::printable("firstName", &body.first_name).map_err(ApiError::bad_request)?;
+    if let Some(last) = &body.last_name {
+        crate::names::printable("lastName", last).map_err(ApiError::bad_request)?;
+    }
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
     let save = engine.save_contact(&contact, &body.first_name, body.last_name.as_deref());
     bounded(&ctx, save).await?;

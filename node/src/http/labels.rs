@@ -82,6 +82,9 @@ async fn upsert_label(
         .map(|c| u8::try_from(c).ok().filter(|c| *c <= 19))
         .map(|c| c.ok_or_else(|| ApiError::bad_request("color must be an integer 0-19")))
         .transpose()?;
+    if let Some(name) = &body.name {
+        crate::names::printable("name", name).map_err(ApiError::bad_request)?;
+    }
     let upsert = LabelUpsert {
         id: Some(path.1),
         name: body.name,

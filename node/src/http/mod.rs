@@ -16,6 +16,7 @@ use utoipa_swagger_ui::SwaggerUi;
 
 use crate::app::ApiContext;
 
+pub(crate) mod access;
 pub(crate) mod audit;
 pub(crate) mod auth;
 pub(crate) mod automation_rules;

@@ -34,6 +34,7 @@ async fn set_profile_name(
     if body.name.trim().is_empty() {
         return Err(ApiError::bad_request("name must not be empty"));
     }
+    crate::names::printable("name", &body.name).map_err(ApiError::bad_request)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
     bounded(&ctx, engine.set_profile_name(&body.name)).await?;
     Ok(Json(SuccessResult::ok()))

@@ -209,11 +209,30 @@ impl KeyService {
 
     /// Boot: makes `API_MASTER_KEY` an admin key, or on first boot generates one. Returns a generated
     /// plaintext so the caller can print it once and write it to `DATA_DIR/.api-key`.
+    ///
+    /// The recovery path for a locked-out operator: whatever was changed on the master key's record
+    /// (revoked, demoted, restricted to sessions or addresses, expired), a boot with `API_MASTER_KEY` set
+    /// restores it to an active, unrestricted admin key.
     pub async fn ensure_master(&self, master: Option<&str>) -> Result<Option<String>, KeyError> {
-        let keys = self.by_hash.load();
+        let keys = self.by_hash.load_full();
         if let Some(master) = master {
-            if !keys.contains_key(&hash_key(master)) {
-                self.insert_with_plaintext(NewKey::master(), master).await?;
+            match keys.get(&hash_key(master)) {
+                None => {
+                    self.insert_with_plaintext(NewKey::master(), master).await?;
+                }
+                Some(record) if !rules::is_unrestricted_admin(record, now_ms()) => {
+                    let mut restored = ApiKey::clone(record);
+                    rules::restore_unrestricted_admin(&mut restored);
+                    restored.updated_at = now_ms();
+                    let _guard = self.changes.lock().await;
+                    key_store::update_key(&self.pool, &restored).await?;
+                    self.refresh().await?;
+                    tracing::warn!(
+                        key_id = %restored.id,
+                        "API_MASTER_KEY was restricted, revoked or expired; restored it to an unrestricted admin key"
+                    );
+                }
+                Some(_) => {}
             }
             return Ok(None);
         }

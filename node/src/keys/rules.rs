@@ -106,7 +106,7 @@ fn check_name(name: &str) -> Result<(), KeyError> {
             "name must be between 3 and 100 characters".into(),
         ));
     }
-    Ok(())
+    crate::names::printable("name", name).map_err(KeyError::Invalid)
 }
 
 /// The spec refuses entries that are empty, whitespace-padded, comma-bearing or duplicated.
@@ -160,9 +160,27 @@ pub(crate) fn ip_allowed(allowed: &[String], client: Option<IpAddr>) -> bool {
     })
 }
 
+/// An admin key someone can still use to manage keys: active, unexpired, not restricted to sessions, and
+/// not bound to an address list that matches nothing. Every field that can lock a key out is here, so the
+/// last-admin guard cannot be bypassed through one it forgot.
 pub(crate) fn is_usable_admin(key: &ApiKey, now: i64) -> bool {
     key.role == Role::Admin
         && key.is_active
         && key.allowed_sessions.is_none()
+        && key.allowed_ips.as_ref().is_none_or(|ips| !ips.is_empty())
         && key.expires_at.is_none_or(|at| at > now)
+}
+
+/// Whether a key works from anywhere as an admin, as the master key must after boot.
+pub(crate) fn is_unrestricted_admin(key: &ApiKey, now: i64) -> bool {
+    is_usable_admin(key, now) && key.allowed_ips.is_none()
+}
+
+/// Makes `key` an unrestricted admin (the boot-time recovery of the master key).
+pub(crate) fn restore_unrestricted_admin(key: &mut ApiKey) {
+    key.role = Role::Admin;
+    key.is_active = true;
+    key.allowed_sessions = None;
+    key.allowed_ips = None;
+    key.expires_at = None;
 }

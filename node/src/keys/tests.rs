@@ -108,3 +108,97 @@ fn ip_rules_match_addresses_and_ranges() {
     assert!(!rules::ip_allowed(&allowed, "192.168.1.1".parse().ok()));
     assert!(!rules::ip_allowed(&allowed, None));
 }
+
+#[tokio::test]
+async fn every_field_that_locks_the_last_admin_out_is_refused() {
+    let (keys, _dir) = service().await;
+    keys.ensure_master(None).await.expect("master");
+    let master = keys.list().await.expect("list").remove(0);
+    let lockouts = [
+        KeyChange {
+            allowed_ips: Some(Some(vec![])),
+            ..KeyChange::default()
+        },
+        KeyChange {
+            allowed_sessions: Some(Some(vec!["a".into()])),
+            ..KeyChange::default()
+        },
+        KeyChange {
+            is_active: Some(false),
+            ..KeyChange::default()
+        },
+        KeyChange {
+            role: Some(Role::Operator),
+            ..KeyChange::default()
+        },
+        KeyChange {
+            expires_at: Some(Some(now_ms() - 1)),
+            ..KeyChange::default()
+        },
+    ];
+    for change in lockouts {
+        let label = format!("{change:?}");
+        assert!(
+            matches!(
+                keys.update(&master.id, change).await,
+                Err(KeyError::LastAdmin)
+            ),
+            "{label}"
+        );
+    }
+    let narrowed_but_usable = KeyChange {
+        allowed_ips: Some(Some(vec!["127.0.0.1".into()])),
+        ..KeyChange::default()
+    };
+    keys.update(&master.id, narrowed_but_usable)
+        .await
+        .expect("an address list that can match is still usable");
+}
+
+#[tokio::test]
+async fn a_boot_with_the_master_key_restores_it_to_an_unrestricted_admin() {
+    let (keys, _dir) = service().await;
+    let master = "m".repeat(32);
+    keys.ensure_master(Some(&master)).await.expect("master");
+    let record = keys.verify(&master, None).expect("master verifies");
+    keys.create(new_key("other-admin", Role::Admin))
+        .await
+        .expect("second admin");
+    let lock_out = KeyChange {
+        allowed_ips: Some(Some(vec![])),
+        role: Some(Role::Viewer),
+        allowed_sessions: Some(Some(vec!["a".into()])),
+        ..KeyChange::default()
+    };
+    keys.update(&record.id, lock_out)
+        .await
+        .expect("allowed while another admin exists");
+    assert_eq!(
+        keys.verify(&master, None).err(),
+        Some(KeyRefusal::AddressNotAllowed)
+    );
+    keys.ensure_master(Some(&master)).await.expect("reboot");
+    let restored = keys.verify(&master, None).expect("master works again");
+    assert_eq!(restored.role, Role::Admin);
+    assert!(restored.allowed_ips.is_none() && restored.allowed_sessions.is_none());
+}
+
+#[tokio::test]
+async fn control_characters_in_key_names_are_refused() {
+    let (keys, _dir) = service().await;
+    for bad in [
+        "ab\0c",
+        "line\nbreak",
+        "tab\there",
+        "esc\u{1b}[31m",
+        "del\u{7f}x",
+    ] {
+        assert!(
+            matches!(
+                keys.create(new_key(bad, Role::Viewer)).await,
+                Err(KeyError::Invalid(_))
+            ),
+            "{bad:?}"
+        );
+    }
+}

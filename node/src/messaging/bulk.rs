@@ -28,6 +28,9 @@ use crate::store::{from_json, now_ms, to_json};
 const MAX_ITEMS: usize = 100;
 const MIN_DELAY_MS: u64 = 1000;
 const DEFAULT_DELAY_MS: u64 = 3000;
+/// The longest delay between two items (one hour). The spec names only the minimum; without a ceiling a
+/// caller could park a batch in `processing` for ever, and the arithmetic on the delay could overflow.
+const MAX_DELAY_MS: u64 = 3_600_000;
 /// How long an item waits for its session to become ready (e.g. after a restart) before failing.
 const READY_WAIT: Duration = Duration::from_secs(60);
 
@@ -110,10 +113,15 @@ fn item_error(err: &MessagingError) -> BatchItemError {
     }
 }
 
+/// The wait before the next item. Clamped again here because batches stored before the ceiling existed
+/// resume through this path; the jitter (up to half the delay) cannot overflow.
 fn delay_ms(options: &BulkOptions) -> u64 {
-    let base = options.delay_between_messages.unwrap_or(DEFAULT_DELAY_MS);
+    let base = options
+        .delay_between_messages
+        .unwrap_or(DEFAULT_DELAY_MS)
+        .clamp(MIN_DELAY_MS, MAX_DELAY_MS);
     if options.randomize_delay == Some(true) {
-        rand::rng().random_range(base..=base + base / 2)
+        rand::rng().random_range(base..=base.saturating_add(base / 2))
     } else {
         base
     }
@@ -148,9 +156,9 @@ impl BulkRunner {
         }
         let options = req.options.unwrap_or_default();
         let delay = options.delay_between_messages.unwrap_or(DEFAULT_DELAY_MS);
-        if delay < MIN_DELAY_MS {
+        if !(MIN_DELAY_MS..=MAX_DELAY_MS).contains(&delay) {
             return Err(bad(format!(
-                "options.delayBetweenMessages must be at least {MIN_DELAY_MS}"
+                "options.delayBetweenMessages must be between {MIN_DELAY_MS} and {MAX_DELAY_MS} ms"
             )));
         }
         // A bulk send is a send: refused with 409 while the session is not ready (spec, States rule 1).
@@ -175,7 +183,10 @@ impl BulkRunner {
                 other => other.into(),
             })?;
         self.spawn(batch_id.clone());
-        let eta = row.created_at + i64::try_from(delay * (items.len() as u64 - 1)).unwrap_or(0);
+        let spread = delay.saturating_mul(items.len().saturating_sub(1) as u64);
+        let eta = row
+            .created_at
+            .saturating_add(i64::try_from(spread).unwrap_or(i64::MAX));
         Ok(BulkAccepted {
             status_url: format!("/api/sessions/{session_id}/messages/batch/{batch_id}"),
             batch_id,
@@ -397,4 +408,29 @@ fn new_row(
         created_at: now,
         updated_at: now,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_delay_of_any_stored_batch_stays_within_bounds() {
+        for (delay, randomize) in [
+            (Some(u64::MAX), Some(true)),
+            (Some(u64::MAX), None),
+            (Some(0), Some(true)),
+            (None, Some(true)),
+        ] {
+            let options = BulkOptions {
+                delay_between_messages: delay,
+                randomize_delay: randomize,
+            };
+            let ms = delay_ms(&options);
+            assert!(
+                (MIN_DELAY_MS..=MAX_DELAY_MS + MAX_DELAY_MS / 2).contains(&ms),
+                "{delay:?} {randomize:?} -> {ms}"
+            );
+        }
+    }
 }

@@ -36,6 +36,7 @@ fn not_found(id: &str) -> MessagingError {
 fn check(row: &TemplateRow) -> MessagingResult<()> {
     v::required("name", Some(&row.name))?;
     v::max_chars("name", &row.name, NAME_MAX)?;
+    crate::names::printable("name", &row.name).map_err(bad)?;
     v::required("body", Some(&row.body))?;
     v::max_chars("body", &row.body, v::TEXT_MAX)
 }

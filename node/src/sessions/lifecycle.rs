@@ -167,7 +167,7 @@ impl SessionService {
         id: &str,
         phone: &str,
     ) -> SessionResult<(String, SessionStatus)> {
-        if phone.is_empty() || phone.len() > 15 || !phone.chars().all(|c| c.is_ascii_digit()) {
+        if !is_pairing_phone(phone) {
             return Err(SessionError::BadInput(
                 "phoneNumber must be digits only, in international format".into(),
             ));
@@ -221,4 +221,10 @@ async fn teardown(engine: Option<Arc<dyn Engine>>) -> Teardown {
         Ok(()) | Err(EngineError::NotSupported(_)) => Teardown::Forced,
         Err(_) => Teardown::Failed,
     }
+}
+
+/// A pairing `phoneNumber`: digits only, international format without `+` (the spec), at most 15 digits
+/// (E.164).
+pub(crate) fn is_pairing_phone(phone: &str) -> bool {
+    (1..=15).contains(&phone.len()) && phone.bytes().all(|b| b.is_ascii_digit())
 }

@@ -47,6 +47,8 @@ pub struct AuditFilter {
     pub action: Option<String>,
     pub session_id: Option<String>,
     pub api_key_id: Option<String>,
+    /// Only rows of these sessions (a session-restricted caller); `None` = no restriction.
+    pub sessions: Option<Vec<String>>,
     pub limit: i64,
     pub offset: i64,
 }
@@ -80,6 +82,18 @@ fn push_filters(q: &mut QueryBuilder<Sqlite>, filter: &AuditFilter) {
     }
     if let Some(key_id) = &filter.api_key_id {
         q.push(" AND api_key_id = ").push_bind(key_id.clone());
+    }
+    if let Some(sessions) = &filter.sessions {
+        if sessions.is_empty() {
+            q.push(" AND 1 = 0");
+        } else {
+            q.push(" AND session_id IN (");
+            let mut list = q.separated(", ");
+            for id in sessions {
+                list.push_bind(id.clone());
+            }
+            list.push_unseparated(")");
+        }
     }
 }
 

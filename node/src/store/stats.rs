@@ -1,10 +1,17 @@
-//! Cross-session counts for `GET /api/stats/overview`: messages by direction, webhooks by state.
+//! Cross-session counts for `GET /api/stats/overview` and `GET /api/sessions/stats/overview`: sessions by
+//! status, messages by direction, webhooks by state; whole-table for unrestricted keys, per session for
+//! session-restricted ones (which count only their own sessions).
 
 use super::{DataPool, StoreResult, with_pool};
 
 const MESSAGES_BY_DIRECTION: &str =
     "SELECT direction, COUNT(*) AS n FROM messages GROUP BY direction";
 const WEBHOOKS_BY_ACTIVE: &str = "SELECT active, COUNT(*) AS n FROM webhooks GROUP BY active";
+const SESSION_STATUSES: &str = "SELECT id, status FROM sessions";
+const MESSAGES_BY_SESSION_DIRECTION: &str =
+    "SELECT session_id, direction, COUNT(*) AS n FROM messages GROUP BY session_id, direction";
+const WEBHOOKS_BY_SESSION_ACTIVE: &str =
+    "SELECT session_id, active, COUNT(*) AS n FROM webhooks GROUP BY session_id, active";
 
 pub(crate) async fn messages_by_direction(db: &DataPool) -> StoreResult<Vec<(String, i64)>> {
     Ok(with_pool!(db, p => sqlx::query_as(MESSAGES_BY_DIRECTION).fetch_all(p).await)?)
@@ -12,4 +19,54 @@ pub(crate) async fn messages_by_direction(db: &DataPool) -> StoreResult<Vec<(Str
 
 pub(crate) async fn webhooks_by_active(db: &DataPool) -> StoreResult<Vec<(bool, i64)>> {
     Ok(with_pool!(db, p => sqlx::query_as(WEBHOOKS_BY_ACTIVE).fetch_all(p).await)?)
+}
+
+/// `(status, count)` over the sessions `include` accepts.
+pub(crate) async fn sessions_by_status_where(
+    db: &DataPool,
+    include: impl Fn(&str) -> bool,
+) -> StoreResult<Vec<(String, i64)>> {
+    let rows: Vec<(String, String)> =
+        with_pool!(db, p => sqlx::query_as(SESSION_STATUSES).fetch_all(p).await)?;
+    Ok(tally(
+        rows.into_iter()
+            .filter(|(id, _)| include(id))
+            .map(|(_, status)| (status, 1)),
+    ))
+}
+
+/// `(direction, count)` over the messages of the sessions `include` accepts.
+pub(crate) async fn messages_by_direction_where(
+    db: &DataPool,
+    include: impl Fn(&str) -> bool,
+) -> StoreResult<Vec<(String, i64)>> {
+    let rows: Vec<(String, String, i64)> =
+        with_pool!(db, p => sqlx::query_as(MESSAGES_BY_SESSION_DIRECTION).fetch_all(p).await)?;
+    Ok(tally(
+        rows.into_iter()
+            .filter(|(id, _, _)| include(id))
+            .map(|(_, direction, n)| (direction, n)),
+    ))
+}
+
+/// `(active, count)` over the webhooks of the sessions `include` accepts.
+pub(crate) async fn webhooks_by_active_where(
+    db: &DataPool,
+    include: impl Fn(&str) -> bool,
+) -> StoreResult<Vec<(bool, i64)>> {
+    let rows: Vec<(String, bool, i64)> =
+        with_pool!(db, p => sqlx::query_as(WEBHOOKS_BY_SESSION_ACTIVE).fetch_all(p).await)?;
+    Ok(tally(
+        rows.into_iter()
+            .filter(|(id, _, _)| include(id))
+            .map(|(_, active, n)| (active, n)),
+    ))
+}
+
+fn tally<K: Ord>(pairs: impl Iterator<Item = (K, i64)>) -> Vec<(K, i64)> {
+    let mut counts = std::collections::BTreeMap::new();
+    for (key, n) in pairs {
+        *counts.entry(key).or_insert(0) += n;
+    }
+    counts.into_iter().collect()
 }

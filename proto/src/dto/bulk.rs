@@ -29,7 +29,7 @@ pub struct BulkItem {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BulkOptions {
-    /// Milliseconds, at least 1000; default 3000.
+    /// Milliseconds, 1000-3600000 (at most one hour); default 3000.
     pub delay_between_messages: Option<u64>,
     pub randomize_delay: Option<bool>,
 }

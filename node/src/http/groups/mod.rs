@@ -111,6 +111,7 @@ async fn create_group(
     if body.name.trim().is_empty() {
         return Err(ApiError::bad_request("name must not be empty"));
     }
+    crate::names::printable("name", &body.name).map_err(ApiError::bad_request)?;
     let participants = super::engine_call::jids("participants", &body.participants)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
     // Unbounded on purpose: the spec lists group create among the routes that never answer 503.
@@ -207,6 +208,7 @@ async fn set_group_subject(
     if body.subject.trim().is_empty() {
         return Err(ApiError::bad_request("subject must not be empty"));
     }
+    crate::names::printable("subject", &body.subject).map_err(ApiError::bad_request)?;
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
     bounded(&ctx, engine.set_group_subject(&group, &body.subject)).await?;
     Ok(Json(SuccessResult::ok()))

@@ -125,10 +125,7 @@ async fn request_pairing_code(
 ) -> ApiResult<(StatusCode, Json<PairingCodeResponse>)> {
     authorise(&caller, &id, Role::Operator)?;
     let phone = body.phone_number.unwrap_or_default();
-    let (pairing_code, status) = ctx
-        .sessions
-        .pairing_code(&id.0, phone.trim_start_matches('+'))
-        .await?;
+    let (pairing_code, status) = ctx.sessions.pairing_code(&id.0, &phone).await?;
     let body = PairingCodeResponse {
         pairing_code,
         status,

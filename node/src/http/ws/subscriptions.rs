@@ -152,7 +152,8 @@ pub(super) enum KeyCheck {
     Evict(&'static str),
 }
 
-/// Deleted, revoked, expired or narrowed (`allowedSessions` lost a session, or became a list) evicts.
+/// Deleted, revoked, expired or narrowed (a lower role, or `allowedSessions` lost a session or became a
+/// list) evicts; a wider role or scope is taken over without a reconnect.
 pub(super) fn recheck(keys: &KeyService, key: &ApiKey) -> KeyCheck {
     let Some(current) = keys.current(&key.id) else {
         return KeyCheck::Evict("API key was deleted");
@@ -170,6 +171,9 @@ pub(super) fn recheck(keys: &KeyService, key: &ApiKey) -> KeyCheck {
     };
     if narrowed {
         return KeyCheck::Evict("API key's allowed sessions were narrowed");
+    }
+    if current.role < key.role {
+        return KeyCheck::Evict("API key's role was narrowed");
     }
     KeyCheck::Keep(current)
 }
