@@ -31,11 +31,11 @@ use crate::events::ingest::Ingest;
 use crate::http::limits::{TieredLimiter, run_limiter_upkeep};
 use crate::keys::KeyService;
 use crate::maindb::MainWriter;
-use crate::raft::RaftNode;
 use crate::media::{FetchOptions, MediaStore};
 use crate::messaging::bulk::BulkRunner;
 use crate::messaging::pacing::{Pacer, PacingLimits};
 use crate::messaging::{MessagingService, Recorder};
+use crate::raft::RaftNode;
 use crate::sessions::SessionService;
 use crate::sessions::deps::Deps;
 use crate::store::{DataPool, backends};
@@ -117,8 +117,14 @@ async fn ensure_master_replicated(ctx: ApiContext, shutdown: CancellationToken) 
 fn spawn_raft_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &CancellationToken) {
     let Some(node) = &ctx.raft else { return };
     tasks.spawn(ctx.keys.clone().follow_changes(shutdown.clone()));
-    tasks.spawn(crate::raft::spool::drain(node.raft.clone(), shutdown.clone()));
-    tasks.spawn(crate::raft::publish_metrics(node.raft.clone(), shutdown.clone()));
+    tasks.spawn(crate::raft::spool::drain(
+        node.raft.clone(),
+        shutdown.clone(),
+    ));
+    tasks.spawn(crate::raft::publish_metrics(
+        node.raft.clone(),
+        shutdown.clone(),
+    ));
     tasks.spawn(ensure_master_replicated(ctx.clone(), shutdown.clone()));
     if let Some(cluster) = &ctx.cluster {
         tasks.spawn(crate::raft::membership::run(

@@ -149,10 +149,16 @@ impl From<KeyChangeWire> for KeyChange {
 pub enum MainOutcome {
     Done,
     /// The key as stored after the change (or as it was before a delete).
-    Key { key: ApiKey },
+    Key {
+        key: ApiKey,
+    },
     /// Whether an `Ensure*` command added its key.
-    Ensured { is_added: bool },
-    Refused { refusal: Refusal },
+    Ensured {
+        is_added: bool,
+    },
+    Refused {
+        refusal: Refusal,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -33,7 +33,7 @@ async fn raft_cluster() -> TestCluster {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
     };
-    let c = TestCluster::start_with(env!("CARGO_BIN_EXE_wagate"), options)
+    let c = TestCluster::start_with(&binary(), options)
         .await
         .expect("cluster");
     // The admin key is applied through raft once a leader exists; each node then knows it.
@@ -41,6 +41,12 @@ async fn raft_cluster() -> TestCluster {
         wait_status(&c.client(i), "/api/auth/api-keys", 200).await;
     }
     c
+}
+
+/// The node binary: `WAGATE_TEST_BINARY` when set (a copy taken right after the build, since the shared target
+/// dir's binary can be replaced by a concurrent build of another checkout), else cargo's.
+fn binary() -> String {
+    std::env::var("WAGATE_TEST_BINARY").unwrap_or_else(|_| env!("CARGO_BIN_EXE_wagate").to_string())
 }
 
 async fn wait_status(client: &Client, path: &str, status: u16) -> Value {
@@ -90,7 +96,10 @@ async fn leader_of(c: &TestCluster, among: &[usize]) -> usize {
 /// Creates an operator key; `(0, null)` when the node did not answer.
 async fn create_key(client: &Client, name: &str) -> (u16, Value) {
     match client
-        .post("/api/auth/api-keys", json!({ "name": name, "role": "operator" }))
+        .post(
+            "/api/auth/api-keys",
+            json!({ "name": name, "role": "operator" }),
+        )
         .await
     {
         Ok(reply) => (reply.status, reply.body),
@@ -107,7 +116,10 @@ async fn a_key_created_on_one_node_works_on_another_at_once_and_a_revocation_rea
     let id = created["id"].as_str().expect("id").to_string();
     // At once on node C: never a false 401 (an unknown key is checked against the leader first).
     let on_c = c.client(2).with_key(&plaintext);
-    let check = on_c.post_empty("/api/auth/validate").await.expect("validate");
+    let check = on_c
+        .post_empty("/api/auth/validate")
+        .await
+        .expect("validate");
     assert_eq!(check.status, 200, "{}", check.text);
     let revoked = c
         .client(2)
@@ -119,11 +131,17 @@ async fn a_key_created_on_one_node_works_on_another_at_once_and_a_revocation_rea
     let started = Instant::now();
     let deadline = started + BUDGET;
     loop {
-        let reply = on_a.post_empty("/api/auth/validate").await.expect("validate");
+        let reply = on_a
+            .post_empty("/api/auth/validate")
+            .await
+            .expect("validate");
         if reply.status == 401 {
             break;
         }
-        assert!(Instant::now() < deadline, "the revoked key still works on A");
+        assert!(
+            Instant::now() < deadline,
+            "the revoked key still works on A"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     println!("revocation on C refused on A after {:?}", started.elapsed());
@@ -139,14 +157,18 @@ async fn a_key_created_on_one_node_works_on_another_at_once_and_a_revocation_rea
                 .get("/api/audit?action=api_key_revoked&limit=200")
                 .await
                 .expect("audit");
-            seen += usize::from(audit.body["data"].as_array().is_some_and(|rows| {
-                rows.iter().any(|r| r["metadata"]["keyId"] == id.as_str())
-            }));
+            seen +=
+                usize::from(audit.body["data"].as_array().is_some_and(|rows| {
+                    rows.iter().any(|r| r["metadata"]["keyId"] == id.as_str())
+                }));
         }
         if seen == 3 {
             break;
         }
-        assert!(Instant::now() < deadline, "the revocation's audit row is not on every node");
+        assert!(
+            Instant::now() < deadline,
+            "the revocation's audit row is not on every node"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // The internal routes take the cluster secret, never an API key.
@@ -225,14 +247,20 @@ async fn kill_9_of_the_leader_during_key_writes_loses_no_acknowledged_key_and_no
     let count_at_election = acked.lock().len();
     let deadline = Instant::now() + BUDGET;
     while acked.lock().len() < count_at_election + 10 {
-        assert!(Instant::now() < deadline, "no key writes after the election");
+        assert!(
+            Instant::now() < deadline,
+            "no key writes after the election"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     stop.store(true, Ordering::Relaxed);
     for s in streams {
         let _ = s.await;
     }
-    c.nodes[leader].restart().await.expect("old leader restarts");
+    c.nodes[leader]
+        .restart()
+        .await
+        .expect("old leader restarts");
     let acked: BTreeSet<String> = acked.lock().iter().cloned().collect();
     // Every acknowledged key on every node, and its creation's audit row on every node.
     let deadline = Instant::now() + BUDGET;
@@ -250,8 +278,13 @@ async fn kill_9_of_the_leader_during_key_writes_loses_no_acknowledged_key_and_no
         assert!(
             Instant::now() < deadline,
             "acknowledged writes missing: keys {:?}, audit {:?}",
-            ids.iter().map(|s| acked.difference(s).count()).collect::<Vec<_>>(),
-            audited.iter().map(|s| acked.difference(s).count()).collect::<Vec<_>>()
+            ids.iter()
+                .map(|s| acked.difference(s).count())
+                .collect::<Vec<_>>(),
+            audited
+                .iter()
+                .map(|s| acked.difference(s).count())
+                .collect::<Vec<_>>()
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -263,7 +296,9 @@ async fn audit_key_ids(client: &Client, action: &str) -> BTreeSet<String> {
     let mut offset = 0;
     loop {
         let page = client
-            .get(&format!("/api/audit?action={action}&limit=200&offset={offset}"))
+            .get(&format!(
+                "/api/audit?action={action}&limit=200&offset={offset}"
+            ))
             .await
             .expect("audit");
         let rows = page.body["data"].as_array().cloned().unwrap_or_default();

@@ -171,10 +171,7 @@ fn main_db_replication_defaults_to_none_and_raft_needs_a_secret_redis_and_an_odd
         );
     }
     assert_eq!(refused_var(&with(&[])), "RAFT_VOTERS");
-    assert_eq!(
-        refused_var(&[("REDIS_ENABLED", "true")]),
-        "CLUSTER_SECRET"
-    );
+    assert_eq!(refused_var(&[("REDIS_ENABLED", "true")]), "CLUSTER_SECRET");
     assert_eq!(
         refused_var(&[("MAIN_DB_REPLICATION", "raft"), ("RAFT_VOTERS", "a,b,c")]),
         "CLUSTER_SECRET"

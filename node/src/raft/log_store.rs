@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use openraft::storage::{LogFlushed, RaftLogStorage};
-use openraft::{AnyError, LogId, LogState, RaftLogReader, RaftLogId, StorageError, StorageIOError, Vote};
+use openraft::{
+    AnyError, LogId, LogState, RaftLogId, RaftLogReader, StorageError, StorageIOError, Vote,
+};
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 

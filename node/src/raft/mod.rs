@@ -119,8 +119,7 @@ pub struct WriteReply {
     pub outcome: MainOutcome,
 }
 
-pub const NO_QUORUM: &str =
-    "The cluster has no raft quorum: key management is unavailable until a majority of voters is back";
+pub const NO_QUORUM: &str = "The cluster has no raft quorum: key management is unavailable until a majority of voters is back";
 
 /// This node's replica and its handle for writes, reads that must catch up, and status.
 pub struct MainRaft {
@@ -260,8 +259,14 @@ impl MainRaft {
             match attempt {
                 Ok(reply) => {
                     let left = deadline.saturating_duration_since(Instant::now());
-                    if !self.wait_applied(reply.index, left.max(Duration::from_millis(500))).await {
-                        tracing::debug!(index = reply.index, "write committed, not yet applied here");
+                    if !self
+                        .wait_applied(reply.index, left.max(Duration::from_millis(500)))
+                        .await
+                    {
+                        tracing::debug!(
+                            index = reply.index,
+                            "write committed, not yet applied here"
+                        );
                     }
                     return Ok(reply.outcome);
                 }
@@ -404,7 +409,12 @@ impl MainRaft {
                     .map(|l| l.map(|l| l.index).unwrap_or(0));
                 RaftMemberStatus {
                     node_id: node.name.clone(),
-                    role: if voter_ids.contains(id) { "voter" } else { "learner" }.to_string(),
+                    role: if voter_ids.contains(id) {
+                        "voter"
+                    } else {
+                        "learner"
+                    }
+                    .to_string(),
                     matched_index: matched,
                     lag: matched.map(|i| last_log.saturating_sub(i)),
                 }
@@ -462,7 +472,10 @@ impl RaftNode {
 }
 
 /// Publishes the replica's state as `wagate_raft_*` gauges once a second.
-pub(crate) async fn publish_metrics(raft: Arc<MainRaft>, shutdown: tokio_util::sync::CancellationToken) {
+pub(crate) async fn publish_metrics(
+    raft: Arc<MainRaft>,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {
@@ -471,7 +484,11 @@ pub(crate) async fn publish_metrics(raft: Arc<MainRaft>, shutdown: tokio_util::s
         }
         let status = raft.status();
         metrics::gauge!("wagate_raft_term").set(status.term as f64);
-        metrics::gauge!("wagate_raft_is_leader").set(if status.role == "leader" { 1.0 } else { 0.0 });
+        metrics::gauge!("wagate_raft_is_leader").set(if status.role == "leader" {
+            1.0
+        } else {
+            0.0
+        });
         metrics::gauge!("wagate_raft_last_log_index").set(status.last_log_index as f64);
         metrics::gauge!("wagate_raft_commit_index").set(status.commit_index as f64);
         metrics::gauge!("wagate_raft_applied_index").set(status.applied_index as f64);

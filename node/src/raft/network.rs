@@ -20,7 +20,7 @@ use parking_lot::RwLock;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Member, MainRaft, NodeId, TypeConfig};
+use super::{MainRaft, Member, NodeId, TypeConfig};
 
 /// The RPCs one node makes to another: raft's own, and the two the gateway adds (a write forwarded to the
 /// leader, and the leader's read index for a follower that must catch up before answering).
@@ -45,9 +45,15 @@ impl Rpc {
     }
 
     pub fn from_path(path: &str) -> Option<Rpc> {
-        [Rpc::Append, Rpc::Vote, Rpc::Snapshot, Rpc::Write, Rpc::ReadIndex]
-            .into_iter()
-            .find(|r| r.path() == path)
+        [
+            Rpc::Append,
+            Rpc::Vote,
+            Rpc::Snapshot,
+            Rpc::Write,
+            Rpc::ReadIndex,
+        ]
+        .into_iter()
+        .find(|r| r.path() == path)
     }
 }
 
@@ -121,7 +127,11 @@ impl Transport for HttpTransport {
         let base = self
             .url_of(member)
             .ok_or_else(|| TransportError(format!("no known URL for node {}", member.name)))?;
-        let url = format!("{}/internal/raft/{}", base.trim_end_matches('/'), rpc.path());
+        let url = format!(
+            "{}/internal/raft/{}",
+            base.trim_end_matches('/'),
+            rpc.path()
+        );
         let reply = self
             .client
             .post(url)

@@ -4,18 +4,18 @@
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use axum::routing::{get, post};
 use subtle::ConstantTimeEq;
 
-use super::{MainRaft, RaftStatus};
 use super::network::{Rpc, SECRET_HEADER, dispatch};
+use super::{MainRaft, RaftStatus};
 use crate::http::error::ApiError;
 
 #[derive(Clone)]

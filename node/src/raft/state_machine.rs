@@ -107,7 +107,9 @@ async fn write_applied(
 }
 
 /// A refused constraint (the same on every replica) is an outcome; anything else stops the replica.
-fn outcome_of(result: Result<MainOutcome, StoreError>) -> Result<MainOutcome, StorageError<NodeId>> {
+fn outcome_of(
+    result: Result<MainOutcome, StoreError>,
+) -> Result<MainOutcome, StorageError<NodeId>> {
     match result {
         Ok(outcome) => Ok(outcome),
         Err(StoreError::Conflict { what }) => Ok(MainOutcome::Refused {
@@ -127,7 +129,12 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
         let tables = maindb::read_tables(&mut tx).await.map_err(snap_err)?;
         tx.commit().await.map_err(snap_err)?;
         let snapshot_id = match &last {
-            Some(l) => format!("{}-{}-{}", l.leader_id, l.index, uuid::Uuid::new_v4().simple()),
+            Some(l) => format!(
+                "{}-{}-{}",
+                l.leader_id,
+                l.index,
+                uuid::Uuid::new_v4().simple()
+            ),
             None => format!("empty-{}", uuid::Uuid::new_v4().simple()),
         };
         let meta = SnapshotMeta {

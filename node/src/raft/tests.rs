@@ -278,7 +278,10 @@ async fn three_replicas_commit_writes_from_any_node_and_stay_identical() {
         // Read-your-write: the replica that took the write has applied it when the write returns.
         let mut conn = group.replicas[via].main.acquire().await.expect("conn");
         let tables = maindb::read_tables(&mut conn).await.expect("tables");
-        assert!(tables.audit.iter().any(|r| r.id == id), "{id} not applied on {via}");
+        assert!(
+            tables.audit.iter().any(|r| r.id == id),
+            "{id} not applied on {via}"
+        );
         acked.push(id);
     }
     let key = crate::keys::NewKey {

@@ -101,7 +101,10 @@ pub(crate) async fn list(
         .push_bind(filter.limit);
     select.push(" OFFSET ").push_bind(filter.offset);
     let rows: Vec<Row> = select.build_query_as().fetch_all(pool).await?;
-    let rows = rows.into_iter().map(from_row).collect::<StoreResult<Vec<_>>>()?;
+    let rows = rows
+        .into_iter()
+        .map(from_row)
+        .collect::<StoreResult<Vec<_>>>()?;
     Ok((rows, total))
 }
 
