@@ -66,7 +66,10 @@ async fn key_checks(client: &Client, count: usize) -> Vec<Duration> {
 
 async fn create(client: &Client, name: &str) -> bool {
     client
-        .post("/api/auth/api-keys", json!({ "name": name, "role": "viewer" }))
+        .post(
+            "/api/auth/api-keys",
+            json!({ "name": name, "role": "viewer" }),
+        )
         .await
         .is_ok_and(|r| r.status == 201)
 }
@@ -105,7 +108,10 @@ pub(crate) async fn run(args: &[String]) -> anyhow::Result<()> {
     // The admin key reaches every node through raft.
     let deadline = Instant::now() + Duration::from_secs(60);
     while follower.get("/api/auth/api-keys").await?.status != 200 {
-        anyhow::ensure!(Instant::now() < deadline, "the admin key never reached the follower");
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the admin key never reached the follower"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let embedded = Node::start(NodeOptions::new(&binary)).await?;
@@ -149,7 +155,10 @@ pub(crate) async fn run(args: &[String]) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
     for i in 0..3 {
         while audit_total(&c.client(i)).await < target {
-            anyhow::ensure!(Instant::now() < deadline, "audit rows did not reach node {i}");
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "audit rows did not reach node {i}"
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }

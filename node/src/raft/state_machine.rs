@@ -4,6 +4,9 @@
 //! tables (keys and audit) plus that log id, kept as one file under `DATA_DIR`; installing one replaces the
 //! tables in one transaction.
 
+// openraft's storage traits fix `StorageError` (224 bytes) as the error type of every call.
+#![allow(clippy::result_large_err)]
+
 use std::io::Cursor;
 use std::path::PathBuf;
 use std::sync::Arc;
