@@ -62,4 +62,6 @@ pub struct ContextParts {
     pub(crate) cluster: Option<Arc<Cluster>>,
     /// The client session-scoped requests are forwarded to their owner node with.
     pub(crate) forwarder: reqwest::Client,
+    /// This node's replica of the main DB, with `MAIN_DB_REPLICATION=raft`.
+    pub(crate) raft: Option<Arc<crate::raft::RaftNode>>,
 }

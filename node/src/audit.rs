@@ -1,11 +1,16 @@
 //! The audit log service: records who changed what (keys, sessions, webhooks, data) off the request path,
-//! lists rows for `GET /api/audit`, and prunes rows older than `AUDIT_RETENTION_DAYS`.
+//! lists rows for `GET /api/audit`, and prunes rows older than `AUDIT_RETENTION_DAYS`. With raft, rows go to
+//! the durable local spool and reach every replica through the log; pruning is a replicated command the
+//! leader issues, so every replica prunes the same rows.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
 
+use crate::maindb::MainCommand;
+use crate::raft::MainRaft;
 use crate::store::audit::{self as audit_store, AuditFilter, AuditRow};
 use crate::store::{StoreResult, now_ms};
 
@@ -22,13 +27,22 @@ pub struct AuditActor {
 #[derive(Clone)]
 pub struct AuditLog {
     pool: SqlitePool,
+    raft: Option<Arc<MainRaft>>,
 }
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
 impl AuditLog {
     pub fn new(pool: SqlitePool) -> AuditLog {
-        AuditLog { pool }
+        AuditLog { pool, raft: None }
+    }
+
+    /// Rows replicated through `raft` (spooled locally first); `pool` is this node's replica, read locally.
+    pub fn replicated(pool: SqlitePool, raft: Arc<MainRaft>) -> AuditLog {
+        AuditLog {
+            pool,
+            raft: Some(raft),
+        }
     }
 
     /// Appends a row without making the caller wait; a failed write is logged, never surfaced.
@@ -59,6 +73,15 @@ impl AuditLog {
             metadata,
             created_at: now_ms(),
         };
+        if let Some(raft) = &self.raft {
+            let raft = raft.clone();
+            tokio::spawn(async move {
+                if let Err(err) = raft.spool.push(&row).await {
+                    tracing::warn!(action = %row.action, error = %err, "audit row not spooled");
+                }
+            });
+            return;
+        }
         let pool = self.pool.clone();
         tokio::spawn(async move {
             if let Err(err) = audit_store::insert(&pool, &row).await {
@@ -82,6 +105,14 @@ impl AuditLog {
                 _ = shutdown.cancelled() => return,
                 _ = tick.tick() => {
                     let cutoff = now_ms().saturating_sub(retention_days.saturating_mul(DAY_MS));
+                    if let Some(raft) = &self.raft {
+                        if raft.is_leader()
+                            && let Err(err) = raft.write(MainCommand::PruneAudit { before: cutoff }).await
+                        {
+                            tracing::warn!(error = %err, "audit pruning not committed");
+                        }
+                        continue;
+                    }
                     match audit_store::prune(&self.pool, cutoff).await {
                         Ok(n) if n > 0 => tracing::info!(rows = n, "pruned audit rows"),
                         Ok(_) => {}

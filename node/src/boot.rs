@@ -30,10 +30,12 @@ use crate::events::hub::ClusterLink;
 use crate::events::ingest::Ingest;
 use crate::http::limits::{TieredLimiter, run_limiter_upkeep};
 use crate::keys::KeyService;
+use crate::maindb::MainWriter;
 use crate::media::{FetchOptions, MediaStore};
 use crate::messaging::bulk::BulkRunner;
 use crate::messaging::pacing::{Pacer, PacingLimits};
 use crate::messaging::{MessagingService, Recorder};
+use crate::raft::RaftNode;
 use crate::sessions::SessionService;
 use crate::sessions::deps::Deps;
 use crate::store::{DataPool, backends};
@@ -81,6 +83,57 @@ fn write_generated_key(data_dir: &Path, key: &str) -> anyhow::Result<()> {
         .open(&path)?;
     file.write_all(key.as_bytes())?;
     Ok(())
+}
+
+/// Makes `API_MASTER_KEY` (or a generated key, printed once and saved) an admin key.
+async fn ensure_master(keys: &KeyService, config: &Config) -> anyhow::Result<()> {
+    if let Some(generated) = keys.ensure_master(config.api_master_key.as_deref()).await? {
+        write_generated_key(&config.data_dir, &generated)?;
+        tracing::warn!(
+            "generated the first admin API key; it is shown once and saved to DATA_DIR/.api-key"
+        );
+        println!("wagate admin API key: {generated}");
+    }
+    Ok(())
+}
+
+/// With raft: applies the first admin key through the log once a quorum answers, retrying until then.
+async fn ensure_master_replicated(ctx: ApiContext, shutdown: CancellationToken) {
+    loop {
+        match ensure_master(&ctx.keys, &ctx.config).await {
+            Ok(()) => return,
+            Err(err) => tracing::info!(error = %err, "first admin key waits for a raft quorum"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+    }
+}
+
+/// With raft: the key cache follows the state machine, the audit spool drains into the log, learners
+/// join and leave through the registry, the first admin key is applied, and the `wagate_raft_*` gauges
+/// are published.
+fn spawn_raft_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &CancellationToken) {
+    let Some(node) = &ctx.raft else { return };
+    tasks.spawn(ctx.keys.clone().follow_changes(shutdown.clone()));
+    tasks.spawn(crate::raft::spool::drain(
+        node.raft.clone(),
+        shutdown.clone(),
+    ));
+    tasks.spawn(crate::raft::publish_metrics(
+        node.raft.clone(),
+        shutdown.clone(),
+    ));
+    tasks.spawn(ensure_master_replicated(ctx.clone(), shutdown.clone()));
+    if let Some(cluster) = &ctx.cluster {
+        tasks.spawn(crate::raft::membership::run(
+            node.raft.clone(),
+            cluster.registry.clone(),
+            node.http.clone(),
+            shutdown.clone(),
+        ));
+    }
 }
 
 /// The engine family of this node, and the sim network when it is the sim.
@@ -199,13 +252,22 @@ async fn build_context(
         .await
         .context("could not open the main database")?;
     let data_db = open_data_db(&config).await?;
-    let keys = Arc::new(KeyService::load(main_db.clone()).await?);
-    if let Some(generated) = keys.ensure_master(config.api_master_key.as_deref()).await? {
-        write_generated_key(&config.data_dir, &generated)?;
-        tracing::warn!(
-            "generated the first admin API key; it is shown once and saved to DATA_DIR/.api-key"
-        );
-        println!("wagate admin API key: {generated}");
+    let raft = match config.is_raft() {
+        true => Some(Arc::new(
+            RaftNode::start(&config, main_db.clone())
+                .await
+                .context("could not start the raft replica of the main database")?,
+        )),
+        false => None,
+    };
+    let writer = match &raft {
+        Some(node) => MainWriter::Raft(node.raft.clone()),
+        None => MainWriter::local(main_db.clone()),
+    };
+    let keys = Arc::new(KeyService::load_with(main_db.clone(), writer).await?);
+    // With raft the first admin key is applied once a quorum exists (`ensure_master_replicated`).
+    if raft.is_none() {
+        ensure_master(&keys, &config).await?;
     }
     let queue = wagate_workers::QueueClient::connect(&config.queue_config())
         .await
@@ -267,7 +329,11 @@ async fn build_context(
         pipeline,
         sim,
         limiter: Arc::new(TieredLimiter::new(&config.rate_tiers)),
-        audit: AuditLog::new(main_db.clone()),
+        audit: match &raft {
+            Some(node) => AuditLog::replicated(main_db.clone(), node.raft.clone()),
+            None => AuditLog::new(main_db.clone()),
+        },
+        raft,
         metrics: install_metrics(),
         forwarder: crate::http::forward::client(config.session_proxy_timeout_ms),
         cluster,
@@ -339,6 +405,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let ctx = build_context(config.clone(), &shutdown).await?;
     let tasks = TaskTracker::new();
     spawn_background(&ctx, &tasks, &shutdown)?;
+    spawn_raft_duties(&ctx, &tasks, &shutdown);
     spawn_session_duties(&ctx, &tasks, &shutdown);
     tasks.spawn(ctx.bulk.clone().resume_all());
     let terminate = signal(SignalKind::terminate()).context("could not handle SIGTERM")?;
@@ -361,5 +428,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .await?;
     tasks.close();
     tasks.wait().await;
+    if let Some(node) = &ctx.raft {
+        node.raft.shutdown().await;
+    }
     Ok(())
 }

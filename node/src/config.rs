@@ -43,6 +43,31 @@ pub enum NodeRole {
     Worker,
 }
 
+/// How the main DB (API keys, audit log) is kept: `none` is one local SQLite file per node; `raft` makes it
+/// one logical database replicated by openraft across the cluster's API nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MainDbReplication {
+    None,
+    Raft,
+}
+
+/// The `RAFT_*` knobs, read only with `MAIN_DB_REPLICATION=raft`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RaftSettings {
+    /// `RAFT_VOTERS`: the node ids of the fixed voters (3 or 5); every other API node is a learner.
+    pub voters: Vec<String>,
+    /// `RAFT_HEARTBEAT_MS` (200): how often the leader sends heartbeats.
+    pub heartbeat_ms: u64,
+    /// `RAFT_ELECTION_TIMEOUT_MIN_MS` (1000) and `RAFT_ELECTION_TIMEOUT_MAX_MS` (2000): a follower that heard
+    /// no leader for a random time in this range starts an election.
+    pub election_timeout_min_ms: u64,
+    pub election_timeout_max_ms: u64,
+    /// `RAFT_SNAPSHOT_LOGS` (5000): log entries since the last snapshot that trigger a new one.
+    pub snapshot_logs: u64,
+    /// `RAFT_WRITE_TIMEOUT_MS` (5000): how long a write waits for a commit before the caller gets 503.
+    pub write_timeout_ms: u64,
+}
+
 /// One rate-limit tier: at most `limit` requests per `ttl_ms` per client address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateTier {
@@ -65,6 +90,12 @@ pub struct Config {
     pub redis_url: String,
     /// Prefix of every Redis key this node writes (leases, registry); lets clusters share one Redis.
     pub redis_key_prefix: String,
+    /// `CLUSTER_SECRET`: the shared secret nodes of one cluster present to each other (forwarded requests,
+    /// raft traffic). Required with `REDIS_ENABLED=true` or `MAIN_DB_REPLICATION=raft`.
+    pub cluster_secret: Option<String>,
+    /// `MAIN_DB_REPLICATION` (`none`).
+    pub main_db_replication: MainDbReplication,
+    pub raft: RaftSettings,
     pub api_master_key: Option<String>,
     pub rate_tiers: [RateTier; 3],
     pub body_size_limit: u64,
@@ -230,6 +261,18 @@ impl Config {
             redis_enabled: parse_bool(&env, "REDIS_ENABLED", false)?,
             redis_url: env.string("REDIS_URL", "redis://127.0.0.1:6379"),
             redis_key_prefix: env.string("REDIS_KEY_PREFIX", "wagate:"),
+            cluster_secret: env.get("CLUSTER_SECRET"),
+            main_db_replication: match env.string("MAIN_DB_REPLICATION", "none").as_str() {
+                "none" => MainDbReplication::None,
+                "raft" => MainDbReplication::Raft,
+                other => {
+                    return Err(refuse(
+                        "MAIN_DB_REPLICATION",
+                        format!("must be none or raft (got '{other}')"),
+                    ));
+                }
+            },
+            raft: parse_raft(&env)?,
             api_master_key,
             rate_tiers: parse_rate_tiers(&env)?,
             body_size_limit: parse_byte_size(&env, "BODY_SIZE_LIMIT", 25 * 1024 * 1024)?,
@@ -298,6 +341,7 @@ impl Config {
             queue_prefix: env.string("QUEUE_PREFIX", ""),
         };
         config.check_lease_timing()?;
+        config.check_cluster_trust()?;
         Ok(config)
     }
 
@@ -309,6 +353,50 @@ impl Config {
             ));
         }
         Ok(())
+    }
+
+    /// A cluster needs its shared secret; raft needs the registry (peer URLs) and an odd set of voters.
+    fn check_cluster_trust(&self) -> Result<(), ConfigError> {
+        let is_raft = self.main_db_replication == MainDbReplication::Raft;
+        if (self.redis_enabled || is_raft) && self.cluster_secret.is_none() {
+            return Err(refuse(
+                "CLUSTER_SECRET",
+                "is required when REDIS_ENABLED=true or MAIN_DB_REPLICATION=raft",
+            ));
+        }
+        if !is_raft {
+            return Ok(());
+        }
+        if !self.redis_enabled {
+            return Err(refuse(
+                "MAIN_DB_REPLICATION",
+                "raft needs REDIS_ENABLED=true (the node registry gives the peers' URLs)",
+            ));
+        }
+        match self.raft.voters.len() {
+            3 | 5 => Ok(()),
+            0 => Err(refuse(
+                "RAFT_VOTERS",
+                "is required when MAIN_DB_REPLICATION=raft (3 or 5 node ids)",
+            )),
+            n if n % 2 == 0 => Err(refuse(
+                "RAFT_VOTERS",
+                format!("must name an odd number of voters, 3 or 5 (got {n})"),
+            )),
+            n => Err(refuse(
+                "RAFT_VOTERS",
+                format!("must name 3 or 5 voters (got {n})"),
+            )),
+        }
+    }
+
+    pub fn is_raft(&self) -> bool {
+        self.main_db_replication == MainDbReplication::Raft
+    }
+
+    /// The raft log, vote and spool file.
+    pub fn raft_db_path(&self) -> PathBuf {
+        self.data_dir.join("raft.sqlite")
     }
 
     pub fn main_db_path(&self) -> PathBuf {
@@ -358,6 +446,41 @@ fn positive(env: &Env, var: &'static str, default: u64) -> Result<u64, ConfigErr
         return Err(refuse(var, "must be a positive integer (0 is refused)"));
     }
     Ok(value)
+}
+
+fn parse_raft(env: &Env) -> Result<RaftSettings, ConfigError> {
+    let mut voters: Vec<String> = Vec::new();
+    for id in env.string("RAFT_VOTERS", "").split(',') {
+        let id = id.trim();
+        if id.is_empty() {
+            continue;
+        }
+        if voters.iter().any(|v| v == id) {
+            return Err(refuse("RAFT_VOTERS", format!("names '{id}' twice")));
+        }
+        voters.push(id.to_string());
+    }
+    let settings = RaftSettings {
+        voters,
+        heartbeat_ms: positive(env, "RAFT_HEARTBEAT_MS", 200)?,
+        election_timeout_min_ms: positive(env, "RAFT_ELECTION_TIMEOUT_MIN_MS", 1_000)?,
+        election_timeout_max_ms: positive(env, "RAFT_ELECTION_TIMEOUT_MAX_MS", 2_000)?,
+        snapshot_logs: positive(env, "RAFT_SNAPSHOT_LOGS", 5_000)?,
+        write_timeout_ms: positive(env, "RAFT_WRITE_TIMEOUT_MS", 5_000)?,
+    };
+    if settings.election_timeout_min_ms <= 2 * settings.heartbeat_ms {
+        return Err(refuse(
+            "RAFT_ELECTION_TIMEOUT_MIN_MS",
+            "must be more than twice RAFT_HEARTBEAT_MS",
+        ));
+    }
+    if settings.election_timeout_max_ms <= settings.election_timeout_min_ms {
+        return Err(refuse(
+            "RAFT_ELECTION_TIMEOUT_MAX_MS",
+            "must be greater than RAFT_ELECTION_TIMEOUT_MIN_MS",
+        ));
+    }
+    Ok(settings)
 }
 
 fn parse_log_level(env: &Env) -> Result<String, ConfigError> {

@@ -30,11 +30,13 @@ pub(crate) mod engine;
 pub(crate) mod events;
 pub mod http;
 pub mod keys;
+pub mod maindb;
 pub(crate) mod media;
 pub(crate) mod messaging;
 pub(crate) mod names;
 #[cfg(test)]
 mod props;
+pub mod raft;
 pub(crate) mod sessions;
 pub mod store;
 pub(crate) mod webhooks;

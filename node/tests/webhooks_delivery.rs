@@ -52,6 +52,10 @@ impl Rig {
             ("DATABASE_TYPE".to_string(), "postgres".to_string()),
             ("DATABASE_URL".to_string(), pg.url.clone()),
             ("REDIS_ENABLED".to_string(), "true".to_string()),
+            (
+                "CLUSTER_SECRET".to_string(),
+                wagate_loadtest::harness::CLUSTER_SECRET.to_string(),
+            ),
             ("QUEUE_PREFIX".to_string(), prefix),
             ("WEBHOOK_RETRY_DELAY".to_string(), "50".to_string()),
             ("WEBHOOK_TIMEOUT".to_string(), "2000".to_string()),

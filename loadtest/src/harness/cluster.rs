@@ -122,6 +122,10 @@ impl TestCluster {
             ("DATABASE_TYPE".to_string(), "postgres".to_string()),
             ("DATABASE_URL".to_string(), pg.url.clone()),
             ("REDIS_ENABLED".to_string(), "true".to_string()),
+            (
+                "CLUSTER_SECRET".to_string(),
+                super::CLUSTER_SECRET.to_string(),
+            ),
             ("QUEUE_PREFIX".to_string(), prefix.clone()),
             ("WEBHOOK_SSRF_PROTECT".to_string(), "false".to_string()),
         ];

@@ -19,6 +19,7 @@ mod cluster;
 pub mod common;
 mod events;
 mod node_kill;
+mod raft;
 mod reads;
 mod sessions;
 mod socket_sessions;
@@ -56,6 +57,9 @@ pub enum Scenario {
     SocketSessions(SocketSessionsArgs),
     /// Request mix and takeover on a 3-node cluster + worker it starts (prints text)
     Cluster(ClusterArgs),
+    /// Replicated main DB on a 3-node raft cluster it starts: key checks on a follower vs embedded, key
+    /// creates through a follower, audit rows replicated, leader election after kill -9 (prints text)
+    Raft(RaftArgs),
 }
 
 impl Scenario {
@@ -71,6 +75,7 @@ impl Scenario {
                 legacy("socket-sessions", socket_sessions::run(&a.argv())).await
             }
             Scenario::Cluster(a) => legacy("cluster", cluster::run(&a.argv())).await,
+            Scenario::Raft(a) => legacy("raft", raft::run(&a.argv())).await,
         }
     }
 }
@@ -208,5 +213,36 @@ impl ClusterArgs {
             argv.extend(["--restore-concurrency".into(), n.to_string()]);
         }
         argv
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct RaftArgs {
+    /// The `wagate` binary of the nodes [default: `wagate` beside this executable]
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// Key checks timed on a follower and on an embedded node
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub checks: u64,
+    /// Keys created through a follower
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    pub creates: u64,
+    /// Key creates in flight at once
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
+    pub concurrency: u64,
+}
+
+impl RaftArgs {
+    fn argv(&self) -> Vec<String> {
+        vec![
+            "--binary".into(),
+            binary_or_default(&self.binary, "wagate"),
+            "--checks".into(),
+            self.checks.to_string(),
+            "--creates".into(),
+            self.creates.to_string(),
+            "--concurrency".into(),
+            self.concurrency.to_string(),
+        ]
     }
 }

@@ -141,3 +141,65 @@ fn lease_heartbeat_must_be_under_half_the_ttl() {
         "SESSION_LEASE_HEARTBEAT_MS"
     );
 }
+
+#[test]
+fn main_db_replication_defaults_to_none_and_raft_needs_a_secret_redis_and_an_odd_voter_set() {
+    let c = load(&[]).expect("defaults load");
+    assert_eq!(c.main_db_replication, MainDbReplication::None);
+    assert!(c.cluster_secret.is_none());
+    assert_eq!(c.raft.heartbeat_ms, 200);
+    assert_eq!(c.raft.election_timeout_min_ms, 1_000);
+    assert_eq!(c.raft.election_timeout_max_ms, 2_000);
+    let cluster = [
+        ("REDIS_ENABLED", "true"),
+        ("CLUSTER_SECRET", "s3cret-s3cret"),
+        ("MAIN_DB_REPLICATION", "raft"),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut pairs = cluster.to_vec();
+        pairs.extend_from_slice(extra);
+        pairs
+    };
+    let ok = load(&with(&[("RAFT_VOTERS", "a, b ,c")])).expect("three voters");
+    assert_eq!(ok.raft.voters, vec!["a", "b", "c"]);
+    assert!(load(&with(&[("RAFT_VOTERS", "a,b,c,d,e")])).is_ok());
+    for voters in ["a,b", "a,b,c,d", "a", "a,b,c,d,e,f,g", "a,b,a"] {
+        assert_eq!(
+            refused_var(&with(&[("RAFT_VOTERS", voters)])),
+            "RAFT_VOTERS",
+            "{voters}"
+        );
+    }
+    assert_eq!(refused_var(&with(&[])), "RAFT_VOTERS");
+    assert_eq!(refused_var(&[("REDIS_ENABLED", "true")]), "CLUSTER_SECRET");
+    assert_eq!(
+        refused_var(&[("MAIN_DB_REPLICATION", "raft"), ("RAFT_VOTERS", "a,b,c")]),
+        "CLUSTER_SECRET"
+    );
+    assert_eq!(
+        refused_var(&[
+            ("MAIN_DB_REPLICATION", "raft"),
+            ("RAFT_VOTERS", "a,b,c"),
+            ("CLUSTER_SECRET", "x")
+        ]),
+        "MAIN_DB_REPLICATION"
+    );
+    assert_eq!(
+        refused_var(&[("MAIN_DB_REPLICATION", "paxos")]),
+        "MAIN_DB_REPLICATION"
+    );
+    assert_eq!(
+        refused_var(&with(&[
+            ("RAFT_VOTERS", "a,b,c"),
+            ("RAFT_HEARTBEAT_MS", "600")
+        ])),
+        "RAFT_ELECTION_TIMEOUT_MIN_MS"
+    );
+    assert_eq!(
+        refused_var(&with(&[
+            ("RAFT_VOTERS", "a,b,c"),
+            ("RAFT_ELECTION_TIMEOUT_MAX_MS", "1000")
+        ])),
+        "RAFT_ELECTION_TIMEOUT_MAX_MS"
+    );
+}

@@ -57,7 +57,7 @@ impl FromRequestParts<ApiContext> for Caller {
     ) -> Result<Self, Self::Rejection> {
         let presented = presented_key(&parts.headers).ok_or(KeyRefusal::Missing)?;
         let ip = client_ip(parts);
-        let key = ctx.keys.verify(presented, ip)?;
+        let key = ctx.keys.verify_fresh(presented, ip).await?;
         let caller = Caller {
             key,
             ip,

@@ -129,6 +129,7 @@ impl From<KeyError> for ApiError {
             KeyError::NotFound => ApiError::not_found("API key not found"),
             KeyError::Invalid(message) => ApiError::bad_request(message),
             KeyError::LastAdmin => ApiError::conflict(err.to_string()),
+            KeyError::Unavailable(message) => ApiError::unavailable(message),
             KeyError::Store(store) => store.into(),
         }
     }

@@ -114,8 +114,21 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 }
 
 pub(crate) fn router(ctx: ApiContext) -> Router {
-    let (api, openapi) = api_routes(ctx.sim.is_some()).split_for_parts();
     let body_limit = usize::try_from(ctx.config.body_size_limit).unwrap_or(usize::MAX);
+    // Raft traffic between nodes: its own secret check, no API key, no rate limit, no forwarding.
+    let internal = ctx.raft.as_ref().map(|node| {
+        let secret = ctx.config.cluster_secret.clone().unwrap_or_default();
+        crate::raft::routes::router(node.raft.clone(), secret, body_limit.max(64 * 1024 * 1024))
+    });
+    let api = api_router(ctx, body_limit);
+    match internal {
+        Some(internal) => internal.merge(api),
+        None => api,
+    }
+}
+
+fn api_router(ctx: ApiContext, body_limit: usize) -> Router {
+    let (api, openapi) = api_routes(ctx.sim.is_some()).split_for_parts();
     api.merge(SwaggerUi::new("/api/docs").url("/api/docs/openapi.json", openapi))
         .fallback(unknown_route)
         .method_not_allowed_fallback(unknown_route)

@@ -1,10 +1,13 @@
 //! API keys: issuing, checking and changing them. Checks are answered from an in-memory cache that every
 //! change refreshes, so the request path never waits on the database; usage counters are flushed in batches.
-//! Routes live in `http/keys.rs`; SQL in `store/keys.rs`.
+//! Changes are commands (`maindb.rs`) written to the local file or, with raft, committed through the leader;
+//! the cache reloads when a change is applied. Routes live in `http/keys.rs`; SQL in `store/keys.rs`.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use dashmap::DashMap;
@@ -12,14 +15,16 @@ use rand::Rng;
 use rand::distr::Alphanumeric;
 use sha2::{Digest, Sha256};
 use sqlx::SqlitePool;
-use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 use wagate_proto::Role;
 
+use crate::maindb::{MainCommand, MainOutcome, MainWriter, Refusal, UsageDelta, WriteError};
 use crate::store::keys::{self as key_store, ApiKey};
 use crate::store::{StoreError, now_ms};
 
 mod rules;
 
+pub(crate) use rules::{is_unrestricted_admin, is_usable_admin, restore_unrestricted_admin};
 pub use rules::{KeyChange, NewKey};
 
 /// Why a presented key is refused (always 401 to the caller).
@@ -45,16 +50,21 @@ pub enum KeyError {
     Invalid(String),
     #[error("This change would leave no usable admin key")]
     LastAdmin,
+    /// The replicated main DB has no quorum (503).
+    #[error("{0}")]
+    Unavailable(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
 pub struct KeyService {
     pool: SqlitePool,
+    /// Where changes go: the local file, or the raft leader.
+    writer: MainWriter,
     by_hash: ArcSwap<HashMap<String, Arc<ApiKey>>>,
+    /// The state machine's key-change count the cache was last loaded at (raft only).
+    loaded_version: AtomicU64,
     usage: DashMap<String, (i64, i64)>,
-    /// Serialises changes so the "last usable admin key" rule cannot be raced.
-    changes: Mutex<()>,
 }
 
 pub fn hash_key(plaintext: &str) -> String {
@@ -70,26 +80,81 @@ fn generate_plaintext() -> String {
     format!("wag_{body}")
 }
 
+impl From<Refusal> for KeyError {
+    fn from(refusal: Refusal) -> KeyError {
+        match refusal {
+            Refusal::NotFound => KeyError::NotFound,
+            Refusal::LastAdmin => KeyError::LastAdmin,
+            Refusal::Invalid { message } => KeyError::Invalid(message),
+        }
+    }
+}
+
+impl From<WriteError> for KeyError {
+    fn from(err: WriteError) -> KeyError {
+        match err {
+            WriteError::Unavailable(message) => KeyError::Unavailable(message),
+            WriteError::Store(store) => KeyError::Store(store),
+        }
+    }
+}
+
+/// How long a key unknown here may wait for this replica to catch up with the leader.
+const CATCH_UP_BUDGET: Duration = Duration::from_secs(1);
+
 impl KeyService {
+    /// The embedded mode: changes are written to the local main DB at once.
     pub async fn load(pool: SqlitePool) -> Result<KeyService, StoreError> {
+        let writer = MainWriter::local(pool.clone());
+        KeyService::load_with(pool, writer).await
+    }
+
+    /// Keys read from `pool` (this node's main DB), changed through `writer`.
+    pub async fn load_with(pool: SqlitePool, writer: MainWriter) -> Result<KeyService, StoreError> {
         let service = KeyService {
             pool,
+            writer,
             by_hash: ArcSwap::from_pointee(HashMap::new()),
+            loaded_version: AtomicU64::new(0),
             usage: DashMap::new(),
-            changes: Mutex::new(()),
         };
         service.refresh().await?;
         Ok(service)
     }
 
     async fn refresh(&self) -> Result<(), StoreError> {
+        let version = self.changes_applied();
         let keys = key_store::list_keys(&self.pool).await?;
         let map = keys
             .into_iter()
             .map(|k| (k.key_hash.clone(), Arc::new(k)))
             .collect();
         self.by_hash.store(Arc::new(map));
+        self.loaded_version.store(version, Ordering::SeqCst);
         Ok(())
+    }
+
+    fn changes_applied(&self) -> u64 {
+        self.writer
+            .raft()
+            .map(|raft| *raft.keys_changed().borrow())
+            .unwrap_or(0)
+    }
+
+    /// With raft: reloads the cache each time the state machine applies a key change (from any node).
+    pub async fn follow_changes(self: Arc<Self>, shutdown: CancellationToken) {
+        let Some(mut changes) = self.writer.raft().map(|raft| raft.keys_changed()) else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                changed = changes.changed() => if changed.is_err() { return },
+            }
+            if let Err(err) = self.refresh().await {
+                tracing::warn!(error = %err, "key cache not reloaded");
+            }
+        }
     }
 
     /// Checks a presented key; counts the use in memory.
@@ -122,6 +187,32 @@ impl KeyService {
         Ok(key)
     }
 
+    /// [`verify`](Self::verify), except that with raft a key unknown here is looked for again after this
+    /// replica caught up with the leader (it may have been created through another node a moment ago).
+    /// Known keys never wait.
+    pub async fn verify_fresh(
+        &self,
+        plaintext: &str,
+        client: Option<IpAddr>,
+    ) -> Result<Arc<ApiKey>, KeyRefusal> {
+        let arrived = Instant::now();
+        match self.verify(plaintext, client) {
+            Err(KeyRefusal::Invalid) => {
+                let Some(raft) = self.writer.raft() else {
+                    return Err(KeyRefusal::Invalid);
+                };
+                raft.catch_up(arrived, CATCH_UP_BUDGET).await;
+                if self.changes_applied() != self.loaded_version.load(Ordering::SeqCst)
+                    && let Err(err) = self.refresh().await
+                {
+                    tracing::warn!(error = %err, "key cache not reloaded");
+                }
+                self.verify(plaintext, client)
+            }
+            other => other,
+        }
+    }
+
     /// The current record of a key by id, from the cache (used to re-validate live sockets).
     pub fn current(&self, id: &str) -> Option<Arc<ApiKey>> {
         self.by_hash.load().values().find(|k| k.id == id).cloned()
@@ -135,35 +226,45 @@ impl KeyService {
         key_store::get_key(&self.pool, id).await.map_err(not_found)
     }
 
+    /// Writes `command`, reloads the cache when keys changed, and turns a refusal into its error.
+    async fn change(&self, command: MainCommand) -> Result<MainOutcome, KeyError> {
+        let touches_keys = command.touches_keys();
+        let outcome = self.writer.write(command).await?;
+        if touches_keys {
+            self.refresh().await?;
+        }
+        match outcome {
+            MainOutcome::Refused { refusal } => Err(refusal.into()),
+            outcome => Ok(outcome),
+        }
+    }
+
+    async fn change_key(&self, command: MainCommand) -> Result<ApiKey, KeyError> {
+        match self.change(command).await? {
+            MainOutcome::Key { key } => Ok(key),
+            other => Err(KeyError::Store(StoreError::Corrupt(format!(
+                "unexpected outcome of a key change: {other:?}"
+            )))),
+        }
+    }
+
     /// Issues a key; returns the record and the plaintext, which is never shown again.
     pub async fn create(&self, new: NewKey) -> Result<(ApiKey, String), KeyError> {
         let plaintext = generate_plaintext();
-        let key = self.insert_with_plaintext(new, &plaintext).await?;
+        let key = new.into_key(&plaintext)?;
+        let key = self.change_key(MainCommand::CreateKey { key }).await?;
         Ok((key, plaintext))
     }
 
-    async fn insert_with_plaintext(
-        &self,
-        new: NewKey,
-        plaintext: &str,
-    ) -> Result<ApiKey, KeyError> {
-        let key = new.into_key(plaintext)?;
-        let _guard = self.changes.lock().await;
-        key_store::insert_key(&self.pool, &key).await?;
-        self.refresh().await?;
-        Ok(key)
-    }
-
+    /// Applies `change`; the last-admin rule is checked where the change is applied, against the keys as
+    /// they are then (on every replica alike).
     pub async fn update(&self, id: &str, change: KeyChange) -> Result<ApiKey, KeyError> {
-        let _guard = self.changes.lock().await;
-        let mut key = key_store::get_key(&self.pool, id)
-            .await
-            .map_err(not_found)?;
-        change.apply(&mut key)?;
-        self.ensure_admin_remains(Some(&key), id).await?;
-        key_store::update_key(&self.pool, &key).await?;
-        self.refresh().await?;
-        Ok(key)
+        self.change_key(MainCommand::UpdateKey {
+            id: id.to_string(),
+            change: change.into(),
+            now: now_ms(),
+        })
+        .await
     }
 
     pub async fn revoke(&self, id: &str) -> Result<ApiKey, KeyError> {
@@ -178,82 +279,69 @@ impl KeyService {
     }
 
     pub async fn delete(&self, id: &str) -> Result<ApiKey, KeyError> {
-        let _guard = self.changes.lock().await;
-        let key = key_store::get_key(&self.pool, id)
-            .await
-            .map_err(not_found)?;
-        self.ensure_admin_remains(None, id).await?;
-        key_store::delete_key(&self.pool, id).await?;
-        self.refresh().await?;
-        Ok(key)
-    }
-
-    /// Refuses a change after which no active, unexpired, unscoped admin key would remain.
-    async fn ensure_admin_remains(
-        &self,
-        changed: Option<&ApiKey>,
-        id: &str,
-    ) -> Result<(), KeyError> {
-        let now = now_ms();
-        let keys = key_store::list_keys(&self.pool).await?;
-        let remains = keys
-            .iter()
-            .map(|k| if k.id == id { changed } else { Some(k) })
-            .any(|k| k.is_some_and(|k| rules::is_usable_admin(k, now)));
-        if remains {
-            Ok(())
-        } else {
-            Err(KeyError::LastAdmin)
-        }
+        self.change_key(MainCommand::DeleteKey {
+            id: id.to_string(),
+            now: now_ms(),
+        })
+        .await
     }
 
     /// Boot: makes `API_MASTER_KEY` an admin key, or on first boot generates one. Returns a generated
-    /// plaintext so the caller can print it once and write it to `DATA_DIR/.api-key`.
+    /// plaintext so the caller can print it once and write it to `DATA_DIR/.api-key`. With raft both are
+    /// applied once for the whole cluster: the first node's generated key is every node's admin key.
     ///
     /// The recovery path for a locked-out operator: whatever was changed on the master key's record
     /// (revoked, demoted, restricted to sessions or addresses, expired), a boot with `API_MASTER_KEY` set
-    /// restores it to an active, unrestricted admin key.
+    /// restores it to an active, unrestricted admin key (`MainCommand::EnsureKey`).
     pub async fn ensure_master(&self, master: Option<&str>) -> Result<Option<String>, KeyError> {
         let keys = self.by_hash.load_full();
         if let Some(master) = master {
-            match keys.get(&hash_key(master)) {
-                None => {
-                    self.insert_with_plaintext(NewKey::master(), master).await?;
-                }
-                Some(record) if !rules::is_unrestricted_admin(record, now_ms()) => {
-                    let mut restored = ApiKey::clone(record);
-                    rules::restore_unrestricted_admin(&mut restored);
-                    restored.updated_at = now_ms();
-                    let _guard = self.changes.lock().await;
-                    key_store::update_key(&self.pool, &restored).await?;
-                    self.refresh().await?;
-                    tracing::warn!(
-                        key_id = %restored.id,
-                        "API_MASTER_KEY was restricted, revoked or expired; restored it to an unrestricted admin key"
-                    );
-                }
-                Some(_) => {}
+            let current = keys.get(&hash_key(master));
+            if !current.is_some_and(|record| rules::is_unrestricted_admin(record, now_ms())) {
+                let key = NewKey::master().into_key(master)?;
+                self.change(MainCommand::EnsureKey { key }).await?;
             }
             return Ok(None);
         }
         if keys.values().any(|k| k.role == Role::Admin) {
             return Ok(None);
         }
-        let (_, plaintext) = self.create(NewKey::master()).await?;
-        Ok(Some(plaintext))
+        let plaintext = generate_plaintext();
+        let key = NewKey::master().into_key(&plaintext)?;
+        match self.change(MainCommand::EnsureAdmin { key }).await? {
+            MainOutcome::Ensured { is_added: true } => Ok(Some(plaintext)),
+            _ => Ok(None),
+        }
     }
 
-    /// Writes the usage counted since the last flush. Called periodically and at shutdown.
+    /// Writes the usage counted since the last flush, in one command. Called periodically and at shutdown;
+    /// counts that could not be written are kept for the next flush.
     pub async fn flush_usage(&self) {
         let pending: Vec<(String, (i64, i64))> = self
             .usage
             .iter()
             .map(|e| (e.key().clone(), *e.value()))
             .collect();
-        self.usage.clear();
-        for (id, (count, last_used)) in pending {
-            if let Err(err) = key_store::add_usage(&self.pool, &id, count, last_used).await {
-                tracing::warn!(key_id = %id, error = %err, "could not record key usage");
+        if pending.is_empty() {
+            return;
+        }
+        for (id, _) in &pending {
+            self.usage.remove(id);
+        }
+        let usage = pending
+            .iter()
+            .map(|(id, (count, last_used_at))| UsageDelta {
+                id: id.clone(),
+                count: *count,
+                last_used_at: *last_used_at,
+            })
+            .collect();
+        if let Err(err) = self.writer.write(MainCommand::AddUsage { usage }).await {
+            tracing::warn!(error = %err, "could not record key usage; kept for the next flush");
+            for (id, (count, last_used_at)) in pending {
+                let mut entry = self.usage.entry(id).or_insert((0, last_used_at));
+                entry.0 += count;
+                entry.1 = entry.1.max(last_used_at);
             }
         }
     }

@@ -1,15 +1,18 @@
 //! The `audit_logs` table of the main DB: append, filtered listing, and retention pruning.
 
-use sqlx::{QueryBuilder, Sqlite, SqlitePool};
+use serde::{Deserialize, Serialize};
+use sqlx::{QueryBuilder, Sqlite, SqliteExecutor, SqlitePool};
 
 use super::{StoreResult, from_json, to_json};
 
 const INSERT: &str = "INSERT INTO audit_logs (id, action, severity, api_key_id, api_key_name, session_id, \
      ip_address, method, path, status_code, metadata, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING";
 const PRUNE: &str = "DELETE FROM audit_logs WHERE created_at < $1";
 
-#[derive(Debug, Clone, Default, PartialEq)]
+/// One audit row. Serialisable: with raft, rows travel in log entries and snapshots. Appending a row whose id
+/// is already stored is a no-op, so a batch replayed after a crash adds nothing twice.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AuditRow {
     pub id: String,
     pub action: String,
@@ -53,7 +56,7 @@ pub struct AuditFilter {
     pub offset: i64,
 }
 
-pub(crate) async fn insert(pool: &SqlitePool, row: &AuditRow) -> StoreResult<()> {
+pub(crate) async fn insert<'c>(pool: impl SqliteExecutor<'c>, row: &AuditRow) -> StoreResult<()> {
     sqlx::query(INSERT)
         .bind(&row.id)
         .bind(&row.action)
@@ -114,31 +117,46 @@ pub(crate) async fn list(
     let rows: Vec<Row> = select.build_query_as().fetch_all(pool).await?;
     let rows = rows
         .into_iter()
-        .map(|r| {
-            Ok(AuditRow {
-                metadata: r.metadata.as_deref().map(from_json).transpose()?,
-                id: r.id,
-                action: r.action,
-                severity: r.severity,
-                api_key_id: r.api_key_id,
-                api_key_name: r.api_key_name,
-                session_id: r.session_id,
-                ip_address: r.ip_address,
-                method: r.method,
-                path: r.path,
-                status_code: r.status_code,
-                created_at: r.created_at,
-            })
-        })
+        .map(from_row)
         .collect::<StoreResult<Vec<_>>>()?;
     Ok((rows, total))
 }
 
+fn from_row(r: Row) -> StoreResult<AuditRow> {
+    Ok(AuditRow {
+        metadata: r.metadata.as_deref().map(from_json).transpose()?,
+        id: r.id,
+        action: r.action,
+        severity: r.severity,
+        api_key_id: r.api_key_id,
+        api_key_name: r.api_key_name,
+        session_id: r.session_id,
+        ip_address: r.ip_address,
+        method: r.method,
+        path: r.path,
+        status_code: r.status_code,
+        created_at: r.created_at,
+    })
+}
+
 /// Deletes rows older than `cutoff_ms`; returns how many went.
-pub(crate) async fn prune(pool: &SqlitePool, cutoff_ms: i64) -> StoreResult<u64> {
+pub(crate) async fn prune<'c>(pool: impl SqliteExecutor<'c>, cutoff_ms: i64) -> StoreResult<u64> {
     Ok(sqlx::query(PRUNE)
         .bind(cutoff_ms)
         .execute(pool)
         .await?
         .rows_affected())
+}
+
+/// Every row, oldest first (snapshots).
+pub(crate) async fn all<'c>(db: impl SqliteExecutor<'c>) -> StoreResult<Vec<AuditRow>> {
+    let rows: Vec<Row> = sqlx::query_as("SELECT * FROM audit_logs ORDER BY created_at, id")
+        .fetch_all(db)
+        .await?;
+    rows.into_iter().map(from_row).collect()
+}
+
+pub(crate) async fn delete_all<'c>(db: impl SqliteExecutor<'c>) -> StoreResult<()> {
+    sqlx::query("DELETE FROM audit_logs").execute(db).await?;
+    Ok(())
 }

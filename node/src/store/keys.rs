@@ -1,9 +1,10 @@
 //! The `api_keys` table of the main DB. Keys are stored as SHA-256 hashes; the plaintext never lands here.
 
-use sqlx::SqlitePool;
+use serde::{Deserialize, Serialize};
+use sqlx::SqliteExecutor;
 use wagate_proto::Role;
 
-use super::{StoreError, StoreResult, from_json, now_ms, to_json};
+use super::{StoreError, StoreResult, from_json, to_json};
 
 const SELECT_ALL: &str = "SELECT * FROM api_keys ORDER BY created_at, id";
 const SELECT_ONE: &str = "SELECT * FROM api_keys WHERE id = $1";
@@ -12,12 +13,15 @@ const INSERT: &str = "INSERT INTO api_keys (id, name, key_hash, key_prefix, role
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $10)";
 const UPDATE: &str = "UPDATE api_keys SET name = $2, role = $3, allowed_sessions = $4, allowed_ips = $5, \
      is_active = $6, expires_at = $7, updated_at = $8 WHERE id = $1";
+const RESTORE: &str = "INSERT INTO api_keys (id, name, key_hash, key_prefix, role, allowed_sessions, \
+     allowed_ips, is_active, expires_at, last_used_at, usage_count, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
 const DELETE: &str = "DELETE FROM api_keys WHERE id = $1";
 const ADD_USAGE: &str =
     "UPDATE api_keys SET usage_count = usage_count + $2, last_used_at = $3 WHERE id = $1";
 
-/// An API key as the gateway knows it (never the plaintext).
-#[derive(Debug, Clone, PartialEq)]
+/// An API key as the gateway knows it (never the plaintext). Serialisable: raft log entries and snapshots carry it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApiKey {
     pub id: String,
     pub name: String,
@@ -76,17 +80,17 @@ impl TryFrom<ApiKeyRow> for ApiKey {
     }
 }
 
-pub(crate) async fn list_keys(pool: &SqlitePool) -> StoreResult<Vec<ApiKey>> {
+pub(crate) async fn list_keys<'c>(pool: impl SqliteExecutor<'c>) -> StoreResult<Vec<ApiKey>> {
     let rows: Vec<ApiKeyRow> = sqlx::query_as(SELECT_ALL).fetch_all(pool).await?;
     rows.into_iter().map(ApiKey::try_from).collect()
 }
 
-pub(crate) async fn get_key(pool: &SqlitePool, id: &str) -> StoreResult<ApiKey> {
+pub(crate) async fn get_key<'c>(pool: impl SqliteExecutor<'c>, id: &str) -> StoreResult<ApiKey> {
     let row: ApiKeyRow = sqlx::query_as(SELECT_ONE).bind(id).fetch_one(pool).await?;
     row.try_into()
 }
 
-pub(crate) async fn insert_key(pool: &SqlitePool, key: &ApiKey) -> StoreResult<()> {
+pub(crate) async fn insert_key<'c>(pool: impl SqliteExecutor<'c>, key: &ApiKey) -> StoreResult<()> {
     sqlx::query(INSERT)
         .bind(&key.id)
         .bind(&key.name)
@@ -103,7 +107,7 @@ pub(crate) async fn insert_key(pool: &SqlitePool, key: &ApiKey) -> StoreResult<(
     Ok(())
 }
 
-pub(crate) async fn update_key(pool: &SqlitePool, key: &ApiKey) -> StoreResult<()> {
+pub(crate) async fn update_key<'c>(pool: impl SqliteExecutor<'c>, key: &ApiKey) -> StoreResult<()> {
     let done = sqlx::query(UPDATE)
         .bind(&key.id)
         .bind(&key.name)
@@ -112,7 +116,7 @@ pub(crate) async fn update_key(pool: &SqlitePool, key: &ApiKey) -> StoreResult<(
         .bind(key.allowed_ips.as_ref().map(to_json).transpose()?)
         .bind(key.is_active)
         .bind(key.expires_at)
-        .bind(now_ms())
+        .bind(key.updated_at)
         .execute(pool)
         .await?;
     if done.rows_affected() == 0 {
@@ -121,7 +125,7 @@ pub(crate) async fn update_key(pool: &SqlitePool, key: &ApiKey) -> StoreResult<(
     Ok(())
 }
 
-pub(crate) async fn delete_key(pool: &SqlitePool, id: &str) -> StoreResult<()> {
+pub(crate) async fn delete_key<'c>(pool: impl SqliteExecutor<'c>, id: &str) -> StoreResult<()> {
     let done = sqlx::query(DELETE).bind(id).execute(pool).await?;
     if done.rows_affected() == 0 {
         return Err(StoreError::NotFound);
@@ -130,8 +134,8 @@ pub(crate) async fn delete_key(pool: &SqlitePool, id: &str) -> StoreResult<()> {
 }
 
 /// Adds usage counted in memory since the last flush (keeps the request path free of writes).
-pub(crate) async fn add_usage(
-    pool: &SqlitePool,
+pub(crate) async fn add_usage<'c>(
+    pool: impl SqliteExecutor<'c>,
     id: &str,
     count: i64,
     last_used_at: i64,
@@ -142,5 +146,31 @@ pub(crate) async fn add_usage(
         .bind(last_used_at)
         .execute(pool)
         .await?;
+    Ok(())
+}
+
+/// Writes a key exactly as given (usage and timestamps included): snapshot install.
+pub(crate) async fn restore_key<'c>(db: impl SqliteExecutor<'c>, key: &ApiKey) -> StoreResult<()> {
+    sqlx::query(RESTORE)
+        .bind(&key.id)
+        .bind(&key.name)
+        .bind(&key.key_hash)
+        .bind(&key.key_prefix)
+        .bind(key.role.as_str())
+        .bind(key.allowed_sessions.as_ref().map(to_json).transpose()?)
+        .bind(key.allowed_ips.as_ref().map(to_json).transpose()?)
+        .bind(key.is_active)
+        .bind(key.expires_at)
+        .bind(key.last_used_at)
+        .bind(key.usage_count)
+        .bind(key.created_at)
+        .bind(key.updated_at)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+pub(crate) async fn delete_all<'c>(db: impl SqliteExecutor<'c>) -> StoreResult<()> {
+    sqlx::query("DELETE FROM api_keys").execute(db).await?;
     Ok(())
 }
