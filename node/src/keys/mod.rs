@@ -24,8 +24,8 @@ use crate::store::{StoreError, now_ms};
 
 mod rules;
 
-pub(crate) use rules::{is_unrestricted_admin, is_usable_admin, restore_unrestricted_admin};
 pub use rules::{KeyChange, NewKey};
+pub(crate) use rules::{is_unrestricted_admin, is_usable_admin, restore_unrestricted_admin};
 
 /// Why a presented key is refused (always 401 to the caller).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
