@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex as SyncMutex;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::UnboundedReceiver;
 use wagate_engine_socket::store::SqlBackend;
 use wagate_engine_socket::whatsapp_rust::Client;
 use wagate_engine_socket::whatsapp_rust::Jid as LibJid;
@@ -30,7 +30,7 @@ pub(super) type ClientSlot = Arc<SyncMutex<Weak<Client>>>;
 /// What the worker needs besides its queue.
 pub(super) struct Receiver {
     pub session_id: String,
-    pub events: UnboundedSender<EngineEvent>,
+    pub events: crate::engine::EventSender,
     pub pool: DataPool,
     pub media: MediaStore,
     pub client: ClientSlot,

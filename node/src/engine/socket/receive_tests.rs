@@ -75,7 +75,7 @@ impl Rig {
     /// Feeds library events through the mapper and a receive worker and returns what the worker emits.
     async fn receive(&self, events: Vec<Event>, fetch: Option<Arc<dyn Fetch>>) -> Vec<EngineEvent> {
         let (work, queue) = unbounded_channel();
-        let (out, mut emitted) = unbounded_channel();
+        let (out, mut emitted) = crate::engine::event_channel();
         let mapper = Mapper::new(
             SID.into(),
             work,
@@ -98,18 +98,20 @@ impl Rig {
         .run(queue)
         .await;
         let mut got = Vec::new();
-        while let Ok(event) = emitted.try_recv() {
-            got.push(event);
+        while let Ok(incoming) = emitted.try_recv() {
+            got.push(incoming.event);
         }
         got
     }
 
     async fn record(&self, events: &[EngineEvent]) {
         for event in events {
-            self.recorder
-                .record_event(SID, event)
-                .await
-                .expect("record");
+            let (taken, settled) = tokio::sync::oneshot::channel();
+            let ack = crate::engine::Ack::new(move |ok: bool| {
+                let _ = taken.send(ok);
+            });
+            self.recorder.record_event(SID, event, ack).await;
+            assert!(settled.await.expect("settled"), "event not committed");
         }
     }
 
