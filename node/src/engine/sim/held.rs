@@ -48,11 +48,13 @@ enum Line {
     },
 }
 
-/// The embedded network's held traffic on disk: an append-only file of holds and releases. Each line is one
-/// `write` to the file (no user-space buffer), so a process killed at any point leaves every line it wrote;
-/// a torn last line (machine crash) is skipped on replay.
+/// The embedded network's held traffic on disk: an append-only file of holds and releases. A hold reaches
+/// the kernel before the network goes on (flushed at once), so a process killed at any point keeps every
+/// hold it made; releases wait in the buffer for the next hold (a release lost with the process only makes
+/// the device get that traffic once more, which it deduplicates). A torn last line (machine crash) is
+/// skipped on replay.
 pub(crate) struct Journal {
-    file: File,
+    file: std::io::BufWriter<File>,
     path: PathBuf,
     lines: u64,
 }
@@ -90,10 +92,10 @@ impl Journal {
             .collect();
         replayed.sort_by(|a, b| a.1.cmp(&b.1));
         let mut journal = Journal {
-            file: Self::rewrite(
+            file: std::io::BufWriter::new(Self::rewrite(
                 &path,
                 replayed.iter().map(|(s, i, t)| (s.as_str(), i.as_str(), t)),
-            )?,
+            )?),
             path,
             lines: 0,
         };
@@ -124,11 +126,16 @@ impl Journal {
     }
 
     fn append(&mut self, line: &LineRef<'_>) {
+        let is_hold = matches!(line, LineRef::Hold { .. });
         let written = serde_json::to_string(line)
             .map_err(std::io::Error::other)
             .and_then(|mut text| {
                 text.push('\n');
-                self.file.write_all(text.as_bytes())
+                self.file.write_all(text.as_bytes())?;
+                if is_hold {
+                    self.file.flush()?;
+                }
+                Ok(())
             });
         match written {
             Ok(()) => self.lines += 1,
@@ -220,7 +227,7 @@ impl NetState {
         let held = live.iter().map(|(s, i, t)| (s.as_str(), i.as_str(), t));
         match Journal::rewrite(&journal.path, held) {
             Ok(file) => {
-                journal.file = file;
+                journal.file = std::io::BufWriter::new(file);
                 journal.lines = live.len() as u64;
             }
             Err(error) => tracing::error!(%error, "sim journal not compacted"),
