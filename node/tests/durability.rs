@@ -8,8 +8,22 @@
 
 mod support;
 
+// The kill loops are `wagate_loadtest::harness::chaos`, compiled into this test from their source: the test
+// crate then never links a copy of the harness built before them.
+#[path = "../../loadtest/src/harness/chaos.rs"]
+#[allow(dead_code)]
+mod chaos;
+
+use chaos::{ChaosOptions, ChaosReport, IN_FLIGHT};
 use support::worker_binary;
-use wagate_loadtest::harness::chaos::{self, ChaosOptions, ChaosReport, IN_FLIGHT};
+use wagate_loadtest::harness::{Client, Node, NodeOptions, Receiver, cluster, sessions};
+
+/// The node binary: `WAGATE_TEST_BINARY` when set (a copy of this branch's build), else cargo's.
+fn binary() -> std::path::PathBuf {
+    std::env::var_os("WAGATE_TEST_BINARY")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_wagate").into())
+}
 
 fn check(report: &ChaosReport) {
     println!("{report}");
@@ -32,7 +46,7 @@ fn check(report: &ChaosReport) {
 #[tokio::test]
 async fn cluster_owners_killed_under_an_inbound_stream_lose_no_accepted_message() {
     let options = ChaosOptions {
-        binary: env!("CARGO_BIN_EXE_wagate").into(),
+        binary: binary(),
         worker: Some(worker_binary()),
         sessions: 20,
         rate: 100,
@@ -45,7 +59,7 @@ async fn cluster_owners_killed_under_an_inbound_stream_lose_no_accepted_message(
 #[tokio::test]
 async fn embedded_node_killed_mid_stream_and_restarted_loses_no_accepted_message() {
     let options = ChaosOptions {
-        binary: env!("CARGO_BIN_EXE_wagate").into(),
+        binary: binary(),
         worker: None,
         sessions: 4,
         rate: 200,
