@@ -18,7 +18,8 @@ use chaos::{ChaosOptions, ChaosReport, IN_FLIGHT};
 use support::worker_binary;
 use wagate_loadtest::harness::{Client, Node, NodeOptions, Receiver, cluster, sessions};
 
-/// The node binary: `WAGATE_TEST_BINARY` when set (a copy of this branch's build), else cargo's.
+/// The node binary: `WAGATE_TEST_BINARY` when set (a copy of this branch's build), else cargo's; the
+/// worker likewise (`WAGATE_TEST_WORKER`).
 fn binary() -> std::path::PathBuf {
     std::env::var_os("WAGATE_TEST_BINARY")
         .map(Into::into)
@@ -47,7 +48,11 @@ fn check(report: &ChaosReport) {
 async fn cluster_owners_killed_under_an_inbound_stream_lose_no_accepted_message() {
     let options = ChaosOptions {
         binary: binary(),
-        worker: Some(worker_binary()),
+        worker: Some(
+            std::env::var_os("WAGATE_TEST_WORKER")
+                .map(Into::into)
+                .unwrap_or_else(worker_binary),
+        ),
         sessions: 20,
         rate: 100,
         kills: 3,
