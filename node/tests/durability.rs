@@ -1,7 +1,7 @@
 //! Nothing the network hands the gateway is lost when a process dies (issue 30), with real processes: a
 //! steady inbound sim stream while owners are killed with SIGKILL (`harness::chaos`). Cluster: 3 `ROLE=api`
 //! nodes and a `wagate-worker` on PostgreSQL and Redis, 20 sessions, an owner killed at a random moment and
-//! restarted, three times here (ten in `wagate-loadtest chaos`, which takes minutes). Embedded: one node
+//! restarted, ten times. Embedded: one node
 //! killed mid-stream and restarted on the same data directory. Every accepted message reaches the webhook
 //! receiver (duplicates counted, bounded by the stream's in-flight window per kill) and
 //! `GET .../messages` lists each exactly once.
@@ -55,7 +55,7 @@ async fn cluster_owners_killed_under_an_inbound_stream_lose_no_accepted_message(
         ),
         sessions: 20,
         rate: 100,
-        kills: 3,
+        kills: 10,
     };
     let report = chaos::cluster_kill_loop(&options).await.expect("kill loop");
     check(&report);

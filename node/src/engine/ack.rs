@@ -90,9 +90,9 @@ pub(crate) struct EventSender(UnboundedSender<Incoming>);
 
 impl EventSender {
     /// Sends an event that owes the network nothing. Gives the event back when the receiver is gone.
-    pub(crate) fn send(&self, event: EngineEvent) -> Result<(), EngineEvent> {
+    pub(crate) fn send(&self, event: EngineEvent) -> Result<(), Box<EngineEvent>> {
         self.send_acked(event, Ack::none())
-            .map_err(|unsent| unsent.event)
+            .map_err(|unsent| Box::new(unsent.event))
     }
 
     /// Sends received traffic with its acknowledgement. Gives both back when the receiver is gone.
