@@ -1,8 +1,8 @@
 //! Nothing the network hands the gateway is lost when a process dies (issue 30), with real processes: a
 //! steady inbound sim stream while owners are killed with SIGKILL (`harness::chaos`). Cluster: 3 `ROLE=api`
 //! nodes and a `wagate-worker` on PostgreSQL and Redis, 20 sessions, an owner killed at a random moment and
-//! restarted, ten times. Embedded: one node
-//! killed mid-stream and restarted on the same data directory. Every accepted message reaches the webhook
+//! restarted, ten times (about a minute). Embedded: one node killed mid-stream and restarted on the same
+//! data directory. Every accepted message reaches the webhook
 //! receiver (duplicates counted, bounded by the stream's in-flight window per kill) and
 //! `GET .../messages` lists each exactly once.
 
