@@ -146,6 +146,9 @@ fn engine_factory(
             // Ids must stay unique across restarts: the message store deduplicates on them.
             let config = SimConfig {
                 id_prefix: format!("3EB0SIM{:06X}", rand::random::<u32>() & 0xFF_FFFF),
+                // Embedded, traffic the sessions have not acknowledged survives a restart on disk; a
+                // cluster holds it in Redis.
+                journal_dir: (!config.redis_enabled).then(|| config.data_dir.clone()),
                 ..SimConfig::default()
             };
             let net = SimNetwork::new(config);

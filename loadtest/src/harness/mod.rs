@@ -1,5 +1,6 @@
 //! The one test harness: nodes, clients, webhook receivers and throwaway databases, all on loopback.
 
+pub mod chaos;
 pub mod client;
 pub mod cluster;
 pub mod node;

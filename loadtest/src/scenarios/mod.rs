@@ -15,6 +15,7 @@
 //! `socket-sessions` and `cluster` do below; clap still rejects unknown flags and bad values first.
 
 mod bulk;
+mod chaos;
 mod cluster;
 pub mod common;
 mod events;
@@ -60,6 +61,9 @@ pub enum Scenario {
     /// Replicated main DB on a 3-node raft cluster it starts: key checks on a follower vs embedded, key
     /// creates through a follower, audit rows replicated, leader election after kill -9 (prints text)
     Raft(RaftArgs),
+    /// Inbound stream while owners are killed with SIGKILL and restarted, repeatedly: accepted, delivered,
+    /// lost and duplicated events (prints text)
+    Chaos(chaos::ChaosArgs),
 }
 
 impl Scenario {
@@ -76,6 +80,7 @@ impl Scenario {
             }
             Scenario::Cluster(a) => legacy("cluster", cluster::run(&a.argv())).await,
             Scenario::Raft(a) => legacy("raft", raft::run(&a.argv())).await,
+            Scenario::Chaos(a) => legacy("chaos", chaos::run(a)).await,
         }
     }
 }

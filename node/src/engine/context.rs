@@ -3,21 +3,21 @@
 //! engine behaviour lives here.
 
 use super::Engine;
-use super::event::{EngineEvent, LinkedAccount};
+use super::ack::EventSender;
+use super::event::LinkedAccount;
 use super::op::Capabilities;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
-use tokio::sync::mpsc::UnboundedSender;
 
 /// Everything an engine instance is given. Created by the supervisor per start.
 #[derive(Debug, Clone)]
 pub(crate) struct EngineContext {
     pub session_id: String,
-    /// Unbounded on purpose: engines (the sim above all) emit while holding their own locks and must
-    /// never wait on the supervisor; the supervisor drains its channel in one loop and applies no backpressure.
-    pub events: UnboundedSender<EngineEvent>,
+    /// Events, each with the acknowledgement its traffic is owed (`ack.rs`). Unbounded: engines emit while
+    /// holding their own locks; the supervisor drains its channel in one loop and applies no backpressure.
+    pub events: EventSender,
     /// This session's engine auth directory (keyed by session id).
     pub data_dir: PathBuf,
     pub proxy_url: Option<String>,

@@ -6,6 +6,7 @@
 // The supervisor (a teammate's module) wires these types in; until then most items are unused.
 #![allow(dead_code)]
 
+pub(crate) mod ack;
 mod context;
 mod entities;
 mod error;
@@ -19,6 +20,7 @@ mod support_table_tests;
 mod types;
 pub(crate) mod unavailable;
 
+pub(crate) use ack::{Ack, EventSender, Incoming, event_channel};
 pub(crate) use context::{EngineContext, EngineFactory, EngineKind};
 pub(crate) use entities::*;
 pub(crate) use error::{EngineError, EngineResult};

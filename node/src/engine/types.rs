@@ -266,7 +266,8 @@ pub(crate) struct QuotedRef {
 }
 
 /// A message that reached the session from the network. Created by engines, consumed by the pipeline.
-#[derive(Debug, Clone, PartialEq)]
+/// Serializable: the sim network holds it in this form until the session acknowledges it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct InboundMessage {
     pub id: String,
     pub chat_id: Jid,

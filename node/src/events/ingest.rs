@@ -4,7 +4,8 @@
 
 use super::Pipeline;
 use super::normalise::normalise;
-use crate::engine::EngineEvent;
+use super::pipeline::settle;
+use crate::engine::{Ack, EngineEvent};
 use crate::messaging::Recorder;
 
 #[derive(Clone)]
@@ -18,19 +19,16 @@ impl Ingest {
         Ingest { pipeline, recorder }
     }
 
-    pub(crate) async fn handle(&self, session_id: &str, event: EngineEvent) {
+    /// Persists and publishes `event`; `ack` (the network's acknowledgement of its traffic) is settled once
+    /// the event's transaction committed, or by the failure rule of `pipeline::settle`.
+    pub(crate) async fn handle(&self, session_id: &str, event: EngineEvent, ack: Ack) {
         if Recorder::records(&event) {
-            if let Err(err) = self.recorder.record_event(session_id, &event).await {
-                tracing::error!(session_id, error = %err, "message event could not be persisted");
-            }
-            return;
+            return self.recorder.record_event(session_id, &event, ack).await;
         }
         let Some(event) = normalise(session_id, &event) else {
-            return;
+            return ack.complete();
         };
-        let name = event.name;
-        if let Err(err) = self.pipeline.publish(event).await {
-            tracing::error!(session_id, event = name.as_str(), error = %err, "event could not be persisted");
-        }
+        let result = self.pipeline.publish(event).await;
+        settle(ack, session_id, &result);
     }
 }

@@ -2,6 +2,9 @@
 //! transaction (so the event and whatever it reports commit together); `after_commit` enqueues the
 //! deliveries and publishes to live subscribers. `publish` does both for events with nothing else to persist.
 //! Delivering is the workers' job; a row whose enqueue is lost is found by the outbox reconciler.
+//! `settle` is the one rule for the network's acknowledgement of received traffic (`engine::Ack`): taken once
+//! its event committed, refused (redelivered) when the write failed for a reason that may pass, and taken
+//! anyway (logged, counted) when the event itself cannot be persisted, so one bad event never blocks a stream.
 
 use std::sync::Arc;
 
@@ -14,8 +17,9 @@ use super::Event;
 use super::filter;
 use super::hub::Hub;
 use super::subscriptions::SubscriptionCache;
+use crate::engine::Ack;
 use crate::store::outbox::{self as outbox_store, NewOutboxRow};
-use crate::store::{DataPool, DataTx, StoreResult, now_ms, to_json};
+use crate::store::{DataPool, DataTx, StoreError, StoreResult, now_ms, to_json};
 
 /// Rows written by `publish_in` whose `after_commit` never came (the transaction rolled back) are forgotten
 /// after this long.
@@ -159,6 +163,48 @@ impl Pipeline {
         let cutoff = now_ms() - PENDING_TTL_MS;
         self.pending.retain(|_, (at, _)| *at > cutoff);
         outbox_store::prune_settled(&self.db, now_ms() - keep_settled_ms).await
+    }
+}
+
+/// Counts events acknowledged to the network although they could not be persisted.
+pub(crate) const PERSIST_FAILED_METRIC: &str = "wagate_events_persist_failed_total";
+
+/// Settles the network's acknowledgement of the traffic behind an event once its write is over: completed
+/// after a commit; on a failure that may pass (the database unreachable, busy, shutting down) dropped, so the
+/// network redelivers it; on a failure of the event itself (bad data, a constraint) logged, counted in
+/// `wagate_events_persist_failed_total` and completed, because a redelivery would fail the same way forever.
+pub(crate) fn settle(ack: Ack, session_id: &str, result: &StoreResult<()>) {
+    match result {
+        Ok(()) => ack.complete(),
+        Err(err) if is_permanent(err) => {
+            tracing::error!(session_id, error = %err, "event could not be persisted; acknowledged so it cannot block the stream");
+            metrics::counter!(PERSIST_FAILED_METRIC).increment(1);
+            ack.complete();
+        }
+        Err(err) => {
+            tracing::warn!(session_id, error = %err, redelivered = ack.is_owed(), "event not persisted; left to the network to redeliver");
+            drop(ack);
+        }
+    }
+}
+
+/// Whether a failed write would fail again with the same event (its data), rather than with the moment.
+pub(crate) fn is_permanent(err: &StoreError) -> bool {
+    match err {
+        StoreError::NotFound | StoreError::Conflict { .. } | StoreError::Corrupt(_) => true,
+        StoreError::StaleLease => false,
+        StoreError::Db(sqlx::Error::Database(db)) => {
+            !matches!(db.kind(), sqlx::error::ErrorKind::Other)
+        }
+        StoreError::Db(
+            sqlx::Error::ColumnDecode { .. }
+            | sqlx::Error::Decode(_)
+            | sqlx::Error::Encode(_)
+            | sqlx::Error::TypeNotFound { .. }
+            | sqlx::Error::ColumnNotFound(_)
+            | sqlx::Error::ColumnIndexOutOfBounds { .. },
+        ) => true,
+        StoreError::Db(_) => false,
     }
 }
 

@@ -131,7 +131,7 @@ async fn sim_inbound(
         net.pull_message(quoted).await;
     }
     Ok(Json(SimMessageId {
-        message_id: net.inbound(&id.0, spec)?,
+        message_id: net.inbound_anywhere(&id.0, spec).await?,
     }))
 }
 

@@ -5,13 +5,16 @@
 //! outbox rows, as before), commits, and only then answers each caller. Within the transaction the inserts go
 //! in a few multi-row statements and the status moves in one (see `apply_all` for when that equals applying
 //! them one by one), because each statement is a round trip to the connection. Engine events do not wait for their
-//! commit (their session loop moves on, so many events share a transaction); sends do. A batch that fails is
+//! commit (their session loop moves on, so many events share a transaction); sends do. An engine event's
+//! acknowledgement to the network (`engine::Ack`) rides with its write and is settled here after the commit
+//! (`events::pipeline::settle`), so nothing is acknowledged that is not stored. A batch that fails is
 //! retried write by write, so one bad write fails alone. Input: [`Write`]s from the `Recorder`; it owns no SQL of its own.
 
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
-use crate::engine::AckStatus;
+use crate::engine::{Ack, AckStatus};
+use crate::events::pipeline::settle;
 use crate::events::{Event, Pipeline};
 use std::collections::HashMap;
 
@@ -54,8 +57,10 @@ const QUEUE_DEPTH: usize = 8192;
 
 struct Waiting {
     write: Write,
-    /// `None`: nobody waits for the outcome (an engine event); a failure is logged here.
+    /// `None`: nobody waits for the outcome (an engine event); the outcome settles `ack` here.
     done: Option<oneshot::Sender<StoreResult<()>>>,
+    /// The network's acknowledgement of the traffic behind an engine event (`Ack::none()` for sends).
+    ack: Ack,
 }
 
 impl Waiting {
@@ -65,10 +70,12 @@ impl Waiting {
                 let _ = done.send(result);
             }
             None => {
-                if let Err(err) = result {
-                    let session_id = self.write.event.as_ref().map(|e| e.session_id.as_str());
-                    tracing::error!(session_id, error = %err, "message event could not be persisted");
-                }
+                let session_id = self
+                    .write
+                    .event
+                    .as_ref()
+                    .map_or("", |e| e.session_id.as_str());
+                settle(self.ack, session_id, &result);
             }
         }
     }
@@ -79,8 +86,9 @@ pub(crate) struct GroupCommit {
     writes: mpsc::Sender<Waiting>,
 }
 
+/// The writer is gone (shutdown): a failure that passes, so an engine event's traffic is redelivered.
 fn stopped() -> StoreError {
-    StoreError::Corrupt("the message writer has stopped".into())
+    StoreError::Db(sqlx::Error::PoolClosed)
 }
 
 impl GroupCommit {
@@ -97,6 +105,7 @@ impl GroupCommit {
         let waiting = Waiting {
             write,
             done: Some(done),
+            ack: Ack::none(),
         };
         self.writes.send(waiting).await.map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
@@ -104,9 +113,14 @@ impl GroupCommit {
 
     /// Queues `write` behind every earlier one (so a session's events keep their order) without waiting for
     /// its commit: an engine event's session loop goes on to its next event, and the writes of many events
-    /// share a transaction. Waits only while the queue is full.
-    pub(crate) async fn submit(&self, write: Write) -> StoreResult<()> {
-        let waiting = Waiting { write, done: None };
+    /// share a transaction. Waits only while the queue is full. `ack` is settled after the commit; it is
+    /// dropped (the traffic redelivered) when the writer has stopped.
+    pub(crate) async fn submit(&self, write: Write, ack: Ack) -> StoreResult<()> {
+        let waiting = Waiting {
+            write,
+            done: None,
+            ack,
+        };
         self.writes.send(waiting).await.map_err(|_| stopped())
     }
 }

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::commit::{Change, GroupCommit, Write};
-use crate::engine::{AckStatus, EngineEvent, HistoryBatch, InboundMessage, PollVote};
+use crate::engine::{Ack, AckStatus, EngineEvent, HistoryBatch, InboundMessage, PollVote};
 use crate::events::normalise::{INLINE_MEDIA_MAX_BYTES, normalise};
+use crate::events::pipeline::{PERSIST_FAILED_METRIC, settle};
 use crate::events::{Event, Pipeline};
 use crate::media::{MediaStore, StoredMedia};
 use crate::store::chat_states::{self, ChatFacts};
@@ -95,24 +96,28 @@ impl Recorder {
 
     /// Persists a message-related engine event and publishes it, in one transaction (shared with whatever
     /// other writes are waiting: see `commit.rs`). Returns once the write is queued behind the session's
-    /// earlier ones; a failure to persist is logged by the writer.
-    pub(crate) async fn record_event(
-        &self,
-        session_id: &str,
-        event: &EngineEvent,
-    ) -> StoreResult<()> {
+    /// earlier ones; `ack` (the network's acknowledgement of the traffic) is settled after the commit by the
+    /// writer, or here when the event fails before it reaches the writer (`events::pipeline::settle`).
+    pub(crate) async fn record_event(&self, session_id: &str, event: &EngineEvent, ack: Ack) {
         match event {
-            EngineEvent::History(batch) => return self.record_history(session_id, batch).await,
-            EngineEvent::PollVote(vote) => return self.record_poll_vote(session_id, vote).await,
+            EngineEvent::History(batch) => {
+                return self.record_history(session_id, batch, ack).await;
+            }
+            EngineEvent::PollVote(vote) => {
+                let result = self.record_poll_vote(session_id, vote).await;
+                return settle(ack, session_id, &result);
+            }
             _ => {}
         }
         let Some(normalised) = normalise(session_id, event) else {
-            return Ok(());
+            // Nothing of it is kept: there is nothing to lose either.
+            return ack.complete();
         };
         let change = match event {
-            EngineEvent::Message(msg) => {
-                Change::Insert(Box::new(self.inbound_row(session_id, msg).await?))
-            }
+            EngineEvent::Message(msg) => match self.inbound_row(session_id, msg).await {
+                Ok(row) => Change::Insert(Box::new(row)),
+                Err(err) => return settle(ack, session_id, &Err(err)),
+            },
             EngineEvent::Ack {
                 message_id, status, ..
             } => Change::Status {
@@ -144,14 +149,18 @@ impl Recorder {
                 sender_id.to_string(),
                 reaction,
             )),
-            _ => return self.pipeline.publish(normalised).await,
+            _ => {
+                let result = self.pipeline.publish(normalised).await;
+                return settle(ack, session_id, &result);
+            }
         };
-        self.writer
-            .submit(Write {
-                change,
-                event: Some(normalised),
-            })
-            .await
+        let write = Write {
+            change,
+            event: Some(normalised),
+        };
+        if let Err(err) = self.writer.submit(write, ack).await {
+            tracing::warn!(session_id, error = %err, "message event not queued; left to the network to redeliver");
+        }
     }
 
     /// Records a message this service sent and publishes `message.sent`.
@@ -186,19 +195,49 @@ impl Recorder {
             .await
     }
 
-    /// Stores a history chunk: its messages once per network id (no events: the spec's `message.received`
-    /// is for inbound traffic, not for the archive a newly linked device is handed), then what it says
-    /// about chats and push names.
-    async fn record_history(&self, session_id: &str, batch: &HistoryBatch) -> StoreResult<()> {
-        for (msg, status) in &batch.messages {
-            let row = message_row(session_id, msg, None, *status)?;
-            self.writer
-                .submit(Write {
-                    change: Change::Insert(Box::new(row)),
-                    event: None,
-                })
-                .await?;
+    /// Stores a history chunk: what it says about chats and push names, then its messages once per network
+    /// id (no events: the spec's `message.received` is for inbound traffic, not for the archive a newly
+    /// linked device is handed). `ack` rides with the last message write, so it is settled after that commit.
+    async fn record_history(&self, session_id: &str, batch: &HistoryBatch, ack: Ack) {
+        if let Err(err) = self.record_history_facts(session_id, batch).await {
+            return settle(ack, session_id, &Err(err));
         }
+        let mut ack = Some(ack);
+        let last = batch.messages.len().saturating_sub(1);
+        for (i, (msg, status)) in batch.messages.iter().enumerate() {
+            let row = match message_row(session_id, msg, None, *status) {
+                Ok(row) => row,
+                Err(err) => {
+                    // One unreadable message must not hold back the chunk's others.
+                    tracing::warn!(session_id, error = %err, "history message not stored");
+                    metrics::counter!(PERSIST_FAILED_METRIC).increment(1);
+                    continue;
+                }
+            };
+            let write = Write {
+                change: Change::Insert(Box::new(row)),
+                event: None,
+            };
+            let carried = if i == last { ack.take() } else { None };
+            if let Err(err) = self
+                .writer
+                .submit(write, carried.unwrap_or_else(Ack::none))
+                .await
+            {
+                tracing::warn!(session_id, error = %err, "history not queued; left to the network to redeliver");
+                return;
+            }
+        }
+        if let Some(ack) = ack {
+            ack.complete();
+        }
+    }
+
+    async fn record_history_facts(
+        &self,
+        session_id: &str,
+        batch: &HistoryBatch,
+    ) -> StoreResult<()> {
         let db = &self.db;
         let chats: Vec<ChatFacts> = batch
             .chats

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex as SyncMutex;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::{Mutex, MutexGuard, Notify, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -19,7 +19,9 @@ use super::error::{SessionError, SessionResult};
 use super::run_state::RunState;
 use super::state::{Context, Effect, Trigger, transition};
 use crate::cluster::lease::Lease;
-use crate::engine::{Engine, EngineContext, EngineError, EngineEvent, LinkedAccount};
+use crate::engine::{
+    Engine, EngineContext, EngineError, EventSender, Incoming, LinkedAccount, event_channel,
+};
 use crate::store::{StoreError, sessions as session_store};
 
 pub(crate) struct Runtime {
@@ -32,7 +34,7 @@ pub(crate) struct Runtime {
     status: watch::Sender<SessionStatus>,
     /// Wakes the loop when the reconnect deadline changes.
     wake: Notify,
-    events_tx: UnboundedSender<EngineEvent>,
+    events_tx: EventSender,
     cancel: CancellationToken,
     is_stale: AtomicBool,
 }
@@ -46,7 +48,7 @@ impl Runtime {
         id: String,
         lease: Lease,
     ) -> Arc<Runtime> {
-        let (events_tx, events_rx) = unbounded_channel();
+        let (events_tx, events_rx) = event_channel();
         let (status, _) = watch::channel(state.status);
         let runtime = Arc::new(Runtime {
             cancel: deps.shutdown.child_token(),
@@ -251,7 +253,7 @@ impl Runtime {
     }
 
     /// The session's loop: engine events and reconnect timers, one at a time.
-    async fn run(self: Arc<Self>, mut events: UnboundedReceiver<EngineEvent>) {
+    async fn run(self: Arc<Self>, mut events: UnboundedReceiver<Incoming>) {
         loop {
             let deadline = self.state.lock().await.reconnect_at;
             tokio::select! {
@@ -277,15 +279,20 @@ impl Runtime {
         }
     }
 
-    async fn on_event(&self, event: EngineEvent) {
+    /// One engine event. Received traffic's acknowledgement goes with it to the write path, which settles it
+    /// after the commit; a stale runtime drops it unsettled, so the network redelivers to the lease's holder.
+    async fn on_event(&self, incoming: Incoming) {
+        let Incoming { event, ack } = incoming;
         if self.is_stale.load(Ordering::SeqCst) {
+            drop(ack);
             return;
         }
         if !effects::is_lifecycle(&event) {
             super::event_hooks::before_ingest(self, &event).await;
-            self.deps.ingest.handle(&self.id, event).await;
+            self.deps.ingest.handle(&self.id, event, ack).await;
             return;
         }
+        ack.complete();
         let mut st = self.state.lock().await;
         if let Some(trigger) = effects::prepare(self, &mut st, event).await {
             self.drive_logged(&mut st, trigger).await;

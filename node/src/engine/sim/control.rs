@@ -3,7 +3,7 @@
 //! a real network would. Group events and calls live here too; nothing here is reachable by an engine.
 
 use super::network::{Link, NetState, OutboxEntry, SimNetwork, StoredMessage, now};
-use super::peers::Record;
+use super::peers::{Op, Record, Traffic};
 use crate::engine::{
     AckStatus, CallEvent, CallPhase, EngineError, EngineEvent, EngineResult, LinkedAccount,
     MessageType, QuotedRef, ReceivedMedia,
@@ -146,18 +146,70 @@ impl SimNetwork {
     pub(crate) fn inbound(&self, session: &str, spec: InboundSpec) -> EngineResult<String> {
         let mut state = self.lock();
         let me = linked_phone(&state, session)?;
-        let quoted = resolve_quote(&state, spec.quoted_id.as_deref())?;
+        let msg = self.inbound_record(&mut state, &me, spec)?;
+        let id = msg.id.clone();
+        state.touch_chat(&me, &msg.chat_for(&me), &msg, true);
+        state.deliver(session, EngineEvent::Message(Box::new(msg.to_inbound(&me))));
+        // A session taken over can still quote it, and `mark-read` there finds it.
+        state.share(Record::Message, &id, &msg);
+        state.messages.insert(id.clone(), msg);
+        Ok(id)
+    }
+
+    /// `inbound` for any linked session, as the real network takes a message for a linked device whether
+    /// or not it is connected: a session this process knows goes through `inbound`; in a cluster any other
+    /// session linked to a phone (served by another node, or by none right now) gets the message in its
+    /// shared inbox, held there for whichever node serves it next. Answers once the message reached Redis
+    /// (held or in the inbox), so a node that dies after answering loses nothing.
+    pub(crate) async fn inbound_anywhere(
+        &self,
+        session: &str,
+        spec: InboundSpec,
+    ) -> EngineResult<String> {
+        let is_known_here = linked_phone(&self.lock(), session).is_ok();
+        let Some(peers) = self.peers().filter(|_| !is_known_here).cloned() else {
+            let id = self.inbound(session, spec)?;
+            self.flush_peers().await;
+            return Ok(id);
+        };
+        let phone = peers
+            .phone_of(session)
+            .await
+            .map_err(|e| EngineError::Network(e.to_string()))?
+            .ok_or_else(|| EngineError::NotFound(no_session(session)))?;
+        let id = {
+            let mut state = self.lock();
+            let msg = self.inbound_record(&mut state, &phone, spec)?;
+            let id = msg.id.clone();
+            state.emit(Op::ToSession {
+                session: session.to_string(),
+                traffic: Box::new(Traffic::Message {
+                    msg: Box::new(msg.clone()),
+                }),
+            });
+            state.share(Record::Message, &id, &msg);
+            state.messages.insert(id.clone(), msg);
+            id
+        };
+        self.flush_peers().await;
+        Ok(id)
+    }
+
+    /// The network's record of a message from `spec.from` to `me` (or the group), with a fresh id.
+    fn inbound_record(
+        &self,
+        state: &mut NetState,
+        me: &Jid,
+        spec: InboundSpec,
+    ) -> EngineResult<StoredMessage> {
+        let quoted = resolve_quote(state, spec.quoted_id.as_deref())?;
         let chat = spec.chat_id.clone().unwrap_or_else(|| spec.from.clone());
         state.register(&spec.from);
-        let id = self.next_id(&mut state);
+        let id = self.next_id(state);
         let msg = StoredMessage {
-            id: id.clone(),
+            id,
             from: spec.from.clone(),
-            to: if chat.is_group() {
-                chat.clone()
-            } else {
-                me.clone()
-            },
+            to: if chat.is_group() { chat } else { me.clone() },
             kind: spec.kind,
             body: spec.body.unwrap_or_default(),
             timestamp: now(),
@@ -170,13 +222,8 @@ impl SimNetwork {
             revoked: false,
             pinned: false,
         };
-        state.note_exchange(&me, &spec.from);
-        state.touch_chat(&me, &msg.chat_for(&me), &msg, true);
-        state.deliver(session, EngineEvent::Message(Box::new(msg.to_inbound(&me))));
-        // A session taken over can still quote it, and `mark-read` there finds it.
-        state.share(Record::Message, &id, &msg);
-        state.messages.insert(id.clone(), msg);
-        Ok(id)
+        state.note_exchange(me, &spec.from);
+        Ok(msg)
     }
 
     /// The other side moves a message `session` sent to `status`.

@@ -3,9 +3,9 @@
 //! (scan, drop, unlink) is in `control.rs`. Reconnect policy is not decided here: that is the supervisor's.
 
 use super::network::{Link, NetState, SimNetwork};
+use crate::engine::EventSender;
 use crate::engine::qr::qr_data_url;
 use crate::engine::{EngineError, EngineEvent, EngineResult, LinkedAccount};
-use tokio::sync::mpsc::UnboundedSender;
 use wagate_proto::Jid;
 
 /// Alphabet of pairing codes: no 0/O or 1/I look-alikes.
@@ -18,7 +18,7 @@ impl SimNetwork {
     pub(crate) fn start_device(
         &self,
         session: &str,
-        events: UnboundedSender<EngineEvent>,
+        events: EventSender,
         linked: Option<&LinkedAccount>,
     ) -> EngineResult<()> {
         let mut state = self.lock();
@@ -134,10 +134,10 @@ impl SimNetwork {
             device.pairing_phone = None;
             device.link = Link::Offline;
             device.events = None;
-            device.pending.clear();
             if let Some(credentials) = credentials {
                 state.revoked.insert(credentials);
             }
+            state.forget_held(session);
             state.went_offline(session, phone, true);
         }
     }
@@ -147,7 +147,7 @@ impl SimNetwork {
 fn reconnect(
     state: &mut NetState,
     session: &str,
-    events: UnboundedSender<EngineEvent>,
+    events: EventSender,
     account: LinkedAccount,
 ) -> EngineResult<()> {
     if state.revoked.contains(&account.credentials) {

@@ -12,6 +12,8 @@ pub(crate) mod control;
 mod extras;
 mod group_admin;
 mod groups;
+/// Traffic kept for a device until it acknowledges it.
+pub(crate) mod held;
 mod lifecycle;
 mod messaging;
 /// `SimNetwork`, `SimConfig` and `OutboxEntry`.
@@ -25,6 +27,8 @@ mod shared;
 mod tests;
 #[cfg(test)]
 mod tests_cluster;
+#[cfg(test)]
+mod tests_held;
 
 pub(crate) use network::SimNetwork;
 

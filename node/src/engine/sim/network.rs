@@ -10,10 +10,13 @@ use crate::engine::{
 use parking_lot::{Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, OnceLock};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedSender;
 use wagate_proto::Jid;
+
+use super::held::{Held, Journal};
+use crate::engine::EventSender;
 
 use super::peers::{ConnectedDevice, Op, OpSender, PeerResult, Peers, Traffic};
 
@@ -32,6 +35,9 @@ pub(crate) struct SimConfig {
     pub ack_delay: Duration,
     /// Prefix of every id the network hands out; ids are this prefix plus a counter.
     pub id_prefix: String,
+    /// Where an embedded network keeps the traffic its devices have not acknowledged yet (`held.rs`), so a
+    /// restarted node gets it again; `None` keeps it in memory only (tests, and a cluster, which uses Redis).
+    pub journal_dir: Option<PathBuf>,
 }
 
 impl Default for SimConfig {
@@ -41,6 +47,7 @@ impl Default for SimConfig {
             link_delay: Duration::from_millis(100),
             ack_delay: Duration::from_millis(100),
             id_prefix: "3EB0SIM".to_string(),
+            journal_dir: None,
         }
     }
 }
@@ -52,7 +59,7 @@ pub(crate) struct SimNetwork {
     inner: Arc<Inner>,
 }
 
-struct Inner {
+pub(super) struct Inner {
     config: SimConfig,
     /// A plain (non-async) mutex: no `.await` ever happens while it is held, and every critical section
     /// is a few map operations, so contention stays short even with many sessions.
@@ -77,9 +84,14 @@ pub(super) struct Device {
     pub phone: Option<Jid>,
     pub credentials: Option<String>,
     pub link: Link,
-    pub events: Option<UnboundedSender<EngineEvent>>,
-    /// Network traffic that arrived while the device was linked but offline; flushed on reconnect.
-    pub pending: Vec<EngineEvent>,
+    pub events: Option<EventSender>,
+    /// Traffic for the device not handed to it yet (it was offline, or refused it); handed over when it
+    /// connects, or again shortly after a refusal (`held.rs`).
+    pub pending: Vec<Held>,
+    /// Traffic handed to the device and not acknowledged yet, by held id.
+    pub in_flight: HashMap<String, Held>,
+    /// A redelivery of refused traffic is scheduled.
+    pub redelivery_due: bool,
     pub outbox: Vec<OutboxEntry>,
     pub failing_starts: u32,
     /// Bumped on every start so a stale QR rotation task stops.
@@ -214,6 +226,16 @@ pub(super) struct NetState {
     fence: Option<Arc<dyn Peers>>,
     /// Cluster mode: digits unique to this process in group/channel ids and invite codes (`shared.rs`).
     pub(super) salt: Option<String>,
+    /// The network itself, for the acknowledgements of held traffic (`held.rs`).
+    pub(super) me: Weak<Inner>,
+    /// Embedded mode: held traffic on disk (`held.rs`).
+    pub(super) journal: Option<Journal>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Journal")
+    }
 }
 
 impl NetState {
@@ -269,34 +291,27 @@ impl NetState {
         }
     }
 
-    /// Delivers network traffic: now when online, later when linked but offline, never when unlinked. In a
-    /// cluster, traffic for a device this process does not serve (offline here, or its lease lapsed) goes
-    /// to the session's shared inbox instead, for whichever node holds its lease.
+    /// Delivers network traffic: now when online, later when linked but offline, never when unlinked; the
+    /// network holds it until the device acknowledges it (`held.rs`). In a cluster, traffic for a device
+    /// this process does not serve (offline here, or its lease lapsed) goes to the session's shared inbox
+    /// instead, for whichever node holds its lease.
     pub(super) fn deliver(&mut self, session: &str, event: EngineEvent) {
         let is_linked = self.devices.get(session).is_some_and(|d| d.phone.is_some());
         if !is_linked || self.rerouted(session, &event) {
             return;
         }
-        let Some(device) = self.devices.get_mut(session) else {
-            return;
-        };
-        match (&device.link, &device.events) {
-            (Link::Online, Some(tx)) => {
-                if let Err(unsent) = tx.send(event) {
-                    device.pending.push(unsent.0);
-                }
-            }
-            _ => device.pending.push(event),
-        }
+        let id = self.held_id();
+        self.store_held(session, &id, &event);
+        self.hand_over(session, Held { id, event });
     }
 
     /// Sends `event` to `session`'s shared inbox when this process does not serve the session (cluster
-    /// mode); answers whether it did. A message event has no crossing form of its own and stays here.
+    /// mode); answers whether it did.
     fn rerouted(&self, session: &str, event: &EngineEvent) -> bool {
         if !self.is_clustered() || self.serves(session) {
             return false;
         }
-        let Some(traffic) = Traffic::from_event(event) else {
+        let Some(traffic) = Traffic::held_form(event) else {
             return false;
         };
         self.emit(Op::ToSession {
@@ -397,14 +412,21 @@ impl NetState {
         }
     }
 
-    /// Marks the device online and hands it what queued up while it was away.
+    /// Marks the device online and hands it what queued up while it was away. In a cluster what waited
+    /// here is in Redis too (held or in the inbox), and the drain that follows `Online` hands it over, with
+    /// whatever another node held for the session before it died.
     pub(super) fn go_online(&mut self, session: &str) {
+        let is_clustered = self.is_clustered();
         let Some(device) = self.devices.get_mut(session) else {
             return;
         };
         device.link = Link::Online;
         device.connected_at = chrono::Utc::now().timestamp_millis();
-        let pending = std::mem::take(&mut device.pending);
+        let mut pending = std::mem::take(&mut device.pending);
+        if is_clustered {
+            pending.clear();
+        }
+        pending.sort_by(|a, b| a.id.cmp(&b.id));
         let phone = device.phone.clone();
         // A new connection follows nobody yet (a crashed node never ended the last one's subscriptions).
         self.end_subscriptions(session);
@@ -415,13 +437,23 @@ impl NetState {
                 phone,
             });
         }
-        for event in pending {
-            self.deliver(session, event);
+        for held in pending {
+            self.hand_over(session, held);
         }
     }
 
-    /// Applies one item of a peer's traffic to `session` (online here, linked to `phone`).
-    fn apply_remote(&mut self, session: &str, phone: &Jid, item: Traffic) {
+    /// Applies one item of a peer's traffic to `session` (online here, linked to `phone`), held under `id`
+    /// (moved to the session's held traffic in Redis as the inbox was taken).
+    fn apply_remote(&mut self, session: &str, phone: &Jid, id: String, item: Traffic) {
+        let deliver = |state: &mut NetState, event: EngineEvent| {
+            state.hand_over(
+                session,
+                Held {
+                    id: id.clone(),
+                    event,
+                },
+            );
+        };
         match item {
             Traffic::Message { msg } => {
                 let msg = *msg;
@@ -432,7 +464,7 @@ impl NetState {
                 self.touch_chat(phone, &msg.chat_for(phone), &msg, true);
                 let event = EngineEvent::Message(Box::new(msg.to_inbound(phone)));
                 self.messages.entry(msg.id.clone()).or_insert(msg);
-                self.deliver(session, event);
+                deliver(self, event);
             }
             other => {
                 match &other {
@@ -460,7 +492,7 @@ impl NetState {
                     _ => {}
                 }
                 if let Some(event) = other.into_event() {
-                    self.deliver(session, event);
+                    deliver(self, event);
                 }
             }
         }
@@ -507,18 +539,36 @@ impl NetState {
 }
 
 impl SimNetwork {
+    /// A network; with `config.journal_dir`, the traffic held there by an earlier process is held again.
     pub(crate) fn new(config: SimConfig) -> Self {
-        let state = NetState {
-            catalog: super::extras::default_catalog(),
-            ..NetState::default()
-        };
-        Self {
-            inner: Arc::new(Inner {
+        let journal = config.journal_dir.as_deref().and_then(|dir| match Journal::open(dir) {
+            Ok(opened) => Some(opened),
+            Err(error) => {
+                tracing::error!(%error, dir = %dir.display(), "sim journal unavailable; held traffic kept in memory only");
+                None
+            }
+        });
+        let inner = Arc::new_cyclic(|me| {
+            let mut state = NetState {
+                catalog: super::extras::default_catalog(),
+                me: me.clone(),
+                ..NetState::default()
+            };
+            if let Some((journal, replayed)) = journal {
+                state.journal = Some(journal);
+                state.restore_held(replayed);
+            }
+            Inner {
                 config,
                 state: Mutex::new(state),
                 peers: OnceLock::new(),
-            }),
-        }
+            }
+        });
+        Self { inner }
+    }
+
+    pub(super) fn upgrade(me: &Weak<Inner>) -> Option<SimNetwork> {
+        me.upgrade().map(|inner| SimNetwork { inner })
     }
 
     /// Makes this network part of a cluster-wide one (`peers::attach` calls it once).
@@ -566,25 +616,40 @@ impl SimNetwork {
         self.lock().is_online(session)
     }
 
-    /// Applies traffic a peer left in `session`'s inbox, in order. Whatever arrives after the device went
-    /// offline is handed back (to stay in the inbox for wherever the session connects next).
-    pub(super) fn accept_remote(&self, session: &str, traffic: Vec<Traffic>) -> Vec<Traffic> {
+    /// Hands `session`'s device what was taken from its inbox (`taken.fresh`, applied in order) after what
+    /// was held for it and not acknowledged (`taken.held`: at a connection; what is already in flight or
+    /// waiting here is left to this process's own acknowledgements). If the device is no longer served here
+    /// (a lease that lapsed since the take), the rest stays held in Redis for the successor's connection.
+    pub(super) fn accept_remote(&self, session: &str, taken: super::peers::Taken) {
         let mut state = self.lock();
-        let mut left = Vec::new();
-        for item in traffic {
+        let mut held = taken.held;
+        held.sort_by(|a, b| a.0.cmp(&b.0));
+        for (id, item) in held {
+            let known = state.devices.get(session).is_some_and(|d| {
+                d.in_flight.contains_key(&id) || d.pending.iter().any(|h| h.id == id)
+            });
             let phone = match state.devices.get(session) {
-                // A lease that lapsed since the inbox was taken: the rest goes back for the successor.
                 Some(Device {
                     phone: Some(phone), ..
-                }) if left.is_empty() && state.serves(session) => phone.clone(),
-                _ => {
-                    left.push(item);
-                    continue;
-                }
+                }) if state.serves(session) => phone.clone(),
+                _ => return,
             };
-            state.apply_remote(session, &phone, item);
+            if known {
+                continue;
+            }
+            if let Some(event) = item.into_redelivered(&phone) {
+                state.hand_over(session, Held { id, event });
+            }
         }
-        left
+        for (id, item) in taken.fresh {
+            let phone = match state.devices.get(session) {
+                Some(Device {
+                    phone: Some(phone), ..
+                }) if state.serves(session) => phone.clone(),
+                _ => return,
+            };
+            state.apply_remote(session, &phone, id, item);
+        }
     }
 
     /// Whether `phone` exists here or anywhere on a cluster-wide network.

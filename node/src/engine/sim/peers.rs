@@ -13,6 +13,9 @@
 //! - per-account state (chats, labels, stars, saved names, profile; `accounts.rs`): written through field by
 //!   field by the node serving the account, read back when a session of the account starts on a node.
 //!
+//! - held traffic: what a device was handed and has not acknowledged (`held.rs`) is kept per session until
+//!   it is, and handed over again when the device connects, on whichever node.
+//!
 //! Writes are queued from inside the network's (synchronous) lock as `Op`s and applied in order by one
 //! task per process (`run`), so a message always reaches the other side before its acks.
 
@@ -24,7 +27,9 @@ use tokio::sync::{mpsc, oneshot};
 use wagate_proto::Jid;
 
 use super::network::{SimNetwork, StoredMessage};
-use crate::engine::{AckStatus, CallEvent, EngineEvent, GroupEvent, PresenceEntry, StatusUpdate};
+use crate::engine::{
+    AckStatus, CallEvent, EngineEvent, GroupEvent, InboundMessage, PresenceEntry, StatusUpdate,
+};
 
 /// What crosses between processes for one recipient session.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,6 +39,11 @@ pub(crate) enum Traffic {
     /// Boxed: a message with its media reference is much larger than the other kinds of traffic.
     Message {
         msg: Box<StoredMessage>,
+    },
+    /// A message as one recipient session sees it: the held form of a message handed to a device
+    /// (`held.rs`), redelivered as it was.
+    Inbound {
+        msg: Box<InboundMessage>,
     },
     Ack {
         message_id: String,
@@ -146,10 +156,36 @@ impl Traffic {
         })
     }
 
-    /// The engine event of anything but a message (messages are viewed per recipient by the network).
+    /// The form in which the network holds `event` for a device until it is acknowledged: every piece of
+    /// traffic, messages included (as the recipient sees them); `None` for lifecycle events.
+    pub(crate) fn held_form(event: &EngineEvent) -> Option<Traffic> {
+        match event {
+            EngineEvent::Message(msg) => Some(Traffic::Inbound { msg: msg.clone() }),
+            other => Traffic::from_event(other),
+        }
+    }
+
+    /// The event held traffic is handed over as again (`viewer`: the recipient session's phone).
+    pub(crate) fn into_redelivered(self, viewer: &Jid) -> Option<EngineEvent> {
+        match self {
+            Traffic::Message { msg } => {
+                Some(EngineEvent::Message(Box::new(msg.to_inbound(viewer))))
+            }
+            other => other.into_event(),
+        }
+    }
+
+    /// The engine event of held traffic (`held.rs` replay).
+    pub(crate) fn into_held_event(self) -> Option<EngineEvent> {
+        self.into_event()
+    }
+
+    /// The engine event of anything but a stored message record (those are viewed per recipient by the
+    /// network).
     pub(crate) fn into_event(self) -> Option<EngineEvent> {
         Some(match self {
             Traffic::Message { .. } => return None,
+            Traffic::Inbound { msg } => EngineEvent::Message(msg),
             Traffic::Ack {
                 message_id,
                 chat_id,
@@ -305,6 +341,19 @@ pub(crate) enum Op {
         phone: Jid,
         unlinked: bool,
     },
+    /// `traffic` handed to `session`'s device here under held id `id`, kept until acknowledged.
+    Hold {
+        session: String,
+        id: String,
+        traffic: Box<Traffic>,
+    },
+    /// The device acknowledged held traffic `id`.
+    Release {
+        session: String,
+        id: String,
+    },
+    /// `session` was unlinked: nothing is held for it any more.
+    ForgetHeld(String),
     /// Traffic may wait in `session`'s inbox (a peer's wake, or the device just came online).
     Drain(String),
     /// Answers once every earlier op is applied (a stop waits for its `Offline`).
@@ -331,17 +380,27 @@ pub(crate) struct PeerError(pub String);
 
 pub(crate) type PeerResult<T> = Result<T, PeerError>;
 
+/// What a session's node takes from Redis: `fresh` traffic from its inbox (now held under the ids given) and,
+/// when its device just connected, everything `held` for it and not acknowledged, by held id.
+#[derive(Debug, Default)]
+pub(crate) struct Taken {
+    pub held: Vec<(String, Traffic)>,
+    pub fresh: Vec<(String, Traffic)>,
+}
+
 /// The rest of the network outside this process.
 #[async_trait]
 pub(crate) trait Peers: Send + Sync + 'static {
     /// Applies `ops` (no `Drain`/`Flush`: the runner handles those) in order.
     async fn apply(&self, ops: &[Op]) -> PeerResult<()>;
-    /// Atomically takes everything waiting for `session`, oldest first; `None` (nothing taken) unless this
-    /// process holds the session's lease, so a stalled node that resumed cannot consume what its
-    /// successor is owed in the moment before its heartbeat unloads the session.
-    async fn take_inbox(&self, session: &str) -> PeerResult<Option<Vec<Traffic>>>;
-    /// Puts traffic back at the head of `session`'s inbox (its device left while it was applied).
-    async fn requeue(&self, session: &str, traffic: &[Traffic]) -> PeerResult<()>;
+    /// Atomically takes everything waiting in `session`'s inbox, oldest first, moving it to the session's
+    /// held traffic (kept until the device acknowledges it), plus, with `redeliver` (the device just
+    /// connected), what was held already. `None` (nothing taken) unless this process holds the session's
+    /// lease, so a stalled node that resumed cannot consume what its successor is owed in the moment before
+    /// its heartbeat unloads the session.
+    async fn take_inbox(&self, session: &str, redeliver: bool) -> PeerResult<Option<Taken>>;
+    /// The phone `session` is linked to, wherever it ran last (`None`: never linked, or unlinked).
+    async fn phone_of(&self, session: &str) -> PeerResult<Option<Jid>>;
     /// Whether this process may still hand traffic to `session`'s device itself: it holds the session's
     /// lease and the lease's deadline has not passed. Answered locally (no round trip); a network whose
     /// peers know nothing of leases (tests) always may.
@@ -405,7 +464,7 @@ async fn run(net: SimNetwork, peers: Arc<dyn Peers>, mut rx: mpsc::UnboundedRece
             match op {
                 Op::Drain(session) => {
                     flush_writes(peers.as_ref(), &mut writes).await;
-                    drain(&net, peers.as_ref(), &session).await;
+                    drain(&net, peers.as_ref(), &session, false).await;
                 }
                 Op::Flush(done) => {
                     flush_writes(peers.as_ref(), &mut writes).await;
@@ -417,7 +476,7 @@ async fn run(net: SimNetwork, peers: Arc<dyn Peers>, mut rx: mpsc::UnboundedRece
                         phone,
                     });
                     flush_writes(peers.as_ref(), &mut writes).await;
-                    drain(&net, peers.as_ref(), &session).await;
+                    drain(&net, peers.as_ref(), &session, true).await;
                 }
                 other => writes.push(other),
             }
@@ -437,11 +496,11 @@ async fn flush_writes(peers: &dyn Peers, writes: &mut Vec<Op>) {
     writes.clear();
 }
 
-async fn drain(net: &SimNetwork, peers: &dyn Peers, session: &str) {
+async fn drain(net: &SimNetwork, peers: &dyn Peers, session: &str, redeliver: bool) {
     if !net.is_online(session) {
         return;
     }
-    let traffic = match peers.take_inbox(session).await {
+    let taken = match peers.take_inbox(session, redeliver).await {
         Ok(Some(traffic)) => traffic,
         Ok(None) => {
             tracing::info!(
@@ -455,13 +514,8 @@ async fn drain(net: &SimNetwork, peers: &dyn Peers, session: &str) {
             return;
         }
     };
-    if traffic.is_empty() {
+    if taken.held.is_empty() && taken.fresh.is_empty() {
         return;
     }
-    let left = net.accept_remote(session, traffic);
-    if !left.is_empty()
-        && let Err(error) = peers.requeue(session, &left).await
-    {
-        tracing::warn!(%error, session_id = session, "sim inbox traffic lost");
-    }
+    net.accept_remote(session, taken);
 }

@@ -12,6 +12,9 @@
 //!   day);
 //! - `acct:{phone}` (hash field -> JSON): per-account state (`accounts.rs`);
 //! - `inbox:{session}` (list of JSON `Traffic`): traffic for a session, drained where it is online;
+//! - `held:{session}` (hash held id -> JSON `Traffic`): traffic handed to the session's device and not
+//!   acknowledged yet (`held.rs`), redelivered when the device next connects, on whichever node;
+//! - `phone:{session}`: the phone a session is linked to (so any node accepts traffic for it);
 //! - channel `wake`: a session id whose inbox just got traffic.
 //!
 //! The registry's `{REDIS_KEY_PREFIX}node:{nodeId}` keys (written by `cluster/registry.rs`) say which nodes
@@ -28,7 +31,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use wagate_proto::Jid;
 
-use super::peers::{ConnectedDevice, Op, PeerError, PeerResult, Peers, Record, Traffic};
+use super::peers::{ConnectedDevice, Op, PeerError, PeerResult, Peers, Record, Taken, Traffic};
 use crate::store::now_ms;
 
 /// Pushes the traffic to the inbox of every session linked to the phone but those in ARGV[4..], and wakes
@@ -70,13 +73,24 @@ return 0
 ";
 
 /// Takes a whole inbox atomically, fenced by the lease: only the node named in the session's lease key
-/// (`{nodeId}:{generation}`) takes anything; any other caller gets nil and the inbox stays as it is.
+/// (`{nodeId}:{generation}`) takes anything; any other caller gets nil and the inbox stays as it is. What is
+/// taken moves to the session's held traffic (KEYS[3]) under ids ARGV[2] .. index, kept until acknowledged;
+/// with ARGV[3] = '1' (the device just connected) what was held already comes back too.
 const TAKE: &str = r"
 local lease = redis.call('GET', KEYS[2])
 if not lease or string.match(lease, '^(.*):%-?%d+$') ~= ARGV[1] then return false end
+local held = {}
+if ARGV[3] == '1' then held = redis.call('HGETALL', KEYS[3]) end
 local items = redis.call('LRANGE', KEYS[1], 0, -1)
 redis.call('DEL', KEYS[1])
-return items
+local fresh = {}
+for i, item in ipairs(items) do
+  local id = ARGV[2] .. string.format('%06d', i)
+  redis.call('HSET', KEYS[3], id, item)
+  fresh[#fresh + 1] = id
+  fresh[#fresh + 1] = item
+end
+return {held, fresh}
 ";
 
 /// Ends every presence subscription of a session (KEYS[1] = its `subs:` set; ARGV[1] the `presubs:` key
@@ -107,10 +121,25 @@ pub(crate) struct RedisPeers {
     prefix: String,
     /// The lease check of local deliveries; none (always may) unless set.
     fence: Option<Fence>,
+    /// Makes the held ids of inbox traffic taken by this process unique.
+    takes: std::sync::atomic::AtomicU64,
 }
 
 fn err(e: impl std::fmt::Display) -> PeerError {
     PeerError(e.to_string())
+}
+
+/// `[id, json, id, json, ...]` as `(id, traffic)`; an unreadable item is logged and skipped.
+fn pairs(session: &str, flat: Vec<String>) -> Vec<(String, Traffic)> {
+    flat.chunks_exact(2)
+        .filter_map(|pair| match serde_json::from_str(&pair[1]) {
+            Ok(traffic) => Some((pair[0].clone(), traffic)),
+            Err(error) => {
+                tracing::warn!(%error, session_id = session, "unreadable sim traffic dropped");
+                None
+            }
+        })
+        .collect()
 }
 
 impl RedisPeers {
@@ -126,6 +155,7 @@ impl RedisPeers {
             node_id,
             prefix,
             fence: None,
+            takes: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -259,8 +289,35 @@ impl RedisPeers {
                     .cmd("SADD")
                     .arg(self.key("phones"))
                     .arg(phone.to_string())
+                    .ignore()
+                    .cmd("SET")
+                    .arg(self.key(&format!("phone:{session}")))
+                    .arg(phone.to_string())
                     .ignore();
                 self.drop_subs(pipe, session);
+            }
+            Op::Hold {
+                session,
+                id,
+                traffic,
+            } => {
+                let payload = serde_json::to_string(traffic).map_err(err)?;
+                pipe.cmd("HSET")
+                    .arg(self.key(&format!("held:{session}")))
+                    .arg(id)
+                    .arg(payload)
+                    .ignore();
+            }
+            Op::Release { session, id } => {
+                pipe.cmd("HDEL")
+                    .arg(self.key(&format!("held:{session}")))
+                    .arg(id)
+                    .ignore();
+            }
+            Op::ForgetHeld(session) => {
+                pipe.cmd("DEL")
+                    .arg(self.key(&format!("held:{session}")))
+                    .ignore();
             }
             Op::Offline {
                 session,
@@ -276,6 +333,9 @@ impl RedisPeers {
                     pipe.cmd("HDEL")
                         .arg(self.key(&format!("linked:{phone}")))
                         .arg(session)
+                        .ignore()
+                        .cmd("DEL")
+                        .arg(self.key(&format!("phone:{session}")))
                         .ignore();
                 }
             }
@@ -402,44 +462,42 @@ impl Peers for RedisPeers {
         pipe.query_async::<()>(&mut *conn).await.map_err(err)
     }
 
-    async fn take_inbox(&self, session: &str) -> PeerResult<Option<Vec<Traffic>>> {
+    async fn take_inbox(&self, session: &str, redeliver: bool) -> PeerResult<Option<Taken>> {
+        let take = self
+            .takes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Held ids sort by time across nodes (as `held.rs` ids do): milliseconds, node, take, index.
+        let id_prefix = format!("{:013}{}-{take}-", now_ms(), self.node_id);
         let mut conn = self.pool.get().await.map_err(err)?;
-        let raw: Option<Vec<String>> = redis::cmd("EVAL")
+        let raw: Option<(Vec<String>, Vec<String>)> = redis::cmd("EVAL")
             .arg(TAKE)
-            .arg(2)
+            .arg(3)
             .arg(self.key(&format!("inbox:{session}")))
             .arg(format!("{}lease:{session}", self.prefix))
+            .arg(self.key(&format!("held:{session}")))
             .arg(&self.node_id)
+            .arg(id_prefix)
+            .arg(if redeliver { "1" } else { "0" })
             .query_async(&mut *conn)
             .await
             .map_err(err)?;
-        let Some(raw) = raw else {
+        let Some((held, fresh)) = raw else {
             return Ok(None);
         };
-        Ok(Some(raw
-            .iter()
-            .filter_map(|item| match serde_json::from_str(item) {
-                Ok(traffic) => Some(traffic),
-                Err(error) => {
-                    tracing::warn!(%error, session_id = session, "unreadable sim traffic dropped");
-                    None
-                }
-            })
-            .collect()))
+        Ok(Some(Taken {
+            held: pairs(session, held),
+            fresh: pairs(session, fresh),
+        }))
     }
 
-    async fn requeue(&self, session: &str, traffic: &[Traffic]) -> PeerResult<()> {
-        let mut items = Vec::with_capacity(traffic.len());
-        for item in traffic.iter().rev() {
-            items.push(serde_json::to_string(item).map_err(err)?);
-        }
+    async fn phone_of(&self, session: &str) -> PeerResult<Option<Jid>> {
         let mut conn = self.pool.get().await.map_err(err)?;
-        redis::cmd("LPUSH")
-            .arg(self.key(&format!("inbox:{session}")))
-            .arg(items)
-            .query_async::<()>(&mut *conn)
+        let raw: Option<String> = redis::cmd("GET")
+            .arg(self.key(&format!("phone:{session}")))
+            .query_async(&mut *conn)
             .await
-            .map_err(err)
+            .map_err(err)?;
+        Ok(raw.and_then(|p| Jid::parse(&p).ok()))
     }
 
     fn holds_lease(&self, session: &str) -> bool {

@@ -7,7 +7,7 @@ use super::network::SimConfig;
 use super::*;
 use std::path::PathBuf;
 use std::time::Duration;
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
 pub(super) const A: &str = "491111111111@c.us";
@@ -20,12 +20,12 @@ pub(super) fn jid(raw: &str) -> Jid {
 
 pub(super) struct Handset {
     pub(super) engine: Arc<dyn Engine>,
-    pub(super) rx: UnboundedReceiver<EngineEvent>,
+    pub(super) rx: UnboundedReceiver<Incoming>,
     pub(super) account: Option<LinkedAccount>,
 }
 
 pub(super) fn handset(net: &SimNetwork, session: &str, linked: Option<LinkedAccount>) -> Handset {
-    let (events, rx) = unbounded_channel();
+    let (events, rx) = event_channel();
     let ctx = EngineContext {
         session_id: session.to_string(),
         events,
@@ -41,7 +41,15 @@ pub(super) fn handset(net: &SimNetwork, session: &str, linked: Option<LinkedAcco
 }
 
 impl Handset {
+    /// The next event, acknowledged at once (a supervisor whose commits always succeed).
     pub(super) async fn next(&mut self) -> EngineEvent {
+        let incoming = self.next_unacked().await;
+        incoming.ack.complete();
+        incoming.event
+    }
+
+    /// The next event with its acknowledgement still owed.
+    pub(super) async fn next_unacked(&mut self) -> Incoming {
         let event = tokio::time::timeout(Duration::from_secs(300), self.rx.recv()).await;
         event.expect("an event in time").expect("channel open")
     }
@@ -604,23 +612,33 @@ async fn only_the_lease_holder_takes_a_sessions_inbox() {
     stale.apply(&[online, to_b]).await.expect("apply");
 
     assert!(
-        stale.take_inbox("b").await.expect("take").is_none(),
+        stale.take_inbox("b", false).await.expect("take").is_none(),
         "a lapsed lease: nobody takes"
     );
     hold_leases(&pool, &prefix, &[("b", "n2")]).await;
     assert!(
-        stale.take_inbox("b").await.expect("take").is_none(),
+        stale.take_inbox("b", false).await.expect("take").is_none(),
         "the lease is another node's: the stale owner takes nothing"
     );
     let taken = successor
-        .take_inbox("b")
+        .take_inbox("b", false)
         .await
         .expect("take")
         .expect("the holder takes");
     assert!(
-        matches!(taken.as_slice(), [peers::Traffic::Ack { message_id, .. }] if message_id == "m1"),
+        matches!(taken.fresh.as_slice(), [(_, peers::Traffic::Ack { message_id, .. })] if message_id == "m1"),
         "{taken:?}"
     );
-    let again = successor.take_inbox("b").await.expect("take");
-    assert!(again.is_some_and(|t| t.is_empty()), "taken once");
+    let again = successor.take_inbox("b", false).await.expect("take");
+    assert!(
+        again.is_some_and(|t| t.fresh.is_empty() && t.held.is_empty()),
+        "taken once"
+    );
+    // Taken is not forgotten: it is held until acknowledged, and a connection gets it again.
+    let reconnect = successor
+        .take_inbox("b", true)
+        .await
+        .expect("take")
+        .expect("the holder takes");
+    assert_eq!(reconnect.held.len(), 1, "{reconnect:?}");
 }

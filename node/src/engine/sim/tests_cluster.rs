@@ -206,12 +206,12 @@ async fn a_node_past_a_sessions_lease_hands_its_traffic_to_the_inbox() {
     );
     let taken = r
         .peers("n2")
-        .take_inbox("b")
+        .take_inbox("b", false)
         .await
         .expect("take")
         .expect("the successor takes b's inbox");
     assert!(
-        matches!(taken.as_slice(), [Traffic::Message { msg }] if msg.id == sent.id && msg.body == "fenced"),
+        matches!(taken.fresh.as_slice(), [(_, Traffic::Message { msg })] if msg.id == sent.id && msg.body == "fenced"),
         "{taken:?}"
     );
     // a still holds its own lease: its acks arrive here.

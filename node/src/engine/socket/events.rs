@@ -70,6 +70,8 @@ impl Mapper {
         }
         let mut items = match event.as_ref() {
             Event::HistorySync(_) => vec![Work::History(event.clone())],
+            // Committed through the durability hook (`gate.rs`) before the library acknowledged them.
+            Event::Messages(batch) if batch.hook_committed => Vec::new(),
             other => map_work(other),
         };
         items.extend(push_names(event));
@@ -100,6 +102,12 @@ pub(super) enum Work {
     PushName {
         jid: Jid,
         name: String,
+    },
+    /// Messages the library holds unacknowledged until we committed them (`gate.rs`): `done` answers
+    /// whether every event they became was committed.
+    Gated {
+        items: Vec<Work>,
+        done: tokio::sync::oneshot::Sender<bool>,
     },
 }
 
@@ -163,7 +171,7 @@ pub(super) fn map_event(event: &Event) -> Vec<EngineEvent> {
         .filter_map(|work| match work {
             Work::Emit(event) => Some(event),
             Work::Download { message, .. } => Some(EngineEvent::Message(message)),
-            Work::Vote(_) | Work::History(_) | Work::PushName { .. } => None,
+            Work::Vote(_) | Work::History(_) | Work::PushName { .. } | Work::Gated { .. } => None,
         })
         .collect()
 }
@@ -413,6 +421,11 @@ pub(super) struct Envelope {
 
 /// What a received message payload is: a revoke, an edit, a reaction, a poll vote, a status post, or a
 /// message (with media still to fetch, or ready).
+/// The work of messages handed to the durability hook (`gate.rs`), as `map_work` makes it of a batch.
+pub(super) fn classify_batch(batch: &[LibInbound]) -> Vec<Work> {
+    batch.iter().filter_map(classify).collect()
+}
+
 fn classify(inbound: &LibInbound) -> Option<Work> {
     let info: &MessageInfo = &inbound.info;
     let envelope = Envelope {

@@ -70,7 +70,7 @@ impl EventHandler for Handler {
 impl SocketEngine {
     /// The mapper for a new client, and its receive worker running until the client (which owns the
     /// mapper through its event handler) is gone.
-    fn spawn_receiver(&self) -> (super::events::Mapper, ClientSlot) {
+    fn spawn_receiver(&self) -> (super::events::Mapper, super::gate::CommitGate, ClientSlot) {
         let (work, queue) = tokio::sync::mpsc::unbounded_channel();
         let slot = ClientSlot::default();
         let receiver = Receiver {
@@ -83,13 +83,14 @@ impl SocketEngine {
             fetch: None,
         };
         tokio::spawn(receiver.run(queue));
+        let gate = super::gate::CommitGate::new(work.clone());
         let mapper = super::events::Mapper::new(
             self.session_id().to_string(),
             work,
             self.calls.clone(),
             self.presence.clone(),
         );
-        (mapper, slot)
+        (mapper, gate, slot)
     }
 }
 
@@ -112,7 +113,7 @@ impl SocketEngine {
         let backend = open_backend(&self.pool, self.session_id()).await?;
         let transport = SocketTransportFactory::new(self.config.endpoint.clone(), proxy.clone())
             .with_observer(self.link.clone());
-        let (mapper, slot) = self.spawn_receiver();
+        let (mapper, gate, slot) = self.spawn_receiver();
         let handler = Handler {
             link: self.link.clone(),
             mapper,
@@ -122,6 +123,8 @@ impl SocketEngine {
             .with_transport_factory(transport)
             .with_http_client(ReqwestHttpClient::new(proxy.as_ref()))
             .with_event_handler(handler)
+            // Received messages are acknowledged to the server only after our commit (`gate.rs`).
+            .with_inbound_durability_hook(gate)
             .build()
             .await
             .map_err(|e| EngineError::Network(format!("socket client could not be built: {e}")))?;

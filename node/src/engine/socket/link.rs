@@ -6,7 +6,6 @@
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex as SyncMutex;
-use tokio::sync::mpsc::UnboundedSender;
 use wagate_engine_socket::transport::TransportObserver;
 use wagate_engine_socket::whatsapp_rust::Client;
 use wagate_engine_socket::whatsapp_rust::types::events::Event;
@@ -45,14 +44,14 @@ struct LinkState {
 /// Shared by the engine, its transport factory and its library event handler.
 pub(crate) struct LinkTracker {
     session_id: String,
-    events: UnboundedSender<EngineEvent>,
+    events: crate::engine::EventSender,
     state: SyncMutex<LinkState>,
     /// The client, once built (the handler exists before it). Weak: the client owns the handler.
     client: SyncMutex<Weak<Client>>,
 }
 
 impl LinkTracker {
-    pub(super) fn new(session_id: String, events: UnboundedSender<EngineEvent>) -> Self {
+    pub(super) fn new(session_id: String, events: crate::engine::EventSender) -> Self {
         Self {
             session_id,
             events,

@@ -7,6 +7,7 @@
 
 mod engine_impl;
 mod events;
+mod gate;
 mod history;
 mod lifecycle;
 mod link;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex as SyncMutex;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::UnboundedReceiver;
 use wagate_engine_socket::store::SqlBackend;
 use wagate_engine_socket::whatsapp_rust::Client;
 use wagate_engine_socket::whatsapp_rust::Jid as LibJid;
@@ -30,7 +30,7 @@ pub(super) type ClientSlot = Arc<SyncMutex<Weak<Client>>>;
 /// What the worker needs besides its queue.
 pub(super) struct Receiver {
     pub session_id: String,
-    pub events: UnboundedSender<EngineEvent>,
+    pub events: crate::engine::EventSender,
     pub pool: DataPool,
     pub media: MediaStore,
     pub client: ClientSlot,
@@ -46,23 +46,63 @@ impl Receiver {
         let secrets = SqlBackend::new(self.pool.clone(), self.session_id.clone());
         let mut names = HashMap::new();
         while let Some(item) = work.recv().await {
-            let events = match item {
-                Work::Emit(event) => vec![event],
-                Work::Download { message, payload } => {
-                    vec![EngineEvent::Message(
-                        self.with_media(message, &payload).await,
-                    )]
-                }
-                Work::Vote(vote) => self.vote(&vote, &secrets).await.into_iter().collect(),
-                Work::History(event) => self.history(event).await.into_iter().collect(),
-                Work::PushName { jid, name } => {
-                    self.remember_name(&mut names, jid, name).await;
-                    Vec::new()
-                }
-            };
-            for event in events {
+            if let Work::Gated { items, done } = item {
+                self.run_gated(items, done, &secrets, &mut names).await;
+                continue;
+            }
+            for event in self.finish(item, &secrets, &mut names).await {
                 // A closed channel means the supervisor dropped this engine.
                 let _ = self.events.send(event);
+            }
+        }
+    }
+
+    /// The events one piece of work becomes, once its I/O is done.
+    async fn finish(
+        &self,
+        item: Work,
+        secrets: &SqlBackend,
+        names: &mut HashMap<Jid, String>,
+    ) -> Vec<EngineEvent> {
+        match item {
+            Work::Emit(event) => vec![event],
+            Work::Download { message, payload } => {
+                vec![EngineEvent::Message(
+                    self.with_media(message, &payload).await,
+                )]
+            }
+            Work::Vote(vote) => self.vote(&vote, secrets).await.into_iter().collect(),
+            Work::History(event) => self.history(event).await.into_iter().collect(),
+            Work::PushName { jid, name } => {
+                self.remember_name(names, jid, name).await;
+                Vec::new()
+            }
+            Work::Gated { done, .. } => {
+                // Not nested by the gate; answered so the library never waits on it.
+                let _ = done.send(false);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Sends the events of gated messages each with an acknowledgement; `done` answers once all of them
+    /// are settled, `true` only if every one was committed (the library then acknowledges to the server).
+    async fn run_gated(
+        &self,
+        items: Vec<Work>,
+        done: tokio::sync::oneshot::Sender<bool>,
+        secrets: &SqlBackend,
+        names: &mut HashMap<Jid, String>,
+    ) {
+        let mut events = Vec::new();
+        for item in items {
+            events.extend(self.finish(item, secrets, names).await);
+        }
+        let settled = super::gate::Settlement::new(events.len(), done);
+        for event in events {
+            if let Err(unsent) = self.events.send_acked(event, settled.ack()) {
+                // The supervisor is gone: that event is refused (the library redelivers the batch).
+                drop(unsent);
             }
         }
     }

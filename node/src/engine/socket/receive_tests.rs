@@ -27,7 +27,7 @@ use wagate_engine_socket::whatsapp_rust::waproto::whatsapp as wa;
 use wagate_proto::Jid;
 use wagate_proto::dto::sessions::SessionConfig;
 
-use super::events::Mapper;
+use super::events::{Mapper, Work};
 use super::media::Fetch;
 use super::ops::Store;
 use super::ops::calls::RecentCalls;
@@ -75,7 +75,7 @@ impl Rig {
     /// Feeds library events through the mapper and a receive worker and returns what the worker emits.
     async fn receive(&self, events: Vec<Event>, fetch: Option<Arc<dyn Fetch>>) -> Vec<EngineEvent> {
         let (work, queue) = unbounded_channel();
-        let (out, mut emitted) = unbounded_channel();
+        let (out, mut emitted) = crate::engine::event_channel();
         let mapper = Mapper::new(
             SID.into(),
             work,
@@ -98,18 +98,20 @@ impl Rig {
         .run(queue)
         .await;
         let mut got = Vec::new();
-        while let Ok(event) = emitted.try_recv() {
-            got.push(event);
+        while let Ok(incoming) = emitted.try_recv() {
+            got.push(incoming.event);
         }
         got
     }
 
     async fn record(&self, events: &[EngineEvent]) {
         for event in events {
-            self.recorder
-                .record_event(SID, event)
-                .await
-                .expect("record");
+            let (taken, settled) = tokio::sync::oneshot::channel();
+            let ack = crate::engine::Ack::new(move |ok: bool| {
+                let _ = taken.send(ok);
+            });
+            self.recorder.record_event(SID, event, ack).await;
+            assert!(settled.await.expect("settled"), "event not committed");
         }
     }
 
@@ -658,5 +660,83 @@ async fn live_push_names_are_kept_for_the_contact_list() {
             ("4915100000001@c.us".to_string(), "Ann Q".to_string()),
             ("4915100000002@c.us".to_string(), "Robert".to_string()),
         ]
+    );
+}
+
+/// The library's durability hook (`gate.rs`) hands its batch to the receive worker as `Work::Gated`: the
+/// message goes to the supervisor with an owed acknowledgement, and the hook's answer is `true` only once
+/// the message committed (the library then acknowledges it to the server); a refused acknowledgement
+/// answers `false` (the server redelivers). The batch the library dispatches afterwards, marked
+/// `hook_committed`, emits nothing a second time.
+#[tokio::test]
+async fn gated_messages_are_answered_only_after_their_commit() {
+    let rig = rig(1 << 20).await;
+    let batch = |id: &str, body: &str| match live(id, ANN, ANN, text(body)) {
+        Event::Messages(batch) => batch.messages.to_vec(),
+        _ => unreachable!("live() builds a message batch"),
+    };
+    let (work, queue) = unbounded_channel();
+    let (out, mut emitted) = crate::engine::event_channel();
+    let worker = tokio::spawn(
+        Receiver {
+            session_id: SID.into(),
+            events: out,
+            pool: rig.db.clone(),
+            media: rig.media.clone(),
+            client: ClientSlot::default(),
+            own: Some(lib(US)),
+            fetch: None,
+        }
+        .run(queue),
+    );
+    let gated = |items, done| Work::Gated { items, done };
+
+    let (done, answer) = tokio::sync::oneshot::channel();
+    work.send(gated(
+        super::events::classify_batch(&batch("G1", "kept")),
+        done,
+    ))
+    .expect("queued");
+    let incoming = emitted.recv().await.expect("the message");
+    assert!(
+        incoming.ack.is_owed(),
+        "a gated message is owed its acknowledgement"
+    );
+    assert!(matches!(&incoming.event, EngineEvent::Message(m) if m.id == "G1"));
+    rig.recorder
+        .record_event(SID, &incoming.event, incoming.ack)
+        .await;
+    assert_eq!(answer.await.ok(), Some(true), "answered after the commit");
+    assert_eq!(
+        rig.count("SELECT COUNT(*) FROM messages WHERE session_id = $1")
+            .await,
+        1
+    );
+
+    let (done, answer) = tokio::sync::oneshot::channel();
+    work.send(gated(
+        super::events::classify_batch(&batch("G2", "refused")),
+        done,
+    ))
+    .expect("queued");
+    let incoming = emitted.recv().await.expect("the message");
+    drop(incoming);
+    assert_eq!(answer.await.ok(), Some(false), "not committed: redelivered");
+    drop(work);
+    worker.await.expect("worker");
+
+    let committed = match live("G1", ANN, ANN, text("kept")) {
+        Event::Messages(batch) => Event::Messages(
+            MessageBatch::builder()
+                .messages(batch.messages.clone())
+                .origin(BatchOrigin::Live)
+                .hook_committed(true)
+                .build(),
+        ),
+        _ => unreachable!("live() builds a message batch"),
+    };
+    assert!(
+        rig.receive(vec![committed], None).await.is_empty(),
+        "a batch the hook committed is not emitted again"
     );
 }

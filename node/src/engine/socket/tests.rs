@@ -344,16 +344,18 @@ fn presence_reads_answer_from_the_mapped_presence_events() {
 
 fn tracker() -> (
     LinkTracker,
-    tokio::sync::mpsc::UnboundedReceiver<EngineEvent>,
+    tokio::sync::mpsc::UnboundedReceiver<crate::engine::Incoming>,
 ) {
-    let (tx, rx) = unbounded_channel();
+    let (tx, rx) = crate::engine::event_channel();
     (LinkTracker::new("s1".into(), tx), rx)
 }
 
-fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<EngineEvent>) -> Vec<EngineEvent> {
+fn drain(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<crate::engine::Incoming>,
+) -> Vec<EngineEvent> {
     let mut out = Vec::new();
-    while let Ok(event) = rx.try_recv() {
-        out.push(event);
+    while let Ok(incoming) = rx.try_recv() {
+        out.push(incoming.event);
     }
     out
 }
