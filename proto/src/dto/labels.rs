@@ -64,7 +64,12 @@ pub struct PaginatedProducts {
 
 /// `page` 1-based (default 1), `limit` 1-100 (default 20).
 #[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ProductsQuery {
+    /// 1-based page number, default 1.
+    #[param(minimum = 1)]
     pub page: Option<u32>,
+    /// Page size: 1-100, default 20.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
 }

@@ -51,7 +51,8 @@ struct MessagePath {
 #[derive(serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 struct HistoryQuery {
-    /// 1-1000, default 50.
+    /// Messages to read: 1-1000, default 50.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     limit: Option<String>,
 }
 

@@ -1,0 +1,74 @@
+"""A bounded schemathesis run against the served document, on a node with a real, linked session.
+
+Checks: no 5xx (not_a_server_error) and every documented response matches its schema
+(response_schema_conformance). Fixed seed, a time budget of FUZZ_SECONDS (default 120). Every session route
+is aimed at the linked session. Routes that would end the run's own footing are left out: deleting or
+revoking keys (the run's own key among them), draining the node, the WebSocket upgrade, and the session
+teardowns (delete, logout, stop, force-kill, sim unlink/drop) that would leave nothing linked to test.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from common import BASE, KEY, WORK, call, check, raw, ready_session
+
+# By operationId: what would remove the run's own key, stop the node, or unlink the one session under test.
+EXCLUDED = [
+    "delete_key",
+    "revoke_key",
+    "drain_node",
+    "import_data",
+    "open_socket",
+    "delete_session",
+    "logout_session",
+    "stop_session",
+    "force_kill_session",
+    "sim_unlink",
+    "sim_drop",
+    "sim_restrict",
+    "sim_faults",
+]
+
+
+def main() -> int:
+    with raw() as c:
+        session = ready_session(c, "fuzz", "4915100000101")
+        peer = ready_session(c, "fuzzpeer", "4915100000102")
+        sid = session["id"]
+        for i in range(3):
+            call(c, "POST", f"/api/sim/sessions/{sid}/inbound",
+                 {"from": "4915199990001@c.us", "type": "text", "body": f"hello {i}"})
+        call(c, "POST", f"/api/sessions/{sid}/messages/send-text",
+             {"chatId": "4915100000102@c.us", "text": "hi peer"})
+        check(peer["status"] == "ready", "the peer session is linked")
+    config = Path(WORK) / "schemathesis.toml"
+    config.write_text(
+        "[parameters]\n"
+        f'"path.sessionId" = "{sid}"\n'
+    )
+    budget = os.environ.get("FUZZ_SECONDS", "120")
+    args = [
+        str(Path(sys.executable).with_name("st")), "--config-file", str(config), "run",
+        f"{BASE}/api/docs/openapi.json",
+        "--url", BASE,
+        "-H", f"X-API-Key: {KEY}",
+        "--checks", "not_a_server_error,response_schema_conformance",
+        "--seed", "20261125",
+        "--max-time", budget,
+        "--workers", "2",
+        "--request-timeout", "60",
+        "--generation-database", "none",
+        "--no-color",
+    ]
+    for operation_id in EXCLUDED:
+        args += ["--exclude-operation-id", operation_id]
+    print("schemathesis:", " ".join(a if "X-API-Key" not in a else "-H X-API-Key: ***" for a in args[1:]))
+    return subprocess.run(args, cwd=WORK).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
