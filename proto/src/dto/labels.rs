@@ -12,6 +12,17 @@ pub struct Label {
     pub hex_color: String,
 }
 
+/// The label upsert's answer: the label as it now is, with `success` (what OpenWA's clients read).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelUpserted {
+    pub success: bool,
+    pub id: String,
+    pub name: String,
+    /// `#RRGGBB` of the label's palette colour.
+    pub hex_color: String,
+}
+
 /// `color` is a palette index 0-19.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct UpsertLabelRequest {

@@ -31,8 +31,8 @@ pub struct SearchQuery {
     /// Page size: 1-100, default 20.
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
-    /// Hits to skip, default 0.
-    #[param(minimum = 0)]
+    /// Hits to skip: 0-1000000, default 0.
+    #[param(minimum = 0, maximum = 1000000)]
     pub offset: Option<u32>,
 }
 
