@@ -18,7 +18,7 @@ def raw(key: str | None = KEY) -> httpx.Client:
     return httpx.Client(base_url=BASE, headers=headers, timeout=60)
 
 
-def call(client: httpx.Client, method: str, path: str, body=None, expect=(200, 201, 204)):
+def call(client: httpx.Client, method: str, path: str, body=None, expect=(200, 201, 202, 204)):
     res = client.request(method, path, json=body)
     if res.status_code not in expect:
         raise AssertionError(f"{method} {path} -> {res.status_code} {res.text}")
