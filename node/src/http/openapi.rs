@@ -430,18 +430,19 @@ fn finish_response(status: &str, response: &mut Value) {
             .unwrap_or("Response");
         r.insert("description".into(), json!(reason));
     }
-    // A body without a schema (plain text, raw media) is still typed, as a string or bytes.
+    // Plain text and raw media are typed as what they are on the wire: a string, or bytes of their type.
     if let Some(Value::Object(content)) = r.get_mut("content") {
         for (media_type, media) in content.iter_mut() {
-            if let Some(m) = media.as_object_mut()
-                && !m.contains_key("schema")
-            {
-                let schema = if media_type.starts_with("text/") || media_type.contains("json") {
-                    json!({"type": "string"})
-                } else {
-                    json!({"type": "string", "contentMediaType": media_type})
-                };
-                m.insert("schema".into(), schema);
+            let Some(m) = media.as_object_mut() else {
+                continue;
+            };
+            if media_type.starts_with("text/") {
+                m.entry("schema").or_insert(json!({"type": "string"}));
+            } else if !media_type.contains("json") {
+                m.insert(
+                    "schema".into(),
+                    json!({"type": "string", "contentMediaType": media_type}),
+                );
             }
         }
     }
