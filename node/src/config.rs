@@ -135,6 +135,8 @@ pub struct Config {
     /// addresses. Turn off only for tests serving media from loopback.
     pub media_url_guard: bool,
     pub metrics_token: Option<String>,
+    /// `DOCS_PUBLIC` (false): serve `/api/docs/openapi.json` without an API key.
+    pub docs_public: bool,
     pub otel_endpoint: Option<String>,
     pub node_id: String,
     pub node_url: String,
@@ -319,6 +321,7 @@ impl Config {
             send_pacing_breaker_failures: positive(&env, "SEND_PACING_BREAKER_FAILURES", 5)?,
             media_url_guard: parse_bool(&env, "MEDIA_URL_GUARD", true)?,
             metrics_token: env.get("METRICS_TOKEN"),
+            docs_public: parse_bool(&env, "DOCS_PUBLIC", false)?,
             otel_endpoint: env.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
             session_lease_ttl_ms: positive(&env, "SESSION_LEASE_TTL_MS", 15_000)?,
             session_lease_heartbeat_ms: positive(&env, "SESSION_LEASE_HEARTBEAT_MS", 5_000)?,

@@ -156,3 +156,15 @@ async fn search_finds_an_inbound_message() {
     }
     panic!("the inbound message never became searchable");
 }
+
+/// Found by the API fuzzer: a NUL inside `q` reached FTS5 and answered 500 ("unterminated string").
+#[tokio::test]
+async fn search_refuses_nul_characters_with_400() {
+    let node = node().await;
+    let c = node.client();
+    for query in ["/api/search?q=a%00b", "/api/search?q=kiwi&chatId=x%00y"] {
+        let reply = c.get(query).await.expect("search");
+        assert_eq!(reply.status, 400, "{query}: {}", reply.text);
+        assert_eq!(reply.body["statusCode"], 400);
+    }
+}

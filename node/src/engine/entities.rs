@@ -192,6 +192,17 @@ pub(crate) struct StatusUpdate {
     pub posted_at: i64,
     /// Unix seconds.
     pub expires_at: i64,
+    /// The posted media, when the engine delivered its bytes with the post (the sim does); kept so
+    /// `GET .../status/{id}/media` can serve a received status too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<StatusMedia>,
+}
+
+/// A status post's media: its type and bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct StatusMedia {
+    pub mimetype: String,
+    pub data: Vec<u8>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -115,14 +115,15 @@ pub(crate) trait Engine: Send + Sync {
     async fn star(&self, _chat: &Jid, _message_id: &str, _star: bool) -> EngineResult<()> {
         unsupported!(Star)
     }
-    /// Answers a business button message (`text` is the label shown; socket engine only).
+    /// Answers a business button message with a reply quoting it (`text` is the label shown); the
+    /// reply is a message of its own, whose id and time are answered.
     async fn click_button(
         &self,
         _chat: &Jid,
         _message_id: &str,
         _button_id: &str,
         _text: Option<&str>,
-    ) -> EngineResult<()> {
+    ) -> EngineResult<SentMessage> {
         unsupported!(ClickButton)
     }
 

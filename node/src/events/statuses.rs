@@ -35,7 +35,17 @@ pub(crate) async fn persist_received(
     session_id: &str,
     update: &StatusUpdate,
 ) -> StoreResult<()> {
-    status_updates::insert(db, &row(session_id, update, StatusDirection::Incoming)).await
+    let mut new = row(session_id, update, StatusDirection::Incoming);
+    new.media = update
+        .media
+        .as_ref()
+        .map(|m| media_json(&m.mimetype, &m.data));
+    status_updates::insert(db, &new).await
+}
+
+fn media_json(mimetype: &str, bytes: &[u8]) -> String {
+    let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+    json!({ "mimetype": mimetype, "data": data }).to_string()
 }
 
 /// Records the session's own post, with its media (`mimetype`, bytes) and audience.
@@ -47,10 +57,7 @@ pub(crate) async fn persist_own(
     recipients: &[Jid],
 ) -> StoreResult<()> {
     let mut new = row(session_id, update, StatusDirection::Outgoing);
-    new.media = media.map(|(mimetype, bytes)| {
-        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
-        json!({ "mimetype": mimetype, "data": data }).to_string()
-    });
+    new.media = media.map(|(mimetype, bytes)| media_json(mimetype, bytes));
     new.recipients = Some(json!(recipients).to_string());
     status_updates::insert(db, &new).await
 }

@@ -7,7 +7,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Role;
 use wagate_proto::dto::chats::{ChatSummary, PageQuery};
 use wagate_proto::dto::common::SuccessResult;
-use wagate_proto::dto::labels::{AddChatLabelRequest, Label, UpsertLabelRequest};
+use wagate_proto::dto::labels::{AddChatLabelRequest, Label, LabelUpserted, UpsertLabelRequest};
 
 use super::auth::Caller;
 use super::engine_call::{Page, bounded, jid, ready_engine};
@@ -69,14 +69,14 @@ async fn get_label(
 
 /// PUT /api/sessions/{sessionId}/labels/{labelId}
 #[utoipa::path(put, path = "/api/sessions/{sessionId}/labels/{labelId}", tag = "labels",
-    request_body = UpsertLabelRequest, responses((status = 200, body = Label)))]
+    request_body = UpsertLabelRequest, responses((status = 200, body = LabelUpserted)))]
 async fn upsert_label(
     caller: Caller,
     id: SessionId,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<UpsertLabelRequest>,
-) -> ApiResult<Json<Label>> {
+) -> ApiResult<Json<LabelUpserted>> {
     let color = body
         .color
         .map(|c| u8::try_from(c).ok().filter(|c| *c <= 19))
@@ -91,9 +91,17 @@ async fn upsert_label(
         color,
     };
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
-    Ok(Json(label(
-        bounded(&ctx, engine.upsert_label(upsert)).await?,
-    )))
+    let Label {
+        id,
+        name,
+        hex_color,
+    } = label(bounded(&ctx, engine.upsert_label(upsert)).await?);
+    Ok(Json(LabelUpserted {
+        success: true,
+        id,
+        name,
+        hex_color,
+    }))
 }
 
 /// DELETE /api/sessions/{sessionId}/labels/{labelId}

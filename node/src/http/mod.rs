@@ -12,7 +12,6 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
-use utoipa_swagger_ui::SwaggerUi;
 
 use crate::app::ApiContext;
 
@@ -25,6 +24,7 @@ pub(crate) mod catalog;
 pub(crate) mod channels;
 pub(crate) mod chats;
 pub(crate) mod contacts;
+pub(crate) mod docs;
 pub(crate) mod engine_call;
 pub(crate) mod error;
 pub(crate) mod extract;
@@ -38,6 +38,7 @@ pub(crate) mod limits;
 pub(crate) mod media_input;
 pub(crate) mod messages;
 pub(crate) mod metrics;
+pub(crate) mod openapi;
 pub(crate) mod profile;
 pub(crate) mod search;
 pub(crate) mod session_scope;
@@ -54,25 +55,12 @@ pub(crate) mod ws;
 use error::ApiError;
 
 #[derive(OpenApi)]
-#[openapi(
-    info(title = "wagate", description = "Self-hosted WhatsApp HTTP gateway"),
-    modifiers(&ApiKeyScheme),
-    security(("apiKey" = []))
-)]
+#[openapi(info(
+    title = "wagate",
+    description = "Self-hosted WhatsApp HTTP gateway. Every route but the three \
+        health routes needs an API key in `X-API-Key`; each operation names the role it needs."
+))]
 struct ApiDoc;
-
-struct ApiKeyScheme;
-
-impl utoipa::Modify for ApiKeyScheme {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "apiKey",
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))),
-        );
-    }
-}
 
 /// Every resource's routes with their OpenAPI operations; the sim control API only on the sim engine.
 fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
@@ -108,9 +96,9 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
     }
 }
 
-/// The generated OpenAPI document (also served at `/api/docs/openapi.json`).
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    api_routes(true).into_openapi()
+/// The OpenAPI document as served at `/api/docs/openapi.json` (with the sim control API).
+pub fn openapi() -> serde_json::Value {
+    openapi::finish(&api_routes(true).into_openapi())
 }
 
 pub(crate) fn router(ctx: ApiContext) -> Router {
@@ -129,7 +117,7 @@ pub(crate) fn router(ctx: ApiContext) -> Router {
 
 fn api_router(ctx: ApiContext, body_limit: usize) -> Router {
     let (api, openapi) = api_routes(ctx.sim.is_some()).split_for_parts();
-    api.merge(SwaggerUi::new("/api/docs").url("/api/docs/openapi.json", openapi))
+    api.merge(docs::router(openapi::finish(&openapi)))
         .fallback(unknown_route)
         .method_not_allowed_fallback(unknown_route)
         .layer(from_fn_with_state(ctx.clone(), forward::forward_to_owner))

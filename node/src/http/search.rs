@@ -48,6 +48,12 @@ fn parse(caller: &Caller, query: Option<&str>) -> ApiResult<SearchFilter> {
     };
     let some = |v: &str| Some(v.to_string()).filter(|v| !v.is_empty());
     for (key, value) in query_pairs(query) {
+        // Neither FTS5 nor PostgreSQL takes a NUL inside a text value: refuse it rather than fail.
+        if value.contains('\0') && !key.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "{key} must not contain NUL characters"
+            )));
+        }
         match key.as_str() {
             "q" => f.text = value.trim().to_string(),
             "sessionId" => f.session_id = some(&value),

@@ -191,7 +191,7 @@ impl MessagingService {
         &self,
         session_id: &str,
         b: ClickButtonRequest,
-    ) -> MessagingResult<()> {
+    ) -> MessagingResult<SentMessage> {
         let button = v::required("buttonId", b.button_id.as_deref())?.to_string();
         let t = self
             .target(
@@ -201,10 +201,9 @@ impl MessagingService {
                 b.message_id.as_deref(),
             )
             .await?;
-        t.engine
+        Ok(t.engine
             .click_button(&t.chat, &t.wa_id, &button, b.text.as_deref())
-            .await?;
-        Ok(())
+            .await?)
     }
 
     pub(crate) async fn read_chat(

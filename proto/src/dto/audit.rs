@@ -30,10 +30,16 @@ pub struct AuditPage {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {
+    /// Only rows of this action, e.g. `session_created`.
     pub action: Option<String>,
+    /// Only rows about this session id.
     pub session_id: Option<String>,
+    /// Only rows made with this API key id.
     pub api_key_id: Option<String>,
-    /// Default 50, at most 200.
+    /// Page size: 1-200, default 50.
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+    /// Rows to skip, default 0.
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }

@@ -30,7 +30,10 @@ pub struct ChannelMessage {
 
 /// `limit`: 1-100, default 50.
 #[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ChannelMessagesQuery {
+    /// Messages to read: 1-100, default 50.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
 }
 

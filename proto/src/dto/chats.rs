@@ -28,8 +28,13 @@ pub struct ChatSummary {
 
 /// `limit` 1-1000 (default 1000) and `offset` of the chat and group lists.
 #[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PageQuery {
+    /// Page size: 1-1000, default 1000.
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
+    /// Items to skip, default 0.
+    #[param(minimum = 0)]
     pub offset: Option<u32>,
 }
 

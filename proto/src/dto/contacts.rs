@@ -34,7 +34,9 @@ pub struct PictureUrl {
 
 /// `ids`: comma-separated JIDs; the first 50 are looked up.
 #[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ProfilePicturesQuery {
+    /// Comma-separated contact JIDs or phone numbers; the first 50 are looked up.
     pub ids: Option<String>,
 }
 

@@ -57,7 +57,9 @@ pub struct CreateGroupRequest {
 }
 
 #[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct JoinInfoQuery {
+    /// The invite code (or the whole `https://chat.whatsapp.com/<code>` link).
     pub code: Option<String>,
 }
 

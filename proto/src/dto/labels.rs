@@ -12,6 +12,17 @@ pub struct Label {
     pub hex_color: String,
 }
 
+/// The label upsert's answer: the label as it now is, with `success` (what OpenWA's clients read).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelUpserted {
+    pub success: bool,
+    pub id: String,
+    pub name: String,
+    /// `#RRGGBB` of the label's palette colour.
+    pub hex_color: String,
+}
+
 /// `color` is a palette index 0-19.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 pub struct UpsertLabelRequest {
@@ -64,7 +75,12 @@ pub struct PaginatedProducts {
 
 /// `page` 1-based (default 1), `limit` 1-100 (default 20).
 #[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ProductsQuery {
+    /// 1-based page number, default 1.
+    #[param(minimum = 1)]
     pub page: Option<u32>,
+    /// Page size: 1-100, default 20.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
 }

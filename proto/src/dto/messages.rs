@@ -234,17 +234,24 @@ pub struct Message {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ListMessagesQuery {
-    /// 1-1000, default 50.
+    /// Page size: 1-1000, default 50.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     pub limit: Option<String>,
+    /// Messages to skip, default 0.
+    #[param(value_type = Option<u32>, minimum = 0)]
     pub offset: Option<String>,
     /// Id (or waMessageId) of the previous page's last message; replaces offset.
     pub after: Option<String>,
     /// false drops inline base64 and keeps `{omitted: true, sizeBytes}`.
+    #[param(value_type = Option<bool>)]
     pub inline_media: Option<String>,
+    /// Only this chat (JID).
     pub chat_id: Option<String>,
+    /// Only messages from this JID.
     pub from: Option<String>,
     /// `incoming` or `outgoing`.
     pub direction: Option<String>,
+    /// Message type, e.g. `text`, `image`.
     #[serde(rename = "type")]
     #[param(rename = "type")]
     pub kind: Option<String>,

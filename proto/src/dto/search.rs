@@ -7,19 +7,32 @@ use utoipa::{IntoParams, ToSchema};
 /// `dateFrom`/`dateTo` are ISO 8601 or Unix seconds.
 #[derive(Debug, Clone, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
-#[into_params(rename_all = "camelCase")]
+#[into_params(rename_all = "camelCase", parameter_in = Query)]
 pub struct SearchQuery {
+    /// The words to find (required, not blank).
+    #[param(min_length = 1)]
     pub q: String,
+    /// Only this session's messages.
     pub session_id: Option<String>,
+    /// Only this chat (JID).
     pub chat_id: Option<String>,
+    /// `incoming` or `outgoing`.
     pub direction: Option<String>,
+    /// Message type, e.g. `text`, `image`.
     #[serde(rename = "type")]
     #[param(rename = "type")]
     pub kind: Option<String>,
+    /// Only messages from this JID.
     pub from: Option<String>,
+    /// Earliest timestamp: ISO 8601 or Unix seconds.
     pub date_from: Option<String>,
+    /// Latest timestamp: ISO 8601 or Unix seconds.
     pub date_to: Option<String>,
+    /// Page size: 1-100, default 20.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
+    /// Hits to skip: 0-1000000, default 0.
+    #[param(minimum = 0, maximum = 1000000)]
     pub offset: Option<u32>,
 }
 

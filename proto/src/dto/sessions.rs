@@ -82,10 +82,13 @@ pub struct CreateSessionRequest {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListSessionsQuery {
-    /// 1-1000, default 1000.
+    /// Page size: 1-1000, default 1000.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     pub limit: Option<String>,
+    /// Sessions to skip, default 0.
+    #[param(value_type = Option<u32>, minimum = 0)]
     pub offset: Option<String>,
-    /// Exact, case-sensitive.
+    /// Only the session of this name (exact, case-sensitive).
     pub name: Option<String>,
 }
 

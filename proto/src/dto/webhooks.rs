@@ -128,8 +128,13 @@ pub struct UpdateWebhookRequest {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct WebhookListQuery {
+    /// Page size: 1-1000, default 100.
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
+    /// Webhooks to skip, default 0.
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
@@ -161,9 +166,15 @@ pub struct DeliveryFailure {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct DeliveryFailureQuery {
+    /// Only this session's failures.
     pub session_id: Option<String>,
+    /// Page size: 1-1000, default 50.
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
+    /// Rows to skip, default 0.
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 

@@ -150,9 +150,11 @@ impl SimNetwork {
     ) -> EngineResult<()> {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
-        if !state.owned_channel(&me, id)?.admins.remove(user) {
+        let channel = state.owned_channel(&me, id)?;
+        // Demoting a subscriber who holds no admin role leaves them as they are, as the network does.
+        if !channel.admins.remove(user) && !channel.subscribers.contains(user) {
             return Err(EngineError::NotFound(format!(
-                "{user} is not an admin of this channel"
+                "{user} is not a member of this channel"
             )));
         }
         state.channel_changed(id);

@@ -6,7 +6,7 @@ use super::network::{SimNetwork, now};
 use super::peers::Record;
 use crate::engine::{
     CallEvent, CallKind, CallPhase, Catalog, EngineError, EngineEvent, EngineResult, MessageType,
-    Product, ProductPage, StatusContent, StatusPost, StatusUpdate,
+    Product, ProductPage, StatusContent, StatusMedia, StatusPost, StatusUpdate,
 };
 use serde::{Deserialize, Serialize};
 use wagate_proto::Jid;
@@ -69,19 +69,23 @@ impl SimNetwork {
                 "at most {MAX_STATUS_RECIPIENTS} recipients"
             )));
         }
-        let (kind, caption, has_media) = match &post.content {
-            StatusContent::Text { text, .. } => (MessageType::Text, Some(text.clone()), false),
+        let (kind, caption, media) = match &post.content {
+            StatusContent::Text { text, .. } => (MessageType::Text, Some(text.clone()), None),
             StatusContent::Media {
                 kind,
                 source,
+                mimetype,
                 caption,
-                ..
             } => {
-                source
+                let data = source
                     .load()
                     .await
                     .map_err(|e| EngineError::BadInput(e.to_string()))?;
-                (*kind, caption.clone(), true)
+                let media = StatusMedia {
+                    mimetype: mimetype.clone(),
+                    data,
+                };
+                (*kind, caption.clone(), Some(media))
             }
         };
         let mut state = self.lock();
@@ -92,9 +96,10 @@ impl SimNetwork {
             contact: me,
             kind,
             caption,
-            has_media,
+            has_media: media.is_some(),
             posted_at,
             expires_at: posted_at + STATUS_TTL_S,
+            media,
         };
         for recipient in &post.recipients {
             state.deliver_to_phone(recipient, &EngineEvent::Status(update.clone()));

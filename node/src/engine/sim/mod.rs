@@ -198,13 +198,25 @@ impl Engine for SimEngine {
     }
     async fn click_button(
         &self,
-        _chat: &Jid,
+        chat: &Jid,
         message_id: &str,
-        _button_id: &str,
-        _text: Option<&str>,
-    ) -> EngineResult<()> {
+        button_id: &str,
+        text: Option<&str>,
+    ) -> EngineResult<SentMessage> {
         self.net
-            .click_button(self.message_query(message_id).await, message_id)
+            .click_button(self.message_query(message_id).await, message_id)?;
+        // The network carries the answer as a text reply quoting the button message.
+        let reply = OutgoingMessage {
+            to: chat.clone(),
+            content: MessageContent::Text {
+                body: text.unwrap_or(button_id).to_string(),
+                link_preview: false,
+                custom_preview: None,
+            },
+            quoted_id: Some(message_id.to_string()),
+            mentions: Vec::new(),
+        };
+        self.net.send(self.id(), reply).await
     }
 
     async fn list_chats(&self) -> EngineResult<Vec<ChatSummary>> {

@@ -78,7 +78,7 @@ impl Engine for SocketEngine {
         message_id: &str,
         button_id: &str,
         text: Option<&str>,
-    ) -> EngineResult<()> {
+    ) -> EngineResult<SentMessage> {
         let client = self.client()?;
         messaging::click_button(&client, self.store(), chat, message_id, button_id, text).await
     }

@@ -504,6 +504,7 @@ pub(super) fn classify_payload(
             has_media: kind.has_media(),
             posted_at: timestamp,
             expires_at: timestamp.saturating_add(STATUS_TTL_SECS),
+            media: None,
         })));
     }
     let to = if env.from_me {

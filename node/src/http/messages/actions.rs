@@ -136,16 +136,19 @@ async fn star_message(
 /// POST /api/sessions/{sessionId}/messages/click-button
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/click-button", tag = "messages",
     request_body = ClickButtonRequest,
-    responses((status = 200, body = SuccessResult), (status = 400), (status = 409), (status = 501)))]
+    responses((status = 200, body = MessageResponse), (status = 400), (status = 409), (status = 501)))]
 async fn click_button(
     caller: Caller,
     id: SessionId,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<ClickButtonRequest>,
-) -> Success {
+) -> ApiResult<Json<MessageResponse>> {
     authorise(&caller, &id, Role::Operator)?;
-    ctx.messaging.click_button(&id.0, body).await?;
-    Ok(Json(SuccessResult::ok()))
+    let reply = ctx.messaging.click_button(&id.0, body).await?;
+    Ok(Json(MessageResponse {
+        message_id: reply.id,
+        timestamp: reply.timestamp,
+    }))
 }
 
 /// POST /api/sessions/{sessionId}/chats/read

@@ -51,7 +51,8 @@ struct MessagePath {
 #[derive(serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 struct HistoryQuery {
-    /// 1-1000, default 50.
+    /// Messages to read: 1-1000, default 50.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     limit: Option<String>,
 }
 
@@ -88,7 +89,8 @@ async fn message_reactions(
 
 /// GET /api/sessions/{sessionId}/messages/{chatId}/{messageId}/media
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/{chatId}/{messageId}/media", tag = "messages",
-    responses((status = 200, description = "the raw media bytes"), (status = 404, description = "no media")))]
+    responses((status = 200, description = "The raw media bytes, with their stored content type",
+        content_type = "application/octet-stream", body = Vec<u8>), (status = 404, description = "No media")))]
 async fn message_media(
     caller: Caller,
     id: SessionId,

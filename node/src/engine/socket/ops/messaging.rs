@@ -272,7 +272,7 @@ pub(crate) async fn click_button(
     id: &str,
     button_id: &str,
     text: Option<&str>,
-) -> EngineResult<()> {
+) -> EngineResult<SentMessage> {
     let row = stored(store, id)
         .await?
         .ok_or_else(|| EngineError::NotFound(format!("Message {id} not found")))?;
@@ -285,6 +285,9 @@ pub(crate) async fn click_button(
     };
     let ctx = build::context(&chat_wa, &[], Some(&quote));
     let message = build::buttons_reply(button_id, text.unwrap_or(button_id), ctx);
-    client.send_message(chat_wa, message).await.map_err(fail)?;
-    Ok(())
+    let sent = client.send_message(chat_wa, message).await.map_err(fail)?;
+    Ok(SentMessage {
+        id: sent.message_id,
+        timestamp: now_secs(),
+    })
 }

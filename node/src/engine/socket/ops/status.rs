@@ -78,6 +78,7 @@ pub(crate) async fn post(client: &Client, post: StatusPost) -> EngineResult<Stat
         caption,
         has_media,
         posted_at,
+        media: None,
         expires_at: posted_at + STATUS_TTL_S,
     })
 }
@@ -115,6 +116,7 @@ pub(crate) async fn live(
                 has_media,
                 posted_at: posted / 1000,
                 expires_at: expires / 1000,
+                media: None,
             })
         })
         .collect())
