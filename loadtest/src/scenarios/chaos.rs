@@ -48,7 +48,7 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
         binary: PathBuf::from(binary_or_default(&args.binary, "wagate")),
         worker: Some(args.worker.clone().unwrap_or_else(|| sibling_binary("wagate-worker"))),
         sessions: usize::try_from(args.sessions)?,
-        rate: usize::try_from(args.rate.unwrap_or(default_rate))?,
+        rate: u32::try_from(args.rate.unwrap_or(default_rate))?,
         kills: usize::try_from(args.kills)?,
     };
     let report = match mode {

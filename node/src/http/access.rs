@@ -147,16 +147,19 @@ mod tests {
     #[test]
     fn every_documented_operation_has_a_sensible_rule() {
         let doc = crate::http::openapi();
-        for (path, item) in &doc.paths.paths {
+        let paths = doc["paths"].as_object().cloned().unwrap_or_default();
+        assert!(!paths.is_empty(), "the document has no paths");
+        for (path, item) in &paths {
+            let path = path.as_str();
             let ops = [
-                (Method::GET, item.get.is_some()),
-                (Method::POST, item.post.is_some()),
-                (Method::PUT, item.put.is_some()),
-                (Method::PATCH, item.patch.is_some()),
-                (Method::DELETE, item.delete.is_some()),
+                (Method::GET, item.get("get").is_some()),
+                (Method::POST, item.get("post").is_some()),
+                (Method::PUT, item.get("put").is_some()),
+                (Method::PATCH, item.get("patch").is_some()),
+                (Method::DELETE, item.get("delete").is_some()),
             ];
             for (method, present) in ops {
-                if !present {
+                if !present || path.starts_with("/api/health") || path == "/api/metrics" {
                     continue;
                 }
                 let access = access_for(&method, path);

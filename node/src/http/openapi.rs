@@ -37,17 +37,10 @@ impl Access {
     }
 }
 
-/// The role an operation needs: the spec's rule (reads VIEWER, writes OPERATOR, infrastructure ADMIN)
-/// with the exceptions the handlers enforce.
+/// What an operation needs, for the document: the credential-free and token routes here, the key's role
+/// from the one access table the `Caller` extractor enforces (`http/access.rs`), so the document cannot
+/// drift from what is enforced.
 pub(crate) fn access(method: &str, path: &str) -> Access {
-    const ADMIN_PREFIXES: [&str; 6] = [
-        "/api/auth/api-keys",
-        "/api/audit",
-        "/api/infra",
-        "/api/webhooks/delivery-failures",
-        "/api/sim/",
-        "/api/stats/",
-    ];
     if path.starts_with("/api/health") {
         return Access::Public;
     }
@@ -57,19 +50,12 @@ pub(crate) fn access(method: &str, path: &str) -> Access {
     if matches!(path, "/api/auth/validate" | "/api/ws" | "/api/settings") {
         return Access::AnyKey;
     }
-    if ADMIN_PREFIXES.iter().any(|p| path.starts_with(p)) {
-        return Access::Admin;
-    }
-    // Credential reads and the per-session template and automation stores are OPERATOR even to read.
-    let operator_reads = path.ends_with("/qr")
-        || path.ends_with("/invite-code")
-        || path.contains("/templates")
-        || path.contains("/automation-rules")
-        || path == "/api/webhooks";
-    if method == "get" && !operator_reads {
-        Access::Viewer
-    } else {
-        Access::Operator
+    let method =
+        axum::http::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).unwrap_or_default();
+    match crate::http::access::access_for(&method, path).role {
+        wagate_proto::Role::Viewer => Access::Viewer,
+        wagate_proto::Role::Operator => Access::Operator,
+        wagate_proto::Role::Admin => Access::Admin,
     }
 }
 
