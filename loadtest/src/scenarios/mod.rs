@@ -1,6 +1,7 @@
 //! Scenario dispatch: `wagate-loadtest <scenario> [options]`.
 
 mod cluster;
+mod data_admin;
 mod events;
 mod reads;
 mod sessions;
@@ -23,9 +24,10 @@ pub async fn run(args: &[String]) -> anyhow::Result<()> {
         Some("sends") => events::sends(&args[1..]).await,
         Some("inbound-storm") => events::inbound_storm(&args[1..]).await,
         Some("cluster") => cluster::run(&args[1..]).await,
+        Some("data-admin") => data_admin::run(&args[1..]).await,
         _ => {
             eprintln!(
-                "usage: wagate-loadtest reads [--url URL] [--key KEY] [--seconds N] [--connections N]\n       wagate-loadtest sessions [--binary PATH] [--count N] [--concurrency N]\n       wagate-loadtest socket-sessions [--binary PATH] [--count N] [--concurrency N] [--settle-secs S]\n       wagate-loadtest sends [--binary PATH] [--count N] [--concurrency N] [--rate R --seconds T] [--dump CSV]\n       wagate-loadtest inbound-storm [--binary PATH] [--sessions S] [--rate R] [--seconds T]\n       wagate-loadtest cluster [--binary PATH] [--worker PATH] [--sessions N] [--seconds T] [--concurrency C] [--ttl-ms MS] [--heartbeat-ms MS] [--sweep-ms MS] [--restore-concurrency N]"
+                "usage: wagate-loadtest reads [--url URL] [--key KEY] [--seconds N] [--connections N]\n       wagate-loadtest sessions [--binary PATH] [--count N] [--concurrency N]\n       wagate-loadtest socket-sessions [--binary PATH] [--count N] [--concurrency N] [--settle-secs S]\n       wagate-loadtest sends [--binary PATH] [--count N] [--concurrency N] [--rate R --seconds T] [--dump CSV]\n       wagate-loadtest inbound-storm [--binary PATH] [--sessions S] [--rate R] [--seconds T]\n       wagate-loadtest cluster [--binary PATH] [--worker PATH] [--sessions N] [--seconds T] [--concurrency C] [--ttl-ms MS] [--heartbeat-ms MS] [--sweep-ms MS] [--restore-concurrency N]\n       wagate-loadtest data-admin [--binary PATH] [--messages N] [--conversions N]"
             );
             Ok(())
         }

@@ -224,6 +224,7 @@ impl From<crate::messaging::MessagingError> for ApiError {
             M::Session(session) => session.into(),
             M::Engine(engine) => engine.into(),
             M::Store(store) => store.into(),
+            M::Convert(convert) => convert.into(),
         }
     }
 }
