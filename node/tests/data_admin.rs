@@ -212,7 +212,10 @@ async fn every_table_round_trips_on_this_backend_and_across_to_the_other() {
     assert_eq!(r["stoppedOrphanEngines"], json!([]));
     assert_eq!(r["failedOrphanEngines"], json!([]));
     let notices = r["notices"].to_string();
-    assert!(notices.contains('1') && notices.contains("disconnected"), "{notices}");
+    assert!(
+        notices.contains('1') && notices.contains("disconnected"),
+        "{notices}"
+    );
 
     let first = export(&ca).await;
     assert!(first["exportedAt"].is_string());
@@ -240,17 +243,26 @@ async fn every_table_round_trips_on_this_backend_and_across_to_the_other() {
     assert_eq!(bravo["proxyUrl"], Value::Null);
     // Webhook secret and headers never leave the database.
     let hook = row(&first, "webhooks", WEBHOOK);
-    assert!(hook.get("secret").is_none() && hook.get("headers").is_none(), "{hook}");
+    assert!(
+        hook.get("secret").is_none() && hook.get("headers").is_none(),
+        "{hook}"
+    );
     assert_eq!(hook["retryCount"], 2);
     // The inline media came back as a file and goes out inline again (well within the 8 MiB budget).
     let voice = row(&first, "messages", "m-2");
     assert_eq!(voice["media"]["data"], media_b64(), "{voice}");
-    assert_eq!(first["omittedInlineMedia"], json!({"messages": 0, "messageBatches": 0}));
+    assert_eq!(
+        first["omittedInlineMedia"],
+        json!({"messages": 0, "messageBatches": 0})
+    );
 
     // Same backend: importing the export gives the same export.
     let again = import(&ca, first.clone()).await;
     assert_eq!(again.body["imported"], true, "{}", again.text);
-    assert_eq!(canonical_tables(&export(&ca).await), canonical_tables(&first));
+    assert_eq!(
+        canonical_tables(&export(&ca).await),
+        canonical_tables(&first)
+    );
 
     // Across backends, and back: every row equal.
     let (b, _db) = node_on_other_backend().await;
@@ -262,12 +274,22 @@ async fn every_table_round_trips_on_this_backend_and_across_to_the_other() {
     assert_eq!(canonical_tables(&second), canonical_tables(&first));
     let back = import(&ca, second.clone()).await;
     assert_eq!(back.body["imported"], true, "{}", back.text);
-    assert_eq!(canonical_tables(&export(&ca).await), canonical_tables(&first));
+    assert_eq!(
+        canonical_tables(&export(&ca).await),
+        canonical_tables(&first)
+    );
 
     // Both actions left audit rows.
     for action in ["data_exported", "data_imported"] {
-        let audit = ca.get(&format!("/api/audit?action={action}")).await.unwrap();
-        assert!(audit.body["total"].as_u64().unwrap() >= 1, "{action}: {}", audit.text);
+        let audit = ca
+            .get(&format!("/api/audit?action={action}"))
+            .await
+            .unwrap();
+        assert!(
+            audit.body["total"].as_u64().unwrap() >= 1,
+            "{action}: {}",
+            audit.text
+        );
     }
 }
 
@@ -284,7 +306,10 @@ async fn inline_media_over_the_budget_becomes_the_omitted_marker_newest_first() 
         "type": "voice", "direction": "outgoing", "status": "sent", "timestamp": 1, "hasMedia": true,
         "media": {"mimetype": "audio/ogg", "data": base64::engine::general_purpose::STANDARD.encode(b"older voice note bytes")},
         "createdAt": 1});
-    payload["tables"]["messages"].as_array_mut().unwrap().push(older);
+    payload["tables"]["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(older);
     assert_eq!(import(&c, payload).await.body["imported"], true);
     let out = export(&c).await;
     assert!(row(&out, "messages", "m-2")["media"]["data"].is_string());
@@ -295,7 +320,10 @@ async fn inline_media_over_the_budget_becomes_the_omitted_marker_newest_first() 
     // The batch's base64 (older than m-2) did not fit either.
     let item = &row(&out, "messageBatches", "b-1")["items"][0]["content"]["image"];
     assert_eq!(item["omitted"], true, "{item}");
-    assert_eq!(out["omittedInlineMedia"], json!({"messages": 1, "messageBatches": 1}));
+    assert_eq!(
+        out["omittedInlineMedia"],
+        json!({"messages": 1, "messageBatches": 1})
+    );
 }
 
 #[tokio::test]
@@ -308,7 +336,10 @@ async fn a_failing_row_rolls_the_whole_import_back() {
     bad["tables"]["templates"] = json!([]);
     // A message of a session the payload does not have: refused by the database, after every session,
     // webhook and earlier message was written inside the transaction.
-    bad["tables"]["messages"].as_array_mut().unwrap().push(json!({
+    bad["tables"]["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({
         "id": "m-9", "sessionId": "99999999-9999-4999-8999-999999999999", "waMessageId": "WA9",
         "chatId": "x@c.us", "fromJid": "x@c.us", "toJid": "y@c.us", "type": "text",
         "direction": "incoming", "status": "read", "timestamp": 1, "createdAt": 1}));
@@ -317,9 +348,18 @@ async fn a_failing_row_rolls_the_whole_import_back() {
     assert_eq!(reply.body["imported"], false, "{}", reply.text);
     assert_eq!(reply.body["counts"]["messages"], 3);
     assert_eq!(reply.body["counts"]["templates"], 0);
-    assert!(reply.body["warnings"].to_string().contains("messages row 2"), "{}", reply.text);
+    assert!(
+        reply.body["warnings"]
+            .to_string()
+            .contains("messages row 2"),
+        "{}",
+        reply.text
+    );
     // Nothing changed: the templates that the failed import cleared are still there.
-    assert_eq!(canonical_tables(&export(&c).await), canonical_tables(&before));
+    assert_eq!(
+        canonical_tables(&export(&c).await),
+        canonical_tables(&before)
+    );
 
     // A value of the wrong type is a row failure too.
     let mut wrong = full_payload();
@@ -331,11 +371,17 @@ async fn a_failing_row_rolls_the_whole_import_back() {
 
 #[tokio::test]
 async fn malformed_and_oversized_import_bodies() {
-    let node = Node::start(options().env("BODY_SIZE_LIMIT", "4kb")).await.unwrap();
+    let node = Node::start(options().env("BODY_SIZE_LIMIT", "4kb"))
+        .await
+        .unwrap();
     let c = node.client();
-    for body in [json!({}), json!({"tables": 5}), json!({"tables": {"sessions": {}}}),
-        json!({"tables": {"sessions": [1]}}), json!({"tables": {}, "force": "yes"})]
-    {
+    for body in [
+        json!({}),
+        json!({"tables": 5}),
+        json!({"tables": {"sessions": {}}}),
+        json!({"tables": {"sessions": [1]}}),
+        json!({"tables": {}, "force": "yes"}),
+    ] {
         let reply = import(&c, body.clone()).await;
         assert_eq!(reply.status, 400, "{body}: {}", reply.text);
         assert_eq!(reply.body["statusCode"], 400);
@@ -354,7 +400,10 @@ async fn malformed_and_oversized_import_bodies() {
     assert_eq!(reply.status, 413, "{}", reply.text);
     // A viewer or operator key may not export or import.
     let viewer = c
-        .post("/api/auth/api-keys", json!({"name": "viewer-key", "role": "operator"}))
+        .post(
+            "/api/auth/api-keys",
+            json!({"name": "viewer-key", "role": "operator"}),
+        )
         .await
         .unwrap();
     let op = c.with_key(&viewer.str("apiKey"));
@@ -369,8 +418,18 @@ async fn orphaned_engines_refuse_the_import_until_stopped_or_forced() {
     let empty = json!({"tables": {"sessions": []}});
     let refused = import(&c, empty.clone()).await;
     assert_eq!(refused.status, 409, "{}", refused.text);
-    assert!(refused.body["message"].as_str().unwrap().contains(&running), "{}", refused.text);
-    assert_eq!(c.get(&format!("/api/sessions/{running}")).await.unwrap().status, 200);
+    assert!(
+        refused.body["message"].as_str().unwrap().contains(&running),
+        "{}",
+        refused.text
+    );
+    assert_eq!(
+        c.get(&format!("/api/sessions/{running}"))
+            .await
+            .unwrap()
+            .status,
+        200
+    );
 
     let mut stop = empty.clone();
     stop["stopOrphans"] = json!(true);
@@ -380,7 +439,13 @@ async fn orphaned_engines_refuse_the_import_until_stopped_or_forced() {
     assert_eq!(stopped.body["stoppedOrphanEngines"], json!([running]));
     assert_eq!(stopped.body["restartRequired"], false);
     assert_eq!(stopped.body["orphanedEngines"], json!([]));
-    assert_eq!(c.get(&format!("/api/sessions/{running}")).await.unwrap().status, 404);
+    assert_eq!(
+        c.get(&format!("/api/sessions/{running}"))
+            .await
+            .unwrap()
+            .status,
+        404
+    );
 
     let second = support::ready_session(&c, "orphan-two").await;
     let mut force = empty;
@@ -415,7 +480,10 @@ async fn storage_archive_round_trip_and_refusals() {
     assert_eq!(exported.status, 200, "{}", exported.text);
     assert!(exported.body["message"].is_string());
     let download = exported.str("download");
-    assert!(download.contains("exports") && download.ends_with(".tar.gz"), "{download}");
+    assert!(
+        download.contains("exports") && download.ends_with(".tar.gz"),
+        "{download}"
+    );
     assert!(std::path::Path::new(&download).exists() || data_dir(&node).join("exports").exists());
 
     // Lose the media, then bring it back from the archive.
@@ -423,21 +491,33 @@ async fn storage_archive_round_trip_and_refusals() {
     for entry in std::fs::read_dir(&media).unwrap() {
         std::fs::remove_file(entry.unwrap().path()).unwrap();
     }
-    assert_eq!(c.get("/api/infra/storage/files/count").await.unwrap().body["count"], 0);
+    assert_eq!(
+        c.get("/api/infra/storage/files/count").await.unwrap().body["count"],
+        0
+    );
     let restored = c
         .post("/api/infra/storage/import", json!({"filePath": download}))
         .await
         .unwrap();
     assert_eq!(restored.status, 200, "{}", restored.text);
-    assert_eq!(restored.body, json!({"imported": true, "count": 1, "storageType": "local"}));
-    assert_eq!(c.get("/api/infra/storage/files/count").await.unwrap().body["count"], 1);
+    assert_eq!(
+        restored.body,
+        json!({"imported": true, "count": 1, "storageType": "local"})
+    );
+    assert_eq!(
+        c.get("/api/infra/storage/files/count").await.unwrap().body["count"],
+        1
+    );
     let out = export(&c).await;
     assert_eq!(row(&out, "messages", "m-2")["media"]["data"], media_b64());
 
     let refuse = |body: Value| {
         let c = c.clone();
         async move {
-            let reply = c.post("/api/infra/storage/import", body.clone()).await.unwrap();
+            let reply = c
+                .post("/api/infra/storage/import", body.clone())
+                .await
+                .unwrap();
             assert_eq!(reply.status, 400, "{body}: {}", reply.text);
             reply.body["message"].as_str().unwrap().to_string()
         }
@@ -451,21 +531,40 @@ async fn storage_archive_round_trip_and_refusals() {
     // A symlink inside data/ pointing at the archive (or anywhere) is refused.
     let link = data_dir(&node).join("link.tar.gz");
     std::os::unix::fs::symlink(&download, &link).unwrap();
-    assert!(refuse(json!({"filePath": link})).await.contains("symbolic link"));
+    assert!(
+        refuse(json!({"filePath": link}))
+            .await
+            .contains("symbolic link")
+    );
     // Missing, corrupt, expired.
     let missing = data_dir(&node).join("exports/nope.tar.gz");
-    assert!(refuse(json!({"filePath": missing})).await.contains("not found"));
+    assert!(
+        refuse(json!({"filePath": missing}))
+            .await
+            .contains("not found")
+    );
     let corrupt = data_dir(&node).join("exports/corrupt.tar.gz");
     std::fs::write(&corrupt, b"this is not gzip at all").unwrap();
-    assert!(refuse(json!({"filePath": corrupt})).await.contains("corrupt"));
-    let stale = c.get("/api/infra/storage/export").await.unwrap().str("download");
+    assert!(
+        refuse(json!({"filePath": corrupt}))
+            .await
+            .contains("corrupt")
+    );
+    let stale = c
+        .get("/api/infra/storage/export")
+        .await
+        .unwrap()
+        .str("download");
     let aged = std::process::Command::new("touch")
         .args(["-d", "2 hours ago", &stale])
         .status()
         .unwrap();
     assert!(aged.success());
     assert!(refuse(json!({"filePath": stale})).await.contains("expired"));
-    assert!(!std::path::Path::new(&stale).exists(), "the expired archive was deleted");
+    assert!(
+        !std::path::Path::new(&stale).exists(),
+        "the expired archive was deleted"
+    );
     // An archive whose entry would land outside the media directory.
     let evil = data_dir(&node).join("exports/evil.tar.gz");
     write_archive_with_raw_name(&evil, "media/../../escaped");
@@ -474,15 +573,25 @@ async fn storage_archive_round_trip_and_refusals() {
 
     for action in ["storage_exported", "storage_imported"] {
         let audit = c.get(&format!("/api/audit?action={action}")).await.unwrap();
-        assert!(audit.body["total"].as_u64().unwrap() >= 1, "{action}: {}", audit.text);
+        assert!(
+            audit.body["total"].as_u64().unwrap() >= 1,
+            "{action}: {}",
+            audit.text
+        );
     }
 }
 
 #[tokio::test]
 async fn archives_are_deleted_after_their_ttl() {
-    let node = Node::start(options().env("STORAGE_EXPORT_TTL_MS", "300")).await.unwrap();
+    let node = Node::start(options().env("STORAGE_EXPORT_TTL_MS", "300"))
+        .await
+        .unwrap();
     let c = node.client();
-    let download = c.get("/api/infra/storage/export").await.unwrap().str("download");
+    let download = c
+        .get("/api/infra/storage/export")
+        .await
+        .unwrap()
+        .str("download");
     let path = std::path::PathBuf::from(&download);
     support::wait_for(Duration::from_secs(10), || {
         let path = path.clone();

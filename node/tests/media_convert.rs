@@ -35,7 +35,11 @@ fn generate(dir: &Path, name: &str, args: &[&str]) -> Vec<u8> {
 }
 
 fn tone(dir: &Path) -> Vec<u8> {
-    generate(dir, "tone.wav", &["-f", "lavfi", "-i", "sine=frequency=440:duration=3"])
+    generate(
+        dir,
+        "tone.wav",
+        &["-f", "lavfi", "-i", "sine=frequency=440:duration=3"],
+    )
 }
 
 fn test_video(dir: &Path) -> Vec<u8> {
@@ -43,8 +47,19 @@ fn test_video(dir: &Path) -> Vec<u8> {
         dir,
         "test.avi",
         &[
-            "-f", "lavfi", "-i", "testsrc=duration=2:size=320x240:rate=15", "-f", "lavfi", "-i",
-            "sine=frequency=300:duration=2", "-c:v", "mpeg4", "-c:a", "pcm_s16le", "-shortest",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=duration=2:size=320x240:rate=15",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=frequency=300:duration=2",
+            "-c:v",
+            "mpeg4",
+            "-c:a",
+            "pcm_s16le",
+            "-shortest",
         ],
     )
 }
@@ -52,11 +67,22 @@ fn test_video(dir: &Path) -> Vec<u8> {
 /// ffprobe's view of a file: `(format_name, duration, [codec_name per stream])`.
 fn probe(path: &Path) -> (String, f64, Vec<String>) {
     let out = Command::new("ffprobe")
-        .args(["-v", "error", "-show_format", "-show_streams", "-of", "json"])
+        .args([
+            "-v",
+            "error",
+            "-show_format",
+            "-show_streams",
+            "-of",
+            "json",
+        ])
         .arg(path)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let codecs = v["streams"]
         .as_array()
@@ -65,11 +91,18 @@ fn probe(path: &Path) -> (String, f64, Vec<String>) {
         .map(|s| s["codec_name"].as_str().unwrap().to_string())
         .collect();
     let duration = v["format"]["duration"].as_str().unwrap().parse().unwrap();
-    (v["format"]["format_name"].as_str().unwrap().to_string(), duration, codecs)
+    (
+        v["format"]["format_name"].as_str().unwrap().to_string(),
+        duration,
+        codecs,
+    )
 }
 
 async fn session(c: &Client) -> String {
-    let created = c.post("/api/sessions", json!({"name": "convert-s"})).await.unwrap();
+    let created = c
+        .post("/api/sessions", json!({"name": "convert-s"}))
+        .await
+        .unwrap();
     assert_eq!(created.status, 201, "{}", created.text);
     created.str("id")
 }
@@ -90,7 +123,10 @@ async fn a_tone_becomes_a_voice_note_and_a_test_video_a_phone_mp4() {
     let node = Node::start(options()).await.unwrap();
     let c = node.client();
     let id = session(&c).await;
-    let available = c.get(&format!("/api/sessions/{id}/media/convert")).await.unwrap();
+    let available = c
+        .get(&format!("/api/sessions/{id}/media/convert"))
+        .await
+        .unwrap();
     assert_eq!(available.status, 200, "{}", available.text);
     assert_eq!(available.body, json!({"available": true}));
 
@@ -135,7 +171,10 @@ async fn a_tone_becomes_a_voice_note_and_a_test_video_a_phone_mp4() {
         json!({"url": "http://example.invalid/a", "base64": "AAAA"}),
     ] {
         let reply = c
-            .post(&format!("/api/sessions/{id}/media/convert/voice"), body.clone())
+            .post(
+                &format!("/api/sessions/{id}/media/convert/voice"),
+                body.clone(),
+            )
             .await
             .unwrap();
         assert_eq!(reply.status, 400, "{body}: {}", reply.text);
@@ -155,14 +194,23 @@ async fn disabled_unrunnable_and_capped_conversions() {
     let dir = tempfile::tempdir().unwrap();
     let audio = b64(&tone(dir.path()));
     let body = json!({"base64": audio, "mimetype": "audio/wav"});
-    for (key, value) in [("MEDIA_CONVERSION_ENABLED", "false"), ("FFMPEG_PATH", "/nonexistent/ffmpeg")] {
+    for (key, value) in [
+        ("MEDIA_CONVERSION_ENABLED", "false"),
+        ("FFMPEG_PATH", "/nonexistent/ffmpeg"),
+    ] {
         let node = Node::start(options().env(key, value)).await.unwrap();
         let c = node.client();
         let id = session(&c).await;
-        let available = c.get(&format!("/api/sessions/{id}/media/convert")).await.unwrap();
+        let available = c
+            .get(&format!("/api/sessions/{id}/media/convert"))
+            .await
+            .unwrap();
         assert_eq!(available.body, json!({"available": false}), "{key}");
         let reply = c
-            .post(&format!("/api/sessions/{id}/media/convert/voice"), body.clone())
+            .post(
+                &format!("/api/sessions/{id}/media/convert/voice"),
+                body.clone(),
+            )
             .await
             .unwrap();
         assert_eq!(reply.status, 503, "{key}: {}", reply.text);
@@ -184,7 +232,11 @@ async fn disabled_unrunnable_and_capped_conversions() {
 async fn a_hung_conversion_times_out_and_a_full_queue_refuses() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("hung-ffmpeg");
-    std::fs::write(&script, "#!/bin/sh\n[ \"$1\" = -version ] && exit 0\nexec sleep 30\n").unwrap();
+    std::fs::write(
+        &script,
+        "#!/bin/sh\n[ \"$1\" = -version ] && exit 0\nexec sleep 30\n",
+    )
+    .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let node = Node::start(
         options()
@@ -236,8 +288,15 @@ async fn a_ptt_send_of_non_opus_audio_is_converted_to_a_voice_note() {
         .await
         .unwrap();
     assert_eq!(sent.status, 201, "{}", sent.text);
-    let messages = c.get(&format!("/api/sessions/{id}/messages?limit=1")).await.unwrap();
+    let messages = c
+        .get(&format!("/api/sessions/{id}/messages?limit=1"))
+        .await
+        .unwrap();
     let media = &messages.body[0]["media"];
-    assert_eq!(media["mimetype"], "audio/ogg; codecs=opus", "{}", messages.text);
+    assert_eq!(
+        media["mimetype"], "audio/ogg; codecs=opus",
+        "{}",
+        messages.text
+    );
     assert_eq!(messages.body[0]["type"], "voice");
 }

@@ -36,7 +36,10 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 /// Samples RSS until `stop` flips; answers the highest value seen.
-fn sample_peak(pid: u32, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> tokio::task::JoinHandle<u64> {
+fn sample_peak(
+    pid: u32,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<u64> {
     tokio::spawn(async move {
         let mut peak = rss_kib(pid);
         while !stop.load(std::sync::atomic::Ordering::Acquire) {
@@ -84,7 +87,11 @@ async fn export_import(binary: &str, n: usize) -> anyhow::Result<()> {
     let import_time = started.elapsed();
     stop.store(true, std::sync::atomic::Ordering::Release);
     let import_peak = sampler.await?;
-    anyhow::ensure!(reply.body["imported"] == true, "import failed: {}", reply.text);
+    anyhow::ensure!(
+        reply.body["imported"] == true,
+        "import failed: {}",
+        reply.text
+    );
 
     let before_export = rss_kib(pid);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -95,7 +102,11 @@ async fn export_import(binary: &str, n: usize) -> anyhow::Result<()> {
         .header("X-API-Key", ADMIN_KEY)
         .send()
         .await?;
-    anyhow::ensure!(response.status() == 200, "export answered {}", response.status());
+    anyhow::ensure!(
+        response.status() == 200,
+        "export answered {}",
+        response.status()
+    );
     let mut bytes = 0usize;
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
@@ -127,7 +138,15 @@ async fn convert_throughput(binary: &str, count: usize) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let tone = dir.path().join("tone.wav");
     let status = std::process::Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+        ])
         .arg("sine=frequency=440:duration=30")
         .arg(&tone)
         .status()?;
@@ -156,7 +175,12 @@ async fn convert_throughput(binary: &str, count: usize) -> anyhow::Result<()> {
                 let reply = client
                     .post(&path, json!({"base64": audio, "mimetype": "audio/wav"}))
                     .await?;
-                anyhow::ensure!(reply.status == 200, "conversion answered {}: {}", reply.status, reply.text);
+                anyhow::ensure!(
+                    reply.status == 200,
+                    "conversion answered {}: {}",
+                    reply.status,
+                    reply.text
+                );
                 ok += 1;
             }
             Ok(ok)

@@ -174,8 +174,10 @@ impl Writer {
     ) -> Result<bool, crate::store::StoreError> {
         let exported_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         self.buf.extend_from_slice(
-            format!("{{\"exportedAt\":\"{exported_at}\",\"dataDbType\":\"{db_type}\",\"tables\":{{")
-                .as_bytes(),
+            format!(
+                "{{\"exportedAt\":\"{exported_at}\",\"dataDbType\":\"{db_type}\",\"tables\":{{"
+            )
+            .as_bytes(),
         );
         let mut first_table = true;
         for table in TABLES.iter() {
@@ -230,11 +232,19 @@ impl Writer {
     }
 
     async fn flush(&mut self) -> bool {
-        let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK * 2)));
+        let chunk = Bytes::from(std::mem::replace(
+            &mut self.buf,
+            Vec::with_capacity(CHUNK * 2),
+        ));
         self.sender.send(Ok(chunk)).await.is_ok()
     }
 
-    async fn row_json(&mut self, table: &'static TableSpec, keys: &[String], cells: Vec<Cell>) -> Value {
+    async fn row_json(
+        &mut self,
+        table: &'static TableSpec,
+        keys: &[String],
+        cells: Vec<Cell>,
+    ) -> Value {
         let mut row = Map::new();
         for ((column, key), cell) in table.columns.iter().zip(keys).zip(cells) {
             row.insert(key.clone(), cell.into_json(column.kind));
@@ -256,7 +266,11 @@ impl Writer {
     /// Inlines the file of a message's media (`data`, base64) when it is within budget; otherwise marks it
     /// `omitted` (the key, mimetype and size stay, so a storage archive can bring the file along).
     async fn message_media(&mut self, row: &mut Map<String, Value>) {
-        let id = row.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+        let id = row
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let Some(Value::Object(media)) = row.get_mut("media") else {
             return;
         };
@@ -279,7 +293,11 @@ impl Writer {
 
     /// Bulk items carry their media as base64 in the row; those over budget become the omitted marker.
     fn batch_media(&mut self, row: &mut Map<String, Value>) {
-        let id = row.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+        let id = row
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let Some(Value::Array(items)) = row.get_mut("items") else {
             return;
         };

@@ -162,7 +162,11 @@ impl DataAdmin {
     }
 
     /// Writes each message's inline `media.data` to the media store and keeps only its key in the row.
-    async fn take_in_inline_media(&self, tables: &mut Map<String, Value>, warnings: &mut Vec<String>) {
+    async fn take_in_inline_media(
+        &self,
+        tables: &mut Map<String, Value>,
+        warnings: &mut Vec<String>,
+    ) {
         let Some(Value::Array(messages)) = tables.get_mut("messages") else {
             return;
         };
@@ -213,18 +217,17 @@ impl DataAdmin {
                 for (column, key) in table.columns.iter().zip(&keys) {
                     let mut value = row.get(key);
                     let replaced;
-                    if table.key == "sessions" && key == "status" {
-                        if let Some(status) = value.and_then(Value::as_str)
-                            && ACTIVE.contains(&status)
-                        {
-                            normalised += 1;
-                            replaced = Value::String("disconnected".into());
-                            value = Some(&replaced);
-                        }
+                    if table.key == "sessions"
+                        && key == "status"
+                        && let Some(status) = value.and_then(Value::as_str)
+                        && ACTIVE.contains(&status)
+                    {
+                        normalised += 1;
+                        replaced = Value::String("disconnected".into());
+                        value = Some(&replaced);
                     }
-                    let bound = data_tables::bind_value(column, value).map_err(|e| {
-                        RowFailure::Row(format!("{} row {index}: {e}", table.key))
-                    })?;
+                    let bound = data_tables::bind_value(column, value)
+                        .map_err(|e| RowFailure::Row(format!("{} row {index}: {e}", table.key)))?;
                     values.push(bound);
                 }
                 data_tables::insert_row(&mut tx, &sql, &values)
@@ -272,11 +275,11 @@ mod tests {
         assert!(ImportRequest::parse(serde_json::json!({})).is_err());
         assert!(ImportRequest::parse(serde_json::json!({"tables": {"sessions": {}}})).is_err());
         assert!(ImportRequest::parse(serde_json::json!({"tables": {"sessions": [1]}})).is_err());
-        assert!(
-            ImportRequest::parse(serde_json::json!({"tables": {}, "force": "yes"})).is_err()
-        );
-        let ok = ImportRequest::parse(serde_json::json!({"tables": {"sessions": []}, "stopOrphans": true}))
-            .unwrap();
+        assert!(ImportRequest::parse(serde_json::json!({"tables": {}, "force": "yes"})).is_err());
+        let ok = ImportRequest::parse(
+            serde_json::json!({"tables": {"sessions": []}, "stopOrphans": true}),
+        )
+        .unwrap();
         assert!(ok.stop_orphans && !ok.force);
     }
 }

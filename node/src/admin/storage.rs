@@ -172,9 +172,7 @@ fn absolute(path: &Path) -> PathBuf {
     let joined = if path.is_absolute() {
         path.to_path_buf()
     } else {
-        std::env::current_dir()
-            .unwrap_or_default()
-            .join(path)
+        std::env::current_dir().unwrap_or_default().join(path)
     };
     joined
         .components()
@@ -217,7 +215,8 @@ fn write_archive(
     handle: &tokio::runtime::Handle,
 ) -> std::io::Result<()> {
     let file = std::fs::File::create(target)?;
-    let gz = flate2::write::GzEncoder::new(std::io::BufWriter::new(file), flate2::Compression::fast());
+    let gz =
+        flate2::write::GzEncoder::new(std::io::BufWriter::new(file), flate2::Compression::fast());
     let mut builder = tar::Builder::new(gz);
     let now = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -249,9 +248,12 @@ fn write_archive(
 
 /// What an entry of an archive is: a media object to store, something to skip, or a refusal.
 fn classify(entry_path: &Path, kind: tar::EntryType) -> Result<Option<String>, AdminError> {
-    let escapes = entry_path
-        .components()
-        .any(|c| matches!(c, Component::ParentDir | Component::RootDir | Component::Prefix(_)));
+    let escapes = entry_path.components().any(|c| {
+        matches!(
+            c,
+            Component::ParentDir | Component::RootDir | Component::Prefix(_)
+        )
+    });
     if escapes || kind.is_symlink() || kind.is_hard_link() {
         return Err(AdminError::BadRequest(format!(
             "Archive entry '{}' would escape the media directory",
@@ -288,7 +290,9 @@ fn classify(entry_path: &Path, kind: tar::EntryType) -> Result<Option<String>, A
     Ok(Some(name.clone()))
 }
 
-fn open_archive(path: &Path) -> std::io::Result<tar::Archive<flate2::read::GzDecoder<std::fs::File>>> {
+fn open_archive(
+    path: &Path,
+) -> std::io::Result<tar::Archive<flate2::read::GzDecoder<std::fs::File>>> {
     Ok(tar::Archive::new(flate2::read::GzDecoder::new(
         std::fs::File::open(path)?,
     )))
@@ -296,8 +300,9 @@ fn open_archive(path: &Path) -> std::io::Result<tar::Archive<flate2::read::GzDec
 
 /// Reads the whole archive once: every entry must be readable and stay inside the media directory.
 fn scan_archive(path: &Path) -> AdminResult<Vec<Option<String>>> {
-    let corrupt =
-        |err: std::io::Error| AdminError::BadRequest(format!("Archive is corrupt or not a tar.gz: {err}"));
+    let corrupt = |err: std::io::Error| {
+        AdminError::BadRequest(format!("Archive is corrupt or not a tar.gz: {err}"))
+    };
     let mut archive = open_archive(path).map_err(corrupt)?;
     let mut keys = Vec::new();
     for entry in archive.entries().map_err(corrupt)? {
@@ -352,6 +357,9 @@ mod tests {
         assert!(classify(Path::new("media/../../etc/passwd"), tar::EntryType::Regular).is_err());
         assert!(classify(Path::new("/etc/passwd"), tar::EntryType::Regular).is_err());
         assert!(classify(Path::new(&format!("media/{key}")), tar::EntryType::Symlink).is_err());
-        assert_eq!(classify(Path::new("media"), tar::EntryType::Directory).unwrap(), None);
+        assert_eq!(
+            classify(Path::new("media"), tar::EntryType::Directory).unwrap(),
+            None
+        );
     }
 }

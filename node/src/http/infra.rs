@@ -10,8 +10,7 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Role;
 use wagate_proto::dto::admin::{
-    ImportResult, StorageExportResult, StorageFileCount, StorageImportRequest,
-    StorageImportResult,
+    ImportResult, StorageExportResult, StorageFileCount, StorageImportRequest, StorageImportResult,
 };
 use wagate_proto::dto::infra::DrainResult;
 
@@ -111,10 +110,18 @@ async fn import_data(
                 "stoppedOrphanEngines": r.stopped_orphan_engines,
             }),
         ),
-        Err(err) => (409, serde_json::json!({ "imported": false, "error": err.to_string() })),
+        Err(err) => (
+            409,
+            serde_json::json!({ "imported": false, "error": err.to_string() }),
+        ),
     };
-    ctx.audit
-        .record("data_imported", &caller.actor(), None, status, Some(metadata));
+    ctx.audit.record(
+        "data_imported",
+        &caller.actor(),
+        None,
+        status,
+        Some(metadata),
+    );
     Ok(Json(result?))
 }
 
@@ -141,11 +148,19 @@ async fn storage_export(
     caller.require(Role::Admin)?;
     let result = ctx.admin.storage_export().await;
     let (status, metadata) = match &result {
-        Ok((r, count)) => (200, serde_json::json!({ "download": r.download, "count": count })),
+        Ok((r, count)) => (
+            200,
+            serde_json::json!({ "download": r.download, "count": count }),
+        ),
         Err(err) => (500, serde_json::json!({ "error": err.to_string() })),
     };
-    ctx.audit
-        .record("storage_exported", &caller.actor(), None, status, Some(metadata));
+    ctx.audit.record(
+        "storage_exported",
+        &caller.actor(),
+        None,
+        status,
+        Some(metadata),
+    );
     Ok(Json(result?.0))
 }
 
@@ -164,10 +179,21 @@ async fn storage_import(
     let path = body.file_path.unwrap_or_default();
     let result = ctx.admin.storage_import(&path).await;
     let (status, metadata) = match &result {
-        Ok(r) => (200, serde_json::json!({ "filePath": path, "count": r.count })),
-        Err(err) => (400, serde_json::json!({ "filePath": path, "error": err.to_string() })),
+        Ok(r) => (
+            200,
+            serde_json::json!({ "filePath": path, "count": r.count }),
+        ),
+        Err(err) => (
+            400,
+            serde_json::json!({ "filePath": path, "error": err.to_string() }),
+        ),
     };
-    ctx.audit
-        .record("storage_imported", &caller.actor(), None, status, Some(metadata));
+    ctx.audit.record(
+        "storage_imported",
+        &caller.actor(),
+        None,
+        status,
+        Some(metadata),
+    );
     Ok(Json(result?))
 }

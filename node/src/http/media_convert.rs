@@ -91,7 +91,11 @@ async fn convert(
             ctx.media.put_url(&url, proxy.as_deref()).await
         }
         (None, Some(data)) => ctx.media.put_base64(&data).await,
-        _ => return Err(ApiError::bad_request("exactly one of url or base64 is required")),
+        _ => {
+            return Err(ApiError::bad_request(
+                "exactly one of url or base64 is required",
+            ));
+        }
     }
     .map_err(input_error)?;
     let input = ctx

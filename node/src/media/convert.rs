@@ -176,7 +176,11 @@ impl Converter {
     }
 
     /// Converts the file at `input`; waits for a slot in the bounded queue (refused when it is full).
-    pub(crate) async fn convert(&self, input: &Path, target: Target) -> Result<Converted, ConvertError> {
+    pub(crate) async fn convert(
+        &self,
+        input: &Path,
+        target: Target,
+    ) -> Result<Converted, ConvertError> {
         self.check().await?;
         let limit = self.limits.concurrency.max(1) + self.limits.queue;
         let admitted = self.admitted.fetch_add(1, Ordering::AcqRel);
@@ -213,7 +217,10 @@ impl Converter {
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         let child = cmd.spawn().map_err(|err| {
-            ConvertError::NotRunnable(format!("{} cannot be run: {err}", self.limits.ffmpeg.display()))
+            ConvertError::NotRunnable(format!(
+                "{} cannot be run: {err}",
+                self.limits.ffmpeg.display()
+            ))
         })?;
         let timeout = Duration::from_millis(self.limits.timeout_ms);
         // On timeout the future (and with it the child) is dropped: kill_on_drop kills the process.
@@ -272,7 +279,10 @@ mod tests {
     async fn a_missing_binary_is_not_runnable_and_disabled_is_disabled() {
         let dir = tempfile::tempdir().unwrap();
         let missing = Converter::new(limits("/nonexistent/ffmpeg", dir.path()));
-        assert!(matches!(missing.check().await, Err(ConvertError::NotRunnable(_))));
+        assert!(matches!(
+            missing.check().await,
+            Err(ConvertError::NotRunnable(_))
+        ));
         let mut off = limits("ffmpeg", dir.path());
         off.enabled = false;
         assert!(matches!(
@@ -312,8 +322,14 @@ mod tests {
             converter.convert(&input, Target::Voice).await,
             Err(ConvertError::QueueFull)
         ));
-        assert!(matches!(first.await.unwrap(), Err(ConvertError::TimedOut(300))));
-        let pid = std::fs::read_to_string(&pidfile).unwrap().trim().to_string();
+        assert!(matches!(
+            first.await.unwrap(),
+            Err(ConvertError::TimedOut(300))
+        ));
+        let pid = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .to_string();
         // The killed child is gone (reaped by tokio's orphan reaper shortly after the kill).
         let mut gone = false;
         for _ in 0..200 {

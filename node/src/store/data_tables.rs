@@ -89,7 +89,10 @@ impl TableSpec {
             .iter()
             .map(|c| match c.kind {
                 Kind::Int => format!("CAST({0} AS BIGINT) AS {0}", c.name),
-                Kind::Bool => format!("CAST(CASE WHEN {0} THEN 1 ELSE 0 END AS BIGINT) AS {0}", c.name),
+                Kind::Bool => format!(
+                    "CAST(CASE WHEN {0} THEN 1 ELSE 0 END AS BIGINT) AS {0}",
+                    c.name
+                ),
                 Kind::Text | Kind::Json => c.name.to_string(),
             })
             .collect();
@@ -118,7 +121,10 @@ impl TableSpec {
                 .filter(|n| **n != "id")
                 .map(|n| format!("{n} = excluded.{n}"))
                 .collect();
-            sql.push_str(&format!(" ON CONFLICT (id) DO UPDATE SET {}", sets.join(", ")));
+            sql.push_str(&format!(
+                " ON CONFLICT (id) DO UPDATE SET {}",
+                sets.join(", ")
+            ));
         }
         sql
     }
@@ -432,7 +438,9 @@ impl Cell {
     pub(crate) fn into_json(self, kind: Kind) -> Value {
         match (self, kind) {
             (Cell::Text(None), _) | (Cell::Int(None), _) => Value::Null,
-            (Cell::Text(Some(s)), Kind::Json) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
+            (Cell::Text(Some(s)), Kind::Json) => {
+                serde_json::from_str(&s).unwrap_or(Value::String(s))
+            }
             (Cell::Text(Some(s)), _) => Value::String(s),
             (Cell::Int(Some(n)), Kind::Bool) => Value::Bool(n != 0),
             (Cell::Int(Some(n)), _) => Value::from(n),
@@ -462,12 +470,7 @@ pub(crate) fn bind_value(column: &Column, value: Option<&Value>) -> Result<Bound
             None => &Value::Null,
         },
     };
-    let wrong = |what: &str| {
-        format!(
-            "{} must be {what}",
-            camel_case(column.name)
-        )
-    };
+    let wrong = |what: &str| format!("{} must be {what}", camel_case(column.name));
     Ok(match column.kind {
         Kind::Text => match value {
             Value::Null => Bound::Text(None),
@@ -499,12 +502,10 @@ pub(crate) fn bind_value(column: &Column, value: Option<&Value>) -> Result<Bound
 pub(crate) async fn table_exists(tx: &mut DataTx, table: &str) -> StoreResult<bool> {
     let found: Option<i64> = match tx {
         DataTx::Sqlite(t, _) => {
-            sqlx::query_scalar(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1",
-            )
-            .bind(table)
-            .fetch_optional(&mut **t)
-            .await?
+            sqlx::query_scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1")
+                .bind(table)
+                .fetch_optional(&mut **t)
+                .await?
         }
         DataTx::Postgres(t) => {
             sqlx::query_scalar(
@@ -605,12 +606,18 @@ pub(crate) async fn session_ids(tx: &mut DataTx) -> StoreResult<Vec<String>> {
 
 /// Removes every row of the exported tables except the sessions in `keep` (those are upserted, so their
 /// engine credentials survive); children first.
-pub(crate) async fn clear_for_import(tx: &mut DataTx, keep: &std::collections::HashSet<String>) -> StoreResult<()> {
+pub(crate) async fn clear_for_import(
+    tx: &mut DataTx,
+    keep: &std::collections::HashSet<String>,
+) -> StoreResult<()> {
     for table in TABLES.iter().rev() {
         if table.name == "sessions" {
             for id in session_ids(tx).await? {
                 if !keep.contains(&id) {
-                    execute_tx!(tx, sqlx::query("DELETE FROM sessions WHERE id = $1").bind(&id))?;
+                    execute_tx!(
+                        tx,
+                        sqlx::query("DELETE FROM sessions WHERE id = $1").bind(&id)
+                    )?;
                 }
             }
         } else {
@@ -692,8 +699,15 @@ mod tests {
     #[test]
     fn values_bind_by_kind_and_refuse_wrong_types() {
         let col = int("created_at");
-        assert_eq!(bind_value(&col, Some(&Value::from(5))), Ok(Bound::Int(Some(5))));
-        assert!(bind_value(&col, Some(&Value::from("x"))).unwrap_err().contains("createdAt"));
+        assert_eq!(
+            bind_value(&col, Some(&Value::from(5))),
+            Ok(Bound::Int(Some(5)))
+        );
+        assert!(
+            bind_value(&col, Some(&Value::from("x")))
+                .unwrap_err()
+                .contains("createdAt")
+        );
         let events = json_or("events", "[\"*\"]");
         assert_eq!(
             bind_value(&events, None),
