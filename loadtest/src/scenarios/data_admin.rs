@@ -1,4 +1,4 @@
-//! `data-admin`: data import and export of N messages (time, and the node's RSS sampled every 20 ms while
+//! `data-admin`: data import and export of N messages (time, and the node's anonymous RSS sampled every 20 ms while
 //! each runs: the export streams rows, so its peak should not grow with N) at two sizes, and the
 //! throughput of ffmpeg voice-note conversions of a 30-second tone. Starts its own node; loopback only.
 
@@ -22,13 +22,14 @@ pub async fn run(args: &[String]) -> anyhow::Result<()> {
     convert_throughput(&binary, conversions).await
 }
 
-/// The node's resident set in KiB, from `/proc`.
+/// The node's anonymous resident memory in KiB, from `/proc` (the heap; file-backed pages, such as SQLite's
+/// memory-mapped database file that an export reads through, are left out).
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with("RssAnon:"))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse().ok())
         })
@@ -116,14 +117,14 @@ async fn export_import(binary: &str, n: usize) -> anyhow::Result<()> {
     stop.store(true, std::sync::atomic::Ordering::Release);
     let export_peak = sampler.await?;
     println!(
-        "data-admin n={n}: import {:.2}s ({:.0} rows/s), node RSS idle {:.1} MB, peak during import {:.1} MB",
+        "data-admin n={n}: import {:.2}s ({:.0} rows/s), node anonymous RSS idle {:.1} MB, peak during import {:.1} MB",
         import_time.as_secs_f64(),
         n as f64 / import_time.as_secs_f64(),
         idle as f64 / 1024.0,
         import_peak as f64 / 1024.0,
     );
     println!(
-        "data-admin n={n}: export {:.2}s ({:.0} rows/s, {:.1} MB streamed), RSS before {:.1} MB, peak during export {:.1} MB (+{:.1} MB)",
+        "data-admin n={n}: export {:.2}s ({:.0} rows/s, {:.1} MB streamed), anonymous RSS before {:.1} MB, peak during export {:.1} MB (+{:.1} MB)",
         export_time.as_secs_f64(),
         n as f64 / export_time.as_secs_f64(),
         bytes as f64 / 1_048_576.0,
