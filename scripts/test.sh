@@ -39,6 +39,8 @@ ensure_redis() {
 command -v psql >/dev/null || install_pkgs postgresql-client
 ensure_postgres
 ensure_redis
+# Media conversion tests drive the system ffmpeg and check results with ffprobe (both in Debian's ffmpeg).
+command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || install_pkgs ffmpeg
 
 if [ "${WAGATE_SKIP_LINT:-}" != "1" ]; then
   cargo fmt --all -- --check

@@ -39,6 +39,12 @@ impl std::ops::Deref for ApiContext {
 }
 
 pub struct ContextParts {
+    /// Data export/import and media archives (admin routes).
+    pub(crate) admin: Arc<crate::admin::DataAdmin>,
+    /// ffmpeg conversions (the convert routes and converting sends).
+    pub(crate) converter: crate::media::convert::Converter,
+    /// The media store, for routes that take media in outside a send (conversion input).
+    pub(crate) media: crate::media::MediaStore,
     pub config: Arc<Config>,
     pub keys: Arc<KeyService>,
     pub audit: AuditLog,

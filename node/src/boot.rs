@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing_subscriber::EnvFilter;
 
+use crate::admin::DataAdmin;
 use crate::app::{ApiContext, ContextParts};
 use crate::audit::AuditLog;
 use crate::automation::{AutomationService, SessionSender};
@@ -31,6 +32,7 @@ use crate::events::ingest::Ingest;
 use crate::http::limits::{TieredLimiter, run_limiter_upkeep};
 use crate::keys::KeyService;
 use crate::maindb::MainWriter;
+use crate::media::convert::{ConvertLimits, Converter};
 use crate::media::{FetchOptions, MediaStore};
 use crate::messaging::bulk::BulkRunner;
 use crate::messaging::pacing::{Pacer, PacingLimits};
@@ -233,6 +235,19 @@ fn media_store(config: &Config) -> MediaStore {
     )
 }
 
+/// The ffmpeg converter with the `MEDIA_CONVERSION_*` knobs.
+fn converter(config: &Config) -> Converter {
+    Converter::new(ConvertLimits {
+        enabled: config.media_conversion_enabled,
+        ffmpeg: config.ffmpeg_path.clone().into(),
+        concurrency: usize::try_from(config.media_conversion_concurrency).unwrap_or(usize::MAX),
+        queue: usize::try_from(config.media_conversion_queue).unwrap_or(usize::MAX),
+        timeout_ms: config.media_conversion_timeout_ms,
+        max_output_bytes: config.media_conversion_max_output_bytes,
+        scratch_dir: config.data_dir.join("media"),
+    })
+}
+
 /// The send pacing governor, when `SEND_PACING_ENABLED=true`.
 fn pacer(config: &Config) -> Option<Pacer> {
     config.send_pacing_enabled.then(|| {
@@ -314,15 +329,27 @@ async fn build_context(
         let peers = peers.with_fence(Box::new(move |session| leases.holds(session)));
         crate::engine::sim::peers::attach(net, Arc::new(peers));
     }
-    let messaging = Arc::new(MessagingService::new(
-        data_db.clone(),
-        sessions.clone(),
-        recorder,
-        pacer(&config),
-    ));
+    let converter = converter(&config);
+    let messaging = Arc::new(
+        MessagingService::new(data_db.clone(), sessions.clone(), recorder, pacer(&config))
+            .with_converter(converter.clone()),
+    );
     let automation = Arc::new(AutomationService::new(data_db.clone()));
     automation.set_sender(Box::new(SessionSender::new(messaging.clone())));
+    let admin = Arc::new(DataAdmin::new(
+        data_db.clone(),
+        media_store(&config),
+        sessions.clone(),
+        pipeline.clone(),
+        automation.clone(),
+        config.export_inline_media_budget_bytes,
+        config.data_dir.clone(),
+        config.storage_export_ttl_ms,
+    ));
     Ok(ApiContext::new(ContextParts {
+        admin,
+        converter,
+        media: media_store(&config),
         webhooks: Arc::new(webhooks),
         automation,
         queue,

@@ -103,6 +103,16 @@ pub struct Config {
     pub media_conversion_max_output_bytes: u64,
     pub export_inline_media_budget_bytes: u64,
     pub storage_export_ttl_ms: u64,
+    /// `MEDIA_CONVERSION_ENABLED` (true): false makes the conversion routes answer 503.
+    pub media_conversion_enabled: bool,
+    /// `FFMPEG_PATH` (`ffmpeg`, looked up on `PATH`): the conversion binary.
+    pub ffmpeg_path: String,
+    /// `MEDIA_CONVERSION_CONCURRENCY` (2): conversions running at once.
+    pub media_conversion_concurrency: u64,
+    /// `MEDIA_CONVERSION_QUEUE` (8): conversions that may wait for a slot; more are refused (503).
+    pub media_conversion_queue: u64,
+    /// `MEDIA_CONVERSION_TIMEOUT_MS` (120000): a conversion's child process is killed after it.
+    pub media_conversion_timeout_ms: u64,
     pub webhook_timeout_ms: u64,
     pub webhook_retry_delay_ms: u64,
     pub webhook_max_payload_bytes: u64,
@@ -290,6 +300,11 @@ impl Config {
                 8 * 1024 * 1024,
             )?,
             storage_export_ttl_ms: positive(&env, "STORAGE_EXPORT_TTL_MS", 3_600_000)?,
+            media_conversion_enabled: parse_bool(&env, "MEDIA_CONVERSION_ENABLED", true)?,
+            ffmpeg_path: env.string("FFMPEG_PATH", "ffmpeg"),
+            media_conversion_concurrency: positive(&env, "MEDIA_CONVERSION_CONCURRENCY", 2)?,
+            media_conversion_queue: parse_u64(&env, "MEDIA_CONVERSION_QUEUE", 8)?,
+            media_conversion_timeout_ms: positive(&env, "MEDIA_CONVERSION_TIMEOUT_MS", 120_000)?,
             webhook_timeout_ms: positive(&env, "WEBHOOK_TIMEOUT", 10_000)?,
             webhook_retry_delay_ms: parse_u64(&env, "WEBHOOK_RETRY_DELAY", 5_000)?,
             webhook_max_payload_bytes: positive(&env, "WEBHOOK_MAX_PAYLOAD_BYTES", 1024 * 1024)?,

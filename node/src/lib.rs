@@ -3,6 +3,7 @@
 //! # Layout
 //! - `config`, `config_parse`: environment variables, defaults and boot refusals.
 //! - `app`: `ApiContext`, the shared handles of every handler.
+//! - `admin/`: data export/import and media archives.
 //! - `http/`: one router per resource, the error type, auth extractor and request limits.
 //! - `keys/`: API key issue, check (cached) and change rules.
 //! - `audit`: the audit log service.
@@ -11,7 +12,7 @@
 //! - `engine/`: the `Engine` trait and the engines (`sim` today).
 //! - `events/`: normalised events, the outbox pipeline and live fan-out.
 //! - `messaging/`: sends, message operations, the message store's write path, templates, bulk, pacing.
-//! - `media/`: media files under `DATA_DIR/media` (content-addressed) and guarded URL fetches.
+//! - `media/`: media files under `DATA_DIR/media` (content-addressed), guarded URL fetches, ffmpeg conversion.
 //! - `sessions/`: the transition table, reconnect backoff, and the supervisor of running engines.
 //! - `cluster/`: session leases (local and Redis, fenced), node registry, heartbeat, takeover sweep.
 //! - `store/`: all SQL; data DB on SQLite or PostgreSQL, main DB on SQLite.
@@ -19,6 +20,7 @@
 // The socket engine's app-state calls (whatsapp-rust) nest deeper than the default limit.
 #![recursion_limit = "512"]
 
+pub(crate) mod admin;
 pub mod app;
 pub mod audit;
 pub(crate) mod automation;

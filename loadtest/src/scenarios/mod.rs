@@ -64,6 +64,9 @@ pub enum Scenario {
     /// Inbound stream while owners are killed with SIGKILL and restarted, repeatedly: accepted, delivered,
     /// lost and duplicated events (prints text)
     Chaos(chaos::ChaosArgs),
+    /// Data export and import of N messages and server-side voice-note conversions on a node it starts:
+    /// time and peak RSS (prints text)
+    DataAdmin(DataAdminArgs),
 }
 
 impl Scenario {
@@ -81,6 +84,7 @@ impl Scenario {
             Scenario::Cluster(a) => legacy("cluster", cluster::run(&a.argv())).await,
             Scenario::Raft(a) => legacy("raft", raft::run(&a.argv())).await,
             Scenario::Chaos(a) => legacy("chaos", chaos::run(a)).await,
+            Scenario::DataAdmin(a) => legacy("data-admin", data_admin::run(&a.argv())).await,
         }
     }
 }
@@ -248,6 +252,32 @@ impl RaftArgs {
             self.creates.to_string(),
             "--concurrency".into(),
             self.concurrency.to_string(),
+        ]
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct DataAdminArgs {
+    /// The `wagate` binary to start [default: `wagate` beside this executable]
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// Messages stored before the export and import are timed
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub messages: u64,
+    /// 30-second voice notes converted
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
+    pub conversions: u64,
+}
+
+impl DataAdminArgs {
+    fn argv(&self) -> Vec<String> {
+        vec![
+            "--binary".into(),
+            binary_or_default(&self.binary, "wagate"),
+            "--messages".into(),
+            self.messages.to_string(),
+            "--conversions".into(),
+            self.conversions.to_string(),
         ]
     }
 }

@@ -57,6 +57,11 @@ impl AutomationService {
         }
     }
 
+    /// Drops every cached rule list (after a data import replaced the rules).
+    pub(crate) fn forget_all(&self) {
+        self.cache.clear();
+    }
+
     /// Installs the hook replies go through; until then matching rules only log.
     pub(crate) fn set_sender(&self, sender: Box<dyn AutomationSender>) {
         self.sender.store(Some(Arc::new(sender)));

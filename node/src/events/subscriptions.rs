@@ -84,6 +84,12 @@ impl SubscriptionCache {
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.by_session.remove(session_id);
     }
+
+    /// Forget every session's entry (after a data import replaced the webhooks).
+    pub(crate) fn invalidate_all(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.by_session.clear();
+    }
 }
 
 /// `["*"]` (or no valid name at all, which validation never lets in) means every event.

@@ -225,6 +225,7 @@ impl From<crate::messaging::MessagingError> for ApiError {
             M::Session(session) => session.into(),
             M::Engine(engine) => engine.into(),
             M::Store(store) => store.into(),
+            M::Convert(convert) => convert.into(),
         }
     }
 }
@@ -245,6 +246,35 @@ impl From<RuleError> for ApiError {
             RuleError::Invalid(message) => ApiError::bad_request(message),
             RuleError::NotFound(_) => ApiError::not_found(err.to_string()),
             RuleError::Store(store) => store.into(),
+        }
+    }
+}
+
+impl From<crate::admin::AdminError> for ApiError {
+    fn from(err: crate::admin::AdminError) -> Self {
+        use crate::admin::AdminError;
+        match err {
+            AdminError::BadRequest(message) => ApiError::bad_request(message),
+            AdminError::Conflict(message) => ApiError::conflict(message),
+            AdminError::Store(err) => err.into(),
+            AdminError::Internal(cause) => ApiError::internal(cause),
+        }
+    }
+}
+
+impl From<crate::media::convert::ConvertError> for ApiError {
+    fn from(err: crate::media::convert::ConvertError) -> Self {
+        use crate::media::convert::ConvertError;
+        match err {
+            ConvertError::Disabled
+            | ConvertError::NotRunnable(_)
+            | ConvertError::QueueFull
+            | ConvertError::TimedOut(_) => ApiError::unavailable(err.to_string()),
+            ConvertError::OutputTooLarge(_) => {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, err.to_string())
+            }
+            ConvertError::BadInput(_) => ApiError::bad_request(err.to_string()),
+            ConvertError::Io(cause) => ApiError::internal(cause),
         }
     }
 }

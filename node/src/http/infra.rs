@@ -1,17 +1,33 @@
-//! Infrastructure routes: `POST /api/infra/drain` hands this node's sessions to its peers (admin only).
+//! Infrastructure routes (admin only): `POST /api/infra/drain` hands this node's sessions to its peers;
+//! the data export and import (`/api/infra/export-data`, `import-data`) and the media archives
+//! (`/api/infra/storage/...`) call `admin::DataAdmin` and leave an audit row.
 
 use axum::Json;
+use axum::body::Body;
 use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Role;
+use wagate_proto::dto::admin::{
+    ImportResult, StorageExportResult, StorageFileCount, StorageImportRequest, StorageImportResult,
+};
 use wagate_proto::dto::infra::DrainResult;
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
+use super::extract::ApiJson;
+use crate::admin::ImportRequest;
 use crate::app::ApiContext;
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
-    OpenApiRouter::new().routes(routes!(drain_node))
+    OpenApiRouter::new()
+        .routes(routes!(drain_node))
+        .routes(routes!(export_data))
+        .routes(routes!(import_data))
+        .routes(routes!(storage_file_count))
+        .routes(routes!(storage_export))
+        .routes(routes!(storage_import))
 }
 
 /// POST /api/infra/drain
@@ -34,4 +50,150 @@ async fn drain_node(caller: Caller, State(ctx): State<ApiContext>) -> ApiResult<
         node_id: cluster.node_id.clone(),
         released,
     }))
+}
+
+/// GET /api/infra/export-data
+///
+/// The sixteen data tables as one JSON document `{exportedAt, dataDbType, tables, counts, skippedTables,
+/// omittedInlineMedia}`, streamed while it is read.
+#[utoipa::path(get, path = "/api/infra/export-data", tag = "infra",
+    responses((status = 200, description = "The export document", content_type = "application/json")))]
+async fn export_data(caller: Caller, State(ctx): State<ApiContext>) -> ApiResult<Response> {
+    caller.require(Role::Admin)?;
+    let audit = ctx.audit.clone();
+    let actor = caller.actor();
+    let stream = ctx
+        .admin
+        .export(move |done| {
+            let status = if done.complete { 200 } else { 500 };
+            let metadata = serde_json::json!({
+                "counts": done.counts,
+                "skippedTables": done.skipped_tables,
+                "omittedInlineMedia": {
+                    "messages": done.omitted_messages,
+                    "messageBatches": done.omitted_batches,
+                },
+                "complete": done.complete,
+            });
+            audit.record("data_exported", &actor, None, status, Some(metadata));
+        })
+        .await?;
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(stream),
+    )
+        .into_response())
+}
+
+/// POST /api/infra/import-data
+///
+/// Replaces the data tables with the body's `tables` in one transaction.
+#[utoipa::path(post, path = "/api/infra/import-data", tag = "infra",
+    request_body = Object,
+    responses((status = 200, body = ImportResult), (status = 400), (status = 409), (status = 413)))]
+async fn import_data(
+    caller: Caller,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<serde_json::Value>,
+) -> ApiResult<Json<ImportResult>> {
+    caller.require(Role::Admin)?;
+    let req = ImportRequest::parse(body).map_err(ApiError::bad_request)?;
+    let result = ctx.admin.import(req).await;
+    let (status, metadata) = match &result {
+        Ok(r) => (
+            if r.imported { 200 } else { 422 },
+            serde_json::json!({
+                "imported": r.imported,
+                "counts": r.counts,
+                "restartRequired": r.restart_required,
+                "orphanedEngines": r.orphaned_engines,
+                "stoppedOrphanEngines": r.stopped_orphan_engines,
+            }),
+        ),
+        Err(err) => (
+            409,
+            serde_json::json!({ "imported": false, "error": err.to_string() }),
+        ),
+    };
+    ctx.audit.record(
+        "data_imported",
+        &caller.actor(),
+        None,
+        status,
+        Some(metadata),
+    );
+    Ok(Json(result?))
+}
+
+/// GET /api/infra/storage/files/count
+#[utoipa::path(get, path = "/api/infra/storage/files/count", tag = "infra",
+    responses((status = 200, body = StorageFileCount)))]
+async fn storage_file_count(
+    caller: Caller,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<StorageFileCount>> {
+    caller.require(Role::Admin)?;
+    Ok(Json(ctx.admin.storage_count().await?))
+}
+
+/// GET /api/infra/storage/export
+///
+/// Writes every media file into a `.tar.gz` under `data/exports` (deleted after `STORAGE_EXPORT_TTL_MS`).
+#[utoipa::path(get, path = "/api/infra/storage/export", tag = "infra",
+    responses((status = 200, body = StorageExportResult)))]
+async fn storage_export(
+    caller: Caller,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<StorageExportResult>> {
+    caller.require(Role::Admin)?;
+    let result = ctx.admin.storage_export().await;
+    let (status, metadata) = match &result {
+        Ok((r, count)) => (
+            200,
+            serde_json::json!({ "download": r.download, "count": count }),
+        ),
+        Err(err) => (500, serde_json::json!({ "error": err.to_string() })),
+    };
+    ctx.audit.record(
+        "storage_exported",
+        &caller.actor(),
+        None,
+        status,
+        Some(metadata),
+    );
+    Ok(Json(result?.0))
+}
+
+/// POST /api/infra/storage/import
+///
+/// Imports the media files of an archive that lies inside `data/`.
+#[utoipa::path(post, path = "/api/infra/storage/import", tag = "infra",
+    request_body = StorageImportRequest,
+    responses((status = 200, body = StorageImportResult), (status = 400)))]
+async fn storage_import(
+    caller: Caller,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<StorageImportRequest>,
+) -> ApiResult<Json<StorageImportResult>> {
+    caller.require(Role::Admin)?;
+    let path = body.file_path.unwrap_or_default();
+    let result = ctx.admin.storage_import(&path).await;
+    let (status, metadata) = match &result {
+        Ok(r) => (
+            200,
+            serde_json::json!({ "filePath": path, "count": r.count }),
+        ),
+        Err(err) => (
+            400,
+            serde_json::json!({ "filePath": path, "error": err.to_string() }),
+        ),
+    };
+    ctx.audit.record(
+        "storage_imported",
+        &caller.actor(),
+        None,
+        status,
+        Some(metadata),
+    );
+    Ok(Json(result?))
 }

@@ -35,6 +35,7 @@ pub(crate) mod infra;
 pub(crate) mod keys;
 pub(crate) mod labels;
 pub(crate) mod limits;
+pub(crate) mod media_convert;
 pub(crate) mod media_input;
 pub(crate) mod messages;
 pub(crate) mod metrics;
@@ -84,6 +85,7 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
         .merge(profile::router())
         .merge(search::router())
         .merge(messages::router())
+        .merge(media_convert::router())
         .merge(templates::router())
         .merge(webhooks::router())
         .merge(webhook_failures::router())

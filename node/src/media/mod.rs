@@ -8,9 +8,13 @@
 //!   small capped read into memory for link previews).
 //! - `sink`: a size-capped, hashing writer that lands a file under its content address.
 //! - `incoming`: a size-capped blocking temp file for engines that download synchronously.
+//! - `objects`: `MediaObjects`, the narrow list/open/put interface administrative code uses.
+//! - `convert`: server-side conversion with the system `ffmpeg` (voice notes, phone-playable video).
 
+pub(crate) mod convert;
 mod fetch;
 mod incoming;
+mod objects;
 mod sink;
 
 use std::path::PathBuf;
@@ -19,6 +23,7 @@ use base64::Engine as _;
 
 pub(crate) use fetch::{FetchOptions, Fetched};
 pub(crate) use incoming::IncomingFile;
+pub(crate) use objects::{MediaObject, MediaObjects, ObjectReader};
 use sink::Sink;
 
 /// Why media could not be taken in.

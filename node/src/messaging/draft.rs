@@ -25,6 +25,8 @@ pub(crate) struct MediaDraft {
     pub mimetype: Option<String>,
     pub filename: Option<String>,
     pub caption: Option<String>,
+    /// Convert the media with ffmpeg before sending.
+    pub convert: Option<crate::media::convert::Target>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -90,6 +92,17 @@ pub(crate) fn media(kind: MediaKind, b: SendMediaRequest) -> MessagingResult<Dra
         (None, MediaKind::Voice | MediaKind::Audio) => Some("audio/ogg; codecs=opus".to_string()),
         (m, _) => m,
     };
+    let not_opus = !mimetype
+        .as_deref()
+        .is_some_and(crate::media::convert::is_opus);
+    let convert = match kind {
+        MediaKind::Voice if b.convert == Some(true) || not_opus => {
+            Some(crate::media::convert::Target::Voice)
+        }
+        MediaKind::Audio if b.convert == Some(true) => Some(crate::media::convert::Target::Voice),
+        MediaKind::Video if b.convert == Some(true) => Some(crate::media::convert::Target::Video),
+        _ => None,
+    };
     Ok(Draft {
         to,
         content: DraftContent::Media(MediaDraft {
@@ -98,6 +111,7 @@ pub(crate) fn media(kind: MediaKind, b: SendMediaRequest) -> MessagingResult<Dra
             mimetype,
             filename: b.filename,
             caption,
+            convert,
         }),
         quoted_id: quoted(b.quoted_message_id),
         mentions,

@@ -29,6 +29,9 @@ pub(crate) enum MessagingError {
     Engine(#[from] EngineError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A send's media conversion failed (503 unavailable/queue full/timeout, 413 output cap, 400 input).
+    #[error(transparent)]
+    Convert(#[from] crate::media::convert::ConvertError),
 }
 
 pub(crate) type MessagingResult<T> = Result<T, MessagingError>;

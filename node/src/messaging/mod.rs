@@ -44,6 +44,8 @@ pub(crate) struct MessagingService {
     recorder: Recorder,
     /// `None` unless `SEND_PACING_ENABLED=true`.
     pacer: Option<Pacer>,
+    /// Converts media for sends that ask for it (`convert: true`, or `ptt` audio that is not Opus).
+    converter: Option<crate::media::convert::Converter>,
 }
 
 impl MessagingService {
@@ -58,7 +60,14 @@ impl MessagingService {
             sessions,
             recorder,
             pacer,
+            converter: None,
         }
+    }
+
+    /// Sends may convert their media with `converter`.
+    pub(crate) fn with_converter(mut self, converter: crate::media::convert::Converter) -> Self {
+        self.converter = Some(converter);
+        self
     }
 
     /// 404 for an unknown session.

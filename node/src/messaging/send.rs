@@ -98,10 +98,24 @@ impl MessagingService {
             MediaInput::Base64(data) => media.put_base64(&data).await?,
             MediaInput::Url(url) => media.put_url(&url, proxy_url).await?,
         };
-        let mimetype = draft
+        let mut mimetype = draft
             .mimetype
             .or_else(|| stored.content_type.clone())
             .unwrap_or_else(|| "application/octet-stream".to_string());
+        let stored = match (draft.convert, &self.converter) {
+            (Some(target), Some(converter)) => {
+                let input = media.path(&stored.key).unwrap_or_default();
+                let converted = converter.convert(&input, target).await?;
+                let file = tokio::fs::File::open(&converted.file)
+                    .await
+                    .map_err(crate::media::MediaError::Io)?;
+                mimetype = converted.mimetype.to_string();
+                use crate::media::MediaObjects as _;
+                media.put_reader(Box::pin(file)).await?
+            }
+            (Some(_), None) => return Err(crate::media::convert::ConvertError::Disabled.into()),
+            (None, _) => stored,
+        };
         let meta = MediaMeta::new(&stored, mimetype.clone(), draft.filename.clone());
         let path = media.path(&stored.key).unwrap_or_default();
         let message = MediaMessage {

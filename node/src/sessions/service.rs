@@ -86,6 +86,18 @@ impl SessionService {
         self.runtimes.get(id).map(|r| r.clone())
     }
 
+    /// Ids of the sessions with an engine running on this node.
+    pub(crate) fn running_engine_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .runtimes
+            .iter()
+            .filter(|r| r.value().engine().is_some())
+            .map(|r| r.key().clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
     pub(super) fn view(&self, record: SessionRecord) -> SessionView {
         let engine_loaded = self
             .runtime(&record.id)

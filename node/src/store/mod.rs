@@ -8,6 +8,7 @@ pub(crate) mod backends;
 pub(crate) mod batches;
 pub(crate) mod chat_states;
 pub(crate) mod contact_names;
+pub(crate) mod data_tables;
 pub(crate) mod idempotency;
 pub(crate) mod keys;
 pub(crate) mod messages;

@@ -32,6 +32,9 @@ pub struct SendMediaRequest {
     pub caption: Option<String>,
     /// Audio only: a push-to-talk voice note (stored as type `voice`).
     pub ptt: Option<bool>,
+    /// Audio and video: convert with the server's ffmpeg first (audio to an OGG/Opus voice note, video to
+    /// a phone-playable MP4). A `ptt` audio that is not Opus is converted without asking.
+    pub convert: Option<bool>,
     #[serde(default)]
     pub mentions: Vec<String>,
     pub quoted_message_id: Option<String>,

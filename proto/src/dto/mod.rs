@@ -1,5 +1,6 @@
 //! REST request and response bodies, one file per resource.
 
+pub mod admin;
 pub mod audit;
 pub mod automation;
 pub mod bulk;

@@ -1,0 +1,285 @@
+//! The data import: the payload's `tables` replace the sixteen tables in ONE transaction (a failing row
+//! rolls everything back and the answer says `imported: false`). Before it, running engines of sessions
+//! the payload lacks (orphans) refuse the import (409) unless `stopOrphans` stops them or `force` accepts
+//! them. Active statuses come back `disconnected` (counted in a notice); `created` stays. Inline media
+//! (`media.data`) is written to the media store first; files are content-addressed, so a rollback leaves
+//! only unreferenced copies.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde_json::{Map, Value};
+use wagate_proto::dto::admin::ImportResult;
+
+use super::{AdminError, AdminResult, DataAdmin};
+use crate::store::data_tables::{self, TABLES};
+
+/// A parsed import body.
+#[derive(Debug)]
+pub(crate) struct ImportRequest {
+    tables: Map<String, Value>,
+    stop_orphans: bool,
+    force: bool,
+}
+
+/// Statuses a restore turns into `disconnected` (the spec's "any active status" row).
+const ACTIVE: [&str; 5] = [
+    "ready",
+    "initializing",
+    "qr_ready",
+    "authenticating",
+    "action_required",
+];
+
+/// Why a parsed body cannot be imported at all (400).
+pub(crate) type ImportError = String;
+
+impl ImportRequest {
+    /// Checks the body's structure: `tables` an object of arrays of objects, the flags booleans.
+    pub(crate) fn parse(body: Value) -> Result<ImportRequest, ImportError> {
+        let Value::Object(mut body) = body else {
+            return Err("Import body must be a JSON object".into());
+        };
+        let flag = |body: &Map<String, Value>, key: &str| match body.get(key) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(format!("{key} must be a boolean")),
+        };
+        let stop_orphans = flag(&body, "stopOrphans")?;
+        let force = flag(&body, "force")?;
+        let Some(Value::Object(tables)) = body.remove("tables") else {
+            return Err("tables must be an object keyed by table name".into());
+        };
+        for (key, rows) in &tables {
+            let Value::Array(rows) = rows else {
+                return Err(format!("tables.{key} must be an array"));
+            };
+            if rows.iter().any(|r| !r.is_object()) {
+                return Err(format!("tables.{key} must be an array of objects"));
+            }
+        }
+        Ok(ImportRequest {
+            tables,
+            stop_orphans,
+            force,
+        })
+    }
+}
+
+impl DataAdmin {
+    pub(crate) async fn import(&self, mut req: ImportRequest) -> AdminResult<ImportResult> {
+        let payload_sessions: HashSet<String> = rows(&req.tables, "sessions")
+            .filter_map(|r| r.get("id").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        let mut result = ImportResult {
+            imported: false,
+            counts: TABLES
+                .iter()
+                .map(|t| {
+                    let n = rows(&req.tables, t.key).count() as u64;
+                    (t.key.to_string(), n)
+                })
+                .collect::<BTreeMap<_, _>>(),
+            warnings: Vec::new(),
+            notices: Vec::new(),
+            restart_required: false,
+            orphaned_engines: Vec::new(),
+            stopped_orphan_engines: Vec::new(),
+            failed_orphan_engines: Vec::new(),
+        };
+        for key in req.tables.keys() {
+            if !TABLES.iter().any(|t| t.key == key) {
+                result
+                    .warnings
+                    .push(format!("Unknown table '{key}' was ignored"));
+            }
+        }
+        self.settle_orphans(&req, &payload_sessions, &mut result)
+            .await?;
+        self.take_in_inline_media(&mut req.tables, &mut result.warnings)
+            .await;
+        match self.replace_tables(&req.tables, &payload_sessions).await {
+            Ok(normalised) => {
+                result.imported = true;
+                if normalised > 0 {
+                    result.notices.push(format!(
+                        "{normalised} session(s) with an active status were restored as disconnected; start them again"
+                    ));
+                }
+                self.pipeline.subscriptions().invalidate_all();
+                self.automation.forget_all();
+            }
+            Err(RowFailure::Row(reason)) => {
+                result
+                    .warnings
+                    .push(format!("Import rolled back: {reason}"));
+            }
+            Err(RowFailure::Store(err)) => return Err(err.into()),
+        }
+        Ok(result)
+    }
+
+    /// Running engines of sessions the payload lacks: refuse, stop them, or go on and report them.
+    async fn settle_orphans(
+        &self,
+        req: &ImportRequest,
+        payload_sessions: &HashSet<String>,
+        result: &mut ImportResult,
+    ) -> AdminResult<()> {
+        let mut orphans: Vec<String> = self
+            .sessions
+            .running_engine_ids()
+            .into_iter()
+            .filter(|id| !payload_sessions.contains(id))
+            .collect();
+        if orphans.is_empty() {
+            return Ok(());
+        }
+        if req.stop_orphans {
+            for id in std::mem::take(&mut orphans) {
+                match self.sessions.stop(&id).await {
+                    Ok(_) => result.stopped_orphan_engines.push(id),
+                    Err(err) => {
+                        tracing::warn!(session_id = %id, error = %err, "orphan engine did not stop before import");
+                        result.failed_orphan_engines.push(id.clone());
+                        orphans.push(id);
+                    }
+                }
+            }
+            if orphans.is_empty() {
+                return Ok(());
+            }
+        }
+        if !req.force {
+            return Err(AdminError::Conflict(format!(
+                "Import would orphan running engines of sessions missing from the payload: {}. \
+                 Retry with stopOrphans=true to stop them first, or force=true to import anyway",
+                orphans.join(", ")
+            )));
+        }
+        result.restart_required = true;
+        result.orphaned_engines = orphans;
+        Ok(())
+    }
+
+    /// Writes each message's inline `media.data` to the media store and keeps only its key in the row.
+    async fn take_in_inline_media(
+        &self,
+        tables: &mut Map<String, Value>,
+        warnings: &mut Vec<String>,
+    ) {
+        let Some(Value::Array(messages)) = tables.get_mut("messages") else {
+            return;
+        };
+        let mut without_file = 0u64;
+        for row in messages.iter_mut() {
+            let Some(Value::Object(media)) = row.get_mut("media") else {
+                continue;
+            };
+            if media.remove("omitted").is_some() {
+                without_file += 1;
+            }
+            let Some(Value::String(data)) = media.remove("data") else {
+                continue;
+            };
+            match self.media.put_base64(&data).await {
+                Ok(stored) => {
+                    media.insert("key".into(), Value::String(stored.key));
+                    media.insert("sizeBytes".into(), Value::from(stored.size));
+                }
+                Err(err) => {
+                    without_file += 1;
+                    let id = row.get("id").and_then(Value::as_str).unwrap_or("?");
+                    warnings.push(format!("Media of message {id} was not restored: {err}"));
+                }
+            }
+        }
+        if without_file > 0 {
+            warnings.push(format!(
+                "{without_file} message(s) reference media not included in the payload; import a storage archive to restore the files"
+            ));
+        }
+    }
+
+    /// The one transaction: clear, insert every row, commit. Answers how many statuses were normalised.
+    async fn replace_tables(
+        &self,
+        tables: &Map<String, Value>,
+        keep: &HashSet<String>,
+    ) -> Result<u64, RowFailure> {
+        let mut tx = crate::store::begin(&self.db).await?;
+        data_tables::clear_for_import(&mut tx, keep).await?;
+        let mut normalised = 0u64;
+        for table in TABLES.iter() {
+            let sql = data_tables::insert_sql(table);
+            let keys = table.column_keys();
+            for (index, row) in rows(tables, table.key).enumerate() {
+                let mut values = Vec::with_capacity(table.columns.len());
+                for (column, key) in table.columns.iter().zip(&keys) {
+                    let mut value = row.get(key);
+                    let replaced;
+                    if table.key == "sessions"
+                        && key == "status"
+                        && let Some(status) = value.and_then(Value::as_str)
+                        && ACTIVE.contains(&status)
+                    {
+                        normalised += 1;
+                        replaced = Value::String("disconnected".into());
+                        value = Some(&replaced);
+                    }
+                    let bound = data_tables::bind_value(column, value)
+                        .map_err(|e| RowFailure::Row(format!("{} row {index}: {e}", table.key)))?;
+                    values.push(bound);
+                }
+                data_tables::insert_row(&mut tx, &sql, &values)
+                    .await
+                    .map_err(|e| RowFailure::Row(format!("{} row {index}: {e}", table.key)))?;
+            }
+        }
+        data_tables::reconcile_credentials(&mut tx).await?;
+        tx.commit().await?;
+        Ok(normalised)
+    }
+}
+
+enum RowFailure {
+    /// A row the database refused, or a value of the wrong type: the import is rolled back.
+    Row(String),
+    Store(crate::store::StoreError),
+}
+
+impl From<crate::store::StoreError> for RowFailure {
+    fn from(err: crate::store::StoreError) -> Self {
+        RowFailure::Store(err)
+    }
+}
+
+fn rows<'a>(
+    tables: &'a Map<String, Value>,
+    key: &str,
+) -> impl Iterator<Item = &'a Map<String, Value>> {
+    tables
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structure_is_checked_before_anything_runs() {
+        assert!(ImportRequest::parse(serde_json::json!([])).is_err());
+        assert!(ImportRequest::parse(serde_json::json!({})).is_err());
+        assert!(ImportRequest::parse(serde_json::json!({"tables": {"sessions": {}}})).is_err());
+        assert!(ImportRequest::parse(serde_json::json!({"tables": {"sessions": [1]}})).is_err());
+        assert!(ImportRequest::parse(serde_json::json!({"tables": {}, "force": "yes"})).is_err());
+        let ok = ImportRequest::parse(
+            serde_json::json!({"tables": {"sessions": []}, "stopOrphans": true}),
+        )
+        .unwrap();
+        assert!(ok.stop_orphans && !ok.force);
+    }
+}

@@ -1,0 +1,122 @@
+//! Media conversion routes: `GET /api/sessions/{sessionId}/media/convert` (is conversion enabled and the
+//! binary runnable) and `POST .../media/convert/voice|video` (`{url}` or `{base64}` in, `{base64, mimetype,
+//! bytes}` out). The input is taken in through the media store (outbound-address guard, the session's
+//! proxy, `MEDIA_DOWNLOAD_MAX_BYTES`); any refusal of the input is a 400, as the spec lists it.
+
+use axum::Json;
+use axum::extract::State;
+use base64::Engine as _;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::Role;
+use wagate_proto::dto::admin::{ConversionAvailability, ConvertRequest, ConvertedMedia};
+
+use super::auth::Caller;
+use super::error::{ApiError, ApiResult};
+use super::extract::{ApiJson, SessionId};
+use super::session_scope::existing_session;
+use crate::app::ApiContext;
+use crate::media::MediaError;
+use crate::media::convert::Target;
+use crate::store::sessions as session_store;
+
+pub(crate) fn router() -> OpenApiRouter<ApiContext> {
+    OpenApiRouter::new()
+        .routes(routes!(conversion_availability))
+        .routes(routes!(convert_voice))
+        .routes(routes!(convert_video))
+}
+
+/// GET /api/sessions/{sessionId}/media/convert
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/media/convert", tag = "media",
+    params(("sessionId" = String, Path)),
+    responses((status = 200, body = ConversionAvailability)))]
+async fn conversion_availability(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+) -> ApiResult<Json<ConversionAvailability>> {
+    caller.require(Role::Viewer)?;
+    existing_session(&ctx, &caller, &id.0).await?;
+    Ok(Json(ConversionAvailability {
+        available: ctx.converter.check().await.is_ok(),
+    }))
+}
+
+/// POST /api/sessions/{sessionId}/media/convert/voice
+///
+/// An OGG/Opus voice note (mono, 48 kHz) that phones play as a voice message.
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/media/convert/voice", tag = "media",
+    params(("sessionId" = String, Path)), request_body = ConvertRequest,
+    responses((status = 200, body = ConvertedMedia), (status = 400), (status = 413), (status = 503)))]
+async fn convert_voice(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<ConvertRequest>,
+) -> ApiResult<Json<ConvertedMedia>> {
+    convert(&ctx, &caller, &id.0, body, Target::Voice).await
+}
+
+/// POST /api/sessions/{sessionId}/media/convert/video
+///
+/// An MP4 (H.264 baseline + AAC, faststart) that phones play inline.
+#[utoipa::path(post, path = "/api/sessions/{sessionId}/media/convert/video", tag = "media",
+    params(("sessionId" = String, Path)), request_body = ConvertRequest,
+    responses((status = 200, body = ConvertedMedia), (status = 400), (status = 413), (status = 503)))]
+async fn convert_video(
+    caller: Caller,
+    id: SessionId,
+    State(ctx): State<ApiContext>,
+    ApiJson(body): ApiJson<ConvertRequest>,
+) -> ApiResult<Json<ConvertedMedia>> {
+    convert(&ctx, &caller, &id.0, body, Target::Video).await
+}
+
+async fn convert(
+    ctx: &ApiContext,
+    caller: &Caller,
+    raw_id: &str,
+    body: ConvertRequest,
+    target: Target,
+) -> ApiResult<Json<ConvertedMedia>> {
+    caller.require(Role::Operator)?;
+    let id = existing_session(ctx, caller, raw_id).await?;
+    // Refuse before any download when conversion cannot run.
+    ctx.converter.check().await?;
+    let url = body.url.filter(|u| !u.trim().is_empty());
+    let base64 = body.base64.filter(|b| !b.trim().is_empty());
+    let stored = match (url, base64) {
+        (Some(url), None) => {
+            let proxy = session_store::get(&ctx.data_db, &id).await?.proxy_url;
+            ctx.media.put_url(&url, proxy.as_deref()).await
+        }
+        (None, Some(data)) => ctx.media.put_base64(&data).await,
+        _ => {
+            return Err(ApiError::bad_request(
+                "exactly one of url or base64 is required",
+            ));
+        }
+    }
+    .map_err(input_error)?;
+    let input = ctx
+        .media
+        .path(&stored.key)
+        .ok_or_else(|| ApiError::internal("stored media has no path"))?;
+    let converted = ctx.converter.convert(&input, target).await?;
+    let bytes = tokio::fs::read(&converted.file)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(Json(ConvertedMedia {
+        base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
+        mimetype: converted.mimetype.to_string(),
+        bytes: converted.size,
+    }))
+}
+
+/// A conversion input that could not be taken in: blocked, unreachable, oversized or bad is a 400.
+fn input_error(err: MediaError) -> ApiError {
+    match err {
+        MediaError::Io(cause) => ApiError::internal(cause),
+        other => ApiError::bad_request(other.to_string()),
+    }
+}

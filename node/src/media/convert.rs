@@ -1,0 +1,348 @@
+//! Server-side media conversion with the system `ffmpeg`: a voice note (OGG/Opus, mono 48 kHz, what phones
+//! play as a voice message) or a phone-playable video (MP4, H.264 baseline + AAC, `faststart`). Conversions
+//! run at most `MEDIA_CONVERSION_CONCURRENCY` at a time with at most `MEDIA_CONVERSION_QUEUE` more waiting
+//! (beyond that: refused, 503); each child gets `MEDIA_CONVERSION_TIMEOUT_MS` and is killed after it (and
+//! whenever its request goes away: `kill_on_drop`). ffmpeg itself stops writing one byte past
+//! `MEDIA_CONVERSION_MAX_OUTPUT_BYTES` (`-fs`), and such an output is refused.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::process::Command;
+use tokio::sync::Semaphore;
+
+/// What to convert into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    Voice,
+    Video,
+}
+
+impl Target {
+    pub(crate) fn mimetype(self) -> &'static str {
+        match self {
+            Target::Voice => "audio/ogg; codecs=opus",
+            Target::Video => "video/mp4",
+        }
+    }
+
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Target::Voice => &[
+                "-vn",
+                "-map_metadata",
+                "-1",
+                "-ac",
+                "1",
+                "-ar",
+                "48000",
+                "-c:a",
+                "libopus",
+                "-b:a",
+                "32k",
+                "-application",
+                "voip",
+                "-f",
+                "ogg",
+            ],
+            Target::Video => &[
+                "-map",
+                "0:v:0",
+                "-map",
+                "0:a:0?",
+                "-c:v",
+                "libx264",
+                "-profile:v",
+                "baseline",
+                "-level",
+                "3.1",
+                "-pix_fmt",
+                "yuv420p",
+                "-vf",
+                "scale=trunc(iw/2)*2:trunc(ih/2)*2",
+                "-preset",
+                "veryfast",
+                "-crf",
+                "28",
+                "-c:a",
+                "aac",
+                "-b:a",
+                "128k",
+                "-movflags",
+                "+faststart",
+                "-f",
+                "mp4",
+            ],
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConvertError {
+    #[error("Media conversion is disabled (MEDIA_CONVERSION_ENABLED=false)")]
+    Disabled,
+    #[error("Media conversion is unavailable: {0}")]
+    NotRunnable(String),
+    #[error("Media conversion queue is full; retry later")]
+    QueueFull,
+    #[error("Media conversion timed out after {0} ms")]
+    TimedOut(u64),
+    #[error("Converted media exceeds MEDIA_CONVERSION_MAX_OUTPUT_BYTES ({0} bytes)")]
+    OutputTooLarge(u64),
+    /// ffmpeg refused the input (not media, or no stream to convert).
+    #[error("Media could not be converted: {0}")]
+    BadInput(String),
+    #[error("media conversion failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The knobs of conversion, from the config.
+#[derive(Debug, Clone)]
+pub(crate) struct ConvertLimits {
+    pub enabled: bool,
+    pub ffmpeg: PathBuf,
+    pub concurrency: usize,
+    pub queue: usize,
+    pub timeout_ms: u64,
+    pub max_output_bytes: u64,
+    /// Where scratch output files go (inside `DATA_DIR`).
+    pub scratch_dir: PathBuf,
+}
+
+/// The converter; cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Converter {
+    limits: Arc<ConvertLimits>,
+    running: Arc<Semaphore>,
+    /// Conversions admitted (running or waiting for a slot).
+    admitted: Arc<AtomicUsize>,
+}
+
+/// A finished conversion's output file (deleted when dropped).
+pub(crate) struct Converted {
+    pub file: tempfile::TempPath,
+    pub size: u64,
+    pub mimetype: &'static str,
+}
+
+/// Gives the admission back when the conversion ends, however it ends.
+struct Admission(Arc<AtomicUsize>);
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Converter {
+    pub(crate) fn new(limits: ConvertLimits) -> Converter {
+        Converter {
+            running: Arc::new(Semaphore::new(limits.concurrency.max(1))),
+            admitted: Arc::new(AtomicUsize::new(0)),
+            limits: Arc::new(limits),
+        }
+    }
+
+    /// Whether conversion is enabled and the binary runs (`ffmpeg -version` exits 0).
+    pub(crate) async fn check(&self) -> Result<(), ConvertError> {
+        if !self.limits.enabled {
+            return Err(ConvertError::Disabled);
+        }
+        let probe = Command::new(&self.limits.ffmpeg)
+            .arg("-version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .status();
+        match tokio::time::timeout(Duration::from_secs(10), probe).await {
+            Ok(Ok(status)) if status.success() => Ok(()),
+            Ok(Ok(status)) => Err(ConvertError::NotRunnable(format!(
+                "{} -version exited with {status}",
+                self.limits.ffmpeg.display()
+            ))),
+            Ok(Err(err)) => Err(ConvertError::NotRunnable(format!(
+                "{} cannot be run: {err}",
+                self.limits.ffmpeg.display()
+            ))),
+            Err(_) => Err(ConvertError::NotRunnable(format!(
+                "{} -version did not answer",
+                self.limits.ffmpeg.display()
+            ))),
+        }
+    }
+
+    /// Converts the file at `input`; waits for a slot in the bounded queue (refused when it is full).
+    pub(crate) async fn convert(
+        &self,
+        input: &Path,
+        target: Target,
+    ) -> Result<Converted, ConvertError> {
+        self.check().await?;
+        let limit = self.limits.concurrency.max(1) + self.limits.queue;
+        let admitted = self.admitted.fetch_add(1, Ordering::AcqRel);
+        let admission = Admission(self.admitted.clone());
+        if admitted >= limit {
+            return Err(ConvertError::QueueFull);
+        }
+        let _slot = self
+            .running
+            .acquire()
+            .await
+            .map_err(|_| ConvertError::QueueFull)?;
+        let result = self.run(input, target).await;
+        drop(admission);
+        result
+    }
+
+    async fn run(&self, input: &Path, target: Target) -> Result<Converted, ConvertError> {
+        tokio::fs::create_dir_all(&self.limits.scratch_dir).await?;
+        let output = tempfile::Builder::new()
+            .prefix(".convert-")
+            .tempfile_in(&self.limits.scratch_dir)?
+            .into_temp_path();
+        let max = self.limits.max_output_bytes;
+        let mut cmd = Command::new(&self.limits.ffmpeg);
+        cmd.args(["-hide_banner", "-nostdin", "-loglevel", "error", "-y", "-i"])
+            .arg(input)
+            .args(target.args())
+            .arg("-fs")
+            .arg(max.saturating_add(1).to_string())
+            .arg(&*output)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let child = cmd.spawn().map_err(|err| {
+            ConvertError::NotRunnable(format!(
+                "{} cannot be run: {err}",
+                self.limits.ffmpeg.display()
+            ))
+        })?;
+        let timeout = Duration::from_millis(self.limits.timeout_ms);
+        // On timeout the future (and with it the child) is dropped: kill_on_drop kills the process.
+        let outcome = tokio::time::timeout(timeout, child.wait_with_output())
+            .await
+            .map_err(|_| ConvertError::TimedOut(self.limits.timeout_ms))??;
+        if !outcome.status.success() {
+            let stderr = String::from_utf8_lossy(&outcome.stderr);
+            let reason = stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("ffmpeg failed")
+                .trim()
+                .to_string();
+            return Err(ConvertError::BadInput(reason));
+        }
+        let size = tokio::fs::metadata(&output).await?.len();
+        if size > max {
+            return Err(ConvertError::OutputTooLarge(max));
+        }
+        if size == 0 {
+            return Err(ConvertError::BadInput("ffmpeg produced no output".into()));
+        }
+        Ok(Converted {
+            file: output,
+            size,
+            mimetype: target.mimetype(),
+        })
+    }
+}
+
+/// Whether a declared mimetype is already what phones play as a voice note.
+pub(crate) fn is_opus(mimetype: &str) -> bool {
+    let m = mimetype.to_ascii_lowercase();
+    m.contains("opus")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(ffmpeg: &str, dir: &Path) -> ConvertLimits {
+        ConvertLimits {
+            enabled: true,
+            ffmpeg: ffmpeg.into(),
+            concurrency: 1,
+            queue: 0,
+            timeout_ms: 300,
+            max_output_bytes: 1024,
+            scratch_dir: dir.to_path_buf(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_missing_binary_is_not_runnable_and_disabled_is_disabled() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = Converter::new(limits("/nonexistent/ffmpeg", dir.path()));
+        assert!(matches!(
+            missing.check().await,
+            Err(ConvertError::NotRunnable(_))
+        ));
+        let mut off = limits("ffmpeg", dir.path());
+        off.enabled = false;
+        assert!(matches!(
+            Converter::new(off).check().await,
+            Err(ConvertError::Disabled)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_slow_child_is_killed_at_the_timeout_and_a_second_is_refused_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        // A stand-in "ffmpeg" that answers -version and otherwise hangs, recording its pid.
+        let script = dir.path().join("slow-ffmpeg");
+        let pidfile = dir.path().join("pid");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\n[ \"$1\" = -version ] && exit 0\necho $$ > {}\nexec sleep 30\n",
+                pidfile.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let converter = Converter::new(limits(script.to_str().unwrap(), dir.path()));
+        let input = dir.path().join("in");
+        std::fs::write(&input, b"x").unwrap();
+        let first = {
+            let c = converter.clone();
+            let input = input.clone();
+            tokio::spawn(async move { c.convert(&input, Target::Voice).await })
+        };
+        while !pidfile.exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(matches!(
+            converter.convert(&input, Target::Voice).await,
+            Err(ConvertError::QueueFull)
+        ));
+        assert!(matches!(
+            first.await.unwrap(),
+            Err(ConvertError::TimedOut(300))
+        ));
+        let pid = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .to_string();
+        // The killed child is gone (reaped by tokio's orphan reaper shortly after the kill).
+        let mut gone = false;
+        for _ in 0..200 {
+            if !Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s.contains(") Z "))
+            {
+                gone = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(gone, "the timed-out child {pid} still runs");
+        assert_eq!(converter.admitted.load(Ordering::Acquire), 0);
+    }
+}

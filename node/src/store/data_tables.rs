@@ -1,0 +1,722 @@
+//! The sixteen tables the spec's data export covers, described once (column, kind, what an import binds when
+//! a row lacks the key), and the SQL that reads them row by row and writes rows back. Columns the export
+//! leaves out on purpose are simply not listed: webhook `secret` and `headers`, and the sessions' cluster
+//! bookkeeping (`lease_generation`, `owner_node`), which belongs to the database the rows live in.
+//! Engine-owned tables (`engine_auth`, the nineteen `socket_*` tables) and derived or cache tables
+//! (`message_reactions`, `contact_names`, `poll_votes`, `idempotency_keys`) are not exported.
+
+use serde_json::Value;
+
+use super::{DataPool, DataTx, StoreResult, execute_tx, with_tx};
+
+/// How a column is read and bound. `Json` columns hold JSON text; the export shows them as JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Text,
+    Int,
+    Bool,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Column {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// JSON text of the value bound when an imported row lacks the key (the column's DB default).
+    pub fallback: Option<&'static str>,
+}
+
+const fn text(name: &'static str) -> Column {
+    Column {
+        name,
+        kind: Kind::Text,
+        fallback: None,
+    }
+}
+const fn int(name: &'static str) -> Column {
+    Column {
+        name,
+        kind: Kind::Int,
+        fallback: None,
+    }
+}
+const fn int_or(name: &'static str, fallback: &'static str) -> Column {
+    Column {
+        name,
+        kind: Kind::Int,
+        fallback: Some(fallback),
+    }
+}
+const fn flag(name: &'static str, fallback: &'static str) -> Column {
+    Column {
+        name,
+        kind: Kind::Bool,
+        fallback: Some(fallback),
+    }
+}
+const fn json(name: &'static str) -> Column {
+    Column {
+        name,
+        kind: Kind::Json,
+        fallback: None,
+    }
+}
+const fn json_or(name: &'static str, fallback: &'static str) -> Column {
+    Column {
+        name,
+        kind: Kind::Json,
+        fallback: Some(fallback),
+    }
+}
+
+/// One exported table: its key in the export's `tables`, its SQL name, columns and a stable row order.
+#[derive(Debug)]
+pub(crate) struct TableSpec {
+    pub key: &'static str,
+    pub name: &'static str,
+    pub columns: &'static [Column],
+    pub order_by: &'static str,
+}
+
+impl TableSpec {
+    pub(crate) fn column_keys(&self) -> Vec<String> {
+        self.columns.iter().map(|c| camel_case(c.name)).collect()
+    }
+
+    fn select_sql(&self) -> String {
+        let exprs: Vec<String> = self
+            .columns
+            .iter()
+            .map(|c| match c.kind {
+                Kind::Int => format!("CAST({0} AS BIGINT) AS {0}", c.name),
+                Kind::Bool => format!(
+                    "CAST(CASE WHEN {0} THEN 1 ELSE 0 END AS BIGINT) AS {0}",
+                    c.name
+                ),
+                Kind::Text | Kind::Json => c.name.to_string(),
+            })
+            .collect();
+        format!(
+            "SELECT {} FROM {} ORDER BY {}",
+            exprs.join(", "),
+            self.name,
+            self.order_by
+        )
+    }
+
+    fn insert_sql(&self) -> String {
+        let names: Vec<&str> = self.columns.iter().map(|c| c.name).collect();
+        let params: Vec<String> = (1..=names.len()).map(|i| format!("${i}")).collect();
+        let mut sql = format!(
+            "INSERT INTO {} ({}) VALUES ({})",
+            self.name,
+            names.join(", "),
+            params.join(", ")
+        );
+        // Sessions are upserted rather than re-inserted: deleting a row that stays would cascade to the
+        // engine credentials kept under it.
+        if self.name == "sessions" {
+            let sets: Vec<String> = names
+                .iter()
+                .filter(|n| **n != "id")
+                .map(|n| format!("{n} = excluded.{n}"))
+                .collect();
+            sql.push_str(&format!(
+                " ON CONFLICT (id) DO UPDATE SET {}",
+                sets.join(", ")
+            ));
+        }
+        sql
+    }
+}
+
+/// The export's tables, in the order an import writes them (parents before children).
+pub(crate) static TABLES: [TableSpec; 16] = [
+    TableSpec {
+        key: "sessions",
+        name: "sessions",
+        columns: &[
+            text("id"),
+            text("name"),
+            text("status"),
+            text("phone"),
+            text("push_name"),
+            text("last_error"),
+            json_or("config", "{}"),
+            text("proxy_url"),
+            json("restriction"),
+            flag("desired_running", "false"),
+            flag("has_credentials", "false"),
+            int("connected_at"),
+            int("last_active"),
+            int("created_at"),
+            int("updated_at"),
+        ],
+        order_by: "id",
+    },
+    TableSpec {
+        key: "webhooks",
+        name: "webhooks",
+        columns: &[
+            text("id"),
+            text("session_id"),
+            text("url"),
+            json_or("events", "[\"*\"]"),
+            flag("active", "true"),
+            json("filters"),
+            int_or("retry_count", "3"),
+            int("last_triggered_at"),
+            int("created_at"),
+            int("updated_at"),
+        ],
+        order_by: "id",
+    },
+    TableSpec {
+        key: "messages",
+        name: "messages",
+        columns: &[
+            text("id"),
+            text("session_id"),
+            text("wa_message_id"),
+            text("chat_id"),
+            text("from_jid"),
+            text("to_jid"),
+            text("chat_name"),
+            text("author"),
+            text("body"),
+            text("type"),
+            text("direction"),
+            text("status"),
+            int("timestamp"),
+            flag("has_media", "false"),
+            json("media"),
+            json("mentioned_ids"),
+            flag("is_group", "false"),
+            text("quoted_id"),
+            json("extra"),
+            flag("starred", "false"),
+            flag("revoked", "false"),
+            int("created_at"),
+        ],
+        order_by: "id",
+    },
+    TableSpec {
+        key: "messageBatches",
+        name: "message_batches",
+        columns: &[
+            text("id"),
+            text("session_id"),
+            text("status"),
+            json("items"),
+            json("options"),
+            json("results"),
+            int_or("next_index", "0"),
+            int("started_at"),
+            int("completed_at"),
+            int("created_at"),
+            int("updated_at"),
+        ],
+        order_by: "id",
+    },
+    TableSpec {
+        key: "templates",
+        name: "templates",
+        columns: &[
+            text("id"),
+            text("session_id"),
+            text("name"),
+            text("body"),
+            text("header"),
+            text("footer"),
+            int("created_at"),
+            int("updated_at"),
+        ],
+        order_by: "id",
+    },
+    TableSpec {
+        key: "baileysStoredMessages",
+        name: "baileys_stored_messages",
+        columns: &[
+            text("session_id"),
+            text("message_id"),
+            json("payload"),
+            int("created_at"),
+        ],
+        order_by: "session_id, message_id",
+    },
+    TableSpec {
+        key: "lidMappings",
+        name: "lid_mappings",
+        columns: &[
+            text("session_id"),
+            text("lid"),
+            text("pn"),
+            int("created_at"),
+        ],
+        order_by: "session_id, lid",
+    },
+    TableSpec {
+        key: "chatStates",
+        name: "chat_states",
+        columns: &[
+            text("session_id"),
+            text("chat_id"),
+            text("name"),
+            flag("is_group", "false"),
+            flag("archived", "false"),
+            flag("pinned", "false"),
+            flag("muted", "false"),
+            int_or("mute_expiration", "0"),
+            int_or("unread_count", "0"),
+            json_or("labels", "[]"),
+            int("last_message_at"),
+            int("updated_at"),
+        ],
+        order_by: "session_id, chat_id",
+    },
+    TableSpec {
+        key: "pluginInstances",
+        name: "plugin_instances",
+        columns: &[
+            text("id"),
+            text("name"),
+            text("version"),
+            flag("enabled", "false"),
+            json_or("config", "{}"),
+            int("created_at"),
+            int("updated_at"),
+        ],
+        order_by: "id",
+    },
+    TableSpec {
+        key: "conversationMappings",
+        name: "conversation_mappings",
+        columns: &[
+            text("id"),
+            text("integration"),
+            text("session_id"),
+            text("chat_id"),
+            text("external_id"),
+            int("created_at"),
+        ],
+        order_by: "id",
+    },
+    TableSpec {
+        key: "ingressEvents",
+        name: "ingress_events",
+        columns: &[
+            text("id"),
+            text("source"),
+            text("session_id"),
+            json("payload"),
+            text("status"),
+            int_or("attempts", "0"),
+            text("last_error"),
+            int("created_at"),
+            int("processed_at"),
+        ],
+        order_by: "id",
+    },
+    TableSpec {
+        key: "webhookDeliveryFailures",
+        name: "webhook_delivery_failures",
+        columns: &[
+            text("id"),
+            text("webhook_id"),
+            text("session_id"),
+            text("event"),
+            text("url"),
+            text("idempotency_key"),
+            text("delivery_id"),
+            int("attempts"),
+            int("last_status_code"),
+            text("last_error"),
+            json("payload"),
+            int("created_at"),
+        ],
+        order_by: "id",
+    },
+    TableSpec {
+        key: "webhookOutboxEvents",
+        name: "webhook_outbox_events",
+        columns: &[
+            text("id"),
+            text("webhook_id"),
+            text("session_id"),
+            text("event"),
+            text("idempotency_key"),
+            json("payload"),
+            text("status"),
+            int_or("attempts", "0"),
+            int("next_attempt_at"),
+            int("last_status_code"),
+            text("last_error"),
+            text("delivery_id"),
+            int("created_at"),
+            int("updated_at"),
+        ],
+        order_by: "id",
+    },
+    TableSpec {
+        key: "integrationDeliveryFailures",
+        name: "integration_delivery_failures",
+        columns: &[
+            text("id"),
+            text("integration"),
+            text("session_id"),
+            json("payload"),
+            int("attempts"),
+            text("last_error"),
+            int("created_at"),
+        ],
+        order_by: "id",
+    },
+    TableSpec {
+        key: "statusUpdates",
+        name: "status_updates",
+        columns: &[
+            text("id"),
+            text("session_id"),
+            text("status_id"),
+            text("contact"),
+            text("direction"),
+            text("type"),
+            text("caption"),
+            flag("has_media", "false"),
+            json("media"),
+            json("recipients"),
+            int("posted_at"),
+            int("expires_at"),
+            int("created_at"),
+        ],
+        order_by: "id",
+    },
+    TableSpec {
+        key: "automationRules",
+        name: "automation_rules",
+        columns: &[
+            text("id"),
+            text("session_id"),
+            text("name"),
+            flag("enabled", "true"),
+            json_or("conditions", "[]"),
+            text("reply_text"),
+            int_or("cooldown_seconds", "0"),
+            int("created_at"),
+            int("updated_at"),
+        ],
+        order_by: "id",
+    },
+];
+
+/// `snake_case` -> `camelCase`.
+pub(crate) fn camel_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for ch in name.chars() {
+        if ch == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(ch.to_uppercase());
+            upper = false;
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// One column's value as read: text (also JSON text) or an integer (also a flag).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Cell {
+    Text(Option<String>),
+    Int(Option<i64>),
+}
+
+impl Cell {
+    /// The value as the export shows it.
+    pub(crate) fn into_json(self, kind: Kind) -> Value {
+        match (self, kind) {
+            (Cell::Text(None), _) | (Cell::Int(None), _) => Value::Null,
+            (Cell::Text(Some(s)), Kind::Json) => {
+                serde_json::from_str(&s).unwrap_or(Value::String(s))
+            }
+            (Cell::Text(Some(s)), _) => Value::String(s),
+            (Cell::Int(Some(n)), Kind::Bool) => Value::Bool(n != 0),
+            (Cell::Int(Some(n)), _) => Value::from(n),
+        }
+    }
+}
+
+/// A value ready to bind.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Bound {
+    Text(Option<String>),
+    Int(Option<i64>),
+    Bool(Option<bool>),
+}
+
+/// The value an import binds for `column` from the row's JSON value (`None` = key absent); the error
+/// names the column.
+pub(crate) fn bind_value(column: &Column, value: Option<&Value>) -> Result<Bound, String> {
+    let fallback;
+    let value = match value {
+        Some(v) => v,
+        None => match column.fallback {
+            Some(text) => {
+                fallback = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
+                &fallback
+            }
+            None => &Value::Null,
+        },
+    };
+    let wrong = |what: &str| format!("{} must be {what}", camel_case(column.name));
+    Ok(match column.kind {
+        Kind::Text => match value {
+            Value::Null => Bound::Text(None),
+            Value::String(s) => Bound::Text(Some(s.clone())),
+            _ => return Err(wrong("a string")),
+        },
+        Kind::Int => match value {
+            Value::Null => Bound::Int(None),
+            Value::Number(n) => Bound::Int(Some(n.as_i64().ok_or_else(|| wrong("an integer"))?)),
+            _ => return Err(wrong("an integer")),
+        },
+        Kind::Bool => match value {
+            Value::Null => Bound::Bool(None),
+            Value::Bool(b) => Bound::Bool(Some(*b)),
+            Value::Number(n) if n.as_i64() == Some(0) || n.as_i64() == Some(1) => {
+                Bound::Bool(Some(n.as_i64() == Some(1)))
+            }
+            _ => return Err(wrong("a boolean")),
+        },
+        Kind::Json => match value {
+            Value::Null => Bound::Text(None),
+            Value::String(s) => Bound::Text(Some(s.clone())),
+            other => Bound::Text(Some(other.to_string())),
+        },
+    })
+}
+
+/// Whether `table` exists in the data DB (an export lists absent ones in `skippedTables`).
+pub(crate) async fn table_exists(tx: &mut DataTx, table: &str) -> StoreResult<bool> {
+    let found: Option<i64> = match tx {
+        DataTx::Sqlite(t, _) => {
+            sqlx::query_scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1")
+                .bind(table)
+                .fetch_optional(&mut **t)
+                .await?
+        }
+        DataTx::Postgres(t) => {
+            sqlx::query_scalar(
+                "SELECT CAST(1 AS BIGINT) FROM information_schema.tables \
+                 WHERE table_schema = current_schema() AND table_name = $1",
+            )
+            .bind(table)
+            .fetch_optional(&mut **t)
+            .await?
+        }
+    };
+    Ok(found.is_some())
+}
+
+/// Opens a read snapshot for an export: every table is read as of one moment.
+pub(crate) async fn begin_snapshot(db: &DataPool) -> StoreResult<DataTx> {
+    Ok(match db {
+        DataPool::Sqlite(p) => DataTx::Sqlite(p.begin().await?, None),
+        DataPool::Postgres(p) => {
+            let mut tx = p.begin().await?;
+            sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .execute(&mut *tx)
+                .await?;
+            DataTx::Postgres(tx)
+        }
+    })
+}
+
+/// `table`'s rows one at a time in its stable order; rows are never collected, so memory stays flat
+/// however large the table.
+pub(crate) fn rows<'a>(
+    tx: &'a mut DataTx,
+    table: &'static TableSpec,
+) -> futures::stream::BoxStream<'a, StoreResult<Vec<Cell>>> {
+    use futures::StreamExt;
+    let sql = sqlx::AssertSqlSafe(table.select_sql());
+    match tx {
+        DataTx::Sqlite(t, _) => sqlx::query(sql)
+            .fetch(&mut **t)
+            .map(move |row| decode(&row?, table))
+            .boxed(),
+        DataTx::Postgres(t) => sqlx::query(sql)
+            .fetch(&mut **t)
+            .map(move |row| decode(&row?, table))
+            .boxed(),
+    }
+}
+
+fn decode<R: sqlx::Row>(row: &R, table: &TableSpec) -> StoreResult<Vec<Cell>>
+where
+    for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<i64>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    usize: sqlx::ColumnIndex<R>,
+{
+    let mut cells = Vec::with_capacity(table.columns.len());
+    for (i, column) in table.columns.iter().enumerate() {
+        cells.push(match column.kind {
+            Kind::Text | Kind::Json => Cell::Text(row.try_get::<Option<String>, _>(i)?),
+            Kind::Int | Kind::Bool => Cell::Int(row.try_get::<Option<i64>, _>(i)?),
+        });
+    }
+    Ok(cells)
+}
+
+/// The rows that may carry inline media, each with its age and the JSON text that holds the media
+/// (`messages.media`, `message_batches.items`); the caller ranks them newest first.
+pub(crate) async fn for_each_media_candidate(
+    tx: &mut DataTx,
+    mut each: impl FnMut(&'static str, String, i64, String),
+) -> StoreResult<()> {
+    use futures::TryStreamExt;
+    for (key, table, column) in [
+        ("messages", "messages", "media"),
+        ("messageBatches", "message_batches", "items"),
+    ] {
+        if !table_exists(tx, table).await? {
+            continue;
+        }
+        let sql = format!(
+            "SELECT id, CAST(created_at AS BIGINT), {column} FROM {table} WHERE {column} IS NOT NULL"
+        );
+        with_tx!(tx, conn => {
+            let mut rows = sqlx::query_as::<_, (String, i64, String)>(sqlx::AssertSqlSafe(sql.clone())).fetch(conn);
+            while let Some((id, at, text)) = rows.try_next().await? {
+                each(key, id, at, text);
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Session ids in the data DB.
+pub(crate) async fn session_ids(tx: &mut DataTx) -> StoreResult<Vec<String>> {
+    Ok(with_tx!(tx, conn => {
+        sqlx::query_scalar::<_, String>("SELECT id FROM sessions").fetch_all(conn).await?
+    }))
+}
+
+/// Removes every row of the exported tables except the sessions in `keep` (those are upserted, so their
+/// engine credentials survive); children first.
+pub(crate) async fn clear_for_import(
+    tx: &mut DataTx,
+    keep: &std::collections::HashSet<String>,
+) -> StoreResult<()> {
+    for table in TABLES.iter().rev() {
+        if table.name == "sessions" {
+            for id in session_ids(tx).await? {
+                if !keep.contains(&id) {
+                    execute_tx!(
+                        tx,
+                        sqlx::query("DELETE FROM sessions WHERE id = $1").bind(&id)
+                    )?;
+                }
+            }
+        } else {
+            let sql = format!("DELETE FROM {}", table.name);
+            execute_tx!(tx, sqlx::query(sqlx::AssertSqlSafe(sql.clone())))?;
+        }
+    }
+    Ok(())
+}
+
+/// Inserts one row (upserts a session).
+pub(crate) async fn insert_row(tx: &mut DataTx, sql: &str, values: &[Bound]) -> StoreResult<()> {
+    execute_tx!(tx, {
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()));
+        for value in values {
+            query = match value {
+                Bound::Text(v) => query.bind(v.clone()),
+                Bound::Int(v) => query.bind(*v),
+                Bound::Bool(v) => query.bind(*v),
+            };
+        }
+        query
+    })?;
+    Ok(())
+}
+
+/// The statement `insert_row` runs for `table`.
+pub(crate) fn insert_sql(table: &TableSpec) -> String {
+    table.insert_sql()
+}
+
+/// After an import: a session keeps `has_credentials` only when the target holds credentials for it
+/// (moving to another database brings none along).
+pub(crate) async fn reconcile_credentials(tx: &mut DataTx) -> StoreResult<()> {
+    execute_tx!(
+        tx,
+        sqlx::query(
+            "UPDATE sessions SET has_credentials = FALSE WHERE has_credentials \
+             AND NOT EXISTS (SELECT 1 FROM engine_auth a WHERE a.session_id = sessions.id) \
+             AND NOT EXISTS (SELECT 1 FROM socket_device d WHERE d.session_id = sessions.id)"
+        )
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_camel_case_and_sixteen() {
+        let keys: Vec<&str> = TABLES.iter().map(|t| t.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "sessions",
+                "webhooks",
+                "messages",
+                "messageBatches",
+                "templates",
+                "baileysStoredMessages",
+                "lidMappings",
+                "chatStates",
+                "pluginInstances",
+                "conversationMappings",
+                "ingressEvents",
+                "webhookDeliveryFailures",
+                "webhookOutboxEvents",
+                "integrationDeliveryFailures",
+                "statusUpdates",
+                "automationRules"
+            ]
+        );
+        assert_eq!(camel_case("last_triggered_at"), "lastTriggeredAt");
+        let webhooks = TABLES[1].column_keys();
+        assert!(!webhooks.iter().any(|k| k == "secret" || k == "headers"));
+    }
+
+    #[test]
+    fn values_bind_by_kind_and_refuse_wrong_types() {
+        let col = int("created_at");
+        assert_eq!(
+            bind_value(&col, Some(&Value::from(5))),
+            Ok(Bound::Int(Some(5)))
+        );
+        assert!(
+            bind_value(&col, Some(&Value::from("x")))
+                .unwrap_err()
+                .contains("createdAt")
+        );
+        let events = json_or("events", "[\"*\"]");
+        assert_eq!(
+            bind_value(&events, None),
+            Ok(Bound::Text(Some("[\"*\"]".into())))
+        );
+        assert_eq!(
+            Cell::Text(Some("{\"a\":1}".into())).into_json(Kind::Json),
+            serde_json::json!({"a": 1})
+        );
+        assert_eq!(Cell::Int(Some(1)).into_json(Kind::Bool), Value::Bool(true));
+    }
+}

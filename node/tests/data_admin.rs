@@ -1,0 +1,617 @@
+//! Data export/import and storage archives against real nodes: every table filled and carried from the
+//! suite's database to the other backend and back (the suite runs on SQLite and again on PostgreSQL, so
+//! both directions are covered), the orphan refusal and both ways past it, a failing row rolling the whole
+//! import back, malformed and oversized bodies, media archives with their path and content refusals.
+
+mod support;
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use wagate_loadtest::harness::pg::PgDatabase;
+use wagate_loadtest::harness::{Client, Node, NodeOptions};
+
+const SESSION_A: &str = "11111111-1111-4111-8111-111111111111";
+const SESSION_B: &str = "22222222-2222-4222-8222-222222222222";
+const WEBHOOK: &str = "33333333-3333-4333-8333-333333333333";
+
+fn options() -> NodeOptions {
+    NodeOptions::new(env!("CARGO_BIN_EXE_wagate"))
+}
+
+/// A node on the backend the suite does not use, for the cross-database legs.
+async fn node_on_other_backend() -> (Node, Option<PgDatabase>) {
+    let suite_is_pg = std::env::var("WAGATE_TEST_DATABASE").is_ok_and(|v| v == "postgres");
+    if suite_is_pg {
+        let node = Node::start(options().env("DATABASE_TYPE", "sqlite"))
+            .await
+            .expect("sqlite node");
+        (node, None)
+    } else {
+        let db = PgDatabase::create().expect("throwaway PostgreSQL database");
+        let node = Node::start(
+            options()
+                .env("DATABASE_TYPE", "postgres")
+                .env("DATABASE_URL", db.url.clone()),
+        )
+        .await
+        .expect("postgres node");
+        (node, Some(db))
+    }
+}
+
+fn media_b64() -> String {
+    base64::engine::general_purpose::STANDARD.encode(b"a tiny voice note, not really")
+}
+
+/// One or more rows in every one of the sixteen tables.
+fn full_payload() -> Value {
+    let t = 1_700_000_000_000i64;
+    json!({
+        "tables": {
+            "sessions": [
+                {"id": SESSION_A, "name": "alpha", "status": "ready", "phone": "15550001111",
+                 "pushName": "Alpha", "config": {"autoRejectCalls": true},
+                 "proxyUrl": "socks5://user:secret@10.1.2.3:1080", "desiredRunning": false,
+                 "hasCredentials": false, "createdAt": t, "updatedAt": t + 1},
+                {"id": SESSION_B, "name": "bravo", "status": "created", "config": {},
+                 "proxyUrl": "::not a url::", "createdAt": t, "updatedAt": t}
+            ],
+            "webhooks": [
+                {"id": WEBHOOK, "sessionId": SESSION_A, "url": "http://127.0.0.1:9/hook",
+                 "events": ["message.received"], "secret": "0123456789abcdef-secret",
+                 "headers": {"X-Token": "hidden"}, "active": true, "retryCount": 2,
+                 "filters": {"conditions": [{"field": "isGroup", "operator": "is", "value": false}]},
+                 "createdAt": t, "updatedAt": t}
+            ],
+            "messages": [
+                {"id": "m-1", "sessionId": SESSION_A, "waMessageId": "WA1", "chatId": "15550002222@c.us",
+                 "fromJid": "15550002222@c.us", "toJid": "15550001111@c.us", "body": "hello",
+                 "type": "text", "direction": "incoming", "status": "read", "timestamp": 1_700_000_000,
+                 "hasMedia": false, "isGroup": false, "mentionedIds": ["15550001111@c.us"],
+                 "createdAt": t},
+                {"id": "m-2", "sessionId": SESSION_A, "waMessageId": "WA2", "chatId": "15550002222@c.us",
+                 "fromJid": "15550001111@c.us", "toJid": "15550002222@c.us", "type": "voice",
+                 "direction": "outgoing", "status": "sent", "timestamp": 1_700_000_001, "hasMedia": true,
+                 "media": {"mimetype": "audio/ogg; codecs=opus", "data": media_b64()},
+                 "isGroup": false, "starred": true, "createdAt": t + 5}
+            ],
+            "messageBatches": [
+                {"id": "b-1", "sessionId": SESSION_A, "status": "completed",
+                 "items": [{"chatId": "15550002222@c.us", "type": "image",
+                            "content": {"image": {"base64": "aGVsbG8=", "mimetype": "image/png"}}}],
+                 "options": {"delayBetweenMessages": 1000}, "results": [], "nextIndex": 1,
+                 "createdAt": t, "updatedAt": t}
+            ],
+            "templates": [
+                {"id": "t-1", "sessionId": SESSION_A, "name": "greet", "body": "Hi {{name}}",
+                 "footer": "bye", "createdAt": t, "updatedAt": t}
+            ],
+            "baileysStoredMessages": [
+                {"sessionId": SESSION_A, "messageId": "WA1", "payload": {"key": "v"}, "createdAt": t}
+            ],
+            "lidMappings": [
+                {"sessionId": SESSION_A, "lid": "123@lid", "pn": "15550002222", "createdAt": t}
+            ],
+            "chatStates": [
+                {"sessionId": SESSION_A, "chatId": "15550002222@c.us", "name": "Bob", "archived": true,
+                 "pinned": false, "muted": true, "muteExpiration": 0, "unreadCount": 3,
+                 "labels": ["1"], "lastMessageAt": t, "updatedAt": t}
+            ],
+            "pluginInstances": [
+                {"id": "p-1", "name": "echo", "version": "1.0.0", "enabled": true,
+                 "config": {"k": 1}, "createdAt": t, "updatedAt": t}
+            ],
+            "conversationMappings": [
+                {"id": "c-1", "integration": "crm", "sessionId": SESSION_A,
+                 "chatId": "15550002222@c.us", "externalId": "x-9", "createdAt": t}
+            ],
+            "ingressEvents": [
+                {"id": "i-1", "source": "crm", "sessionId": SESSION_A, "payload": {"a": [1, 2]},
+                 "status": "done", "attempts": 1, "createdAt": t, "processedAt": t + 9}
+            ],
+            "webhookDeliveryFailures": [
+                {"id": "f-1", "webhookId": WEBHOOK, "sessionId": SESSION_A, "event": "message.received",
+                 "url": "http://127.0.0.1:9/hook", "idempotencyKey": "idem-1", "deliveryId": "dlv_1",
+                 "attempts": 4, "lastStatusCode": 500, "lastError": "boom", "payload": {"event": "x"},
+                 "createdAt": t}
+            ],
+            "webhookOutboxEvents": [
+                {"id": "o-1", "webhookId": WEBHOOK, "sessionId": SESSION_A, "event": "message.received",
+                 "idempotencyKey": "idem-2", "payload": {"event": "y"}, "status": "delivered",
+                 "attempts": 1, "nextAttemptAt": t, "deliveryId": "dlv_o-1", "createdAt": t,
+                 "updatedAt": t}
+            ],
+            "integrationDeliveryFailures": [
+                {"id": "g-1", "integration": "crm", "sessionId": SESSION_A, "payload": {"z": true},
+                 "attempts": 2, "lastError": "down", "createdAt": t}
+            ],
+            "statusUpdates": [
+                {"id": "s-1", "sessionId": SESSION_A, "statusId": "ST1", "contact": "15550002222@c.us",
+                 "direction": "incoming", "type": "text", "caption": "sunny", "hasMedia": false,
+                 "recipients": ["15550002222@c.us"], "postedAt": t, "expiresAt": t + 86_400_000,
+                 "createdAt": t}
+            ],
+            "automationRules": [
+                {"id": "r-1", "sessionId": SESSION_A, "name": "auto", "enabled": true,
+                 "conditions": [{"field": "body", "operator": "contains", "value": "hi"}],
+                 "replyText": "hello!", "cooldownSeconds": 60, "createdAt": t, "updatedAt": t}
+            ]
+        }
+    })
+}
+
+const TABLE_KEYS: [&str; 16] = [
+    "sessions",
+    "webhooks",
+    "messages",
+    "messageBatches",
+    "templates",
+    "baileysStoredMessages",
+    "lidMappings",
+    "chatStates",
+    "pluginInstances",
+    "conversationMappings",
+    "ingressEvents",
+    "webhookDeliveryFailures",
+    "webhookOutboxEvents",
+    "integrationDeliveryFailures",
+    "statusUpdates",
+    "automationRules",
+];
+
+async fn export(c: &Client) -> Value {
+    let reply = c.get("/api/infra/export-data").await.unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.body
+}
+
+async fn import(c: &Client, body: Value) -> wagate_loadtest::harness::Reply {
+    c.post("/api/infra/import-data", body).await.unwrap()
+}
+
+/// Each table's rows in a canonical order (row order differs between backends' collations).
+fn canonical_tables(export: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    for key in TABLE_KEYS {
+        let mut rows: Vec<String> = export["tables"][key]
+            .as_array()
+            .unwrap_or_else(|| panic!("table {key} missing"))
+            .iter()
+            .map(|r| r.to_string())
+            .collect();
+        rows.sort();
+        out.insert(key.to_string(), json!(rows));
+    }
+    Value::Object(out)
+}
+
+fn row<'a>(export: &'a Value, table: &str, id: &str) -> &'a Value {
+    export["tables"][table]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("{table} row {id} missing"))
+}
+
+#[tokio::test]
+async fn every_table_round_trips_on_this_backend_and_across_to_the_other() {
+    let a = Node::start(options()).await.unwrap();
+    let ca = a.client();
+    let imported = import(&ca, full_payload()).await;
+    assert_eq!(imported.status, 200, "{}", imported.text);
+    let r = &imported.body;
+    assert_eq!(r["imported"], true, "{r}");
+    for key in TABLE_KEYS {
+        assert!(r["counts"][key].as_u64().unwrap() >= 1, "{key}: {r}");
+    }
+    assert_eq!(r["restartRequired"], false);
+    assert_eq!(r["orphanedEngines"], json!([]));
+    assert_eq!(r["stoppedOrphanEngines"], json!([]));
+    assert_eq!(r["failedOrphanEngines"], json!([]));
+    let notices = r["notices"].to_string();
+    assert!(
+        notices.contains('1') && notices.contains("disconnected"),
+        "{notices}"
+    );
+
+    let first = export(&ca).await;
+    assert!(first["exportedAt"].is_string());
+    let db = if std::env::var("WAGATE_TEST_DATABASE").is_ok_and(|v| v == "postgres") {
+        "postgres"
+    } else {
+        "sqlite"
+    };
+    assert_eq!(first["dataDbType"], db);
+    assert_eq!(first["skippedTables"], json!([]));
+    for key in TABLE_KEYS {
+        assert_eq!(
+            first["counts"][key].as_u64(),
+            Some(first["tables"][key].as_array().unwrap().len() as u64),
+            "{key}"
+        );
+        assert!(first["counts"][key].as_u64().unwrap() >= 1, "{key}");
+    }
+    // Statuses: active -> disconnected, created kept. Proxy credentials stripped, garbage cleared.
+    let alpha = row(&first, "sessions", SESSION_A);
+    assert_eq!(alpha["status"], "disconnected");
+    assert_eq!(alpha["proxyUrl"], "socks5://10.1.2.3:1080");
+    let bravo = row(&first, "sessions", SESSION_B);
+    assert_eq!(bravo["status"], "created");
+    assert_eq!(bravo["proxyUrl"], Value::Null);
+    // Webhook secret and headers never leave the database.
+    let hook = row(&first, "webhooks", WEBHOOK);
+    assert!(
+        hook.get("secret").is_none() && hook.get("headers").is_none(),
+        "{hook}"
+    );
+    assert_eq!(hook["retryCount"], 2);
+    // The inline media came back as a file and goes out inline again (well within the 8 MiB budget).
+    let voice = row(&first, "messages", "m-2");
+    assert_eq!(voice["media"]["data"], media_b64(), "{voice}");
+    assert_eq!(
+        first["omittedInlineMedia"],
+        json!({"messages": 0, "messageBatches": 0})
+    );
+
+    // Same backend: importing the export gives the same export.
+    let again = import(&ca, first.clone()).await;
+    assert_eq!(again.body["imported"], true, "{}", again.text);
+    assert_eq!(
+        canonical_tables(&export(&ca).await),
+        canonical_tables(&first)
+    );
+
+    // Across backends, and back: every row equal.
+    let (b, _db) = node_on_other_backend().await;
+    let cb = b.client();
+    let crossed = import(&cb, first.clone()).await;
+    assert_eq!(crossed.body["imported"], true, "{}", crossed.text);
+    let second = export(&cb).await;
+    assert_ne!(second["dataDbType"], first["dataDbType"]);
+    assert_eq!(canonical_tables(&second), canonical_tables(&first));
+    let back = import(&ca, second.clone()).await;
+    assert_eq!(back.body["imported"], true, "{}", back.text);
+    assert_eq!(
+        canonical_tables(&export(&ca).await),
+        canonical_tables(&first)
+    );
+
+    // Both actions left audit rows.
+    for action in ["data_exported", "data_imported"] {
+        let audit = ca
+            .get(&format!("/api/audit?action={action}"))
+            .await
+            .unwrap();
+        assert!(
+            audit.body["total"].as_u64().unwrap() >= 1,
+            "{action}: {}",
+            audit.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn inline_media_over_the_budget_becomes_the_omitted_marker_newest_first() {
+    // Budget for one of the two payloads: the newer message keeps its data, the older one is marked.
+    let node = Node::start(options().env("EXPORT_INLINE_MEDIA_BUDGET_BYTES", "45"))
+        .await
+        .unwrap();
+    let c = node.client();
+    let mut payload = full_payload();
+    let older = json!({"id": "m-0", "sessionId": SESSION_A, "waMessageId": "WA0",
+        "chatId": "15550002222@c.us", "fromJid": "15550001111@c.us", "toJid": "15550002222@c.us",
+        "type": "voice", "direction": "outgoing", "status": "sent", "timestamp": 1, "hasMedia": true,
+        "media": {"mimetype": "audio/ogg", "data": base64::engine::general_purpose::STANDARD.encode(b"older voice note bytes")},
+        "createdAt": 1});
+    payload["tables"]["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(older);
+    assert_eq!(import(&c, payload).await.body["imported"], true);
+    let out = export(&c).await;
+    assert!(row(&out, "messages", "m-2")["media"]["data"].is_string());
+    let marked = &row(&out, "messages", "m-0")["media"];
+    assert_eq!(marked["omitted"], true, "{marked}");
+    assert!(marked.get("data").is_none());
+    assert_eq!(marked["sizeBytes"], 22);
+    // The batch's base64 (older than m-2) did not fit either.
+    let item = &row(&out, "messageBatches", "b-1")["items"][0]["content"]["image"];
+    assert_eq!(item["omitted"], true, "{item}");
+    assert_eq!(
+        out["omittedInlineMedia"],
+        json!({"messages": 1, "messageBatches": 1})
+    );
+}
+
+#[tokio::test]
+async fn a_failing_row_rolls_the_whole_import_back() {
+    let node = Node::start(options()).await.unwrap();
+    let c = node.client();
+    assert_eq!(import(&c, full_payload()).await.body["imported"], true);
+    let before = export(&c).await;
+    let mut bad = full_payload();
+    bad["tables"]["templates"] = json!([]);
+    // A message of a session the payload does not have: refused by the database, after every session,
+    // webhook and earlier message was written inside the transaction.
+    bad["tables"]["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({
+        "id": "m-9", "sessionId": "99999999-9999-4999-8999-999999999999", "waMessageId": "WA9",
+        "chatId": "x@c.us", "fromJid": "x@c.us", "toJid": "y@c.us", "type": "text",
+        "direction": "incoming", "status": "read", "timestamp": 1, "createdAt": 1}));
+    let reply = import(&c, bad).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.body["imported"], false, "{}", reply.text);
+    assert_eq!(reply.body["counts"]["messages"], 3);
+    assert_eq!(reply.body["counts"]["templates"], 0);
+    assert!(
+        reply.body["warnings"]
+            .to_string()
+            .contains("messages row 2"),
+        "{}",
+        reply.text
+    );
+    // Nothing changed: the templates that the failed import cleared are still there.
+    assert_eq!(
+        canonical_tables(&export(&c).await),
+        canonical_tables(&before)
+    );
+
+    // A value of the wrong type is a row failure too.
+    let mut wrong = full_payload();
+    wrong["tables"]["templates"][0]["createdAt"] = json!("yesterday");
+    let reply = import(&c, wrong).await;
+    assert_eq!(reply.body["imported"], false);
+    assert!(reply.text.contains("createdAt"), "{}", reply.text);
+}
+
+#[tokio::test]
+async fn malformed_and_oversized_import_bodies() {
+    let node = Node::start(options().env("BODY_SIZE_LIMIT", "4kb"))
+        .await
+        .unwrap();
+    let c = node.client();
+    for body in [
+        json!({}),
+        json!({"tables": 5}),
+        json!({"tables": {"sessions": {}}}),
+        json!({"tables": {"sessions": [1]}}),
+        json!({"tables": {}, "force": "yes"}),
+    ] {
+        let reply = import(&c, body.clone()).await;
+        assert_eq!(reply.status, 400, "{body}: {}", reply.text);
+        assert_eq!(reply.body["statusCode"], 400);
+    }
+    let raw = c
+        .send(
+            c.raw(reqwest::Method::POST, "/api/infra/import-data")
+                .header("content-type", "application/json")
+                .body("{\"tables\": {"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(raw.status, 400, "{}", raw.text);
+    let big = json!({"tables": {"templates": [{"body": "x".repeat(8 * 1024)}]}});
+    let reply = import(&c, big).await;
+    assert_eq!(reply.status, 413, "{}", reply.text);
+    // A viewer or operator key may not export or import.
+    let viewer = c
+        .post(
+            "/api/auth/api-keys",
+            json!({"name": "viewer-key", "role": "operator"}),
+        )
+        .await
+        .unwrap();
+    let op = c.with_key(&viewer.str("apiKey"));
+    assert_eq!(op.get("/api/infra/export-data").await.unwrap().status, 403);
+}
+
+#[tokio::test]
+async fn orphaned_engines_refuse_the_import_until_stopped_or_forced() {
+    let node = support::node().await;
+    let c = node.client();
+    let running = support::ready_session(&c, "orphan-one").await;
+    let empty = json!({"tables": {"sessions": []}});
+    let refused = import(&c, empty.clone()).await;
+    assert_eq!(refused.status, 409, "{}", refused.text);
+    assert!(
+        refused.body["message"].as_str().unwrap().contains(&running),
+        "{}",
+        refused.text
+    );
+    assert_eq!(
+        c.get(&format!("/api/sessions/{running}"))
+            .await
+            .unwrap()
+            .status,
+        200
+    );
+
+    let mut stop = empty.clone();
+    stop["stopOrphans"] = json!(true);
+    let stopped = import(&c, stop).await;
+    assert_eq!(stopped.status, 200, "{}", stopped.text);
+    assert_eq!(stopped.body["imported"], true);
+    assert_eq!(stopped.body["stoppedOrphanEngines"], json!([running]));
+    assert_eq!(stopped.body["restartRequired"], false);
+    assert_eq!(stopped.body["orphanedEngines"], json!([]));
+    assert_eq!(
+        c.get(&format!("/api/sessions/{running}"))
+            .await
+            .unwrap()
+            .status,
+        404
+    );
+
+    let second = support::ready_session(&c, "orphan-two").await;
+    let mut force = empty;
+    force["force"] = json!(true);
+    let forced = import(&c, force).await;
+    assert_eq!(forced.status, 200, "{}", forced.text);
+    assert_eq!(forced.body["imported"], true);
+    assert_eq!(forced.body["restartRequired"], true);
+    assert_eq!(forced.body["orphanedEngines"], json!([second]));
+    assert_eq!(forced.body["stoppedOrphanEngines"], json!([]));
+    assert_eq!(forced.body["failedOrphanEngines"], json!([]));
+}
+
+/// The node's data directory (archives must lie inside it).
+fn data_dir(node: &Node) -> std::path::PathBuf {
+    node.dir.path().join("data")
+}
+
+#[tokio::test]
+async fn storage_archive_round_trip_and_refusals() {
+    let node = Node::start(options()).await.unwrap();
+    let c = node.client();
+    assert_eq!(import(&c, full_payload()).await.body["imported"], true);
+    let count = c.get("/api/infra/storage/files/count").await.unwrap();
+    assert_eq!(count.status, 200, "{}", count.text);
+    assert_eq!(count.body["storageType"], "local");
+    assert_eq!(count.body["count"], 1);
+    assert_eq!(count.body["sizeBytes"], 29);
+    assert!(count.body["sizeMB"].is_number());
+
+    let exported = c.get("/api/infra/storage/export").await.unwrap();
+    assert_eq!(exported.status, 200, "{}", exported.text);
+    assert!(exported.body["message"].is_string());
+    let download = exported.str("download");
+    assert!(
+        download.contains("exports") && download.ends_with(".tar.gz"),
+        "{download}"
+    );
+    assert!(std::path::Path::new(&download).exists() || data_dir(&node).join("exports").exists());
+
+    // Lose the media, then bring it back from the archive.
+    let media = data_dir(&node).join("media");
+    for entry in std::fs::read_dir(&media).unwrap() {
+        std::fs::remove_file(entry.unwrap().path()).unwrap();
+    }
+    assert_eq!(
+        c.get("/api/infra/storage/files/count").await.unwrap().body["count"],
+        0
+    );
+    let restored = c
+        .post("/api/infra/storage/import", json!({"filePath": download}))
+        .await
+        .unwrap();
+    assert_eq!(restored.status, 200, "{}", restored.text);
+    assert_eq!(
+        restored.body,
+        json!({"imported": true, "count": 1, "storageType": "local"})
+    );
+    assert_eq!(
+        c.get("/api/infra/storage/files/count").await.unwrap().body["count"],
+        1
+    );
+    let out = export(&c).await;
+    assert_eq!(row(&out, "messages", "m-2")["media"]["data"], media_b64());
+
+    let refuse = |body: Value| {
+        let c = c.clone();
+        async move {
+            let reply = c
+                .post("/api/infra/storage/import", body.clone())
+                .await
+                .unwrap();
+            assert_eq!(reply.status, 400, "{body}: {}", reply.text);
+            reply.body["message"].as_str().unwrap().to_string()
+        }
+    };
+    // Outside data/: absolute, `..` tricks, and nothing at all.
+    refuse(json!({"filePath": "/etc/passwd"})).await;
+    let sneaky = format!("{}/exports/../../../etc/passwd", data_dir(&node).display());
+    assert!(refuse(json!({"filePath": sneaky})).await.contains("data/"));
+    refuse(json!({"filePath": "data/../../etc/passwd"})).await;
+    refuse(json!({})).await;
+    // A symlink inside data/ pointing at the archive (or anywhere) is refused.
+    let link = data_dir(&node).join("link.tar.gz");
+    std::os::unix::fs::symlink(&download, &link).unwrap();
+    assert!(
+        refuse(json!({"filePath": link}))
+            .await
+            .contains("symbolic link")
+    );
+    // Missing, corrupt, expired.
+    let missing = data_dir(&node).join("exports/nope.tar.gz");
+    assert!(
+        refuse(json!({"filePath": missing}))
+            .await
+            .contains("not found")
+    );
+    let corrupt = data_dir(&node).join("exports/corrupt.tar.gz");
+    std::fs::write(&corrupt, b"this is not gzip at all").unwrap();
+    assert!(
+        refuse(json!({"filePath": corrupt}))
+            .await
+            .contains("corrupt")
+    );
+    let stale = c
+        .get("/api/infra/storage/export")
+        .await
+        .unwrap()
+        .str("download");
+    let aged = std::process::Command::new("touch")
+        .args(["-d", "2 hours ago", &stale])
+        .status()
+        .unwrap();
+    assert!(aged.success());
+    assert!(refuse(json!({"filePath": stale})).await.contains("expired"));
+    assert!(
+        !std::path::Path::new(&stale).exists(),
+        "the expired archive was deleted"
+    );
+    // An archive whose entry would land outside the media directory.
+    let evil = data_dir(&node).join("exports/evil.tar.gz");
+    write_archive_with_raw_name(&evil, "media/../../escaped");
+    assert!(refuse(json!({"filePath": evil})).await.contains("escape"));
+    assert!(!data_dir(&node).join("escaped").exists());
+
+    for action in ["storage_exported", "storage_imported"] {
+        let audit = c.get(&format!("/api/audit?action={action}")).await.unwrap();
+        assert!(
+            audit.body["total"].as_u64().unwrap() >= 1,
+            "{action}: {}",
+            audit.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn archives_are_deleted_after_their_ttl() {
+    let node = Node::start(options().env("STORAGE_EXPORT_TTL_MS", "300"))
+        .await
+        .unwrap();
+    let c = node.client();
+    let download = c
+        .get("/api/infra/storage/export")
+        .await
+        .unwrap()
+        .str("download");
+    let path = std::path::PathBuf::from(&download);
+    support::wait_for(Duration::from_secs(10), || {
+        let path = path.clone();
+        async move { !path.exists() }
+    })
+    .await;
+}
+
+/// A gzip'd tar with one regular entry whose name is written byte for byte (the tar crate refuses `..`
+/// when building, as it should; an attacker's archive is not built with it).
+fn write_archive_with_raw_name(path: &std::path::Path, name: &str) {
+    let file = std::fs::File::create(path).unwrap();
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+    let mut builder = tar::Builder::new(gz);
+    let mut header = tar::Header::new_gnu();
+    header.as_gnu_mut().unwrap().name[..name.len()].copy_from_slice(name.as_bytes());
+    header.set_size(4);
+    header.set_mode(0o644);
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_cksum();
+    builder.append(&header, &b"evil"[..]).unwrap();
+    builder.into_inner().unwrap().finish().unwrap();
+}
