@@ -16,6 +16,7 @@
 
 mod bulk;
 mod chaos;
+mod data_admin;
 mod cluster;
 pub mod common;
 mod events;
