@@ -174,6 +174,25 @@ pub(crate) enum MessageType {
 }
 
 impl MessageType {
+    /// The contract's spelling (a bounded metric label too).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Image => "image",
+            Self::Video => "video",
+            Self::Audio => "audio",
+            Self::Voice => "voice",
+            Self::Document => "document",
+            Self::Sticker => "sticker",
+            Self::Location => "location",
+            Self::Contact => "contact",
+            Self::Poll => "poll",
+            Self::Order => "order",
+            Self::Product => "product",
+            Self::Unknown => "unknown",
+        }
+    }
+
     pub(crate) fn has_media(self) -> bool {
         matches!(
             self,

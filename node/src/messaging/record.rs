@@ -111,6 +111,13 @@ impl Recorder {
         };
         let change = match event {
             EngineEvent::Message(msg) => {
+                if !msg.from_me {
+                    metrics::counter!(
+                        wagate_workers::telemetry::metrics::MESSAGES_RECEIVED,
+                        "type" => msg.kind.as_str()
+                    )
+                    .increment(1);
+                }
                 Change::Insert(Box::new(self.inbound_row(session_id, msg).await?))
             }
             EngineEvent::Ack {
