@@ -54,11 +54,22 @@ fn init_tracing(config: &Config) -> anyhow::Result<TracingGuard> {
 }
 
 fn install_metrics(config: &Config) -> Option<telemetry::Recorder> {
-    telemetry::Recorder::install(&BuildInfo {
+    use telemetry::metrics::{
+        ENGINE_QUERY_TIMEOUTS, MESSAGES_FAILED, MESSAGES_RECEIVED, MESSAGES_SENT,
+    };
+    let recorder = telemetry::Recorder::install(&BuildInfo {
         version: wagate_proto::VERSION,
         engine: config.engine_type.as_str().to_owned(),
         role: config.role.as_str().to_owned(),
-    })
+    })?;
+    // The node's bounded label sets start at zero, so every series exists before its first event.
+    for kind in crate::engine::MessageType::ALL {
+        for name in [MESSAGES_RECEIVED, MESSAGES_SENT, MESSAGES_FAILED] {
+            metrics::counter!(name, "type" => kind.as_str()).increment(0);
+        }
+    }
+    metrics::counter!(ENGINE_QUERY_TIMEOUTS, "engine" => config.engine_type.as_str()).increment(0);
+    Some(recorder)
 }
 
 async fn open_data_db(config: &Config) -> anyhow::Result<DataPool> {

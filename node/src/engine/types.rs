@@ -174,6 +174,22 @@ pub(crate) enum MessageType {
 }
 
 impl MessageType {
+    pub(crate) const ALL: [MessageType; 13] = [
+        Self::Text,
+        Self::Image,
+        Self::Video,
+        Self::Audio,
+        Self::Voice,
+        Self::Document,
+        Self::Sticker,
+        Self::Location,
+        Self::Contact,
+        Self::Poll,
+        Self::Order,
+        Self::Product,
+        Self::Unknown,
+    ];
+
     /// The contract's spelling (a bounded metric label too).
     pub(crate) fn as_str(self) -> &'static str {
         match self {

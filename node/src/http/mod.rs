@@ -40,6 +40,7 @@ pub(crate) mod messages;
 pub(crate) mod metrics;
 pub(crate) mod observe;
 pub(crate) mod profile;
+pub(crate) mod queue_dashboard;
 pub(crate) mod search;
 pub(crate) mod session_scope;
 pub(crate) mod sessions;
@@ -86,6 +87,7 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
         .merge(audit::router())
         .merge(infra::router())
         .merge(infra_status::router())
+        .merge(queue_dashboard::router())
         .merge(sessions::router())
         .merge(chats::router())
         .merge(contacts::router())
