@@ -270,7 +270,10 @@ mod tests {
         assert!(parse(&[("LOG_FORMAT", "json")]).unwrap().log_json);
         assert!(parse(&[("METRICS_PORT", "0")]).is_err());
         assert!(parse(&[("METRICS_PORT", "70000")]).is_err());
-        assert_eq!(parse(&[("METRICS_PORT", "9100")]).unwrap().metrics_port, 9100);
+        assert_eq!(
+            parse(&[("METRICS_PORT", "9100")]).unwrap().metrics_port,
+            9100
+        );
         assert!(parse(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318")]).is_err());
         assert_eq!(
             parse(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")])

@@ -24,11 +24,12 @@ const RETRY_OUTBOX: &str = "UPDATE webhook_outbox_events \
      SET status = 'pending', attempts = 0, next_attempt_at = $2, updated_at = $2 \
      WHERE id = $1 AND status = 'failed'";
 /// A retried or removed row leaves the delivery-failure log too, so a later redrive does not send it again.
-const FORGET_FAILURE: &str = "DELETE FROM webhook_delivery_failures WHERE webhook_id = $1 AND idempotency_key = $2";
-const OUTBOX_KEY: &str = "SELECT webhook_id, idempotency_key FROM webhook_outbox_events WHERE id = $1";
+const FORGET_FAILURE: &str =
+    "DELETE FROM webhook_delivery_failures WHERE webhook_id = $1 AND idempotency_key = $2";
+const OUTBOX_KEY: &str =
+    "SELECT webhook_id, idempotency_key FROM webhook_outbox_events WHERE id = $1";
 const REMOVE_OUTBOX: &str = "DELETE FROM webhook_outbox_events WHERE id = $1";
-const RETRY_INGRESS: &str =
-    "UPDATE ingress_events SET status = 'pending', last_error = NULL WHERE id = $1 AND status = 'failed'";
+const RETRY_INGRESS: &str = "UPDATE ingress_events SET status = 'pending', last_error = NULL WHERE id = $1 AND status = 'failed'";
 const REMOVE_INGRESS: &str = "DELETE FROM ingress_events WHERE id = $1";
 
 /// The two queues, by their dashboard names.
@@ -156,7 +157,9 @@ pub async fn sample_depth_gauges(pool: &DataPool) {
     for queue in [QueueName::Webhook, QueueName::Ingress] {
         match counts(pool, queue).await {
             Ok(c) => crate::telemetry::metrics::set_queue_jobs(queue.as_str(), &c),
-            Err(e) => tracing::debug!(error = %e, queue = queue.as_str(), "queue depth not sampled"),
+            Err(e) => {
+                tracing::debug!(error = %e, queue = queue.as_str(), "queue depth not sampled")
+            }
         }
     }
 }
@@ -192,8 +195,20 @@ fn parse_payload(text: String) -> serde_json::Value {
 }
 
 fn outbox_job(row: OutboxRow, now: i64) -> JobView {
-    let (id, webhook_id, session_id, event, payload, status, attempts, next_at, code, error, created, updated) =
-        row;
+    let (
+        id,
+        webhook_id,
+        session_id,
+        event,
+        payload,
+        status,
+        attempts,
+        next_at,
+        code,
+        error,
+        created,
+        updated,
+    ) = row;
     let state = match status.as_str() {
         "delivering" => "active",
         "delivered" => "completed",
@@ -260,12 +275,11 @@ pub async fn jobs(
                 "SELECT {OUTBOX_COLUMNS} FROM webhook_outbox_events {filter} \
                  ORDER BY updated_at DESC, id DESC LIMIT $1"
             );
-            let rows: Vec<OutboxRow> = on_pool!(pool, |p| sqlx::query_as(sqlx::AssertSqlSafe(
-                sql.clone()
-            ))
-            .bind(limit)
-            .fetch_all(p)
-            .await)?;
+            let rows: Vec<OutboxRow> =
+                on_pool!(pool, |p| sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
+                    .bind(limit)
+                    .fetch_all(p)
+                    .await)?;
             let now = now_ms();
             Ok(rows.into_iter().map(|r| outbox_job(r, now)).collect())
         }
@@ -274,12 +288,11 @@ pub async fn jobs(
                 "SELECT {INGRESS_COLUMNS} FROM ingress_events {filter} \
                  ORDER BY created_at DESC, id DESC LIMIT $1"
             );
-            let rows: Vec<IngressRow> = on_pool!(pool, |p| sqlx::query_as(sqlx::AssertSqlSafe(
-                sql.clone()
-            ))
-            .bind(limit)
-            .fetch_all(p)
-            .await)?;
+            let rows: Vec<IngressRow> =
+                on_pool!(pool, |p| sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
+                    .bind(limit)
+                    .fetch_all(p)
+                    .await)?;
             Ok(rows.into_iter().map(ingress_job).collect())
         }
     }
@@ -356,7 +369,11 @@ pub async fn remove(pool: &DataPool, queue: QueueName, id: &str) -> Result<Actio
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
-    Ok(if n == 0 { Action::NotFound } else { Action::Done })
+    Ok(if n == 0 {
+        Action::NotFound
+    } else {
+        Action::Done
+    })
 }
 
 async fn outbox_key(pool: &DataPool, id: &str) -> Result<Option<(String, String)>, ViewError> {

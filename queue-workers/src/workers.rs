@@ -45,9 +45,15 @@ async fn handle_delivery(
         trace_id = tracing::field::Empty
     );
     // A job's rows may come from several events; the job joins the first traced one, and each attempt its own.
-    crate::telemetry::propagation::adopt_traceparent(&span, traces.values().next().map(String::as_str));
+    crate::telemetry::propagation::adopt_traceparent(
+        &span,
+        traces.values().next().map(String::as_str),
+    );
     crate::telemetry::propagation::record_trace_id(&span);
-    if let Err(e) = process_traced_batch(&ctx, &ids, &traces).instrument(span).await {
+    if let Err(e) = process_traced_batch(&ctx, &ids, &traces)
+        .instrument(span)
+        .await
+    {
         // The rows stay where they were; the outbox reconciler re-enqueues them once they are stale.
         tracing::warn!(rows = ids.len(), error = %e, op = "webhook_delivery", "delivery job failed");
     }

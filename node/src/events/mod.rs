@@ -47,9 +47,7 @@ impl Event {
             data,
             occurred_at_ms: crate::store::now_ms(),
             idempotency_key: format!("evt_{}", uuid::Uuid::now_v7()),
-            trace: wagate_workers::telemetry::propagation::traceparent_of(
-                &tracing::Span::current(),
-            ),
+            trace: wagate_workers::telemetry::propagation::traceparent_of(&tracing::Span::current()),
         }
     }
 

@@ -54,7 +54,11 @@ fn is_send_route(route: &str) -> bool {
     route.contains("/messages/send")
 }
 
-pub(crate) async fn observe(State(ctx): State<ApiContext>, mut req: Request, next: Next) -> Response {
+pub(crate) async fn observe(
+    State(ctx): State<ApiContext>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let started = Instant::now();
     let route: Arc<str> = match req.extensions().get::<MatchedPath>() {
         Some(path) => Arc::from(path.as_str()),
@@ -158,10 +162,15 @@ mod tests {
 
     #[test]
     fn labels_are_bounded() {
-        assert_eq!(method_label(&Method::from_bytes(b"PURGE").unwrap()), "other");
+        assert_eq!(
+            method_label(&Method::from_bytes(b"PURGE").unwrap()),
+            "other"
+        );
         assert_eq!(status_label(418), "4xx");
         assert_eq!(status_label(404), "404");
-        assert!(is_send_route("/api/sessions/{sessionId}/messages/send-text"));
+        assert!(is_send_route(
+            "/api/sessions/{sessionId}/messages/send-text"
+        ));
         assert!(!is_send_route("/api/sessions/{sessionId}/messages"));
     }
 }

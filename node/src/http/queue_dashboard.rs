@@ -10,7 +10,7 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -44,9 +44,18 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
 
 fn with_security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
@@ -54,11 +63,7 @@ fn with_security_headers(mut response: Response) -> Response {
 
 fn page() -> Response {
     with_security_headers(
-        (
-            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            PAGE,
-        )
-            .into_response(),
+        ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], PAGE).into_response(),
     )
 }
 
@@ -249,7 +254,9 @@ async fn remove_job(
         .await
         .map_err(|e| ApiError::unavailable(e.to_string()))?;
     if done == Action::NotFound {
-        return Err(ApiError::not_found(format!("Job {job_id} not found in {queue}")));
+        return Err(ApiError::not_found(format!(
+            "Job {job_id} not found in {queue}"
+        )));
     }
     ctx.audit.record(
         "queue_job_removed",

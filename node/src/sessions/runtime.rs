@@ -290,6 +290,7 @@ impl Runtime {
             if wagate_workers::telemetry::tracing_enabled() {
                 // The root of the event's trace: commit, outbox, job and delivery attempts descend from it.
                 let span = tracing::info_span!(
+                    parent: None,
                     "engine_event",
                     session_id = %self.id,
                     trace_id = tracing::field::Empty

@@ -41,7 +41,9 @@ impl LogSettings {
     /// (`tower=warn` alone would also silence `tower_http`: directives match target prefixes.)
     pub fn filter(&self) -> String {
         let level = &self.level;
-        format!("{level},sqlx=warn,hyper=warn,h2=warn,tower=warn,tower_http={level},opentelemetry=warn,reqwest=warn")
+        format!(
+            "{level},sqlx=warn,hyper=warn,h2=warn,tower=warn,tower_http={level},opentelemetry=warn,reqwest=warn"
+        )
     }
 }
 

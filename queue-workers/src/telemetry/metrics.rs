@@ -69,7 +69,8 @@ const DELIVERY_BUCKETS: [f64; 13] = [
 ];
 /// Event created -> delivered: milliseconds when healthy, hours when a receiver was down and retries backed off.
 const LAG_BUCKETS: [f64; 16] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0, 7200.0,
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0,
+    7200.0,
 ];
 
 /// What `wagate_build_info` says about this process.
@@ -101,11 +102,15 @@ impl Recorder {
     pub fn install(info: &BuildInfo) -> Option<Recorder> {
         let handle = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full(HTTP_DURATION.into()), &HTTP_BUCKETS)
-            .and_then(|b| b.set_buckets_for_metric(Matcher::Full(FORWARD_DURATION.into()), &HTTP_BUCKETS))
+            .and_then(|b| {
+                b.set_buckets_for_metric(Matcher::Full(FORWARD_DURATION.into()), &HTTP_BUCKETS)
+            })
             .and_then(|b| {
                 b.set_buckets_for_metric(Matcher::Full(WEBHOOK_DURATION.into()), &DELIVERY_BUCKETS)
             })
-            .and_then(|b| b.set_buckets_for_metric(Matcher::Full(EVENT_DELIVERY_LAG.into()), &LAG_BUCKETS))
+            .and_then(|b| {
+                b.set_buckets_for_metric(Matcher::Full(EVENT_DELIVERY_LAG.into()), &LAG_BUCKETS)
+            })
             .ok()?
             .install_recorder()
             .ok()?;
@@ -141,31 +146,98 @@ impl Recorder {
 pub const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 
 fn describe_all() {
-    describe_gauge!(BUILD_INFO, "Always 1; the labels say which version, engine and role this process runs");
+    describe_gauge!(
+        BUILD_INFO,
+        "Always 1; the labels say which version, engine and role this process runs"
+    );
     describe_gauge!(READY, "1 when /api/health/ready would answer 200, else 0");
-    describe_counter!(HTTP_REQUESTS, "HTTP requests answered, by route template, method and status code");
-    describe_histogram!(HTTP_DURATION, Unit::Seconds, "Time from a request's arrival to its response head, by route template and method");
-    describe_counter!(RATE_LIMITED, "Requests refused with 429 by the global rate limiter, by tier");
-    describe_counter!(RATE_LIMIT_FALLBACK, "Rate-limit decisions taken by the local limiter because the shared Redis limiter was unreachable");
-    describe_gauge!(SESSIONS, "Sessions by status and engine (embedded: every stored session; cluster: sessions loaded on this node)");
-    describe_gauge!(SESSIONS_UNOWNED, "Sessions that should run but hold no lease, as the last takeover sweep saw them (0 outside a cluster)");
-    describe_counter!(MESSAGES_RECEIVED, "Messages received from the network, by message type");
-    describe_counter!(MESSAGES_SENT, "Messages sent through the API and accepted by the engine, by message type");
+    describe_counter!(
+        HTTP_REQUESTS,
+        "HTTP requests answered, by route template, method and status code"
+    );
+    describe_histogram!(
+        HTTP_DURATION,
+        Unit::Seconds,
+        "Time from a request's arrival to its response head, by route template and method"
+    );
+    describe_counter!(
+        RATE_LIMITED,
+        "Requests refused with 429 by the global rate limiter, by tier"
+    );
+    describe_counter!(
+        RATE_LIMIT_FALLBACK,
+        "Rate-limit decisions taken by the local limiter because the shared Redis limiter was unreachable"
+    );
+    describe_gauge!(
+        SESSIONS,
+        "Sessions by status and engine (embedded: every stored session; cluster: sessions loaded on this node)"
+    );
+    describe_gauge!(
+        SESSIONS_UNOWNED,
+        "Sessions that should run but hold no lease, as the last takeover sweep saw them (0 outside a cluster)"
+    );
+    describe_counter!(
+        MESSAGES_RECEIVED,
+        "Messages received from the network, by message type"
+    );
+    describe_counter!(
+        MESSAGES_SENT,
+        "Messages sent through the API and accepted by the engine, by message type"
+    );
     describe_counter!(MESSAGES_FAILED, "Sends the engine failed, by message type");
-    describe_counter!(SENDS_REFUSED, "Sends refused before reaching the engine, by reason (pacing, rate_limit)");
-    describe_counter!(WEBHOOK_DELIVERIES, "Webhook delivery attempts by outcome (success, retry, failed, blocked)");
-    describe_histogram!(WEBHOOK_DURATION, Unit::Seconds, "Duration of one webhook HTTP attempt");
-    describe_histogram!(EVENT_DELIVERY_LAG, Unit::Seconds, "Time from an event's creation to its successful webhook delivery");
-    describe_gauge!(OUTBOX_ROWS, "Webhook outbox rows by state, sampled at scrape time");
-    describe_gauge!(QUEUE_JOBS, "Jobs per queue and state (waiting, active, delayed, completed, failed), sampled at scrape time");
+    describe_counter!(
+        SENDS_REFUSED,
+        "Sends refused before reaching the engine, by reason (pacing, rate_limit)"
+    );
+    describe_counter!(
+        WEBHOOK_DELIVERIES,
+        "Webhook delivery attempts by outcome (success, retry, failed, blocked)"
+    );
+    describe_histogram!(
+        WEBHOOK_DURATION,
+        Unit::Seconds,
+        "Duration of one webhook HTTP attempt"
+    );
+    describe_histogram!(
+        EVENT_DELIVERY_LAG,
+        Unit::Seconds,
+        "Time from an event's creation to its successful webhook delivery"
+    );
+    describe_gauge!(
+        OUTBOX_ROWS,
+        "Webhook outbox rows by state, sampled at scrape time"
+    );
+    describe_gauge!(
+        QUEUE_JOBS,
+        "Jobs per queue and state (waiting, active, delayed, completed, failed), sampled at scrape time"
+    );
     describe_counter!(RECONNECTS, "Automatic session reconnect attempts");
-    describe_counter!(RECONNECT_LOOP_ALERTS, "session.reconnect_loop alerts raised (every fifth consecutive reconnect attempt)");
+    describe_counter!(
+        RECONNECT_LOOP_ALERTS,
+        "session.reconnect_loop alerts raised (every fifth consecutive reconnect attempt)"
+    );
     describe_gauge!(LEASES_HELD, "Session leases held by this node");
-    describe_counter!(TAKEOVERS, "Sessions this node took over from a lapsed owner");
-    describe_counter!(FORWARDS, "Session-scoped requests forwarded to the owner node, by outcome");
-    describe_histogram!(FORWARD_DURATION, Unit::Seconds, "Duration of a forwarded request, to the owner's response head");
-    describe_counter!(ENGINE_QUERY_TIMEOUTS, "Engine queries that outlived ENGINE_QUERY_TIMEOUT_MS, by engine");
-    describe_counter!(EVENTS_PERSIST_FAILED, "Engine events that could not be persisted and were acknowledged anyway");
+    describe_counter!(
+        TAKEOVERS,
+        "Sessions this node took over from a lapsed owner"
+    );
+    describe_counter!(
+        FORWARDS,
+        "Session-scoped requests forwarded to the owner node, by outcome"
+    );
+    describe_histogram!(
+        FORWARD_DURATION,
+        Unit::Seconds,
+        "Duration of a forwarded request, to the owner's response head"
+    );
+    describe_counter!(
+        ENGINE_QUERY_TIMEOUTS,
+        "Engine queries that outlived ENGINE_QUERY_TIMEOUT_MS, by engine"
+    );
+    describe_counter!(
+        EVENTS_PERSIST_FAILED,
+        "Engine events that could not be persisted and were acknowledged anyway"
+    );
 }
 
 /// Series whose label values are known up front start at zero: `rate()` and alerts see the first increment.

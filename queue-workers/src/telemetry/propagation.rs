@@ -41,7 +41,8 @@ pub fn adopt_from_headers(span: &tracing::Span, headers: &HeaderMap) {
     if !tracing_enabled() || !headers.contains_key(TRACEPARENT) {
         return;
     }
-    let cx = opentelemetry::global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)));
+    let cx =
+        opentelemetry::global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)));
     let _ = span.set_parent(cx);
 }
 

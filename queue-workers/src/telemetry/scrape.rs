@@ -59,7 +59,10 @@ pub fn error_body(status: StatusCode, message: &str) -> Response {
 /// The scrape response: Prometheus text, version 0.0.4.
 pub fn text_response(body: String) -> Response {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         body,
     )
         .into_response()
@@ -129,9 +132,18 @@ mod tests {
     fn the_token_rule() {
         assert_eq!(check(None, &bearer("Bearer x")), Gate::NoToken);
         assert_eq!(check(Some("s3cret"), &HeaderMap::new()), Gate::Refused);
-        assert_eq!(check(Some("s3cret"), &bearer("Bearer s3cre")), Gate::Refused);
-        assert_eq!(check(Some("s3cret"), &bearer("Bearer s3cret!")), Gate::Refused);
-        assert_eq!(check(Some("s3cret"), &bearer("Basic s3cret")), Gate::Refused);
+        assert_eq!(
+            check(Some("s3cret"), &bearer("Bearer s3cre")),
+            Gate::Refused
+        );
+        assert_eq!(
+            check(Some("s3cret"), &bearer("Bearer s3cret!")),
+            Gate::Refused
+        );
+        assert_eq!(
+            check(Some("s3cret"), &bearer("Basic s3cret")),
+            Gate::Refused
+        );
         assert_eq!(check(Some("s3cret"), &bearer("bearer s3cret")), Gate::Open);
         assert_eq!(check(Some("s3cret"), &bearer("Bearer s3cret")), Gate::Open);
     }

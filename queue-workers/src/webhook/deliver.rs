@@ -240,7 +240,10 @@ pub fn is_blocked(outcome: &AttemptOutcome) -> bool {
         AttemptOutcome::Failed {
             status_code: None,
             error,
-        } => error.starts_with("refused by the SSRF guard") || error.contains("resolves to a refused address"),
+        } => {
+            error.starts_with("refused by the SSRF guard")
+                || error.contains("resolves to a refused address")
+        }
         _ => false,
     }
 }

@@ -20,12 +20,12 @@ use super::deliver::{
     AttemptOutcome, Delivery, WebhookClient, deliver_once, envelope_body, is_blocked,
     new_delivery_id,
 };
+use super::store::{self, ClaimedAttempt, FailureRecord, StoreError, Success, WebhookTarget};
+use super::writer::OutboxWriter;
 use crate::telemetry::metrics::{
     EVENT_DELIVERY_LAG, WEBHOOK_DELIVERIES, WEBHOOK_DURATION, outcome as delivery_outcome,
 };
 use crate::telemetry::propagation;
-use super::store::{self, ClaimedAttempt, FailureRecord, StoreError, Success, WebhookTarget};
-use super::writer::OutboxWriter;
 
 /// The longest wait between two attempts, however many retries a webhook allows.
 pub const MAX_BACKOFF_MS: u64 = 5 * 60 * 1000;
