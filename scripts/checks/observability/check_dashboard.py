@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from playwright.sync_api import sync_playwright
 
+import check_telemetry
 from check_telemetry import free_port, request, wait_until
 
 ADMIN_KEY = "dashboard-check-admin-key-0123"
@@ -88,11 +89,13 @@ def main():
         failed_id = failed_jobs()[0]["id"]
 
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(
+            # A fresh profile of its own (Playwright takes the user data dir as a parameter, not a flag).
+            browser = pw.chromium.launch_persistent_context(
+                os.path.join(work, "chromium-profile"),
                 executable_path=os.environ["CHROMIUM"],
+                headless=True,
                 args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                      f"--user-data-dir={os.path.join(work, 'chromium-profile')}"],
+                      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
             )
             page = browser.new_page()
             console_errors, outside = [], []
@@ -121,9 +124,9 @@ def main():
             check(not console_errors, f"no console error ({console_errors})")
             check(not outside, f"nothing fetched outside loopback ({outside})")
             browser.close()
-        status, entries = api("GET", base, "/api/audit?limit=50")
-        actions = json.dumps(entries)
-        check("queue_job_retried" in actions, "the retry is in the audit log")
+        audited = wait_until("the audit entry", lambda: "queue_job_retried" in json.dumps(
+            api("GET", base, "/api/audit?limit=50")[1]))
+        check(audited, "the retry is in the audit log")
     finally:
         node.send_signal(signal.SIGTERM)
         try:
@@ -135,6 +138,7 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
         else:
             print("logs kept in", work)
+    failures.extend(check_telemetry.failures)
     if failures:
         print(f"{len(failures)} dashboard check(s) failed", file=sys.stderr)
         sys.exit(1)
@@ -142,5 +146,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(__file__))
     main()
