@@ -70,7 +70,8 @@ function jobTable(queue, jobs, emptyText) {
     const remove = el("button", { type: "button", "data-action": "remove", "data-job": job.id }, "Remove");
     remove.addEventListener("click", () => act("DELETE", queue, job.id, "remove"));
     actions.append(remove);
-    const error = job.lastError ? job.lastError + (job.lastStatusCode ? " (HTTP " + job.lastStatusCode + ")" : "") : "";
+    const code = job.lastStatusCode ? "HTTP " + job.lastStatusCode : "";
+    const error = job.lastError && code && !job.lastError.includes(code) ? job.lastError + " (" + code + ")" : (job.lastError || "");
     const payload = el("details", {}, el("summary", {}, "show"), el("pre", {}, JSON.stringify(job.payload, null, 2)));
     return el("tr", { "data-job": job.id, "data-state": job.state },
       el("td", {}, el("code", {}, job.id)),
