@@ -36,6 +36,13 @@ impl Extractor for HeaderExtractor<'_> {
     }
 }
 
+/// The OpenTelemetry context of `span`, entered once first: a span that was never entered may not have
+/// started its OpenTelemetry span yet, and its context then carries no valid span id to propagate.
+fn started_context(span: &tracing::Span) -> opentelemetry::Context {
+    let _entered = span.enter();
+    span.context()
+}
+
 /// Makes `span` a child of the trace named by the request's `traceparent` header, if any.
 pub fn adopt_from_headers(span: &tracing::Span, headers: &HeaderMap) {
     if !tracing_enabled() || !headers.contains_key(TRACEPARENT) {
@@ -51,7 +58,7 @@ pub fn inject_into_headers(span: &tracing::Span, headers: &mut HeaderMap) {
     if !tracing_enabled() {
         return;
     }
-    let cx = span.context();
+    let cx = started_context(span);
     opentelemetry::global::get_text_map_propagator(|p| {
         p.inject_context(&cx, &mut HeaderInjector(headers))
     });
@@ -62,7 +69,7 @@ pub fn traceparent_of(span: &tracing::Span) -> Option<String> {
     if !tracing_enabled() {
         return None;
     }
-    let cx = span.context();
+    let cx = started_context(span);
     let mut carrier: HashMap<String, String> = HashMap::new();
     opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut carrier));
     carrier.remove(TRACEPARENT)
@@ -85,7 +92,7 @@ pub fn record_trace_id(span: &tracing::Span) {
     if !tracing_enabled() {
         return;
     }
-    let cx = span.context();
+    let cx = started_context(span);
     let span_ref = cx.span();
     let sc = span_ref.span_context();
     if sc.is_valid() {
