@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use metrics_exporter_prometheus::PrometheusHandle;
 use sqlx::SqlitePool;
 
 use crate::audit::AuditLog;
@@ -52,7 +51,7 @@ pub struct ContextParts {
     pub data_db: DataPool,
     pub limiter: Arc<TieredLimiter>,
     /// Present when this process installed the Prometheus recorder.
-    pub metrics: Option<PrometheusHandle>,
+    pub metrics: Option<wagate_workers::telemetry::Recorder>,
     /// The job queues (SQLite file or Redis); workers consume them in-process with `ROLE=all`.
     pub(crate) queue: wagate_workers::QueueClient,
     pub(crate) webhooks: Arc<WebhookService>,

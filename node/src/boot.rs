@@ -4,15 +4,13 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use axum::serve::ListenerExt;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing_subscriber::EnvFilter;
+use wagate_workers::telemetry::{self, BuildInfo, LogSettings, TracingGuard};
 
 use crate::admin::DataAdmin;
 use crate::app::{ApiContext, ContextParts};
@@ -43,23 +41,39 @@ use crate::sessions::deps::Deps;
 use crate::store::{DataPool, backends};
 use crate::webhooks::WebhookService;
 
-fn init_tracing(config: &Config) {
+fn init_tracing(config: &Config) -> anyhow::Result<TracingGuard> {
     let level = if config.log_level == "verbose" {
         "trace"
     } else {
         config.log_level.as_str()
     };
-    let filter = EnvFilter::new(format!("{level},sqlx=warn,hyper=warn,h2=warn,tower=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let _ = if config.log_json {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
+    telemetry::logs::init(&LogSettings {
+        level: level.to_owned(),
+        json: config.log_json,
+        otel_endpoint: config.otel_endpoint.clone(),
+        service_name: "wagate",
+        instance_id: config.node_id.clone(),
+    })
+    .context("could not set up trace export (OTEL_EXPORTER_OTLP_ENDPOINT)")
 }
 
-fn install_metrics() -> Option<PrometheusHandle> {
-    PrometheusBuilder::new().install_recorder().ok()
+fn install_metrics(config: &Config) -> Option<telemetry::Recorder> {
+    use telemetry::metrics::{
+        ENGINE_QUERY_TIMEOUTS, MESSAGES_FAILED, MESSAGES_RECEIVED, MESSAGES_SENT,
+    };
+    let recorder = telemetry::Recorder::install(&BuildInfo {
+        version: wagate_proto::VERSION,
+        engine: config.engine_type.as_str().to_owned(),
+        role: config.role.as_str().to_owned(),
+    })?;
+    // The node's bounded label sets start at zero, so every series exists before its first event.
+    for kind in crate::engine::MessageType::ALL {
+        for name in [MESSAGES_RECEIVED, MESSAGES_SENT, MESSAGES_FAILED] {
+            metrics::counter!(name, "type" => kind.as_str()).increment(0);
+        }
+    }
+    metrics::counter!(ENGINE_QUERY_TIMEOUTS, "engine" => config.engine_type.as_str()).increment(0);
+    Some(recorder)
 }
 
 async fn open_data_db(config: &Config) -> anyhow::Result<DataPool> {
@@ -364,7 +378,7 @@ async fn build_context(
             None => AuditLog::new(main_db.clone()),
         },
         raft,
-        metrics: install_metrics(),
+        metrics: install_metrics(&config),
         forwarder: crate::http::forward::client(config.session_proxy_timeout_ms),
         cluster,
         config,
@@ -394,13 +408,13 @@ fn spawn_background(
     let (keys, stop) = (ctx.keys.clone(), shutdown.clone());
     let metrics = ctx.metrics.clone();
     tasks.spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(5));
+        let mut tick = tokio::time::interval(telemetry::metrics::UPKEEP_EVERY);
         loop {
             tokio::select! {
                 _ = stop.cancelled() => break,
                 _ = tick.tick() => {
                     keys.flush_usage().await;
-                    if let Some(handle) = &metrics { handle.run_upkeep(); }
+                    if let Some(recorder) = &metrics { recorder.run_upkeep(); }
                 }
             }
         }
@@ -428,8 +442,9 @@ async fn shutdown_signal(
 
 /// Runs a node until SIGTERM or SIGINT.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    init_tracing(&config);
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // Held to the end of `run`: dropping it flushes the spans still buffered.
+    let _tracing = init_tracing(&config)?;
     let config = Arc::new(config);
     let shutdown = CancellationToken::new();
     let ctx = build_context(config.clone(), &shutdown).await?;

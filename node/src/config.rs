@@ -68,6 +68,30 @@ pub struct RaftSettings {
     pub write_timeout_ms: u64,
 }
 
+impl NodeRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeRole::All => "all",
+            NodeRole::Api => "api",
+            NodeRole::Worker => "worker",
+        }
+    }
+}
+
+/// `OTEL_EXPORTER_OTLP_ENDPOINT`: the collector's base URL (http or https); empty is unset.
+fn otel_endpoint(value: Option<String>) -> Result<Option<String>, ConfigError> {
+    match value.filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(v) => match url::Url::parse(&v) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(Some(v)),
+            _ => Err(refuse(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("must be an http:// or https:// URL (got '{v}')"),
+            )),
+        },
+    }
+}
+
 /// One rate-limit tier: at most `limit` requests per `ttl_ms` per client address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateTier {
@@ -337,7 +361,7 @@ impl Config {
             media_url_guard: parse_bool(&env, "MEDIA_URL_GUARD", true)?,
             metrics_token: env.get("METRICS_TOKEN"),
             docs_public: parse_bool(&env, "DOCS_PUBLIC", false)?,
-            otel_endpoint: env.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            otel_endpoint: otel_endpoint(env.get("OTEL_EXPORTER_OTLP_ENDPOINT"))?,
             session_lease_ttl_ms: positive(&env, "SESSION_LEASE_TTL_MS", 15_000)?,
             session_lease_heartbeat_ms: positive(&env, "SESSION_LEASE_HEARTBEAT_MS", 5_000)?,
             session_takeover_sweep_ms: positive(&env, "SESSION_TAKEOVER_SWEEP_MS", 5_000)?,

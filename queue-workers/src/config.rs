@@ -24,6 +24,10 @@ pub enum ConfigError {
     },
     #[error("DATABASE_URL is required when DATABASE_TYPE=postgres")]
     MissingDatabaseUrl,
+    #[error("{var} must be a port number between 1 and 65535, got {value:?}")]
+    BadPort { var: &'static str, value: String },
+    #[error("{var} must be an http:// or https:// URL, got {value:?}")]
+    BadUrl { var: &'static str, value: String },
 }
 
 /// Everything `wagate-worker` reads at boot.
@@ -34,9 +38,21 @@ pub struct WorkerConfig {
     pub data_dir: PathBuf,
     pub queue: QueueConfig,
     pub webhook: WebhookSettings,
-    /// A `tracing` filter directive derived from `LOG_LEVEL` (`verbose` is `trace`).
+    /// A `tracing` level from `LOG_LEVEL` (`verbose` is `trace`).
     pub log_filter: String,
+    /// `LOG_FORMAT=json`.
+    pub log_json: bool,
+    /// `METRICS_TOKEN`: the scrape's bearer token; unset, the worker opens no metrics listener.
+    pub metrics_token: Option<String>,
+    /// `BIND_HOST`:`METRICS_PORT` (default 9464), where the worker serves `GET /api/metrics`.
+    pub metrics_host: String,
+    pub metrics_port: u16,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`: spans exported over OTLP/HTTP when set.
+    pub otel_endpoint: Option<String>,
 }
+
+/// The worker's scrape port when `METRICS_PORT` is unset (the port OpenTelemetry's Prometheus exporters use).
+pub const DEFAULT_METRICS_PORT: u16 = 9464;
 
 impl WorkerConfig {
     pub fn from_env() -> Result<WorkerConfig, ConfigError> {
@@ -84,6 +100,11 @@ impl WorkerConfig {
                 .with_prefix(get("QUEUE_PREFIX").as_deref().unwrap_or_default()),
             webhook: parse_webhook_settings(&get)?,
             log_filter,
+            log_json: one_of(&get, "LOG_FORMAT", &["text", "json"], "text")? == "json",
+            metrics_token: get("METRICS_TOKEN").filter(|t| !t.is_empty()),
+            metrics_host: get("BIND_HOST").unwrap_or_else(|| "0.0.0.0".to_owned()),
+            metrics_port: port(&get, "METRICS_PORT", DEFAULT_METRICS_PORT)?,
+            otel_endpoint: otel_endpoint(&get)?,
         })
     }
 }
@@ -106,6 +127,31 @@ pub fn parse_webhook_settings(
         is_ssrf_protected,
         is_redirect_followed: boolean(get, "WEBHOOK_SSRF_REDIRECTS", d.is_redirect_followed)?,
     })
+}
+
+fn port(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    default: u16,
+) -> Result<u16, ConfigError> {
+    let Some(value) = get(var) else {
+        return Ok(default);
+    };
+    match value.parse::<u16>() {
+        Ok(n) if n > 0 && value.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+        _ => Err(ConfigError::BadPort { var, value }),
+    }
+}
+
+fn otel_endpoint(get: &impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
+    let var = "OTEL_EXPORTER_OTLP_ENDPOINT";
+    match get(var).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(value) => match url::Url::parse(&value) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") => Ok(Some(value)),
+            _ => Err(ConfigError::BadUrl { var, value }),
+        },
+    }
 }
 
 /// A plain decimal integer: ASCII digits only, so `1e3`, `0x10`, `10ms`, `+5` and ` 5` are refused.
@@ -212,6 +258,30 @@ mod tests {
         );
         assert_eq!(c.webhook, WebhookSettings::default());
         assert_eq!(c.log_filter, "info");
+        assert!(!c.log_json);
+        assert_eq!(c.metrics_port, DEFAULT_METRICS_PORT);
+        assert_eq!(c.metrics_token, None);
+        assert_eq!(c.otel_endpoint, None);
+    }
+
+    #[test]
+    fn telemetry_knobs_are_checked() {
+        assert!(parse(&[("LOG_FORMAT", "JSON")]).is_err());
+        assert!(parse(&[("LOG_FORMAT", "json")]).unwrap().log_json);
+        assert!(parse(&[("METRICS_PORT", "0")]).is_err());
+        assert!(parse(&[("METRICS_PORT", "70000")]).is_err());
+        assert_eq!(
+            parse(&[("METRICS_PORT", "9100")]).unwrap().metrics_port,
+            9100
+        );
+        assert!(parse(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318")]).is_err());
+        assert_eq!(
+            parse(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")])
+                .unwrap()
+                .otel_endpoint
+                .as_deref(),
+            Some("http://127.0.0.1:4318")
+        );
     }
 
     #[test]

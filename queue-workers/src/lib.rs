@@ -8,6 +8,9 @@
 //! - `workers`: `spawn_workers`, the apalis worker loops for both queues.
 //! - `webhook`: signing, the SSRF guard, one delivery attempt, the outbox state machine, the reconciler.
 //! - `ingress`: the ingress job's store step.
+//! - `queue_view`: counts, listings, retry and remove of both queues as operators see them (read from our
+//!   tables, which own every job's state).
+//! - `telemetry`: metrics recorder and families, logs and trace export, trace propagation, the scrape gate.
 //!
 //! # Contract with the node's pipeline
 //! The node writes one `webhook_outbox_events` row per matching webhook inside its event transaction:
@@ -20,11 +23,13 @@ pub mod config;
 pub mod db;
 pub mod ingress;
 pub mod queue;
+pub mod queue_view;
+pub mod telemetry;
 pub mod webhook;
 pub mod workers;
 
 pub use db::{DataPool, DatabaseKind};
-pub use queue::{QueueBackend, QueueClient, QueueConfig, QueueError};
+pub use queue::{JobCounts, QueueBackend, QueueClient, QueueConfig, QueueError};
 pub use webhook::WebhookSettings;
 pub use webhook::guard::{GuardError, resolve_check};
 pub use webhook::reconcile::{Enqueuer, enqueue_outbox, reconcile_outbox, spawn_reconciler};

@@ -1,11 +1,13 @@
 //! `wagate-worker`: runs the webhook and ingress queue workers against the data DB until SIGTERM/SIGINT.
-//! Input: the environment (see `config.rs`). It serves no HTTP and runs no sessions.
+//! Input: the environment (see `config.rs`). It runs no sessions; its only HTTP is the metrics scrape on
+//! `METRICS_PORT` when `METRICS_TOKEN` is set.
 
 use std::time::Duration;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 use wagate_workers::config::WorkerConfig;
+use wagate_workers::telemetry::{self, BuildInfo, LogSettings, Recorder};
 use wagate_workers::{DataPool, QueueBackend, QueueClient, spawn_reconciler, spawn_workers};
 
 const RECONCILE_EVERY: Duration = Duration::from_secs(30);
@@ -24,9 +26,21 @@ async fn main() -> std::process::ExitCode {
 
 async fn run() -> anyhow::Result<()> {
     let config = WorkerConfig::from_env()?;
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(&config.log_filter))
-        .init();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // Held to the end of `run`: dropping it flushes the spans still buffered.
+    let _tracing = telemetry::logs::init(&LogSettings {
+        level: config.log_filter.clone(),
+        json: config.log_json,
+        otel_endpoint: config.otel_endpoint.clone(),
+        service_name: "wagate-worker",
+        instance_id: instance_id(),
+    })
+    .context("could not set up trace export (OTEL_EXPORTER_OTLP_ENDPOINT)")?;
+    let recorder = Recorder::install(&BuildInfo {
+        version: wagate_proto::VERSION,
+        engine: "none".to_owned(),
+        role: "worker".to_owned(),
+    });
     if let QueueBackend::Sqlite { .. } = config.queue.backend {
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("cannot create DATA_DIR {}", config.data_dir.display()))?;
@@ -35,6 +49,27 @@ async fn run() -> anyhow::Result<()> {
     pool.migrate().await?;
     let queue = QueueClient::connect(&config.queue).await?;
     let shutdown = CancellationToken::new();
+    let metrics_listener = match (&config.metrics_token, recorder) {
+        (Some(token), Some(recorder)) => {
+            let addr = format!("{}:{}", config.metrics_host, config.metrics_port);
+            let addr: std::net::SocketAddr = tokio::net::lookup_host(&addr)
+                .await
+                .ok()
+                .and_then(|mut a| a.next())
+                .with_context(|| format!("BIND_HOST:METRICS_PORT ({addr}) is not an address"))?;
+            let listener = telemetry::scrape::serve_worker_metrics(
+                addr,
+                Some(token.clone()),
+                recorder.clone(),
+                pool.clone(),
+                shutdown.clone(),
+            )
+            .await?;
+            spawn_upkeep(recorder, shutdown.clone());
+            Some(listener)
+        }
+        _ => None,
+    };
     let workers = spawn_workers(
         config.webhook.clone(),
         pool.clone(),
@@ -53,7 +88,31 @@ async fn run() -> anyhow::Result<()> {
     tracing::info!("shutting down; finishing in-flight jobs");
     shutdown.cancel();
     let _ = tokio::join!(workers, reconciler);
+    if let Some(listener) = metrics_listener {
+        let _ = listener.await;
+    }
     Ok(())
+}
+
+/// `service.instance.id` of the worker's spans: `NODE_ID` when set, else the host name.
+fn instance_id() -> String {
+    std::env::var("NODE_ID")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "wagate-worker".to_owned())
+}
+
+fn spawn_upkeep(recorder: Recorder, shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(telemetry::metrics::UPKEEP_EVERY);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tick.tick() => recorder.run_upkeep(),
+            }
+        }
+    });
 }
 
 async fn wait_for_signal() -> anyhow::Result<()> {

@@ -2,6 +2,7 @@
 //! mode, Redis when `REDIS_ENABLED=true`. Input: a [`QueueConfig`]. `QueueClient` pushes jobs; consuming them is
 //! `workers.rs`. apalis never retries on its own here: the outbox table owns every retry schedule.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +36,33 @@ pub enum QueueError {
     RedisQueue(#[from] apalis_redis::Error),
     #[error("cannot push a job: {0}")]
     Push(String),
+}
+
+/// Jobs of one queue per state, as operators see them (the queue dashboard, `/api/infra/status`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct JobCounts {
+    pub waiting: u64,
+    pub active: u64,
+    pub delayed: u64,
+    pub completed: u64,
+    pub failed: u64,
+}
+
+impl JobCounts {
+    /// Not yet finished: waiting + active + delayed (the spec's `pending`).
+    pub fn pending(&self) -> u64 {
+        self.waiting + self.active + self.delayed
+    }
+
+    pub fn by_state(&self) -> [(&'static str, u64); 5] {
+        [
+            ("waiting", self.waiting),
+            ("active", self.active),
+            ("delayed", self.delayed),
+            ("completed", self.completed),
+            ("failed", self.failed),
+        ]
+    }
 }
 
 /// Where the queues live.
@@ -162,7 +190,21 @@ impl QueueClient {
         outbox_ids: Vec<String>,
         delay: Option<Duration>,
     ) -> Result<(), QueueError> {
-        let task = build_task(WebhookDeliveryJob::new(outbox_ids), delay);
+        self.push_traced_deliveries(outbox_ids, BTreeMap::new(), delay)
+            .await
+    }
+
+    /// [`QueueClient::push_deliveries`] with the trace context of some of the rows (`traceparent` by id).
+    pub async fn push_traced_deliveries(
+        &self,
+        outbox_ids: Vec<String>,
+        traces: BTreeMap<String, String>,
+        delay: Option<Duration>,
+    ) -> Result<(), QueueError> {
+        let task = build_task(
+            WebhookDeliveryJob::new(outbox_ids).with_traces(traces),
+            delay,
+        );
         match &self.storages {
             Storages::Sqlite { webhook, .. } => {
                 webhook.clone().push_task(task).await.map_err(push_err)?

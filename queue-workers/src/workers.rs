@@ -19,7 +19,7 @@ use crate::ingress::process_ingress;
 use crate::queue::{QueueClient, Storages};
 use crate::webhook::WebhookSettings;
 use crate::webhook::deliver::{DeliverError, WebhookClient};
-use crate::webhook::retry::{DeliveryContext, process_batch};
+use crate::webhook::retry::{DeliveryContext, process_traced_batch};
 
 /// How often, and after how long, finished jobs are deleted from the queue storage.
 const VACUUM_EVERY: Duration = Duration::from_secs(600);
@@ -38,9 +38,22 @@ async fn handle_delivery(
     job: WebhookDeliveryJob,
     ctx: Data<Arc<DeliveryContext>>,
 ) -> Result<(), BoxDynError> {
-    let ids = job.into_ids();
-    let span = tracing::debug_span!("webhook_delivery_job", rows = ids.len());
-    if let Err(e) = process_batch(&ctx, &ids).instrument(span).await {
+    let (ids, traces) = job.into_parts();
+    let span = tracing::info_span!(
+        "webhook_delivery_job",
+        rows = ids.len(),
+        trace_id = tracing::field::Empty
+    );
+    // A job's rows may come from several events; the job joins the first traced one, and each attempt its own.
+    crate::telemetry::propagation::adopt_traceparent(
+        &span,
+        traces.values().next().map(String::as_str),
+    );
+    crate::telemetry::propagation::record_trace_id(&span);
+    if let Err(e) = process_traced_batch(&ctx, &ids, &traces)
+        .instrument(span)
+        .await
+    {
         // The rows stay where they were; the outbox reconciler re-enqueues them once they are stale.
         tracing::warn!(rows = ids.len(), error = %e, op = "webhook_delivery", "delivery job failed");
     }

@@ -25,6 +25,7 @@ mod raft;
 mod reads;
 mod sessions;
 mod socket_sessions;
+mod telemetry;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -68,6 +69,9 @@ pub enum Scenario {
     /// Data export and import of N messages and server-side voice-note conversions on a node it starts:
     /// time and peak RSS (prints text)
     DataAdmin(DataAdminArgs),
+    /// Reads and sends on a node it starts with telemetry off, then with metrics scraped and traces exported
+    /// to a loopback OTLP receiver, in one run (prints text)
+    Telemetry(TelemetryArgs),
 }
 
 impl Scenario {
@@ -86,6 +90,7 @@ impl Scenario {
             Scenario::Raft(a) => legacy("raft", raft::run(&a.argv())).await,
             Scenario::Chaos(a) => legacy("chaos", chaos::run(a)).await,
             Scenario::DataAdmin(a) => legacy("data-admin", data_admin::run(&a.argv())).await,
+            Scenario::Telemetry(a) => legacy("telemetry", telemetry::run(&a.argv())).await,
         }
     }
 }
@@ -279,6 +284,42 @@ impl DataAdminArgs {
             self.messages.to_string(),
             "--conversions".into(),
             self.conversions.to_string(),
+        ]
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct TelemetryArgs {
+    /// The `wagate` binary to start [default: `wagate` beside this executable]
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// Length of each read run, in seconds
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seconds: u64,
+    /// Concurrent read connections
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
+    pub connections: u64,
+    /// Sends per run
+    #[arg(long, default_value_t = 3000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: u64,
+    /// Sends in flight at once
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
+    pub concurrency: u64,
+}
+
+impl TelemetryArgs {
+    fn argv(&self) -> Vec<String> {
+        vec![
+            "--binary".into(),
+            binary_or_default(&self.binary, "wagate"),
+            "--seconds".into(),
+            self.seconds.to_string(),
+            "--connections".into(),
+            self.connections.to_string(),
+            "--count".into(),
+            self.count.to_string(),
+            "--concurrency".into(),
+            self.concurrency.to_string(),
         ]
     }
 }

@@ -141,6 +141,11 @@ impl RedisLeases {
             .collect()
     }
 
+    /// How many leases this node holds now (`wagate_leases_held`).
+    pub(crate) fn held_count(&self) -> usize {
+        self.held.len()
+    }
+
     /// Whether this node holds `session_id`'s lease (any generation) and its deadline has not passed: the
     /// sim network's check before it hands traffic to a device itself (a local read, no round trip).
     pub(crate) fn holds(&self, session_id: &str) -> bool {

@@ -108,6 +108,21 @@ impl Cluster {
         })
     }
 
+    /// Whether Redis answers a PING within a second (readiness).
+    pub(crate) async fn ping(&self) -> bool {
+        let probe = async {
+            let mut conn = self.pool.get().await.ok()?;
+            deadpool_redis::redis::cmd("PING")
+                .query_async::<String>(&mut *conn)
+                .await
+                .ok()
+        };
+        matches!(
+            tokio::time::timeout(Duration::from_secs(1), probe).await,
+            Ok(Some(_))
+        )
+    }
+
     pub(crate) fn is_draining(&self) -> bool {
         self.is_draining.load(Ordering::SeqCst)
     }

@@ -95,6 +95,7 @@ async fn sweep(cluster: &Cluster, host: &dyn SessionHost) -> Result<usize, Sweep
     }
     let candidates = sessions::list_takeover_candidates(&cluster.db).await?;
     let mut orphans = cluster.leases.unheld(&candidates).await?;
+    metrics::gauge!(wagate_workers::telemetry::metrics::SESSIONS_UNOWNED).set(orphans.len() as f64);
     if orphans.is_empty() {
         return Ok(0);
     }

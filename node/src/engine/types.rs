@@ -174,6 +174,41 @@ pub(crate) enum MessageType {
 }
 
 impl MessageType {
+    pub(crate) const ALL: [MessageType; 13] = [
+        Self::Text,
+        Self::Image,
+        Self::Video,
+        Self::Audio,
+        Self::Voice,
+        Self::Document,
+        Self::Sticker,
+        Self::Location,
+        Self::Contact,
+        Self::Poll,
+        Self::Order,
+        Self::Product,
+        Self::Unknown,
+    ];
+
+    /// The contract's spelling (a bounded metric label too).
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Image => "image",
+            Self::Video => "video",
+            Self::Audio => "audio",
+            Self::Voice => "voice",
+            Self::Document => "document",
+            Self::Sticker => "sticker",
+            Self::Location => "location",
+            Self::Contact => "contact",
+            Self::Poll => "poll",
+            Self::Order => "order",
+            Self::Product => "product",
+            Self::Unknown => "unknown",
+        }
+    }
+
     pub(crate) fn has_media(self) -> bool {
         matches!(
             self,

@@ -197,6 +197,8 @@ async fn listen_loop(
                         data: wire.data,
                         occurred_at_ms: wire.occurred_at_ms,
                         idempotency_key: wire.idempotency_key,
+                        // Live fan-out only: another node's event has no deliveries here to trace.
+                        trace: None,
                     };
                     let _ = feed.send(Arc::new(event));
                 }

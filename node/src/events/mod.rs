@@ -34,6 +34,9 @@ pub(crate) struct Event {
     pub occurred_at_ms: i64,
     /// Stable across every retry of every delivery of this occurrence.
     pub idempotency_key: String,
+    /// The W3C `traceparent` of the span the event was made in, when traces are exported: its outbox rows'
+    /// delivery jobs carry it to the worker.
+    pub trace: Option<String>,
 }
 
 impl Event {
@@ -44,6 +47,7 @@ impl Event {
             data,
             occurred_at_ms: crate::store::now_ms(),
             idempotency_key: format!("evt_{}", uuid::Uuid::now_v7()),
+            trace: wagate_workers::telemetry::propagation::traceparent_of(&tracing::Span::current()),
         }
     }
 

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use serde::Serialize;
 use tokio::sync::broadcast;
+use wagate_workers::telemetry::propagation;
 use wagate_workers::{Enqueuer, QueueClient};
 
 use super::Event;
@@ -33,7 +34,18 @@ pub(crate) struct Pipeline {
     hub: Hub,
     subscriptions: Arc<SubscriptionCache>,
     /// Outbox ids written per event (by idempotency key) and not yet enqueued: `after_commit` takes them.
-    pending: Arc<DashMap<String, (i64, Vec<String>)>>,
+    pending: Arc<DashMap<String, PendingRows>>,
+}
+
+/// An event's outbox ids waiting for the commit: when written, the ids, and the `traceparent` their jobs carry.
+type PendingRows = (i64, Vec<String>, Option<String>);
+
+/// The trace context an event's delivery jobs carry: a span for the outbox write, in the event's trace.
+fn outbox_trace(event: &Event, rows: usize) -> Option<String> {
+    let parent = event.trace.as_deref()?;
+    let span = tracing::info_span!("outbox_write", event = event.name.as_str(), rows);
+    propagation::adopt_traceparent(&span, Some(parent));
+    propagation::traceparent_of(&span)
 }
 
 /// The stored envelope: every wire field but `deliveryId`, which the worker inserts (wire-notes §5 order).
@@ -115,9 +127,10 @@ impl Pipeline {
             .collect();
         outbox_store::insert_many_in(tx, &rows, self.enqueuer.is_some()).await?;
         for (event, _, targets) in planned {
+            let trace = outbox_trace(event, targets.len());
             let ids = targets.into_iter().map(|(id, _)| id).collect();
             self.pending
-                .insert(event.idempotency_key.clone(), (now, ids));
+                .insert(event.idempotency_key.clone(), (now, ids, trace));
         }
         Ok(())
     }
@@ -125,13 +138,18 @@ impl Pipeline {
     /// After the transaction committed: hand the deliveries to the enqueuer (it never waits) and publish to
     /// live subscribers.
     pub(crate) async fn after_commit(&self, events: Vec<Event>) {
-        let ids: Vec<String> = events
+        let rows = events
             .iter()
             .filter_map(|e| self.pending.remove(&e.idempotency_key))
-            .flat_map(|(_, (_, ids))| ids)
-            .collect();
+            .map(|(_, (_, ids, trace))| (ids, trace));
         if let Some(enqueuer) = &self.enqueuer {
-            enqueuer.submit(ids);
+            if wagate_workers::telemetry::tracing_enabled() {
+                for (ids, trace) in rows {
+                    enqueuer.submit_traced(ids, trace);
+                }
+            } else {
+                enqueuer.submit(rows.flat_map(|(ids, _)| ids).collect());
+            }
         }
         for event in events {
             self.hub.publish(Arc::new(event));
@@ -161,7 +179,7 @@ impl Pipeline {
     /// Drops bookkeeping of rows whose transaction never committed; then prunes settled outbox rows.
     pub(crate) async fn housekeep(&self, keep_settled_ms: i64) -> StoreResult<u64> {
         let cutoff = now_ms() - PENDING_TTL_MS;
-        self.pending.retain(|_, (at, _)| *at > cutoff);
+        self.pending.retain(|_, (at, _, _)| *at > cutoff);
         outbox_store::prune_settled(&self.db, now_ms() - keep_settled_ms).await
     }
 }

@@ -58,6 +58,9 @@ impl FromRequestParts<ApiContext> for Caller {
         let presented = presented_key(&parts.headers).ok_or(KeyRefusal::Missing)?;
         let ip = client_ip(parts);
         let key = ctx.keys.verify_fresh(presented, ip).await?;
+        if let Some(slot) = parts.extensions.get::<super::observe::CallerSlot>() {
+            slot.set(&key.id, key.role);
+        }
         let caller = Caller {
             key,
             ip,

@@ -36,9 +36,18 @@ pub(crate) async fn bounded<T>(
     query: impl Future<Output = EngineResult<T>>,
 ) -> EngineResult<T> {
     let budget = Duration::from_millis(ctx.config.engine_query_timeout_ms);
+    let query =
+        tracing::Instrument::instrument(query, tracing::info_span!("engine_call", op = "query"));
     tokio::time::timeout(budget, query)
         .await
-        .unwrap_or(Err(EngineError::Timeout))
+        .unwrap_or_else(|_| {
+            metrics::counter!(
+                wagate_workers::telemetry::metrics::ENGINE_QUERY_TIMEOUTS,
+                "engine" => ctx.sessions.engine_kind().as_str()
+            )
+            .increment(1);
+            Err(EngineError::Timeout)
+        })
 }
 
 /// A JID from a body or path field, 400 naming the field otherwise.

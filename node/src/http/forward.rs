@@ -64,7 +64,7 @@ pub(crate) async fn forward_to_owner(
     let mut response = match decide(&ctx, &session_id, marks).await {
         Decision::Local => next.run(req).await,
         Decision::Refuse => ApiError::from(LeaseError::HeldElsewhere).into_response(),
-        Decision::Forward(url) => match forward(&ctx, req, &url).await {
+        Decision::Forward(url) => match observed_forward(&ctx, req, &url).await {
             Ok(response) => response,
             Err(err) => ApiError::from(err).into_response(),
         },
@@ -138,7 +138,31 @@ fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
     }
 }
 
-async fn forward(ctx: &ApiContext, req: Request, base_url: &str) -> Result<Response, ForwardError> {
+/// A forward in its own span (its context goes to the owner in `traceparent`), counted and timed.
+async fn observed_forward(
+    ctx: &ApiContext,
+    req: Request,
+    base_url: &str,
+) -> Result<Response, ForwardError> {
+    use tracing::Instrument;
+    use wagate_workers::telemetry::metrics::{FORWARD_DURATION, FORWARDS};
+    let span = tracing::info_span!("forward", owner = %base_url);
+    let started = std::time::Instant::now();
+    let result = forward(ctx, req, base_url, &span)
+        .instrument(span.clone())
+        .await;
+    metrics::histogram!(FORWARD_DURATION).record(started.elapsed().as_secs_f64());
+    let outcome = if result.is_ok() { "success" } else { "error" };
+    metrics::counter!(FORWARDS, "outcome" => outcome).increment(1);
+    result
+}
+
+async fn forward(
+    ctx: &ApiContext,
+    req: Request,
+    base_url: &str,
+    span: &tracing::Span,
+) -> Result<Response, ForwardError> {
     let (parts, body) = req.into_parts();
     let limit = usize::try_from(ctx.config.body_size_limit).unwrap_or(usize::MAX);
     let bytes = axum::body::to_bytes(body, limit)
@@ -154,6 +178,7 @@ async fn forward(ctx: &ApiContext, req: Request, base_url: &str) -> Result<Respo
     if let Ok(me) = HeaderValue::from_str(&ctx.config.node_id) {
         headers.insert(FORWARDED, me);
     }
+    wagate_workers::telemetry::propagation::inject_into_headers(span, &mut headers);
     let url = format!("{base_url}{path}");
     let attempt = |body: axum::body::Bytes| {
         ctx.forwarder

@@ -1,5 +1,5 @@
-//! Health routes, unauthenticated: `/api/health` (version only for a valid key), liveness, and readiness
-//! that probes both databases with a bounded check.
+//! Health routes, unauthenticated: `/api/health` (version only for a valid key), liveness, and readiness:
+//! both databases and, in a cluster, Redis answer a bounded probe, and the node is not draining.
 
 use axum::Json;
 use axum::extract::State;
@@ -48,19 +48,39 @@ fn state(up: bool) -> ComponentState {
     }
 }
 
-/// GET /api/health/ready
-#[utoipa::path(get, path = "/api/health/ready", tag = "health",
-    responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
-async fn get_readiness(State(ctx): State<ApiContext>) -> (StatusCode, Json<Readiness>) {
-    let (main_up, data_up) = tokio::join!(probe_main(&ctx.main_db), probe_data(&ctx.data_db));
-    let ok = main_up && data_up;
+/// Probes what readiness depends on (at most the probes' timeout), and sets `wagate_ready`.
+pub(crate) async fn readiness(ctx: &ApiContext) -> (bool, Readiness) {
+    let redis_probe = async {
+        match &ctx.cluster {
+            Some(cluster) => Some(cluster.ping().await),
+            None => None,
+        }
+    };
+    let (main_up, data_up, redis_up) = tokio::join!(
+        probe_main(&ctx.main_db),
+        probe_data(&ctx.data_db),
+        redis_probe
+    );
+    let draining = ctx.cluster.as_ref().is_some_and(|c| c.is_draining());
+    let ok = main_up && data_up && redis_up.unwrap_or(true) && !draining;
+    metrics::gauge!(wagate_workers::telemetry::metrics::READY).set(if ok { 1.0 } else { 0.0 });
     let body = Readiness {
         status: if ok { "ok" } else { "error" }.into(),
         details: ReadinessDetails {
             main_database: state(main_up),
             data_database: state(data_up),
+            redis: redis_up.map(state),
+            draining,
         },
     };
+    (ok, body)
+}
+
+/// GET /api/health/ready
+#[utoipa::path(get, path = "/api/health/ready", tag = "health",
+    responses((status = 200, body = Readiness), (status = 503, body = Readiness)))]
+async fn get_readiness(State(ctx): State<ApiContext>) -> (StatusCode, Json<Readiness>) {
+    let (ok, body) = readiness(&ctx).await;
     (
         if ok {
             StatusCode::OK

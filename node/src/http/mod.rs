@@ -1,15 +1,15 @@
 //! The HTTP surface: `router()` merges one router per resource, adds the OpenAPI document and its UI, and
-//! wraps everything in the cross-cutting layers (request id, tracing, 415/413, rate limit, panic guard,
+//! wraps everything in the cross-cutting layers (request id, observation: span, metrics and access log
+//! (`observe`), 415/413, rate limit, panic guard,
 //! and, innermost, forwarding of session-scoped requests to the owner node).
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{Request, Uri};
+use axum::http::Uri;
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
@@ -32,6 +32,7 @@ pub(crate) mod forward;
 pub(crate) mod groups;
 pub(crate) mod health;
 pub(crate) mod infra;
+pub(crate) mod infra_status;
 pub(crate) mod keys;
 pub(crate) mod labels;
 pub(crate) mod limits;
@@ -40,7 +41,9 @@ pub(crate) mod media_input;
 pub(crate) mod messages;
 pub(crate) mod metrics;
 pub(crate) mod openapi;
+pub(crate) mod observe;
 pub(crate) mod profile;
+pub(crate) mod queue_dashboard;
 pub(crate) mod search;
 pub(crate) mod session_scope;
 pub(crate) mod sessions;
@@ -73,6 +76,8 @@ fn api_routes(with_sim: bool) -> OpenApiRouter<ApiContext> {
         .merge(keys::router())
         .merge(audit::router())
         .merge(infra::router())
+        .merge(infra_status::router())
+        .merge(queue_dashboard::router())
         .merge(sessions::router())
         .merge(chats::router())
         .merge(contacts::router())
@@ -132,19 +137,10 @@ fn api_router(ctx: ApiContext, body_limit: usize) -> Router {
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::internal("handler panicked").into_response()
         }))
-        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+        .layer(from_fn_with_state(ctx.clone(), observe::observe))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(ctx)
-}
-
-fn request_span<B>(req: &Request<B>) -> tracing::Span {
-    let id = req
-        .headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    tracing::debug_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
 }
 
 async fn unknown_route(method: axum::http::Method, uri: Uri) -> Response {

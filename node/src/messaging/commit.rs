@@ -134,7 +134,7 @@ async fn run(db: DataPool, pipeline: Pipeline, mut rx: mpsc::Receiver<Waiting>) 
                 Err(_) => break,
             }
         }
-        let span = tracing::debug_span!("message_group_commit", writes = group.len());
+        let span = group_span(&group);
         let writes: Vec<&Write> = group.iter().map(|w| &w.write).collect();
         match commit_group(&db, &pipeline, &writes).instrument(span).await {
             Ok(events) => {
@@ -163,6 +163,21 @@ async fn run(db: DataPool, pipeline: Pipeline, mut rx: mpsc::Receiver<Waiting>) 
             }
         }
     }
+}
+
+/// The group commit's span: with traces exported, part of the first traced event's trace (the others' traces
+/// continue from their own outbox-write spans).
+fn group_span(group: &[Waiting]) -> tracing::Span {
+    use wagate_workers::telemetry::{propagation, tracing_enabled};
+    if !tracing_enabled() {
+        return tracing::debug_span!("message_group_commit", writes = group.len());
+    }
+    let span = tracing::info_span!("message_group_commit", writes = group.len());
+    let first = group
+        .iter()
+        .find_map(|w| w.write.event.as_ref().and_then(|e| e.trace.as_deref()));
+    propagation::adopt_traceparent(&span, first);
+    span
 }
 
 /// Applies the writes in one transaction with their outbox rows; returns the events to publish.

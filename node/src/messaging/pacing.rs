@@ -158,8 +158,11 @@ impl MessagingService {
         pacer
             .admit(session_id, record.created_at, is_cold, now)
             .map_err(|r| {
-                metrics::counter!("wagate_send_pacing_refusals_total", "rule" => r.rule)
-                    .increment(1);
+                metrics::counter!(
+                    wagate_workers::telemetry::metrics::SENDS_REFUSED,
+                    "reason" => "pacing"
+                )
+                .increment(1);
                 MessagingError::Paced {
                     rule: r.rule,
                     retry_after_seconds: u64::try_from((r.retry_after_ms + 999) / 1000)

@@ -114,10 +114,19 @@ impl Recorder {
             return ack.complete();
         };
         let change = match event {
-            EngineEvent::Message(msg) => match self.inbound_row(session_id, msg).await {
-                Ok(row) => Change::Insert(Box::new(row)),
-                Err(err) => return settle(ack, session_id, &Err(err)),
-            },
+            EngineEvent::Message(msg) => {
+                if !msg.from_me {
+                    metrics::counter!(
+                        wagate_workers::telemetry::metrics::MESSAGES_RECEIVED,
+                        "type" => msg.kind.as_str()
+                    )
+                    .increment(1);
+                }
+                match self.inbound_row(session_id, msg).await {
+                    Ok(row) => Change::Insert(Box::new(row)),
+                    Err(err) => return settle(ack, session_id, &Err(err)),
+                }
+            }
             EngineEvent::Ack {
                 message_id, status, ..
             } => Change::Status {

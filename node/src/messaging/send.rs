@@ -62,8 +62,18 @@ impl MessagingService {
         };
         super::hooks::message_sending(session_id, &msg);
         self.pace(session_id, &msg.to).await?;
-        let result = engine.send(msg.clone()).await;
+        let result = tracing::Instrument::instrument(
+            engine.send(msg.clone()),
+            tracing::info_span!("engine_call", op = "send"),
+        )
+        .await;
         self.pace_outcome(session_id, result.as_ref().err());
+        let counted = if result.is_ok() {
+            wagate_workers::telemetry::metrics::MESSAGES_SENT
+        } else {
+            wagate_workers::telemetry::metrics::MESSAGES_FAILED
+        };
+        metrics::counter!(counted, "type" => msg.content.message_type().as_str()).increment(1);
         let sent = result?;
         let me = own_jid(phone.as_deref());
         let inbound = sent_as_inbound(&msg, &sent, me, quoted.as_ref());

@@ -195,7 +195,8 @@ pub(crate) async fn emit(rt: &Runtime, st: &RunState, effect: &Effect, trigger: 
             attempts,
             next_delay_ms,
         } => {
-            metrics::counter!("wagate_session_reconnect_loop_alerts_total").increment(1);
+            metrics::counter!(wagate_workers::telemetry::metrics::RECONNECT_LOOP_ALERTS)
+                .increment(1);
             let data =
                 json!({ "sessionId": id, "attempts": attempts, "nextDelayMs": next_delay_ms });
             (EventName::SessionReconnectLoop, data)

@@ -269,6 +269,7 @@ impl Runtime {
         let mut st = self.state.lock().await;
         if st.reconnect_at.is_some_and(|at| at <= Instant::now()) {
             st.reconnect_at = None;
+            metrics::counter!(wagate_workers::telemetry::metrics::RECONNECTS).increment(1);
             self.drive_logged(&mut st, Trigger::ReconnectBegan).await;
         }
     }
@@ -288,8 +289,23 @@ impl Runtime {
             return;
         }
         if !effects::is_lifecycle(&event) {
-            super::event_hooks::before_ingest(self, &event).await;
-            self.deps.ingest.handle(&self.id, event, ack).await;
+            let ingest = async {
+                super::event_hooks::before_ingest(self, &event).await;
+                self.deps.ingest.handle(&self.id, event, ack).await;
+            };
+            if wagate_workers::telemetry::tracing_enabled() {
+                // The root of the event's trace: commit, outbox, job and delivery attempts descend from it.
+                let span = tracing::info_span!(
+                    parent: None,
+                    "engine_event",
+                    session_id = %self.id,
+                    trace_id = tracing::field::Empty
+                );
+                wagate_workers::telemetry::propagation::record_trace_id(&span);
+                tracing::Instrument::instrument(ingest, span).await;
+            } else {
+                ingest.await;
+            }
             return;
         }
         ack.complete();

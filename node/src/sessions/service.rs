@@ -169,6 +169,11 @@ impl SessionService {
             .collect())
     }
 
+    /// The status of every session loaded on this node.
+    pub(crate) fn loaded_statuses(&self) -> Vec<wagate_proto::SessionStatus> {
+        self.runtimes.iter().map(|r| r.value().status()).collect()
+    }
+
     pub(crate) async fn count_by_status(&self) -> SessionResult<Vec<(String, i64)>> {
         Ok(session_store::count_by_status(&self.deps.db).await?)
     }

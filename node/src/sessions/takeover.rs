@@ -66,7 +66,10 @@ impl SessionHost for SessionService {
 
     async fn take_over(&self, session_id: &str) {
         match self.take_over_session(session_id).await {
-            Ok(()) => tracing::info!(session_id, "session taken over"),
+            Ok(()) => {
+                metrics::counter!(wagate_workers::telemetry::metrics::TAKEOVERS).increment(1);
+                tracing::info!(session_id, "session taken over")
+            }
             Err(err) => tracing::warn!(session_id, error = %err, "session not taken over"),
         }
     }

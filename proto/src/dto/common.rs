@@ -48,6 +48,12 @@ pub struct Readiness {
 pub struct ReadinessDetails {
     pub main_database: ComponentState,
     pub data_database: ComponentState,
+    /// In a cluster only: Redis holds the leases, the registry and the queues.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis: Option<ComponentState>,
+    /// A draining node is not ready: it takes no new sessions and is leaving.
+    #[serde(default)]
+    pub draining: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

@@ -11,6 +11,7 @@ pub mod common;
 pub mod contacts;
 pub mod groups;
 pub mod infra;
+pub mod infra_status;
 pub mod keys;
 pub mod labels;
 pub mod messages;

@@ -234,6 +234,20 @@ pub async fn deliver_once(client: &WebhookClient, d: &Delivery<'_>) -> AttemptOu
     }
 }
 
+/// Whether a failed attempt never left this host because the SSRF guard refused its address.
+pub fn is_blocked(outcome: &AttemptOutcome) -> bool {
+    match outcome {
+        AttemptOutcome::Failed {
+            status_code: None,
+            error,
+        } => {
+            error.starts_with("refused by the SSRF guard")
+                || error.contains("resolves to a refused address")
+        }
+        _ => false,
+    }
+}
+
 fn failed(status_code: Option<u16>, error: String) -> AttemptOutcome {
     AttemptOutcome::Failed { status_code, error }
 }

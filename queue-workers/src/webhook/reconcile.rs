@@ -2,6 +2,7 @@
 //! crash-recovery sweep that re-enqueues rows whose job was lost and releases attempts a dead worker held.
 //! Input: outbox ids from the node, or the table itself. It does not deliver anything.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -61,12 +62,28 @@ pub async fn enqueue_outbox(
 /// Pushes jobs for rows just committed as `queued` (the node writes them so when it will push them at once):
 /// they are waiting by construction, so unlike [`enqueue_outbox`] this costs no write to the data DB. A row
 /// whose push never happens is found by the reconciler like a `pending` one.
-async fn push_fresh(queue: &QueueClient, outbox_ids: &[String]) -> Result<(), ReconcileError> {
+async fn push_fresh(
+    queue: &QueueClient,
+    outbox_ids: &[String],
+    traces: &BTreeMap<String, String>,
+) -> Result<(), ReconcileError> {
     for part in outbox_ids.chunks(MAX_JOB_ROWS) {
-        queue.push_deliveries(part.to_vec(), None).await?;
+        let part_traces: BTreeMap<String, String> = if traces.is_empty() {
+            BTreeMap::new()
+        } else {
+            part.iter()
+                .filter_map(|id| traces.get(id).map(|t| (id.clone(), t.clone())))
+                .collect()
+        };
+        queue
+            .push_traced_deliveries(part.to_vec(), part_traces, None)
+            .await?;
     }
     Ok(())
 }
+
+/// Committed outbox ids, and the `traceparent` of the event they deliver when it was traced.
+type Submitted = (Vec<String>, Option<String>);
 
 /// The after-commit path onto the queue. Event transactions hand their new outbox ids over without waiting;
 /// one task gathers whatever has arrived while the previous push ran and pushes it as one job, so a burst of
@@ -74,16 +91,34 @@ async fn push_fresh(queue: &QueueClient, outbox_ids: &[String]) -> Result<(), Re
 /// waiting in the outbox, where the reconciler finds them.
 #[derive(Debug, Clone)]
 pub struct Enqueuer {
-    ids: mpsc::UnboundedSender<Vec<String>>,
+    ids: mpsc::UnboundedSender<Submitted>,
 }
 
 /// How long a push waits for more ids when it has fewer than a full job.
 const COALESCE: Duration = Duration::from_millis(5);
 
-fn take_waiting(rx: &mut mpsc::UnboundedReceiver<Vec<String>>, batch: &mut Vec<String>) {
-    while batch.len() < MAX_JOB_ROWS {
+/// Ids and trace contexts gathered for one push.
+#[derive(Default)]
+struct Batch {
+    ids: Vec<String>,
+    traces: BTreeMap<String, String>,
+}
+
+impl Batch {
+    fn add(&mut self, (ids, trace): Submitted) {
+        if let Some(trace) = trace {
+            for id in &ids {
+                self.traces.insert(id.clone(), trace.clone());
+            }
+        }
+        self.ids.extend(ids);
+    }
+}
+
+fn take_waiting(rx: &mut mpsc::UnboundedReceiver<Submitted>, batch: &mut Batch) {
+    while batch.ids.len() < MAX_JOB_ROWS {
         match rx.try_recv() {
-            Ok(more) => batch.extend(more),
+            Ok(more) => batch.add(more),
             Err(_) => break,
         }
     }
@@ -92,19 +127,21 @@ fn take_waiting(rx: &mut mpsc::UnboundedReceiver<Vec<String>>, batch: &mut Vec<S
 impl Enqueuer {
     /// Starts the pushing task; it ends when every handle is dropped.
     pub fn spawn(queue: QueueClient) -> Enqueuer {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<String>>();
+        let (tx, mut rx) = mpsc::unbounded_channel::<Submitted>();
         tokio::spawn(async move {
-            while let Some(mut batch) = rx.recv().await {
+            while let Some(first) = rx.recv().await {
+                let mut batch = Batch::default();
+                batch.add(first);
                 take_waiting(&mut rx, &mut batch);
-                if batch.len() < MAX_JOB_ROWS {
+                if batch.ids.len() < MAX_JOB_ROWS {
                     // Each job costs the queue a handful of statements whatever its size, so at a low rate
                     // (one id per push) a short wait for more ids halves the node's CPU per delivery.
                     tokio::time::sleep(COALESCE).await;
                     take_waiting(&mut rx, &mut batch);
                 }
-                if let Err(e) = push_fresh(&queue, &batch).await {
+                if let Err(e) = push_fresh(&queue, &batch.ids, &batch.traces).await {
                     // The rows are committed; the reconciler enqueues them once they are stale.
-                    tracing::warn!(error = %e, rows = batch.len(), op = "enqueue_outbox", "cannot enqueue deliveries");
+                    tracing::warn!(error = %e, rows = batch.ids.len(), op = "enqueue_outbox", "cannot enqueue deliveries");
                 }
             }
         });
@@ -113,7 +150,12 @@ impl Enqueuer {
 
     /// Hands committed outbox ids over for enqueueing; never waits.
     pub fn submit(&self, outbox_ids: Vec<String>) {
-        if !outbox_ids.is_empty() && self.ids.send(outbox_ids).is_err() {
+        self.submit_traced(outbox_ids, None);
+    }
+
+    /// [`Enqueuer::submit`] for the rows of one traced event: their jobs carry its `traceparent`.
+    pub fn submit_traced(&self, outbox_ids: Vec<String>, traceparent: Option<String>) {
+        if !outbox_ids.is_empty() && self.ids.send((outbox_ids, traceparent)).is_err() {
             tracing::warn!(
                 op = "enqueue_outbox",
                 "enqueuer stopped; rows wait for the reconciler"

@@ -4,22 +4,28 @@
 //! delivery. Input: the row ids of one `WebhookDeliveryJob`. It does not speak HTTP itself (`deliver`) or hold
 //! SQL (`store`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use tokio::sync::{Semaphore, mpsc};
+use tracing::Instrument;
 
 use crate::db::{DataPool, now_ms};
 use crate::queue::QueueClient;
 
 use super::WebhookSettings;
 use super::deliver::{
-    AttemptOutcome, Delivery, WebhookClient, deliver_once, envelope_body, new_delivery_id,
+    AttemptOutcome, Delivery, WebhookClient, deliver_once, envelope_body, is_blocked,
+    new_delivery_id,
 };
 use super::store::{self, ClaimedAttempt, FailureRecord, StoreError, Success, WebhookTarget};
 use super::writer::OutboxWriter;
+use crate::telemetry::metrics::{
+    EVENT_DELIVERY_LAG, WEBHOOK_DELIVERIES, WEBHOOK_DURATION, outcome as delivery_outcome,
+};
+use crate::telemetry::propagation;
 
 /// The longest wait between two attempts, however many retries a webhook allows.
 pub const MAX_BACKOFF_MS: u64 = 5 * 60 * 1000;
@@ -87,13 +93,23 @@ pub async fn process_delivery(ctx: &DeliveryContext, outbox_id: &str) -> Result<
 /// and only one claimer wins each. Rows claimed are delivered at once; a row due within the queue's rounding
 /// is waited for afterwards.
 pub async fn process_batch(ctx: &DeliveryContext, ids: &[String]) -> Result<(), StoreError> {
+    process_traced_batch(ctx, ids, &BTreeMap::new()).await
+}
+
+/// [`process_batch`] for a job that carried the trace context of some rows: each attempt joins its row's
+/// trace.
+pub async fn process_traced_batch(
+    ctx: &DeliveryContext,
+    ids: &[String],
+    traces: &BTreeMap<String, String>,
+) -> Result<(), StoreError> {
     let chunk = (ctx.settings.dispatch_concurrency * CLAIM_PER_SLOT).max(CLAIM_MIN);
     let mut left: Vec<String> = Vec::new();
     for part in ids.chunks(chunk) {
         let claimed = ctx.writer.claim(part.to_vec()).await?;
         let got: HashSet<&str> = claimed.iter().map(|c| c.id.as_str()).collect();
         left.extend(part.iter().filter(|id| !got.contains(id.as_str())).cloned());
-        dispatch(ctx, claimed).await?;
+        dispatch(ctx, claimed, traces).await?;
     }
     for _ in 0..3 {
         if left.is_empty() {
@@ -116,7 +132,7 @@ pub async fn process_batch(ctx: &DeliveryContext, ids: &[String]) -> Result<(), 
         let claimed = ctx.writer.claim(left.clone()).await?;
         let got: HashSet<&str> = claimed.iter().map(|c| c.id.as_str()).collect();
         left.retain(|id| !got.contains(id.as_str()));
-        dispatch(ctx, claimed).await?;
+        dispatch(ctx, claimed, traces).await?;
     }
     Ok(())
 }
@@ -130,7 +146,11 @@ enum Attempted {
 
 /// Attempts every claimed row, at most the process's dispatch concurrency at a time, settling attempts in
 /// groups as they finish.
-async fn dispatch(ctx: &DeliveryContext, claimed: Vec<ClaimedAttempt>) -> Result<(), StoreError> {
+async fn dispatch(
+    ctx: &DeliveryContext,
+    claimed: Vec<ClaimedAttempt>,
+    traces: &BTreeMap<String, String>,
+) -> Result<(), StoreError> {
     if claimed.is_empty() {
         return Ok(());
     }
@@ -160,9 +180,14 @@ async fn dispatch(ctx: &DeliveryContext, claimed: Vec<ClaimedAttempt>) -> Result
     // drives the attempts paused every HTTP attempt for the length of each commit.)
     let (finished, mut settle_queue) = mpsc::unbounded_channel();
     let attempts = futures::stream::iter(live)
-        .map(|(claimed, target)| async move {
-            let outcome = attempt_one(ctx, &claimed, &target).await;
-            (claimed, target, outcome)
+        .map(|(claimed, target)| {
+            let trace = traces.get(&claimed.id).cloned();
+            let span = attempt_span(&claimed, trace.as_deref());
+            async move {
+                let outcome = attempt_one(ctx, &claimed, &target).await;
+                (claimed, target, outcome, trace)
+            }
+            .instrument(span)
         })
         .buffer_unordered(ctx.settings.dispatch_concurrency.max(1))
         .for_each(move |done| {
@@ -184,6 +209,22 @@ async fn dispatch(ctx: &DeliveryContext, claimed: Vec<ClaimedAttempt>) -> Result
     };
     let ((), first_error) = futures::future::join(attempts, settling).await;
     first_error.map_or(Ok(()), Err)
+}
+
+/// One attempt's span: a child of its event's trace when the job carried it.
+fn attempt_span(claimed: &ClaimedAttempt, trace: Option<&str>) -> tracing::Span {
+    let span = tracing::info_span!(
+        "webhook_attempt",
+        outbox_id = %claimed.id,
+        webhook_id = %claimed.webhook_id,
+        session_id = %claimed.session_id,
+        event = %claimed.event,
+        attempt = claimed.attempts,
+        trace_id = tracing::field::Empty,
+    );
+    propagation::adopt_traceparent(&span, trace);
+    propagation::record_trace_id(&span);
+    span
 }
 
 async fn attempt_one(
@@ -213,16 +254,31 @@ fn delivery_id_of(claimed: &ClaimedAttempt) -> String {
     claimed.delivery_id.clone().unwrap_or_else(new_delivery_id)
 }
 
-async fn settle_all(
-    ctx: &DeliveryContext,
-    done: Vec<(ClaimedAttempt, Arc<WebhookTarget>, Attempted)>,
-) -> Result<(), StoreError> {
+/// One finished attempt: the row, its target, what happened, and the row's trace context.
+type Finished = (
+    ClaimedAttempt,
+    Arc<WebhookTarget>,
+    Attempted,
+    Option<String>,
+);
+
+/// Event created -> delivered, for rows whose creation time the claim returned.
+fn observe_lag(claimed: &ClaimedAttempt, now: i64) {
+    if claimed.created_at > 0 {
+        let lag_ms = now.saturating_sub(claimed.created_at).max(0);
+        metrics::histogram!(EVENT_DELIVERY_LAG).record(lag_ms as f64 / 1000.0);
+    }
+}
+
+async fn settle_all(ctx: &DeliveryContext, done: Vec<Finished>) -> Result<(), StoreError> {
     let mut successes = Vec::new();
     let mut result = Ok(());
-    for (claimed, target, attempted) in done {
+    let now = now_ms();
+    for (claimed, target, attempted, trace) in done {
         let delivery_id = delivery_id_of(&claimed);
         let settled = match attempted {
             Attempted::Sent(AttemptOutcome::Delivered { status_code }) => {
+                observe_lag(&claimed, now);
                 successes.push(Success {
                     outbox_id: claimed.id,
                     webhook_id: claimed.webhook_id,
@@ -230,7 +286,15 @@ async fn settle_all(
                 });
                 Ok(())
             }
-            Attempted::Sent(outcome) => settle(ctx, &claimed, &target, &delivery_id, outcome).await,
+            Attempted::Sent(outcome) => {
+                let attempt = Settling {
+                    claimed: &claimed,
+                    target: &target,
+                    delivery_id: &delivery_id,
+                    trace: trace.as_deref(),
+                };
+                settle(ctx, &attempt, outcome).await
+            }
             Attempted::NeverSent(why) => {
                 never_dispatched(ctx, &claimed, &target, &delivery_id, &why).await
             }
@@ -243,7 +307,7 @@ async fn settle_all(
     if !successes.is_empty() {
         let n = successes.len() as u64;
         ctx.writer.settle(successes).await?;
-        metrics::counter!("wagate_webhook_deliveries_total", "outcome" => "delivered").increment(n);
+        metrics::counter!(WEBHOOK_DELIVERIES, "outcome" => delivery_outcome::SUCCESS).increment(n);
     }
     result
 }
@@ -265,30 +329,74 @@ async fn attempt(
         custom_headers: Some(&target.headers),
         body,
     };
-    deliver_once(&ctx.client, &d).await
+    let started = Instant::now();
+    let outcome = deliver_once(&ctx.client, &d).await;
+    metrics::histogram!(WEBHOOK_DURATION).record(started.elapsed().as_secs_f64());
+    outcome
+}
+
+/// A claimed row being settled after a failed attempt.
+struct Settling<'a> {
+    claimed: &'a ClaimedAttempt,
+    target: &'a WebhookTarget,
+    delivery_id: &'a str,
+    trace: Option<&'a str>,
+}
+
+/// A status code for a log line: the number, or `none` when the receiver never answered.
+struct StatusText(Option<i32>);
+
+impl std::fmt::Display for StatusText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(code) => write!(f, "{code}"),
+            None => f.write_str("none"),
+        }
+    }
 }
 
 async fn settle(
     ctx: &DeliveryContext,
-    claimed: &ClaimedAttempt,
-    target: &WebhookTarget,
-    delivery_id: &str,
+    s: &Settling<'_>,
     outcome: AttemptOutcome,
 ) -> Result<(), StoreError> {
+    let Settling {
+        claimed,
+        target,
+        delivery_id,
+        trace,
+    } = *s;
     let code = outcome.status_code().map(i32::from);
+    let blocked = is_blocked(&outcome);
     let error = match outcome {
         AttemptOutcome::Delivered { status_code } => {
-            metrics::counter!("wagate_webhook_deliveries_total", "outcome" => "delivered")
+            observe_lag(claimed, now_ms());
+            metrics::counter!(WEBHOOK_DELIVERIES, "outcome" => delivery_outcome::SUCCESS)
                 .increment(1);
             return store::record_success(&ctx.pool, claimed, status_code, now_ms()).await;
         }
         AttemptOutcome::Failed { error, .. } => error,
     };
-    tracing::info!(outbox_id = %claimed.id, attempts = claimed.attempts, status = ?code, %error, "webhook attempt failed");
-    if claimed.attempts <= target.retry_count {
-        return schedule_retry(ctx, claimed, code, &error).await;
+    let retries = claimed.attempts <= target.retry_count;
+    let counted = match (blocked, retries) {
+        (true, _) => delivery_outcome::BLOCKED,
+        (false, true) => delivery_outcome::RETRY,
+        (false, false) => delivery_outcome::FAILED,
+    };
+    metrics::counter!(WEBHOOK_DELIVERIES, "outcome" => counted).increment(1);
+    if retries {
+        tracing::info!(
+            webhook_id = %claimed.webhook_id, session_id = %claimed.session_id, event = %claimed.event,
+            outbox_id = %claimed.id, attempts = claimed.attempts, status_code = %StatusText(code), %error,
+            "webhook delivery attempt failed; retrying"
+        );
+        return schedule_retry(ctx, claimed, code, &error, trace).await;
     }
-    metrics::counter!("wagate_webhook_deliveries_total", "outcome" => "failed").increment(1);
+    tracing::warn!(
+        webhook_id = %claimed.webhook_id, session_id = %claimed.session_id, event = %claimed.event,
+        outbox_id = %claimed.id, attempts = claimed.attempts, status_code = %StatusText(code), %error,
+        "webhook delivery failed; recorded in the delivery-failure log"
+    );
     let record = FailureRecord {
         claimed,
         url: &target.url,
@@ -305,15 +413,23 @@ async fn schedule_retry(
     claimed: &ClaimedAttempt,
     code: Option<i32>,
     error: &str,
+    trace: Option<&str>,
 ) -> Result<(), StoreError> {
     let failed = u32::try_from(claimed.attempts).unwrap_or(1);
     let delay_ms = backoff_ms(ctx.settings.retry_delay_ms, failed);
     let now = now_ms();
     let due = now.saturating_add(i64::try_from(delay_ms).unwrap_or(i64::MAX));
     store::schedule_retry(&ctx.pool, &claimed.id, due, code, error, now).await?;
+    let traces: BTreeMap<String, String> = trace
+        .map(|t| BTreeMap::from([(claimed.id.clone(), t.to_owned())]))
+        .unwrap_or_default();
     if let Err(e) = ctx
         .queue
-        .push_delivery(&claimed.id, Some(Duration::from_millis(delay_ms)))
+        .push_traced_deliveries(
+            vec![claimed.id.clone()],
+            traces,
+            Some(Duration::from_millis(delay_ms)),
+        )
         .await
     {
         // The row is `retrying` and will be due; the reconciler re-enqueues it once it is stale.
@@ -330,9 +446,11 @@ async fn never_dispatched(
     delivery_id: &str,
     why: &str,
 ) -> Result<(), StoreError> {
-    tracing::warn!(outbox_id = %claimed.id, reason = why, "webhook payload not dispatched");
-    metrics::counter!("wagate_webhook_deliveries_total", "outcome" => "not_dispatched")
-        .increment(1);
+    tracing::warn!(
+        webhook_id = %claimed.webhook_id, session_id = %claimed.session_id, event = %claimed.event,
+        outbox_id = %claimed.id, reason = why, "webhook payload not dispatched"
+    );
+    metrics::counter!(WEBHOOK_DELIVERIES, "outcome" => delivery_outcome::BLOCKED).increment(1);
     let record = FailureRecord {
         claimed,
         url: &target.url,

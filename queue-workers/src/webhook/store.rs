@@ -100,6 +100,9 @@ pub struct ClaimedAttempt {
     pub payload: String,
     pub attempts: i32,
     pub delivery_id: Option<String>,
+    /// When the row (its event) was written; 0 when a statement did not return it.
+    #[sqlx(default)]
+    pub created_at: i64,
 }
 
 /// Where and how to deliver, read from `webhooks` for each attempt so edits apply to the next retry.
@@ -260,7 +263,7 @@ const CLAIM_MANY: (&str, &str) = over_ids!(
      SET status = 'delivering', attempts = attempts + 1, delivery_id = COALESCE(delivery_id, 'dlv_' || id), \
      updated_at = $2 WHERE",
     "AND status IN ('pending', 'queued', 'retrying') AND next_attempt_at <= $2 \
-     RETURNING id, webhook_id, session_id, event, idempotency_key, payload, attempts, delivery_id"
+     RETURNING id, webhook_id, session_id, event, idempotency_key, payload, attempts, delivery_id, created_at"
 );
 const STATES_OF: (&str, &str) = over_ids!(
     "SELECT id, status, next_attempt_at FROM webhook_outbox_events WHERE",

@@ -1,0 +1,124 @@
+//! Log output and trace export of a process. Logs go to stdout as text (ANSI colours only on a terminal) or
+//! JSON (`LOG_FORMAT=json`). With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans are also exported over OTLP/HTTP
+//! (protobuf) from a batch thread; unset, no OpenTelemetry layer is installed at all, so spans cost what plain
+//! `tracing` spans cost. Log lines inside a request or job span carry its `trace_id` field.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+static EXPORTING: AtomicBool = AtomicBool::new(false);
+
+/// Whether spans of this process are exported (checked before any propagation work on hot paths).
+pub fn tracing_enabled() -> bool {
+    EXPORTING.load(Ordering::Relaxed)
+}
+
+/// How a process logs and traces.
+#[derive(Debug, Clone)]
+pub struct LogSettings {
+    /// `LOG_LEVEL` as a `tracing` level (`verbose` already turned into `trace`).
+    pub level: String,
+    pub json: bool,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`: the collector's base URL; spans go to `<base>/v1/traces`.
+    pub otel_endpoint: Option<String>,
+    /// `service.name` of the exported spans (`wagate`, `wagate-worker`).
+    pub service_name: &'static str,
+    /// `service.instance.id` (the node id, or the worker's host name).
+    pub instance_id: String,
+}
+
+impl LogSettings {
+    /// The filter: the chosen level for our code and `tower_http`, quieter defaults for chatty dependencies.
+    /// (`tower=warn` alone would also silence `tower_http`: directives match target prefixes.)
+    pub fn filter(&self) -> String {
+        let level = &self.level;
+        format!(
+            "{level},sqlx=warn,hyper=warn,h2=warn,tower=warn,tower_http={level},opentelemetry=warn,reqwest=warn"
+        )
+    }
+}
+
+/// Keeps the trace exporter alive; dropping it flushes the spans still buffered.
+#[must_use = "dropping the guard stops trace export"]
+pub struct TracingGuard {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl Drop for TracingGuard {
+    fn drop(&mut self) {
+        if let Some(provider) = self.provider.take() {
+            EXPORTING.store(false, Ordering::Relaxed);
+            if let Err(e) = provider.shutdown() {
+                eprintln!("trace export did not shut down cleanly: {e}");
+            }
+        }
+    }
+}
+
+fn tracer_provider(settings: &LogSettings, endpoint: &str) -> anyhow::Result<SdkTracerProvider> {
+    let url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
+    // The crate's default client is reqwest's blocking one (feature `reqwest-blocking-client`): the SDK exports
+    // from its own batch thread, where the async client has no runtime and dropped every span.
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_endpoint(url)
+        .build()?;
+    let resource = Resource::builder()
+        .with_service_name(settings.service_name)
+        .with_attribute(opentelemetry::KeyValue::new(
+            "service.instance.id",
+            settings.instance_id.clone(),
+        ))
+        .with_attribute(opentelemetry::KeyValue::new(
+            "service.version",
+            wagate_proto::VERSION,
+        ))
+        .build();
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource)
+        .build())
+}
+
+/// Installs the process's subscriber. Call once, before anything logs; a second call (in-process tests)
+/// leaves the first subscriber in place.
+pub fn init(settings: &LogSettings) -> anyhow::Result<TracingGuard> {
+    let filter = EnvFilter::new(settings.filter());
+    let ansi = std::io::stdout().is_terminal();
+    let fmt_text = (!settings.json).then(|| tracing_subscriber::fmt::layer().with_ansi(ansi));
+    let fmt_json = settings
+        .json
+        .then(|| tracing_subscriber::fmt::layer().json().with_ansi(false));
+    let provider = match settings.otel_endpoint.as_deref().filter(|e| !e.is_empty()) {
+        Some(endpoint) => Some(tracer_provider(settings, endpoint)?),
+        None => None,
+    };
+    let otel = provider.as_ref().map(|p| {
+        tracing_opentelemetry::layer()
+            .with_tracer(p.tracer(settings.service_name))
+            .with_tracked_inactivity(false)
+    });
+    let installed = tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt_text)
+        .with(fmt_json)
+        .with(otel)
+        .try_init()
+        .is_ok();
+    if installed && provider.is_some() {
+        opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+        EXPORTING.store(true, Ordering::Relaxed);
+    }
+    Ok(TracingGuard {
+        provider: provider.filter(|_| installed),
+    })
+}

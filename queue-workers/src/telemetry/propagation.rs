@@ -1,0 +1,101 @@
+//! W3C trace context (`traceparent`) across process boundaries: HTTP headers of a forwarded request, and the
+//! delivery job a node pushes for a worker. Every function is a no-op unless this process exports spans.
+
+use std::collections::HashMap;
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use opentelemetry::propagation::{Extractor, Injector};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use super::tracing_enabled;
+
+pub const TRACEPARENT: &str = "traceparent";
+
+struct HeaderInjector<'a>(&'a mut HeaderMap);
+
+impl Injector for HeaderInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(key.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            self.0.insert(name, value);
+        }
+    }
+}
+
+struct HeaderExtractor<'a>(&'a HeaderMap);
+
+impl Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(HeaderName::as_str).collect()
+    }
+}
+
+/// The OpenTelemetry context of `span`, entered once first: a span that was never entered may not have
+/// started its OpenTelemetry span yet, and its context then carries no valid span id to propagate.
+fn started_context(span: &tracing::Span) -> opentelemetry::Context {
+    let _entered = span.enter();
+    span.context()
+}
+
+/// Makes `span` a child of the trace named by the request's `traceparent` header, if any.
+pub fn adopt_from_headers(span: &tracing::Span, headers: &HeaderMap) {
+    if !tracing_enabled() || !headers.contains_key(TRACEPARENT) {
+        return;
+    }
+    let cx =
+        opentelemetry::global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)));
+    let _ = span.set_parent(cx);
+}
+
+/// Writes `span`'s trace context into outgoing headers (a forwarded request).
+pub fn inject_into_headers(span: &tracing::Span, headers: &mut HeaderMap) {
+    if !tracing_enabled() {
+        return;
+    }
+    let cx = started_context(span);
+    opentelemetry::global::get_text_map_propagator(|p| {
+        p.inject_context(&cx, &mut HeaderInjector(headers))
+    });
+}
+
+/// `span`'s `traceparent` value, for a job payload.
+pub fn traceparent_of(span: &tracing::Span) -> Option<String> {
+    if !tracing_enabled() {
+        return None;
+    }
+    let cx = started_context(span);
+    let mut carrier: HashMap<String, String> = HashMap::new();
+    opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut carrier));
+    carrier.remove(TRACEPARENT)
+}
+
+/// Makes `span` a child of the trace a job carried.
+pub fn adopt_traceparent(span: &tracing::Span, traceparent: Option<&str>) {
+    let Some(value) = traceparent.filter(|_| tracing_enabled()) else {
+        return;
+    };
+    let carrier = HashMap::from([(TRACEPARENT.to_owned(), value.to_owned())]);
+    let cx = opentelemetry::global::get_text_map_propagator(|p| p.extract(&carrier));
+    let _ = span.set_parent(cx);
+}
+
+/// Records the span's trace id in its `trace_id` field (declared `Empty` where the span is made), so every
+/// log line inside it names the trace.
+pub fn record_trace_id(span: &tracing::Span) {
+    use opentelemetry::trace::TraceContextExt;
+    if !tracing_enabled() {
+        return;
+    }
+    let cx = started_context(span);
+    let span_ref = cx.span();
+    let sc = span_ref.span_context();
+    if sc.is_valid() {
+        span.record("trace_id", tracing::field::display(sc.trace_id()));
+    }
+}
