@@ -28,7 +28,7 @@ use crate::engine::{EngineFactory, EngineKind};
 use crate::events::Pipeline;
 use crate::events::hub::ClusterLink;
 use crate::events::ingest::Ingest;
-use crate::http::limits::{TieredLimiter, run_limiter_upkeep};
+use crate::http::limits::{Limiter, SharedWindows, run_limiter_upkeep};
 use crate::keys::KeyService;
 use crate::media::{FetchOptions, MediaStore};
 use crate::messaging::bulk::BulkRunner;
@@ -135,6 +135,21 @@ fn session_service(
         )),
         sim,
     )
+}
+
+/// The global rate limit: counted in Redis for a cluster (one limit whichever node serves), else in-process.
+fn limiter(config: &Config) -> anyhow::Result<Limiter> {
+    if !config.redis_enabled {
+        return Ok(Limiter::local(&config.rate_tiers));
+    }
+    let shared = SharedWindows::new(
+        &config.redis_url,
+        &config.redis_key_prefix,
+        &config.node_id,
+        &config.rate_tiers,
+    )
+    .context("could not set up the shared rate limiter (REDIS_URL)")?;
+    Ok(Limiter::Shared(shared))
 }
 
 /// The cluster membership with `REDIS_ENABLED=true` (boot fails when Redis does not answer).
@@ -266,7 +281,7 @@ async fn build_context(
         sessions,
         pipeline,
         sim,
-        limiter: Arc::new(TieredLimiter::new(&config.rate_tiers)),
+        limiter: Arc::new(limiter(&config)?),
         audit: AuditLog::new(main_db.clone()),
         metrics: install_metrics(),
         forwarder: crate::http::forward::client(config.session_proxy_timeout_ms),

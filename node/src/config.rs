@@ -2,7 +2,10 @@
 //! once at start-up. A refusal names the variable and the rule in one line; nothing else reads the env.
 
 use std::fmt;
+use std::net::IpAddr;
 use std::path::PathBuf;
+
+use ipnet::IpNet;
 
 use crate::config_parse::{Env, parse_bool, parse_byte_size, parse_i64, parse_u64};
 
@@ -66,6 +69,11 @@ pub struct Config {
     /// Prefix of every Redis key this node writes (leases, registry); lets clusters share one Redis.
     pub redis_key_prefix: String,
     pub api_master_key: Option<String>,
+    /// `CLUSTER_SECRET`: what a node presents on a forwarded request so the owner believes its word about the
+    /// client address and does not count the request again. Required with `REDIS_ENABLED=true`.
+    pub cluster_secret: Option<String>,
+    /// `TRUSTED_PROXIES` (empty): the peers whose `X-Forwarded-For` / `Forwarded` headers are read.
+    pub trusted_proxies: Vec<IpNet>,
     pub rate_tiers: [RateTier; 3],
     pub body_size_limit: u64,
     pub media_download_max_bytes: u64,
@@ -145,6 +153,7 @@ pub(crate) fn refuse(var: &'static str, rule: impl Into<String>) -> ConfigError 
 }
 
 const MAX_TIMEOUT_MS: u64 = 2_147_483_647;
+const MIN_CLUSTER_SECRET_CHARS: usize = 16;
 
 impl Config {
     /// Reads the process environment.
@@ -231,6 +240,8 @@ impl Config {
             redis_url: env.string("REDIS_URL", "redis://127.0.0.1:6379"),
             redis_key_prefix: env.string("REDIS_KEY_PREFIX", "wagate:"),
             api_master_key,
+            cluster_secret: env.get("CLUSTER_SECRET"),
+            trusted_proxies: parse_trusted_proxies(&env)?,
             rate_tiers: parse_rate_tiers(&env)?,
             body_size_limit: parse_byte_size(&env, "BODY_SIZE_LIMIT", 25 * 1024 * 1024)?,
             media_download_max_bytes: positive(&env, "MEDIA_DOWNLOAD_MAX_BYTES", 50 * 1024 * 1024)?,
@@ -298,6 +309,7 @@ impl Config {
             queue_prefix: env.string("QUEUE_PREFIX", ""),
         };
         config.check_lease_timing()?;
+        config.check_cluster_secret()?;
         Ok(config)
     }
 
@@ -309,6 +321,28 @@ impl Config {
             ));
         }
         Ok(())
+    }
+
+    /// A cluster without a secret would have to believe any request that claims to come from a peer.
+    fn check_cluster_secret(&self) -> Result<(), ConfigError> {
+        match &self.cluster_secret {
+            None if self.redis_enabled => Err(refuse(
+                "CLUSTER_SECRET",
+                "is required when REDIS_ENABLED=true (nodes prove forwarded requests with it)",
+            )),
+            Some(secret)
+                if secret.len() < MIN_CLUSTER_SECRET_CHARS
+                    || !secret.bytes().all(|b| b.is_ascii_graphic()) =>
+            {
+                Err(refuse(
+                    "CLUSTER_SECRET",
+                    format!(
+                        "must be at least {MIN_CLUSTER_SECRET_CHARS} printable ASCII characters without spaces"
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     pub fn main_db_path(&self) -> PathBuf {
@@ -392,6 +426,28 @@ fn parse_browser_timeout(env: &Env) -> Result<u64, ConfigError> {
         ));
     }
     Ok(value)
+}
+
+/// Comma-separated addresses and CIDR ranges; an address is a range of one. Empty entries are skipped.
+fn parse_trusted_proxies(env: &Env) -> Result<Vec<IpNet>, ConfigError> {
+    let Some(raw) = env.get("TRUSTED_PROXIES") else {
+        return Ok(Vec::new());
+    };
+    raw.split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            entry
+                .parse::<IpNet>()
+                .or_else(|_| entry.parse::<IpAddr>().map(IpNet::from))
+                .map_err(|_| {
+                    refuse(
+                        "TRUSTED_PROXIES",
+                        format!("entry '{entry}' is not an IP address or CIDR range"),
+                    )
+                })
+        })
+        .collect()
 }
 
 fn parse_rate_tiers(env: &Env) -> Result<[RateTier; 3], ConfigError> {

@@ -141,3 +141,37 @@ fn lease_heartbeat_must_be_under_half_the_ttl() {
         "SESSION_LEASE_HEARTBEAT_MS"
     );
 }
+
+#[test]
+fn trusted_proxies_take_addresses_and_ranges_and_name_a_bad_entry() {
+    assert!(load(&[]).expect("defaults").trusted_proxies.is_empty());
+    let c =
+        load(&[("TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1,,fd00::/8 ,::1")]).expect("valid list");
+    assert_eq!(c.trusted_proxies.len(), 4);
+    assert!(
+        c.trusted_proxies
+            .iter()
+            .any(|net| net.contains(&"10.1.2.3".parse::<std::net::IpAddr>().expect("ip")))
+    );
+    let err = load(&[("TRUSTED_PROXIES", "10.0.0.1,10.0.0.0/33")]).expect_err("bad range");
+    assert_eq!(err.var, "TRUSTED_PROXIES");
+    assert!(err.rule.contains("'10.0.0.0/33'"), "{}", err.rule);
+    let err = load(&[("TRUSTED_PROXIES", "ingress-nginx")]).expect_err("a name");
+    assert!(err.rule.contains("'ingress-nginx'"), "{}", err.rule);
+}
+
+#[test]
+fn a_cluster_needs_a_cluster_secret() {
+    assert_eq!(refused_var(&[("REDIS_ENABLED", "true")]), "CLUSTER_SECRET");
+    assert_eq!(
+        refused_var(&[("REDIS_ENABLED", "true"), ("CLUSTER_SECRET", "short")]),
+        "CLUSTER_SECRET"
+    );
+    let c = load(&[
+        ("REDIS_ENABLED", "true"),
+        ("CLUSTER_SECRET", "a-cluster-secret-of-enough-length"),
+    ])
+    .expect("secret given");
+    assert!(c.cluster_secret.is_some());
+    assert!(load(&[]).expect("embedded").cluster_secret.is_none());
+}

@@ -10,8 +10,8 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, header};
 use wagate_proto::Role;
 
+use super::client_addr::client_ip;
 use super::error::ApiError;
-use super::limits::client_ip;
 use crate::app::ApiContext;
 use crate::audit::AuditActor;
 use crate::keys::KeyRefusal;

@@ -2,6 +2,9 @@
 //! `/api/sim/sessions/{sessionId}/...`) whose lease another live node holds is sent there once, marked
 //! `X-Wagate-Forwarded: <thisNodeId>`; a marked request is never forwarded again. Every session-scoped
 //! response names the node that served it in `X-Wagate-Served-By`. Auth is the owner's business.
+//! A forward also carries `CLUSTER_SECRET` and the client address this node decided, so the owner applies
+//! `allowedIps` and audits against the real client, and does not count the request against the rate
+//! limit a second time (`client_addr.rs` believes those headers only with the right secret).
 
 use std::time::Duration;
 
@@ -12,6 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use wagate_proto::headers::{FORWARDED, SERVED_BY};
 
+use super::client_addr::{CLIENT_ADDRESS_HEADER, CLUSTER_SECRET_HEADER, client_ip_from};
 use super::error::ApiError;
 use crate::app::ApiContext;
 use crate::cluster::Route;
@@ -153,6 +157,19 @@ async fn forward(ctx: &ApiContext, req: Request, base_url: &str) -> Result<Respo
     copy_headers(&parts.headers, &mut headers);
     if let Ok(me) = HeaderValue::from_str(&ctx.config.node_id) {
         headers.insert(FORWARDED, me);
+    }
+    if let Some(secret) = ctx
+        .config
+        .cluster_secret
+        .as_deref()
+        .and_then(|s| HeaderValue::from_str(s).ok())
+    {
+        headers.insert(CLUSTER_SECRET_HEADER, secret);
+    }
+    if let Some(client) =
+        client_ip_from(&parts.extensions).and_then(|ip| HeaderValue::from_str(&ip.to_string()).ok())
+    {
+        headers.insert(CLIENT_ADDRESS_HEADER, client);
     }
     let url = format!("{base_url}{path}");
     let attempt = |body: axum::body::Bytes| {

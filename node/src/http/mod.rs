@@ -1,6 +1,7 @@
 //! The HTTP surface: `router()` merges one router per resource, adds the OpenAPI document and its UI, and
-//! wraps everything in the cross-cutting layers (request id, tracing, 415/413, rate limit, panic guard,
-//! and, innermost, forwarding of session-scoped requests to the owner node).
+//! wraps everything in the cross-cutting layers (request id, tracing, the keep-alive guard, panic guard,
+//! client address, 415/413, rate limit, and, innermost, forwarding of session-scoped requests to the owner
+//! node).
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -23,6 +24,7 @@ pub(crate) mod calls;
 pub(crate) mod catalog;
 pub(crate) mod channels;
 pub(crate) mod chats;
+pub(crate) mod client_addr;
 pub(crate) mod contacts;
 pub(crate) mod engine_call;
 pub(crate) mod error;
@@ -31,6 +33,7 @@ pub(crate) mod forward;
 pub(crate) mod groups;
 pub(crate) mod health;
 pub(crate) mod infra;
+pub(crate) mod keep_alive;
 pub(crate) mod keys;
 pub(crate) mod labels;
 pub(crate) mod limits;
@@ -125,9 +128,14 @@ pub(crate) fn router(ctx: ApiContext) -> Router {
             ctx.clone(),
             limits::refuse_unreadable_bodies,
         ))
+        .layer(from_fn_with_state(
+            ctx.clone(),
+            client_addr::identify_client,
+        ))
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::internal("handler panicked").into_response()
         }))
+        .layer(axum::middleware::from_fn(keep_alive::drain_unread_bodies))
         .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
