@@ -2,6 +2,7 @@
 
 mod cluster;
 mod events;
+mod limiter;
 mod reads;
 mod sessions;
 mod socket_sessions;
@@ -23,9 +24,10 @@ pub async fn run(args: &[String]) -> anyhow::Result<()> {
         Some("sends") => events::sends(&args[1..]).await,
         Some("inbound-storm") => events::inbound_storm(&args[1..]).await,
         Some("cluster") => cluster::run(&args[1..]).await,
+        Some("limiter") => limiter::run(&args[1..]).await,
         _ => {
             eprintln!(
-                "usage: wagate-loadtest reads [--url URL] [--key KEY] [--seconds N] [--connections N]\n       wagate-loadtest sessions [--binary PATH] [--count N] [--concurrency N]\n       wagate-loadtest socket-sessions [--binary PATH] [--count N] [--concurrency N] [--settle-secs S]\n       wagate-loadtest sends [--binary PATH] [--count N] [--concurrency N] [--rate R --seconds T] [--dump CSV]\n       wagate-loadtest inbound-storm [--binary PATH] [--sessions S] [--rate R] [--seconds T]\n       wagate-loadtest cluster [--binary PATH] [--worker PATH] [--sessions N] [--seconds T] [--concurrency C] [--ttl-ms MS] [--heartbeat-ms MS] [--sweep-ms MS] [--restore-concurrency N]"
+                "usage: wagate-loadtest reads [--url URL] [--key KEY] [--seconds N] [--connections N]\n       wagate-loadtest sessions [--binary PATH] [--count N] [--concurrency N]\n       wagate-loadtest socket-sessions [--binary PATH] [--count N] [--concurrency N] [--settle-secs S]\n       wagate-loadtest sends [--binary PATH] [--count N] [--concurrency N] [--rate R --seconds T] [--dump CSV]\n       wagate-loadtest inbound-storm [--binary PATH] [--sessions S] [--rate R] [--seconds T]\n       wagate-loadtest cluster [--binary PATH] [--worker PATH] [--sessions N] [--seconds T] [--concurrency C] [--ttl-ms MS] [--heartbeat-ms MS] [--sweep-ms MS] [--restore-concurrency N]\n       wagate-loadtest limiter [--binary PATH] [--seconds N] [--connections N] [--path PATH]"
             );
             Ok(())
         }
