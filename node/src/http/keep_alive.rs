@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderValue, Version, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use futures::StreamExt;
@@ -68,7 +68,8 @@ impl HttpBody for TrackedBody {
 }
 
 pub(crate) async fn drain_unread_bodies(req: Request, next: Next) -> Response {
-    if req.body().is_end_stream() {
+    // HTTP/2 ends a stream, not the connection, and forbids `Connection`; bodiless requests need nothing.
+    if req.body().is_end_stream() || req.version() >= Version::HTTP_2 {
         return next.run(req).await;
     }
     let declared = req
