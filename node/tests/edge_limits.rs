@@ -619,3 +619,53 @@ async fn early_refusals_leave_pooled_connections_usable() {
         assert_eq!(next_ok, 10, "{name}: the next pooled request must work");
     }
 }
+
+/// The same on a raw connection, as clients that do not watch for a server-side close see it: the head,
+/// then the body a moment later, then a second request on the same socket must get its own answer.
+#[tokio::test]
+async fn a_401_before_the_body_arrives_keeps_the_raw_connection_open() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let node = Node::start(NodeOptions::new(BIN)).await.expect("node");
+    let mut answered = 0;
+    for _ in 0..10 {
+        let mut socket = tokio::net::TcpStream::connect(("127.0.0.1", node.port))
+            .await
+            .expect("connect");
+        let body = "{\"name\":\"late-body\"}";
+        let head = format!(
+            "POST /api/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-API-Key: wrong\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        socket.write_all(head.as_bytes()).await.expect("head");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let _ = socket.write_all(body.as_bytes()).await;
+        let _ = socket
+            .write_all(b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await;
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        let read_all = async {
+            loop {
+                match socket.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        seen.extend_from_slice(&buf[..n]);
+                        if String::from_utf8_lossy(&seen).matches("HTTP/1.1 ").count() >= 2 {
+                            break;
+                        }
+                    }
+                }
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(5), read_all).await;
+        let text = String::from_utf8_lossy(&seen);
+        assert!(text.starts_with("HTTP/1.1 401"), "{text}");
+        if text.contains("HTTP/1.1 200") {
+            answered += 1;
+        }
+    }
+    assert_eq!(
+        answered, 10,
+        "the second request on each connection is answered"
+    );
+}
