@@ -11,7 +11,7 @@ use crate::cluster::Cluster;
 use crate::config::Config;
 use crate::engine::sim::SimNetwork;
 use crate::events::Pipeline;
-use crate::http::limits::TieredLimiter;
+use crate::http::limits::Limiter;
 use crate::keys::KeyService;
 use crate::messaging::MessagingService;
 use crate::messaging::bulk::BulkRunner;
@@ -49,7 +49,8 @@ pub struct ContextParts {
     pub audit: AuditLog,
     pub main_db: SqlitePool,
     pub data_db: DataPool,
-    pub limiter: Arc<TieredLimiter>,
+    /// The global rate limit: in-process, or in Redis for a cluster.
+    pub limiter: Arc<Limiter>,
     /// Present when this process installed the Prometheus recorder.
     pub metrics: Option<wagate_workers::telemetry::Recorder>,
     /// The job queues (SQLite file or Redis); workers consume them in-process with `ROLE=all`.

@@ -27,7 +27,7 @@ use crate::engine::{EngineFactory, EngineKind};
 use crate::events::Pipeline;
 use crate::events::hub::ClusterLink;
 use crate::events::ingest::Ingest;
-use crate::http::limits::{TieredLimiter, run_limiter_upkeep};
+use crate::http::limits::{Limiter, SharedWindows, run_limiter_upkeep};
 use crate::keys::KeyService;
 use crate::maindb::MainWriter;
 use crate::media::convert::{ConvertLimits, Converter};
@@ -209,6 +209,21 @@ fn session_service(
     )
 }
 
+/// The global rate limit: counted in Redis for a cluster (one limit whichever node serves), else in-process.
+fn limiter(config: &Config) -> anyhow::Result<Limiter> {
+    if !config.redis_enabled {
+        return Ok(Limiter::local(&config.rate_tiers));
+    }
+    let shared = SharedWindows::new(
+        &config.redis_url,
+        &config.redis_key_prefix,
+        &config.node_id,
+        &config.rate_tiers,
+    )
+    .context("could not set up the shared rate limiter (REDIS_URL)")?;
+    Ok(Limiter::Shared(shared))
+}
+
 /// The cluster membership with `REDIS_ENABLED=true` (boot fails when Redis does not answer).
 async fn join_cluster(config: &Config, db: &DataPool) -> anyhow::Result<Option<Arc<Cluster>>> {
     if !config.redis_enabled {
@@ -372,7 +387,7 @@ async fn build_context(
         sessions,
         pipeline,
         sim,
-        limiter: Arc::new(TieredLimiter::new(&config.rate_tiers)),
+        limiter: Arc::new(limiter(&config)?),
         audit: match &raft {
             Some(node) => AuditLog::replicated(main_db.clone(), node.raft.clone()),
             None => AuditLog::new(main_db.clone()),
@@ -440,11 +455,44 @@ async fn shutdown_signal(
     shutdown.cancel();
 }
 
+/// The secret a Redis cluster's nodes prove peer requests with when `CLUSTER_SECRET` is not set: the first
+/// node to boot stores a random one under `{REDIS_KEY_PREFIX}cluster-secret` (`SET NX`) and every node reads
+/// it back, so all share it and no client (who cannot read Redis) can forge it.
+async fn shared_cluster_secret(config: &Config) -> anyhow::Result<String> {
+    use deadpool_redis::redis::AsyncCommands;
+    use rand::distr::{Alphanumeric, SampleString};
+    let client = deadpool_redis::redis::Client::open(config.redis_url.as_str())
+        .context("REDIS_URL is not a Redis URL")?;
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .context("could not reach Redis to share the cluster secret")?;
+    let key = format!("{}cluster-secret", config.redis_key_prefix);
+    let candidate = Alphanumeric.sample_string(&mut rand::rng(), 48);
+    let _: Option<String> = deadpool_redis::redis::cmd("SET")
+        .arg(&key)
+        .arg(&candidate)
+        .arg("NX")
+        .query_async(&mut conn)
+        .await
+        .context("could not store the shared cluster secret in Redis")?;
+    let secret: String = conn
+        .get(&key)
+        .await
+        .context("could not read the shared cluster secret from Redis")?;
+    tracing::info!("CLUSTER_SECRET not set: using the cluster's shared secret kept in Redis");
+    Ok(secret)
+}
+
 /// Runs a node until SIGTERM or SIGINT.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     // Held to the end of `run`: dropping it flushes the spans still buffered.
     let _tracing = init_tracing(&config)?;
+    let mut config = config;
+    if config.redis_enabled && config.cluster_secret.is_none() {
+        config.cluster_secret = Some(shared_cluster_secret(&config).await?);
+    }
     let config = Arc::new(config);
     let shutdown = CancellationToken::new();
     let ctx = build_context(config.clone(), &shutdown).await?;

@@ -2,7 +2,10 @@
 //! once at start-up. A refusal names the variable and the rule in one line; nothing else reads the env.
 
 use std::fmt;
+use std::net::IpAddr;
 use std::path::PathBuf;
+
+use ipnet::IpNet;
 
 use crate::config_parse::{Env, parse_bool, parse_byte_size, parse_i64, parse_u64};
 
@@ -121,6 +124,11 @@ pub struct Config {
     pub main_db_replication: MainDbReplication,
     pub raft: RaftSettings,
     pub api_master_key: Option<String>,
+    /// `CLUSTER_SECRET`: what a node presents on a forwarded request so the owner believes its word about the
+    /// client address and does not count the request again. Required with `REDIS_ENABLED=true`.
+    pub cluster_secret: Option<String>,
+    /// `TRUSTED_PROXIES` (empty): the peers whose `X-Forwarded-For` / `Forwarded` headers are read.
+    pub trusted_proxies: Vec<IpNet>,
     pub rate_tiers: [RateTier; 3],
     pub body_size_limit: u64,
     pub media_download_max_bytes: u64,
@@ -212,6 +220,7 @@ pub(crate) fn refuse(var: &'static str, rule: impl Into<String>) -> ConfigError 
 }
 
 const MAX_TIMEOUT_MS: u64 = 2_147_483_647;
+const MIN_CLUSTER_SECRET_CHARS: usize = 16;
 
 impl Config {
     /// Reads the process environment.
@@ -310,6 +319,8 @@ impl Config {
             },
             raft: parse_raft(&env)?,
             api_master_key,
+            cluster_secret: env.get("CLUSTER_SECRET"),
+            trusted_proxies: parse_trusted_proxies(&env)?,
             rate_tiers: parse_rate_tiers(&env)?,
             body_size_limit: parse_byte_size(&env, "BODY_SIZE_LIMIT", 25 * 1024 * 1024)?,
             media_download_max_bytes: positive(&env, "MEDIA_DOWNLOAD_MAX_BYTES", 50 * 1024 * 1024)?,
@@ -397,13 +408,25 @@ impl Config {
         Ok(())
     }
 
-    /// A cluster needs its shared secret; raft needs the registry (peer URLs) and an odd set of voters.
+    /// A cluster needs a secret its nodes prove peer requests with (forwarded client addresses, raft).
+    /// `CLUSTER_SECRET` sets it; a Redis cluster without one shares a generated secret through Redis
+    /// (`boot::shared_cluster_secret`), which no client can read. Raft needs it set explicitly, the registry
+    /// (peer URLs) and an odd set of voters.
     fn check_cluster_trust(&self) -> Result<(), ConfigError> {
         let is_raft = self.main_db_replication == MainDbReplication::Raft;
-        if (self.redis_enabled || is_raft) && self.cluster_secret.is_none() {
+        if let Some(secret) = &self.cluster_secret {
+            if secret.len() < MIN_CLUSTER_SECRET_CHARS || !secret.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(refuse(
+                    "CLUSTER_SECRET",
+                    format!(
+                        "must be at least {MIN_CLUSTER_SECRET_CHARS} printable ASCII characters without spaces"
+                    ),
+                ));
+            }
+        } else if is_raft {
             return Err(refuse(
                 "CLUSTER_SECRET",
-                "is required when REDIS_ENABLED=true or MAIN_DB_REPLICATION=raft",
+                "is required when MAIN_DB_REPLICATION=raft",
             ));
         }
         if !is_raft {
@@ -557,6 +580,28 @@ fn parse_browser_timeout(env: &Env) -> Result<u64, ConfigError> {
         ));
     }
     Ok(value)
+}
+
+/// Comma-separated addresses and CIDR ranges; an address is a range of one. Empty entries are skipped.
+fn parse_trusted_proxies(env: &Env) -> Result<Vec<IpNet>, ConfigError> {
+    let Some(raw) = env.get("TRUSTED_PROXIES") else {
+        return Ok(Vec::new());
+    };
+    raw.split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            entry
+                .parse::<IpNet>()
+                .or_else(|_| entry.parse::<IpAddr>().map(IpNet::from))
+                .map_err(|_| {
+                    refuse(
+                        "TRUSTED_PROXIES",
+                        format!("entry '{entry}' is not an IP address or CIDR range"),
+                    )
+                })
+        })
+        .collect()
 }
 
 fn parse_rate_tiers(env: &Env) -> Result<[RateTier; 3], ConfigError> {

@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 
 use super::{ADMIN_KEY, Client, free_port};
 
+/// The `CLUSTER_SECRET` of every harness node: one value, so any harness nodes sharing a Redis are peers.
+pub const TEST_CLUSTER_SECRET: &str = "wagate-test-cluster-secret-0123456789";
+
 /// How to start a node. `env` overrides the harness defaults.
 #[derive(Debug, Clone)]
 pub struct NodeOptions {
@@ -69,6 +72,8 @@ fn default_env(dir: &Path, port: u16) -> Vec<(String, String)> {
         ("RATE_LIMIT_MEDIUM_LIMIT", "1000000".to_string()),
         ("RATE_LIMIT_LONG_LIMIT", "10000000".to_string()),
         ("WEBHOOK_SSRF_PROTECT", "false".to_string()),
+        // Ignored in the embedded mode; every node of a test cluster (REDIS_ENABLED=true) needs the same one.
+        ("CLUSTER_SECRET", TEST_CLUSTER_SECRET.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

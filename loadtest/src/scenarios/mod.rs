@@ -20,6 +20,7 @@ mod data_admin;
 mod cluster;
 pub mod common;
 mod events;
+mod limiter;
 mod node_kill;
 mod raft;
 mod reads;
@@ -72,6 +73,9 @@ pub enum Scenario {
     /// Reads and sends on a node it starts with telemetry off, then with metrics scraped and traces exported
     /// to a loopback OTLP receiver, in one run (prints text)
     Telemetry(TelemetryArgs),
+    /// Authenticated reads on an embedded node (local limiter) and a one-node cluster (shared Redis
+    /// limiter), in one run: req/s, p50/p99 and the p99 the shared limiter adds (prints text)
+    Limiter(LimiterArgs),
 }
 
 impl Scenario {
@@ -91,6 +95,7 @@ impl Scenario {
             Scenario::Chaos(a) => legacy("chaos", chaos::run(a)).await,
             Scenario::DataAdmin(a) => legacy("data-admin", data_admin::run(&a.argv())).await,
             Scenario::Telemetry(a) => legacy("telemetry", telemetry::run(&a.argv())).await,
+            Scenario::Limiter(a) => legacy("limiter", limiter::run(&a.argv())).await,
         }
     }
 }
@@ -320,6 +325,37 @@ impl TelemetryArgs {
             self.count.to_string(),
             "--concurrency".into(),
             self.concurrency.to_string(),
+        ]
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct LimiterArgs {
+    /// The `wagate` binary to start [default: `wagate` beside this executable]
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// Length of each run, in seconds
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seconds: u64,
+    /// Concurrent connections
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
+    pub connections: u64,
+    /// The authenticated route read
+    #[arg(long, default_value = "/api/auth/api-keys")]
+    pub path: String,
+}
+
+impl LimiterArgs {
+    fn argv(&self) -> Vec<String> {
+        vec![
+            "--binary".into(),
+            binary_or_default(&self.binary, "wagate"),
+            "--seconds".into(),
+            self.seconds.to_string(),
+            "--connections".into(),
+            self.connections.to_string(),
+            "--path".into(),
+            self.path.clone(),
         ]
     }
 }

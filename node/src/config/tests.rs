@@ -152,7 +152,7 @@ fn main_db_replication_defaults_to_none_and_raft_needs_a_secret_redis_and_an_odd
     assert_eq!(c.raft.election_timeout_max_ms, 2_000);
     let cluster = [
         ("REDIS_ENABLED", "true"),
-        ("CLUSTER_SECRET", "s3cret-s3cret"),
+        ("CLUSTER_SECRET", "s3cret-s3cret-s3cret"),
         ("MAIN_DB_REPLICATION", "raft"),
     ];
     let with = |extra: &[(&'static str, &'static str)]| {
@@ -171,7 +171,6 @@ fn main_db_replication_defaults_to_none_and_raft_needs_a_secret_redis_and_an_odd
         );
     }
     assert_eq!(refused_var(&with(&[])), "RAFT_VOTERS");
-    assert_eq!(refused_var(&[("REDIS_ENABLED", "true")]), "CLUSTER_SECRET");
     assert_eq!(
         refused_var(&[("MAIN_DB_REPLICATION", "raft"), ("RAFT_VOTERS", "a,b,c")]),
         "CLUSTER_SECRET"
@@ -180,7 +179,7 @@ fn main_db_replication_defaults_to_none_and_raft_needs_a_secret_redis_and_an_odd
         refused_var(&[
             ("MAIN_DB_REPLICATION", "raft"),
             ("RAFT_VOTERS", "a,b,c"),
-            ("CLUSTER_SECRET", "x")
+            ("CLUSTER_SECRET", "a-cluster-secret-of-enough-length")
         ]),
         "MAIN_DB_REPLICATION"
     );
@@ -202,4 +201,38 @@ fn main_db_replication_defaults_to_none_and_raft_needs_a_secret_redis_and_an_odd
         ])),
         "RAFT_ELECTION_TIMEOUT_MAX_MS"
     );
+}
+
+#[test]
+fn trusted_proxies_take_addresses_and_ranges_and_name_a_bad_entry() {
+    assert!(load(&[]).expect("defaults").trusted_proxies.is_empty());
+    let c =
+        load(&[("TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1,,fd00::/8 ,::1")]).expect("valid list");
+    assert_eq!(c.trusted_proxies.len(), 4);
+    assert!(
+        c.trusted_proxies
+            .iter()
+            .any(|net| net.contains(&"10.1.2.3".parse::<std::net::IpAddr>().expect("ip")))
+    );
+    let err = load(&[("TRUSTED_PROXIES", "10.0.0.1,10.0.0.0/33")]).expect_err("bad range");
+    assert_eq!(err.var, "TRUSTED_PROXIES");
+    assert!(err.rule.contains("'10.0.0.0/33'"), "{}", err.rule);
+    let err = load(&[("TRUSTED_PROXIES", "ingress-nginx")]).expect_err("a name");
+    assert!(err.rule.contains("'ingress-nginx'"), "{}", err.rule);
+}
+
+#[test]
+fn a_cluster_secret_is_long_enough_and_a_redis_cluster_may_share_a_generated_one() {
+    assert!(load(&[("REDIS_ENABLED", "true")]).expect("generated through Redis at boot").cluster_secret.is_none());
+    assert_eq!(
+        refused_var(&[("REDIS_ENABLED", "true"), ("CLUSTER_SECRET", "short")]),
+        "CLUSTER_SECRET"
+    );
+    let c = load(&[
+        ("REDIS_ENABLED", "true"),
+        ("CLUSTER_SECRET", "a-cluster-secret-of-enough-length"),
+    ])
+    .expect("secret given");
+    assert!(c.cluster_secret.is_some());
+    assert!(load(&[]).expect("embedded").cluster_secret.is_none());
 }

@@ -14,7 +14,7 @@ use wagate_proto::Role;
 use super::access::access_for;
 use super::error::ApiError;
 use super::extract::query_pairs;
-use super::limits::client_ip;
+use super::client_addr::client_ip;
 use crate::app::ApiContext;
 use crate::audit::AuditActor;
 use crate::keys::KeyRefusal;

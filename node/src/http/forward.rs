@@ -2,6 +2,9 @@
 //! `/api/sim/sessions/{sessionId}/...`) whose lease another live node holds is sent there once, marked
 //! `X-Wagate-Forwarded: <thisNodeId>`; a marked request is never forwarded again. Every session-scoped
 //! response names the node that served it in `X-Wagate-Served-By`. Auth is the owner's business.
+//! A forward also carries `CLUSTER_SECRET` and the client address this node decided, so the owner applies
+//! `allowedIps` and audits against the real client, and does not count the request against the rate
+//! limit a second time (`client_addr.rs` believes those headers only with the right secret).
 
 use std::time::Duration;
 
@@ -12,6 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use wagate_proto::headers::{FORWARDED, SERVED_BY};
 
+use super::client_addr::{CLIENT_ADDRESS_HEADER, CLUSTER_SECRET_HEADER, client_ip_from};
 use super::error::ApiError;
 use crate::app::ApiContext;
 use crate::cluster::Route;
@@ -179,6 +183,19 @@ async fn forward(
         headers.insert(FORWARDED, me);
     }
     wagate_workers::telemetry::propagation::inject_into_headers(span, &mut headers);
+    if let Some(secret) = ctx
+        .config
+        .cluster_secret
+        .as_deref()
+        .and_then(|s| HeaderValue::from_str(s).ok())
+    {
+        headers.insert(CLUSTER_SECRET_HEADER, secret);
+    }
+    if let Some(client) =
+        client_ip_from(&parts.extensions).and_then(|ip| HeaderValue::from_str(&ip.to_string()).ok())
+    {
+        headers.insert(CLIENT_ADDRESS_HEADER, client);
+    }
     let url = format!("{base_url}{path}");
     let attempt = |body: axum::body::Bytes| {
         ctx.forwarder

@@ -1,78 +1,59 @@
 //! Cross-cutting request limits, applied before routing and authentication: a `Content-Encoding` other than
 //! identity (415), a declared body over `BODY_SIZE_LIMIT` (413), and the three rate-limit tiers keyed on the
-//! client address (429 with `Retry-After` and code `RATE_LIMITED`). Health, docs and metrics are exempt
-//! from rate limiting so probes and scrapes never see a 429.
+//! client address that `client_addr.rs` decided (429 with `Retry-After` and code `RATE_LIMITED`; admitted
+//! requests carry `RateLimit-Limit` / `-Remaining` / `-Reset` for the tightest tier). Health, docs and
+//! metrics are exempt so probes and scrapes never see a 429. A request a cluster peer forwarded (proven by
+//! `CLUSTER_SECRET`) was counted where it arrived and is not counted again. The rule is in `limits/window.rs`;
+//! the cluster-wide Redis limiter in `limits/shared.rs`.
 
-use std::net::{IpAddr, SocketAddr};
-use std::num::NonZeroU32;
+mod shared;
+mod window;
+
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::request::Parts;
-use axum::http::{Extensions, StatusCode, header};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
+pub use shared::SharedWindows;
+pub use window::{Decision, LocalWindows, Quota};
+
+use super::client_addr::{PeerForwarded, client_ip_from};
 use super::error::ApiError;
 use crate::app::ApiContext;
 use crate::config::RateTier;
 
-/// The one place that decides a request's client address.
-pub fn client_ip_from(extensions: &Extensions) -> Option<IpAddr> {
-    extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ci| ci.0.ip())
+/// The metric label of each tier, by position (`RATE_LIMIT_SHORT_*`, `_MEDIUM_*`, `_LONG_*`).
+const TIER_LABELS: [&str; 3] = ["second", "minute", "hour"];
+
+/// The global limit: in-process in the embedded mode, in Redis for a cluster.
+pub enum Limiter {
+    Local(LocalWindows),
+    Shared(SharedWindows),
 }
 
-pub fn client_ip(parts: &Parts) -> Option<IpAddr> {
-    client_ip_from(&parts.extensions)
-}
+impl Limiter {
+    pub fn local(tiers: &[RateTier]) -> Limiter {
+        Limiter::Local(LocalWindows::new(tiers))
+    }
 
-/// The global limit: every tier must admit a request. Limits are per node.
-pub struct TieredLimiter {
-    tiers: Vec<DefaultKeyedRateLimiter<IpAddr>>,
-    clock: DefaultClock,
-}
-
-impl TieredLimiter {
-    pub fn new(tiers: &[RateTier]) -> TieredLimiter {
-        let tiers = tiers
-            .iter()
-            .filter_map(|t| quota(*t))
-            .map(RateLimiter::keyed)
-            .collect();
-        TieredLimiter {
-            tiers,
-            clock: DefaultClock::default(),
+    pub async fn check(&self, ip: IpAddr) -> Decision {
+        match self {
+            Limiter::Local(local) => local.check(ip),
+            Limiter::Shared(shared) => shared.check(ip).await,
         }
     }
 
-    /// `Err(wait)` when any tier refuses.
-    pub fn check(&self, ip: IpAddr) -> Result<(), Duration> {
-        for tier in &self.tiers {
-            if let Err(not_until) = tier.check_key(&ip) {
-                return Err(not_until.wait_time_from(self.clock.now()));
-            }
-        }
-        Ok(())
-    }
-
-    /// Forgets addresses that have been quiet, so the maps do not grow without bound.
+    /// Forgets addresses that have been quiet, so the in-process maps do not grow without bound.
     pub fn forget_idle(&self) {
-        for tier in &self.tiers {
-            tier.retain_recent();
-            tier.shrink_to_fit();
+        match self {
+            Limiter::Local(local) => local.forget_idle(),
+            Limiter::Shared(shared) => shared.forget_idle(),
         }
     }
-}
-
-fn quota(tier: RateTier) -> Option<Quota> {
-    let burst = NonZeroU32::new(u32::try_from(tier.limit).unwrap_or(u32::MAX))?;
-    let period = Duration::from_millis(tier.ttl_ms) / burst.get();
-    Quota::with_period(period.max(Duration::from_nanos(1))).map(|q| q.allow_burst(burst))
 }
 
 fn is_exempt(path: &str) -> bool {
@@ -114,21 +95,52 @@ pub async fn refuse_unreadable_bodies(
 }
 
 pub async fn rate_limit(State(ctx): State<ApiContext>, req: Request, next: Next) -> Response {
-    if !is_exempt(req.uri().path())
-        && let Some(ip) = client_ip_from(req.extensions())
-        && let Err(wait) = ctx.limiter.check(ip)
-    {
-        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        return ApiError::too_many_requests("Too Many Requests", secs.max(1))
-            .with_code("RATE_LIMITED")
-            .into_response();
+    if is_exempt(req.uri().path()) || req.extensions().get::<PeerForwarded>().is_some() {
+        return next.run(req).await;
     }
-    next.run(req).await
+    let Some(ip) = client_ip_from(req.extensions()) else {
+        return next.run(req).await;
+    };
+    match ctx.limiter.check(ip).await {
+        Decision::Admitted(quota) => {
+            let mut response = next.run(req).await;
+            set_quota_headers(response.headers_mut(), quota);
+            response
+        }
+        Decision::Refused {
+            tier,
+            limit,
+            retry_after_secs,
+        } => {
+            let label = TIER_LABELS.get(tier).copied().unwrap_or("second");
+            metrics::counter!("wagate_rate_limited_total", "tier" => label).increment(1);
+            let mut response = ApiError::too_many_requests("Too Many Requests", retry_after_secs)
+                .with_code("RATE_LIMITED")
+                .into_response();
+            let quota = Quota {
+                limit,
+                remaining: 0,
+                reset_secs: retry_after_secs,
+            };
+            set_quota_headers(response.headers_mut(), quota);
+            response
+        }
+    }
+}
+
+fn set_quota_headers(headers: &mut HeaderMap, quota: Quota) {
+    for (name, value) in [
+        ("ratelimit-limit", quota.limit),
+        ("ratelimit-remaining", quota.remaining),
+        ("ratelimit-reset", quota.reset_secs),
+    ] {
+        headers.insert(name, HeaderValue::from(value));
+    }
 }
 
 /// Keeps the limiter's memory bounded; runs for the life of the node.
 pub async fn run_limiter_upkeep(
-    limiter: Arc<TieredLimiter>,
+    limiter: Arc<Limiter>,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
@@ -137,27 +149,5 @@ pub async fn run_limiter_upkeep(
             _ = shutdown.cancelled() => return,
             _ = tick.tick() => limiter.forget_idle(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_short_tier_refuses_the_eleventh_request_in_a_second() {
-        let limiter = TieredLimiter::new(&[RateTier {
-            ttl_ms: 1000,
-            limit: 10,
-        }]);
-        let ip: IpAddr = [127, 0, 0, 1].into();
-        for _ in 0..10 {
-            assert!(limiter.check(ip).is_ok());
-        }
-        assert!(limiter.check(ip).is_err());
-        assert!(
-            limiter.check([127, 0, 0, 2].into()).is_ok(),
-            "limits are per address"
-        );
     }
 }

@@ -1,7 +1,7 @@
 //! The HTTP surface: `router()` merges one router per resource, adds the OpenAPI document and its UI, and
 //! wraps everything in the cross-cutting layers (request id, observation: span, metrics and access log
-//! (`observe`), 415/413, rate limit, panic guard,
-//! and, innermost, forwarding of session-scoped requests to the owner node).
+//! (`observe`), the keep-alive guard, panic guard, client address, 415/413, rate limit, and, innermost,
+//! forwarding of session-scoped requests to the owner node).
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -23,6 +23,7 @@ pub(crate) mod calls;
 pub(crate) mod catalog;
 pub(crate) mod channels;
 pub(crate) mod chats;
+pub(crate) mod client_addr;
 pub(crate) mod contacts;
 pub(crate) mod docs;
 pub(crate) mod engine_call;
@@ -33,6 +34,7 @@ pub(crate) mod groups;
 pub(crate) mod health;
 pub(crate) mod infra;
 pub(crate) mod infra_status;
+pub(crate) mod keep_alive;
 pub(crate) mod keys;
 pub(crate) mod labels;
 pub(crate) mod limits;
@@ -134,10 +136,15 @@ fn api_router(ctx: ApiContext, body_limit: usize) -> Router {
             ctx.clone(),
             limits::refuse_unreadable_bodies,
         ))
+        .layer(from_fn_with_state(
+            ctx.clone(),
+            client_addr::identify_client,
+        ))
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::internal("handler panicked").into_response()
         }))
         .layer(from_fn_with_state(ctx.clone(), observe::observe))
+        .layer(axum::middleware::from_fn(keep_alive::drain_unread_bodies))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(ctx)

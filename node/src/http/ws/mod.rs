@@ -6,12 +6,12 @@
 mod frames;
 mod subscriptions;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{ConnectInfo, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use tokio::sync::broadcast::error::RecvError;
@@ -19,6 +19,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::dto::ws::{ClientFrame, codes};
 
 use super::auth::presented_key;
+use super::client_addr::client_ip_from;
 use crate::app::ApiContext;
 use crate::store::keys::ApiKey;
 use frames::{error_frame, event_frame, reply_frame};
@@ -38,14 +39,15 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     responses((status = 101, description = "WebSocket upgrade; frames per wire-notes §6")))]
 async fn open_socket(
     State(ctx): State<ApiContext>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
     let presented = presented_key(&headers).map(str::to_owned);
+    let client = client_ip_from(&extensions);
     upgrade.on_upgrade(move |socket| async move {
         let mut socket = socket;
-        if let Some(key) = authenticate(&ctx, &mut socket, presented, peer.ip()).await {
+        if let Some(key) = authenticate(&ctx, &mut socket, presented, client).await {
             run(ctx, socket, key).await;
         }
     })
@@ -56,7 +58,7 @@ async fn authenticate(
     ctx: &ApiContext,
     socket: &mut WebSocket,
     presented: Option<String>,
-    ip: IpAddr,
+    ip: Option<IpAddr>,
 ) -> Option<Arc<ApiKey>> {
     let presented = match presented {
         Some(k) => Some(k),
