@@ -117,15 +117,13 @@ pub struct Config {
     pub redis_url: String,
     /// Prefix of every Redis key this node writes (leases, registry); lets clusters share one Redis.
     pub redis_key_prefix: String,
-    /// `CLUSTER_SECRET`: the shared secret nodes of one cluster present to each other (forwarded requests,
-    /// raft traffic). Required with `REDIS_ENABLED=true` or `MAIN_DB_REPLICATION=raft`.
-    pub cluster_secret: Option<String>,
     /// `MAIN_DB_REPLICATION` (`none`).
     pub main_db_replication: MainDbReplication,
     pub raft: RaftSettings,
     pub api_master_key: Option<String>,
-    /// `CLUSTER_SECRET`: what a node presents on a forwarded request so the owner believes its word about the
-    /// client address and does not count the request again. Required with `REDIS_ENABLED=true`.
+    /// `CLUSTER_SECRET`: what nodes of one cluster present to each other (a forwarded request, so the owner
+    /// believes its word about the client address and does not count it again; raft traffic). Required with
+    /// `MAIN_DB_REPLICATION=raft`; a Redis cluster without it shares one generated at boot through Redis.
     pub cluster_secret: Option<String>,
     /// `TRUSTED_PROXIES` (empty): the peers whose `X-Forwarded-For` / `Forwarded` headers are read.
     pub trusted_proxies: Vec<IpNet>,
@@ -306,7 +304,6 @@ impl Config {
             redis_enabled: parse_bool(&env, "REDIS_ENABLED", false)?,
             redis_url: env.string("REDIS_URL", "redis://127.0.0.1:6379"),
             redis_key_prefix: env.string("REDIS_KEY_PREFIX", "wagate:"),
-            cluster_secret: env.get("CLUSTER_SECRET"),
             main_db_replication: match env.string("MAIN_DB_REPLICATION", "none").as_str() {
                 "none" => MainDbReplication::None,
                 "raft" => MainDbReplication::Raft,
@@ -415,7 +412,9 @@ impl Config {
     fn check_cluster_trust(&self) -> Result<(), ConfigError> {
         let is_raft = self.main_db_replication == MainDbReplication::Raft;
         if let Some(secret) = &self.cluster_secret {
-            if secret.len() < MIN_CLUSTER_SECRET_CHARS || !secret.bytes().all(|b| b.is_ascii_graphic()) {
+            if secret.len() < MIN_CLUSTER_SECRET_CHARS
+                || !secret.bytes().all(|b| b.is_ascii_graphic())
+            {
                 return Err(refuse(
                     "CLUSTER_SECRET",
                     format!(

@@ -43,10 +43,18 @@ pub struct ChaosArgs {
 
 pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
     let mode = args.mode;
-    let default_rate = if mode == ChaosMode::Embedded { 1000 } else { 200 };
+    let default_rate = if mode == ChaosMode::Embedded {
+        1000
+    } else {
+        200
+    };
     let options = ChaosOptions {
         binary: PathBuf::from(binary_or_default(&args.binary, "wagate")),
-        worker: Some(args.worker.clone().unwrap_or_else(|| sibling_binary("wagate-worker"))),
+        worker: Some(
+            args.worker
+                .clone()
+                .unwrap_or_else(|| sibling_binary("wagate-worker")),
+        ),
         sessions: usize::try_from(args.sessions)?,
         rate: u32::try_from(args.rate.unwrap_or(default_rate))?,
         kills: usize::try_from(args.kills)?,

@@ -16,9 +16,9 @@
 
 mod bulk;
 mod chaos;
-mod data_admin;
 mod cluster;
 pub mod common;
+mod data_admin;
 mod events;
 mod limiter;
 mod node_kill;

@@ -223,7 +223,12 @@ fn trusted_proxies_take_addresses_and_ranges_and_name_a_bad_entry() {
 
 #[test]
 fn a_cluster_secret_is_long_enough_and_a_redis_cluster_may_share_a_generated_one() {
-    assert!(load(&[("REDIS_ENABLED", "true")]).expect("generated through Redis at boot").cluster_secret.is_none());
+    assert!(
+        load(&[("REDIS_ENABLED", "true")])
+            .expect("generated through Redis at boot")
+            .cluster_secret
+            .is_none()
+    );
     assert_eq!(
         refused_var(&[("REDIS_ENABLED", "true"), ("CLUSTER_SECRET", "short")]),
         "CLUSTER_SECRET"

@@ -12,9 +12,9 @@ use axum::http::{HeaderMap, Method, header};
 use wagate_proto::Role;
 
 use super::access::access_for;
+use super::client_addr::client_ip;
 use super::error::ApiError;
 use super::extract::query_pairs;
-use super::client_addr::client_ip;
 use crate::app::ApiContext;
 use crate::audit::AuditActor;
 use crate::keys::KeyRefusal;

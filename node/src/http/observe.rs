@@ -29,10 +29,10 @@ impl CallerSlot {
     }
 }
 
-/// The client address the access log names. The single place to change when the edge's `ClientAddr`
-/// extension (the real client behind a trusted proxy) lands: until then, the TCP peer.
+/// The client address the access log names: the one `http/client_addr.rs` decided (the real client behind
+/// a trusted proxy or a proven forward).
 fn client_addr_for_access_log(extensions: &Extensions) -> Option<IpAddr> {
-    super::limits::client_ip_from(extensions)
+    super::client_addr::client_ip_from(extensions)
 }
 
 /// A bounded method label: the standard methods by name, anything else `other`.

@@ -72,7 +72,7 @@ async fn authenticate(
     };
     let refusal = match presented {
         None => "API key is missing".to_owned(),
-        Some(k) => match ctx.keys.verify_fresh(&k, Some(ip)).await {
+        Some(k) => match ctx.keys.verify_fresh(&k, ip).await {
             Ok(key) => return Some(key),
             Err(refusal) => refusal.to_string(),
         },
