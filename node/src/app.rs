@@ -55,6 +55,8 @@ pub struct ContextParts {
     /// Every event goes through it: outbox rows, enqueue, live fan-out.
     pub(crate) pipeline: Pipeline,
     pub(crate) messaging: Arc<MessagingService>,
+    /// The media backend (`STORAGE_TYPE`): every media read and write goes through it.
+    pub(crate) media: crate::media::MediaStore,
     pub(crate) bulk: Arc<BulkRunner>,
     /// The simulated network, when `ENGINE_TYPE=sim` (its control API is mounted only then).
     pub(crate) sim: Option<SimNetwork>,

@@ -87,6 +87,7 @@ fn write_generated_key(data_dir: &Path, key: &str) -> anyhow::Result<()> {
 fn engine_factory(
     config: &Config,
     data_db: &DataPool,
+    media: &MediaStore,
 ) -> (Arc<dyn EngineFactory>, Option<SimNetwork>) {
     match config.engine_type {
         EngineType::Sim => {
@@ -102,7 +103,7 @@ fn engine_factory(
             let socket = SocketConfig {
                 endpoint: config.socket_ws_url.clone(),
             };
-            let factory = SocketFactory::new(data_db.clone(), media_store(config), socket);
+            let factory = SocketFactory::new(data_db.clone(), media.clone(), socket);
             (Arc::new(factory), None)
         }
         EngineType::Browser => (Arc::new(UnavailableFactory::new(EngineKind::Browser)), None),
@@ -117,11 +118,12 @@ fn session_service(
     shutdown: &CancellationToken,
     leases: Arc<dyn Leases>,
 ) -> (Arc<SessionService>, Option<SimNetwork>) {
-    let (factory, sim) = engine_factory(config, data_db);
+    let (factory, sim) = engine_factory(config, data_db, recorder.media());
     let deps = Arc::new(Deps {
         db: data_db.clone(),
         pipeline: pipeline.clone(),
         ingest: Ingest::new(pipeline.clone(), recorder.clone()),
+        media: recorder.media().clone(),
         factory,
         sessions_dir: config.data_dir.join("sessions"),
         shutdown: shutdown.clone(),
@@ -165,16 +167,19 @@ fn spawn_session_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &Cancel
     }
 }
 
-fn media_store(config: &Config) -> MediaStore {
+/// The media backend `STORAGE_TYPE` selects; boot stops with one line when it cannot be built.
+fn media_store(config: &Config) -> anyhow::Result<MediaStore> {
     let fetch = FetchOptions {
         is_guarded: config.media_url_guard,
         use_session_proxy: config.session_proxy_url_fetch,
     };
-    MediaStore::new(
-        config.data_dir.join("media"),
+    MediaStore::from_config(
+        &config.storage,
+        &config.data_dir,
         config.media_download_max_bytes,
         fetch,
     )
+    .map_err(|err| anyhow::anyhow!("media storage (STORAGE_TYPE): {err}"))
 }
 
 /// The send pacing governor, when `SEND_PACING_ENABLED=true`.
@@ -231,7 +236,14 @@ async fn build_context(
         Some(cluster) => cluster.leases.clone(),
         None => Arc::new(LocalLeases::new(data_db.clone(), config.node_id.clone())),
     };
-    let recorder = Recorder::new(data_db.clone(), pipeline.clone(), media_store(&config));
+    let media = media_store(&config)?;
+    tracing::info!(storage_type = media.storage_type().as_str(), "media store ready");
+    match crate::events::statuses::move_inline_media(&data_db, &media).await {
+        Ok(0) => {}
+        Ok(moved) => tracing::info!(moved, "status media moved from the database to the media store"),
+        Err(err) => tracing::warn!(error = %err, "status media not moved to the media store yet; retried at next boot"),
+    }
+    let recorder = Recorder::new(data_db.clone(), pipeline.clone(), media.clone());
     let (sessions, sim) =
         session_service(&config, &data_db, &pipeline, &recorder, shutdown, leases);
     if let (Some(cluster), Some(net)) = (&cluster, &sim) {
@@ -258,6 +270,7 @@ async fn build_context(
     let automation = Arc::new(AutomationService::new(data_db.clone()));
     automation.set_sender(Box::new(SessionSender::new(messaging.clone())));
     Ok(ApiContext::new(ContextParts {
+        media,
         webhooks: Arc::new(webhooks),
         automation,
         queue,

@@ -202,6 +202,12 @@ impl From<super::forward::ForwardError> for ApiError {
     }
 }
 
+impl From<crate::media::MediaError> for ApiError {
+    fn from(err: crate::media::MediaError) -> Self {
+        crate::messaging::MessagingError::Media(err).into()
+    }
+}
+
 impl From<crate::messaging::MessagingError> for ApiError {
     fn from(err: crate::messaging::MessagingError) -> Self {
         use crate::media::MediaError as Me;
@@ -219,6 +225,9 @@ impl From<crate::messaging::MessagingError> for ApiError {
             M::Media(Me::TooLarge(_)) => ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message),
             M::Media(Me::BadInput(_) | Me::Blocked(_) | Me::Unreachable(_)) => {
                 ApiError::bad_request(message)
+            }
+            M::Media(Me::Unavailable(_)) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
             }
             M::Media(Me::Io(io)) => ApiError::internal(io),
             M::Session(session) => session.into(),

@@ -185,7 +185,7 @@ impl MessagingService {
         let bytes = self
             .recorder
             .media()
-            .read(&meta.key)
+            .get(&meta.key)
             .await?
             .ok_or_else(none)?;
         Ok((meta.mimetype, bytes))

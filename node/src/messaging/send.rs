@@ -9,7 +9,7 @@ use super::draft::{Draft, DraftContent, MediaDraft, MediaInput};
 use super::error::{MessagingResult, message_not_found};
 use super::record::MediaMeta;
 use crate::engine::{
-    InboundMessage, MediaMessage, MediaSource, MessageContent, OutgoingMessage, QuotedRef,
+    InboundMessage, MediaMessage, MediaSource, MessageContent, OutgoingMessage, QuotedRef, StoredBlob,
     SentMessage,
 };
 use crate::store::messages::{self as message_store, MessageRow};
@@ -52,7 +52,7 @@ impl MessagingService {
             None => None,
         };
         let (content, meta) = self
-            .materialise(draft.content, proxy_url.as_deref())
+            .materialise(session_id, draft.content, proxy_url.as_deref())
             .await?;
         let msg = OutgoingMessage {
             to: draft.to,
@@ -86,6 +86,7 @@ impl MessagingService {
 
     async fn materialise(
         &self,
+        session_id: &str,
         content: DraftContent,
         proxy_url: Option<&str>,
     ) -> MessagingResult<(MessageContent, Option<MediaMeta>)> {
@@ -95,18 +96,20 @@ impl MessagingService {
         };
         let media = self.recorder.media();
         let stored = match draft.input {
-            MediaInput::Base64(data) => media.put_base64(&data).await?,
-            MediaInput::Url(url) => media.put_url(&url, proxy_url).await?,
+            MediaInput::Base64(data) => media.put_base64(session_id, &data).await?,
+            MediaInput::Url(url) => media.put_url(session_id, &url, proxy_url).await?,
         };
         let mimetype = draft
             .mimetype
             .or_else(|| stored.content_type.clone())
             .unwrap_or_else(|| "application/octet-stream".to_string());
         let meta = MediaMeta::new(&stored, mimetype.clone(), draft.filename.clone());
-        let path = media.path(&stored.key).unwrap_or_default();
         let message = MediaMessage {
             kind: draft.kind,
-            source: MediaSource::File(path),
+            source: MediaSource::Stored(StoredBlob {
+                store: media.clone(),
+                key: stored.key.clone(),
+            }),
             mimetype,
             filename: draft.filename,
             caption: draft.caption,

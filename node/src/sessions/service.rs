@@ -186,7 +186,7 @@ impl SessionService {
         Ok(url.map(str::to_string))
     }
 
-    /// Deletes the session, its engine and its credentials (both engines' auth data).
+    /// Deletes the session, its engine, its credentials (both engines' auth data) and its media objects.
     pub(crate) async fn delete(&self, id: &str) -> SessionResult<()> {
         self.record(id).await?;
         let _teardown = self.begin_teardown(id)?;
@@ -202,6 +202,12 @@ impl SessionService {
             && err.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(session_id = id, error = %err, "engine auth directory not removed");
+        }
+        // The rows are gone, so an object left behind is unreachable garbage, not lost data: a
+        // storage failure here is logged rather than failing a delete that already happened.
+        match self.deps.media.delete_session(id).await {
+            Ok(removed) => tracing::debug!(session_id = id, removed, "session media deleted"),
+            Err(err) => tracing::warn!(session_id = id, error = %err, "session media not deleted"),
         }
         Ok(())
     }

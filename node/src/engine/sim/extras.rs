@@ -79,8 +79,7 @@ impl SimNetwork {
             } => {
                 source
                     .load()
-                    .await
-                    .map_err(|e| EngineError::BadInput(e.to_string()))?;
+                    .await?;
                 (*kind, caption.clone(), true)
             }
         };

@@ -26,8 +26,7 @@ impl SimNetwork {
                 data: media
                     .source
                     .load()
-                    .await
-                    .map_err(|e| EngineError::BadInput(e.to_string()))?,
+                    .await?,
                 stored: None,
             }),
             _ => None,

@@ -389,8 +389,7 @@ impl Engine for SimEngine {
     async fn set_group_picture(&self, group: &Jid, image: MediaSource) -> EngineResult<()> {
         image
             .load()
-            .await
-            .map_err(|e| EngineError::BadInput(e.to_string()))?;
+            .await?;
         let set = self
             .net
             .group_picture(self.group_query().await, group, Some(true))
@@ -505,8 +504,7 @@ impl Engine for SimEngine {
     async fn set_profile_picture(&self, image: MediaSource) -> EngineResult<()> {
         image
             .load()
-            .await
-            .map_err(|e| EngineError::BadInput(e.to_string()))?;
+            .await?;
         let url = |seq| Some(format!("https://pps.sim.invalid/u/{}/{seq}.jpg", self.id()));
         let set = |a: &mut network::Account, seq| a.picture = url(seq);
         let changed = self.net.update_profile(self.query().await, set);

@@ -343,8 +343,7 @@ pub(crate) async fn set_picture(
 ) -> EngineResult<()> {
     let bytes = image
         .load()
-        .await
-        .map_err(|e| EngineError::BadInput(format!("picture could not be read: {e}")))?;
+        .await?;
     client
         .groups()
         .set_profile_picture(wa(group)?, bytes)
