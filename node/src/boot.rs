@@ -237,11 +237,19 @@ async fn build_context(
         None => Arc::new(LocalLeases::new(data_db.clone(), config.node_id.clone())),
     };
     let media = media_store(&config)?;
-    tracing::info!(storage_type = media.storage_type().as_str(), "media store ready");
+    tracing::info!(
+        storage_type = media.storage_type().as_str(),
+        "media store ready"
+    );
     match crate::events::statuses::move_inline_media(&data_db, &media).await {
         Ok(0) => {}
-        Ok(moved) => tracing::info!(moved, "status media moved from the database to the media store"),
-        Err(err) => tracing::warn!(error = %err, "status media not moved to the media store yet; retried at next boot"),
+        Ok(moved) => tracing::info!(
+            moved,
+            "status media moved from the database to the media store"
+        ),
+        Err(err) => {
+            tracing::warn!(error = %err, "status media not moved to the media store yet; retried at next boot")
+        }
     }
     let recorder = Recorder::new(data_db.clone(), pipeline.clone(), media.clone());
     let (sessions, sim) =

@@ -193,7 +193,9 @@ fn parse_storage(env: &Env) -> Result<StorageConfig, ConfigError> {
                         .ok_or_else(|| {
                             refuse(
                                 "S3_ENDPOINT",
-                                format!("must be an http(s) URL such as http://minio:9000 (got '{raw}')"),
+                                format!(
+                                    "must be an http(s) URL such as http://minio:9000 (got '{raw}')"
+                                ),
                             )
                         })
                 })

@@ -66,8 +66,14 @@ async fn media_sent_and_received_on_s3_reads_back_through_the_rest_routes() {
     // Both sessions' objects are in the bucket, under {sessionId}/{sha256}; none on the node's disk.
     let keys = sorted_keys(&s3).await;
     assert_eq!(keys.len(), 2, "{keys:?}");
-    assert!(keys.iter().any(|k| k.starts_with(&format!("{}/", p.a))), "{keys:?}");
-    assert!(keys.iter().any(|k| k.starts_with(&format!("{}/", p.b))), "{keys:?}");
+    assert!(
+        keys.iter().any(|k| k.starts_with(&format!("{}/", p.a))),
+        "{keys:?}"
+    );
+    assert!(
+        keys.iter().any(|k| k.starts_with(&format!("{}/", p.b))),
+        "{keys:?}"
+    );
     let local = p.node.dir.path().join("media");
     let on_disk = std::fs::read_dir(&local).map(|d| d.count()).unwrap_or(0);
     assert_eq!(on_disk, 0, "media written to {}", local.display());
@@ -81,8 +87,10 @@ async fn media_sent_and_received_on_s3_reads_back_through_the_rest_routes() {
         .await;
     assert_eq!(again.status, 201, "{}", again.text);
     let again_id = again.str("messageId");
-    p.wait_message(&p.b, "type=image", |m| m["waMessageId"] == again_id.as_str())
-        .await;
+    p.wait_message(&p.b, "type=image", |m| {
+        m["waMessageId"] == again_id.as_str()
+    })
+    .await;
     assert_eq!(sorted_keys(&s3).await, keys);
 
     // Status media is an object of the store too.
@@ -102,7 +110,10 @@ async fn media_sent_and_received_on_s3_reads_back_through_the_rest_routes() {
         ))
         .await
         .unwrap();
-    assert_eq!((status_media.status, status_media.text.as_str()), (200, "STATUS-IMG"));
+    assert_eq!(
+        (status_media.status, status_media.text.as_str()),
+        (200, "STATUS-IMG")
+    );
     assert_eq!(sorted_keys(&s3).await.len(), 3);
 
     // Credentials refused: the media route answers 503 with a clear message, the list shows the
@@ -145,13 +156,19 @@ async fn media_sent_and_received_on_s3_reads_back_through_the_rest_routes() {
     assert_eq!(deleted.status, 200, "{}", deleted.text);
     let left = sorted_keys(&s3).await;
     assert_eq!(left.len(), 2, "{left:?}");
-    assert!(left.iter().all(|k| k.starts_with(&format!("{}/", p.a))), "{left:?}");
+    assert!(
+        left.iter().all(|k| k.starts_with(&format!("{}/", p.a))),
+        "{left:?}"
+    );
 }
 
 #[tokio::test]
 async fn boot_refuses_s3_without_a_bucket_or_with_a_bad_endpoint_in_one_line() {
     for (extra, expected) in [
-        (None, "invalid configuration: S3_BUCKET is required when STORAGE_TYPE=s3"),
+        (
+            None,
+            "invalid configuration: S3_BUCKET is required when STORAGE_TYPE=s3",
+        ),
         (
             Some(("S3_ENDPOINT", "minio:9000")),
             "invalid configuration: S3_ENDPOINT must be an http(s) URL",
@@ -164,7 +181,9 @@ async fn boot_refuses_s3_without_a_bucket_or_with_a_bad_endpoint_in_one_line() {
             opts = opts.env(key, value);
         }
         opts.wait_ready = false;
-        let mut node = wagate_loadtest::harness::Node::start(opts).await.expect("spawn");
+        let mut node = wagate_loadtest::harness::Node::start(opts)
+            .await
+            .expect("spawn");
         let code = node.wait_exit(std::time::Duration::from_secs(20)).await;
         let logs = node.logs();
         assert!(matches!(code, Some(c) if c != 0), "{logs}");

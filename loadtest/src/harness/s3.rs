@@ -43,12 +43,18 @@ fn moto_server() -> anyhow::Result<PathBuf> {
         .output()
         .context("running scripts/lib.sh ensure_venv")?;
     if !out.status.success() {
-        bail!("ensure_venv failed: {}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "ensure_venv failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     let bin = dir.join("bin/moto_server");
     if !bin.exists() {
-        bail!("{} missing: moto[server] belongs in scripts/checks/requirements.txt", bin.display());
+        bail!(
+            "{} missing: moto[server] belongs in scripts/checks/requirements.txt",
+            bin.display()
+        );
     }
     *venv = Some(dir);
     Ok(bin)

@@ -154,13 +154,21 @@ fn storage_is_local_by_default_and_s3_needs_a_bucket_and_a_parseable_endpoint() 
     );
     for bad in ["minio:9000", "ftp://minio:9000", "http://"] {
         assert_eq!(
-            refused_var(&[("STORAGE_TYPE", "s3"), ("S3_BUCKET", "b"), ("S3_ENDPOINT", bad)]),
+            refused_var(&[
+                ("STORAGE_TYPE", "s3"),
+                ("S3_BUCKET", "b"),
+                ("S3_ENDPOINT", bad)
+            ]),
             "S3_ENDPOINT",
             "{bad}"
         );
     }
     assert_eq!(
-        refused_var(&[("STORAGE_TYPE", "s3"), ("S3_BUCKET", "b"), ("S3_FORCE_PATH_STYLE", "1")]),
+        refused_var(&[
+            ("STORAGE_TYPE", "s3"),
+            ("S3_BUCKET", "b"),
+            ("S3_FORCE_PATH_STYLE", "1")
+        ]),
         "S3_FORCE_PATH_STYLE"
     );
     let c = load(&[
@@ -178,6 +186,12 @@ fn storage_is_local_by_default_and_s3_needs_a_bucket_and_a_parseable_endpoint() 
     assert_eq!(s3.bucket, "media");
     assert_eq!(s3.region, "us-east-1");
     assert!(s3.force_path_style);
-    assert_eq!(s3.endpoint.as_ref().map(url::Url::as_str), Some("http://127.0.0.1:9000/"));
-    assert!(!format!("{c:?}").contains("secret"), "the secret stays out of Debug");
+    assert_eq!(
+        s3.endpoint.as_ref().map(url::Url::as_str),
+        Some("http://127.0.0.1:9000/")
+    );
+    assert!(
+        !format!("{c:?}").contains("secret"),
+        "the secret stays out of Debug"
+    );
 }

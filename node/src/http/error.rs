@@ -226,9 +226,7 @@ impl From<crate::messaging::MessagingError> for ApiError {
             M::Media(Me::BadInput(_) | Me::Blocked(_) | Me::Unreachable(_)) => {
                 ApiError::bad_request(message)
             }
-            M::Media(Me::Unavailable(_)) => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
-            }
+            M::Media(Me::Unavailable(_)) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message),
             M::Media(Me::Io(io)) => ApiError::internal(io),
             M::Session(session) => session.into(),
             M::Engine(engine) => engine.into(),

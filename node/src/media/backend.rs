@@ -58,10 +58,14 @@ pub(super) fn s3(config: &S3Config) -> Result<Arc<dyn ObjectStore>, MediaError> 
         } else {
             // Virtual-hosted style on a custom server: the bucket becomes the first label of the host.
             let mut hosted = endpoint.clone();
-            let host = format!("{}.{}", config.bucket, endpoint.host_str().unwrap_or_default());
-            hosted
-                .set_host(Some(&host))
-                .map_err(|e| MediaError::Unavailable(format!("S3_ENDPOINT with bucket host: {e}")))?;
+            let host = format!(
+                "{}.{}",
+                config.bucket,
+                endpoint.host_str().unwrap_or_default()
+            );
+            hosted.set_host(Some(&host)).map_err(|e| {
+                MediaError::Unavailable(format!("S3_ENDPOINT with bucket host: {e}"))
+            })?;
             builder
                 .with_endpoint(hosted.as_str().trim_end_matches('/'))
                 .with_virtual_hosted_style_request(true)
@@ -88,7 +92,8 @@ pub(super) fn s3(config: &S3Config) -> Result<Arc<dyn ObjectStore>, MediaError> 
 /// message names the cause once, without the request dump `object_store` appends.
 pub(super) fn classify(err: object_store::Error) -> MediaError {
     let cause = match &err {
-        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. } => {
             "the storage backend refused the credentials".to_string()
         }
         _ => first_line(&err.to_string()),
@@ -98,5 +103,10 @@ pub(super) fn classify(err: object_store::Error) -> MediaError {
 }
 
 fn first_line(text: &str) -> String {
-    text.lines().next().unwrap_or(text).chars().take(400).collect()
+    text.lines()
+        .next()
+        .unwrap_or(text)
+        .chars()
+        .take(400)
+        .collect()
 }

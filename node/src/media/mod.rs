@@ -22,9 +22,9 @@ mod incoming;
 mod sink;
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 pub(crate) mod testing;
+#[cfg(test)]
+mod tests;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -140,7 +140,11 @@ impl MediaStore {
         let (objects, storage_type, scratch) = match storage {
             StorageConfig::Local => {
                 let dir = data_dir.join("media");
-                (backend::local(&dir)?, StorageType::Local, dir.join(".incoming"))
+                (
+                    backend::local(&dir)?,
+                    StorageType::Local,
+                    dir.join(".incoming"),
+                )
             }
             StorageConfig::S3(s3) => (
                 backend::s3(s3)?,

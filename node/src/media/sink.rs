@@ -143,10 +143,7 @@ impl Upload {
             None => {
                 let size = self.buffer.len() as u64;
                 let payload = PutPayload::from(std::mem::take(&mut self.buffer));
-                self.objects
-                    .put(target, payload)
-                    .await
-                    .map_err(classify)?;
+                self.objects.put(target, payload).await.map_err(classify)?;
                 Ok(size)
             }
             Some(multipart) => {

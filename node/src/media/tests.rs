@@ -94,7 +94,9 @@ async fn objects_are_content_addressed_per_session_and_stored_once() {
 
 #[tokio::test]
 async fn a_large_object_streams_through_a_multipart_upload() {
-    let data: Vec<u8> = (0..(12 * 1024 * 1024u32)).map(|i| (i % 251) as u8).collect();
+    let data: Vec<u8> = (0..(12 * 1024 * 1024u32))
+        .map(|i| (i % 251) as u8)
+        .collect();
     for b in backends(64 * 1024 * 1024).await {
         let media = &b.store;
         let stored = media.put_stream("big", chunks(&data)).await.unwrap();
@@ -111,7 +113,12 @@ async fn a_large_object_streams_through_a_multipart_upload() {
         // The same content again: the second upload is dropped, the object stays single.
         let again = media.put_stream("big", chunks(&data)).await.unwrap();
         assert_eq!(again.key, stored.key);
-        assert_eq!(raw_keys(media).await, vec![stored.key.clone()], "{}", b.name);
+        assert_eq!(
+            raw_keys(media).await,
+            vec![stored.key.clone()],
+            "{}",
+            b.name
+        );
     }
 }
 
@@ -147,7 +154,12 @@ async fn deleting_a_session_deletes_its_media_only() {
         let gone = media.put_bytes("doomed", b"one").await.unwrap();
         media.put_bytes("doomed", b"two").await.unwrap();
         let kept = media.put_bytes("kept", b"one").await.unwrap();
-        assert_eq!(media.delete_session("doomed").await.unwrap(), 2, "{}", b.name);
+        assert_eq!(
+            media.delete_session("doomed").await.unwrap(),
+            2,
+            "{}",
+            b.name
+        );
         assert_eq!(media.get(&gone.key).await.unwrap(), None);
         assert_eq!(media.get(&kept.key).await.unwrap().unwrap(), b"one");
         media.delete(&kept.key).await.unwrap();
@@ -184,11 +196,22 @@ async fn an_engine_download_is_adopted_from_its_scratch_file() {
         let scratch = file.path_for_tests();
         assert!(scratch.exists());
         let stored = media.adopt("s1", file).await.unwrap();
-        assert_eq!(stored.key, format!("s1/{}", sha(b"decrypted media")), "{}", b.name);
-        assert_eq!(media.get(&stored.key).await.unwrap().unwrap(), b"decrypted media");
+        assert_eq!(
+            stored.key,
+            format!("s1/{}", sha(b"decrypted media")),
+            "{}",
+            b.name
+        );
+        assert_eq!(
+            media.get(&stored.key).await.unwrap().unwrap(),
+            b"decrypted media"
+        );
         assert!(!scratch.exists(), "{}: scratch file removed", b.name);
         let mut over = media.incoming().unwrap();
-        assert!(over.write_all(&[0u8; 2048]).is_err(), "the cap holds on scratch files");
+        assert!(
+            over.write_all(&[0u8; 2048]).is_err(),
+            "the cap holds on scratch files"
+        );
     }
 }
 
@@ -197,8 +220,16 @@ async fn an_imported_object_keeps_its_key() {
     for b in backends(1024).await {
         let media = &b.store;
         let key = format!("s9/{}", sha(b"archived"));
-        assert_eq!(media.put_object(&key, chunks(b"archived")).await.unwrap(), 8);
-        assert_eq!(media.get(&key).await.unwrap().unwrap(), b"archived", "{}", b.name);
+        assert_eq!(
+            media.put_object(&key, chunks(b"archived")).await.unwrap(),
+            8
+        );
+        assert_eq!(
+            media.get(&key).await.unwrap().unwrap(),
+            b"archived",
+            "{}",
+            b.name
+        );
         assert!(matches!(
             media.put_object("s9/not-a-digest", chunks(b"x")).await,
             Err(MediaError::BadInput(_))
@@ -224,7 +255,11 @@ async fn an_unreachable_endpoint_is_a_clear_unavailable_error() {
         media.list(None).await.unwrap_err(),
     ] {
         assert!(matches!(err, MediaError::Unavailable(_)), "{err:?}");
-        assert!(err.to_string().starts_with("Media storage is unavailable: "), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("Media storage is unavailable: "),
+            "{err}"
+        );
     }
 }
 
@@ -238,7 +273,10 @@ async fn refused_credentials_are_unavailable_and_lose_nothing() {
     server.refuse_credentials(true).await.unwrap();
     let read = media.get(&stored.key).await.unwrap_err();
     assert!(matches!(read, MediaError::Unavailable(_)), "{read:?}");
-    assert!(read.to_string().contains("refused the credentials"), "{read}");
+    assert!(
+        read.to_string().contains("refused the credentials"),
+        "{read}"
+    );
     let write = media.put_bytes("s1", b"new").await.unwrap_err();
     assert!(matches!(write, MediaError::Unavailable(_)), "{write:?}");
     let delete = media.delete_session("s1").await;

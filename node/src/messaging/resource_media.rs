@@ -29,7 +29,9 @@ impl MessagingService {
             (Some(b64), _) => media.put_base64(session_id, strip_data_url(b64)).await?,
             (None, Some(url)) => {
                 let record = self.sessions.record(session_id).await?;
-                media.put_url(session_id, url, record.proxy_url.as_deref()).await?
+                media
+                    .put_url(session_id, url, record.proxy_url.as_deref())
+                    .await?
             }
             (None, None) => return Err(bad_input("media needs url or base64")),
         };

@@ -9,8 +9,8 @@ use super::draft::{Draft, DraftContent, MediaDraft, MediaInput};
 use super::error::{MessagingResult, message_not_found};
 use super::record::MediaMeta;
 use crate::engine::{
-    InboundMessage, MediaMessage, MediaSource, MessageContent, OutgoingMessage, QuotedRef, StoredBlob,
-    SentMessage,
+    InboundMessage, MediaMessage, MediaSource, MessageContent, OutgoingMessage, QuotedRef,
+    SentMessage, StoredBlob,
 };
 use crate::store::messages::{self as message_store, MessageRow};
 

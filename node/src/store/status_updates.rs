@@ -80,8 +80,7 @@ pub(crate) async fn media(
     session_id: &str,
     status_id: &str,
 ) -> StoreResult<Option<(String, Option<String>)>> {
-    let found: Option<(Option<String>, Option<String>)> =
-        with_pool!(db, p => sqlx::query_as(SELECT_MEDIA)
+    let found: Option<(Option<String>, Option<String>)> = with_pool!(db, p => sqlx::query_as(SELECT_MEDIA)
             .bind(session_id)
             .bind(status_id)
             .fetch_optional(p)
@@ -112,7 +111,10 @@ pub(crate) async fn set_media_key(
     media: &str,
     key: &str,
 ) -> StoreResult<()> {
-    execute!(db, sqlx::query(SET_MEDIA_KEY).bind(id).bind(media).bind(key))?;
+    execute!(
+        db,
+        sqlx::query(SET_MEDIA_KEY).bind(id).bind(media).bind(key)
+    )?;
     Ok(())
 }
 

@@ -77,9 +77,7 @@ impl SimNetwork {
                 caption,
                 ..
             } => {
-                source
-                    .load()
-                    .await?;
+                source.load().await?;
                 (*kind, caption.clone(), true)
             }
         };

@@ -623,7 +623,11 @@ async fn media_over_the_cap_is_refused_and_the_message_kept() {
     }
     let count = |dir: std::path::PathBuf| {
         std::fs::read_dir(dir)
-            .map(|d| d.filter_map(Result::ok).filter(|e| e.file_name() != ".incoming").count())
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| e.file_name() != ".incoming")
+                    .count()
+            })
             .unwrap_or(0)
     };
     let media_dir = rig._dir.path().join("media");

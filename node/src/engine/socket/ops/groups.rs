@@ -341,9 +341,7 @@ pub(crate) async fn set_picture(
     group: &Jid,
     image: MediaSource,
 ) -> EngineResult<()> {
-    let bytes = image
-        .load()
-        .await?;
+    let bytes = image.load().await?;
     client
         .groups()
         .set_profile_picture(wa(group)?, bytes)

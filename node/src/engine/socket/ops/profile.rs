@@ -12,9 +12,7 @@ pub(crate) async fn set_status(client: &Client, status: &str) -> EngineResult<()
 }
 
 pub(crate) async fn set_picture(client: &Client, image: MediaSource) -> EngineResult<()> {
-    let bytes = image
-        .load()
-        .await?;
+    let bytes = image.load().await?;
     client
         .profile()
         .set_profile_picture(bytes)

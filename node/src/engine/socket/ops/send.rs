@@ -165,10 +165,7 @@ pub(crate) async fn upload(
     media: MediaMessage,
     ctx: Option<proto::ContextInfo>,
 ) -> EngineResult<proto::Message> {
-    let bytes = media
-        .source
-        .load()
-        .await?;
+    let bytes = media.source.load().await?;
     let kind = leaf_kind(media.kind);
     let uploaded = client
         .upload(bytes, build::media_type(kind), UploadOptions::default())
