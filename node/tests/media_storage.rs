@@ -153,7 +153,7 @@ async fn media_sent_and_received_on_s3_reads_back_through_the_rest_routes() {
         .delete(&format!("/api/sessions/{}", p.b))
         .await
         .unwrap();
-    assert_eq!(deleted.status, 200, "{}", deleted.text);
+    assert_eq!(deleted.status, 204, "{}", deleted.text);
     let left = sorted_keys(&s3).await;
     assert_eq!(left.len(), 2, "{left:?}");
     assert!(
