@@ -145,7 +145,7 @@ pub enum StorageConfig {
     /// Files under `DATA_DIR/media` (the default; one node only).
     Local,
     /// A bucket every node of a cluster shares.
-    S3(S3Config),
+    S3(Box<S3Config>),
 }
 
 /// The S3 settings. Credentials come from the standard `AWS_*` variables; without them the AWS
@@ -200,7 +200,7 @@ fn parse_storage(env: &Env) -> Result<StorageConfig, ConfigError> {
                         })
                 })
                 .transpose()?;
-            Ok(StorageConfig::S3(S3Config {
+            Ok(StorageConfig::S3(Box::new(S3Config {
                 bucket,
                 region: env.string("S3_REGION", "us-east-1"),
                 endpoint,
@@ -208,7 +208,7 @@ fn parse_storage(env: &Env) -> Result<StorageConfig, ConfigError> {
                 access_key_id: env.get("AWS_ACCESS_KEY_ID"),
                 secret_access_key: env.get("AWS_SECRET_ACCESS_KEY"),
                 session_token: env.get("AWS_SESSION_TOKEN"),
-            }))
+            })))
         }
         other => Err(refuse(
             "STORAGE_TYPE",

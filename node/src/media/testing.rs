@@ -8,7 +8,7 @@ use wagate_loadtest::harness::s3::{ACCESS_KEY_ID, BUCKET, SECRET_ACCESS_KEY};
 
 /// The storage config of an S3 store at `endpoint` with the given credentials.
 pub(crate) fn s3_config(endpoint: &str, key_id: &str, secret: &str) -> StorageConfig {
-    StorageConfig::S3(S3Config {
+    StorageConfig::S3(Box::new(S3Config {
         bucket: BUCKET.into(),
         region: "us-east-1".into(),
         endpoint: Some(url::Url::parse(endpoint).expect("endpoint url")),
@@ -16,7 +16,7 @@ pub(crate) fn s3_config(endpoint: &str, key_id: &str, secret: &str) -> StorageCo
         access_key_id: Some(key_id.into()),
         secret_access_key: Some(secret.into()),
         session_token: None,
-    })
+    }))
 }
 
 /// The storage config of the test server.
