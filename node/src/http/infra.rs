@@ -57,7 +57,7 @@ async fn drain_node(caller: Caller, State(ctx): State<ApiContext>) -> ApiResult<
 /// The sixteen data tables as one JSON document `{exportedAt, dataDbType, tables, counts, skippedTables,
 /// omittedInlineMedia}`, streamed while it is read.
 #[utoipa::path(get, path = "/api/infra/export-data", tag = "infra",
-    responses((status = 200, description = "The export document", content_type = "application/json")))]
+    responses((status = 200, description = "The export document", content_type = "application/json", body = Object)))]
 async fn export_data(caller: Caller, State(ctx): State<ApiContext>) -> ApiResult<Response> {
     caller.require(Role::Admin)?;
     let audit = ctx.audit.clone();

@@ -83,7 +83,7 @@ fn require_dashboard(caller: &Caller) -> ApiResult<()> {
 ///
 /// The queue dashboard page (HTML) for `webhook-queue` and `ingress-queue`.
 #[utoipa::path(get, path = "/api/admin/queues", tag = "admin",
-    responses((status = 200, description = "The dashboard page", content_type = "text/html"),
+    responses((status = 200, description = "The dashboard page", content_type = "text/html", body = String),
         (status = 401), (status = 403)))]
 async fn get_dashboard(caller: Result<Caller, ApiError>, headers: HeaderMap) -> Response {
     match caller {
@@ -101,7 +101,8 @@ async fn get_dashboard(caller: Result<Caller, ApiError>, headers: HeaderMap) -> 
 /// The dashboard's script, style sheet and icon (public: code, no data).
 #[utoipa::path(get, path = "/api/admin/queues/assets/{file}", tag = "admin",
     params(("file" = String, Path, description = "app.js, app.css or icon.svg")),
-    responses((status = 200), (status = 404)))]
+    responses((status = 200, description = "The asset (JavaScript, CSS or SVG)", content_type = "text/plain", body = String),
+        (status = 404)))]
 async fn get_asset(Path(file): Path<String>) -> Response {
     let (body, content_type) = match file.as_str() {
         "app.js" => (SCRIPT, "text/javascript; charset=utf-8"),

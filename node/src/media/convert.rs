@@ -253,10 +253,12 @@ impl Converter {
     }
 }
 
-/// Whether a declared mimetype is already what phones play as a voice note.
+/// Whether a declared mimetype is already what phones play as a voice note: Opus, or an Ogg container
+/// without a codec named (voice notes are Ogg/Opus, and clients commonly declare them as bare `audio/ogg`).
 pub(crate) fn is_opus(mimetype: &str) -> bool {
     let m = mimetype.to_ascii_lowercase();
-    m.contains("opus")
+    let essence = m.split(';').next().unwrap_or_default().trim();
+    m.contains("opus") || (essence == "audio/ogg" && !m.contains("codecs"))
 }
 
 #[cfg(test)]

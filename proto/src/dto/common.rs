@@ -27,6 +27,16 @@ pub struct MessageResponse {
     pub timestamp: i64,
 }
 
+/// A button click: the reply it sent, plus `success` as the other message operations answer it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClickButtonResponse {
+    pub success: bool,
+    pub message_id: String,
+    /// Unix seconds.
+    pub timestamp: i64,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Health {
     pub status: String,

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Role;
-use wagate_proto::dto::common::{MessageResponse, SuccessResult};
+use wagate_proto::dto::common::{ClickButtonResponse, MessageResponse, SuccessResult};
 use wagate_proto::dto::messages::{
     ClickButtonRequest, DeleteMessageRequest, EditRequest, MessageRefRequest, PinRequest,
     ReactRequest, ReadChatRequest, StarRequest, VotePollRequest,
@@ -136,16 +136,17 @@ async fn star_message(
 /// POST /api/sessions/{sessionId}/messages/click-button
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/click-button", tag = "messages",
     request_body = ClickButtonRequest,
-    responses((status = 200, body = MessageResponse), (status = 400), (status = 409), (status = 501)))]
+    responses((status = 200, body = ClickButtonResponse), (status = 400), (status = 409), (status = 501)))]
 async fn click_button(
     caller: Caller,
     id: SessionId,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<ClickButtonRequest>,
-) -> ApiResult<Json<MessageResponse>> {
+) -> ApiResult<Json<ClickButtonResponse>> {
     authorise(&caller, &id, Role::Operator)?;
     let reply = ctx.messaging.click_button(&id.0, body).await?;
-    Ok(Json(MessageResponse {
+    Ok(Json(ClickButtonResponse {
+        success: true,
         message_id: reply.id,
         timestamp: reply.timestamp,
     }))
