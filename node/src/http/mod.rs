@@ -136,14 +136,15 @@ fn api_router(ctx: ApiContext, body_limit: usize) -> Router {
             ctx.clone(),
             limits::refuse_unreadable_bodies,
         ))
-        .layer(from_fn_with_state(
-            ctx.clone(),
-            client_addr::identify_client,
-        ))
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::internal("handler panicked").into_response()
         }))
         .layer(from_fn_with_state(ctx.clone(), observe::observe))
+        // Outside the observation layer, so the access log names the client this layer decided.
+        .layer(from_fn_with_state(
+            ctx.clone(),
+            client_addr::identify_client,
+        ))
         .layer(axum::middleware::from_fn(keep_alive::drain_unread_bodies))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
