@@ -58,10 +58,13 @@ fn init_tracing(config: &Config) -> anyhow::Result<TracingGuard> {
     .context("could not set up trace export (OTEL_EXPORTER_OTLP_ENDPOINT)")
 }
 
+/// The recorder, only when `METRICS_TOKEN` is set: without a token nobody can scrape, and with no recorder
+/// installed every `metrics::` call is a no-op, so metrics cost nothing when they are off.
 fn install_metrics(config: &Config) -> Option<telemetry::Recorder> {
     use telemetry::metrics::{
         ENGINE_QUERY_TIMEOUTS, MESSAGES_FAILED, MESSAGES_RECEIVED, MESSAGES_SENT,
     };
+    config.metrics_token.as_ref()?;
     let recorder = telemetry::Recorder::install(&BuildInfo {
         version: wagate_proto::VERSION,
         engine: config.engine_type.as_str().to_owned(),

@@ -337,8 +337,9 @@ async fn forwarded_requests_are_counted_once_at_the_node_that_received_them() {
     let on_b = create_linked(&c.nodes[1].base_url(), "edge-b", "15550029001").await;
     let on_c = create_linked(&c.nodes[2].base_url(), "edge-c", "15550029002").await;
     let base_a = c.nodes[0].base_url();
-    // 10 clients x 3 requests per second, all to node a, all for sessions b and c own: node a forwards
-    // about 30 per second, far past the short tier if the owners counted node a as the client.
+    // 10 clients x 3 requests per second for 20 s (each client under every tier: 3 per second, 60 per
+    // minute), all to node a, all for sessions b and c own: node a forwards about 30 per second, past the
+    // short and the medium tier of either owner if the owners counted node a as the client.
     let clients: Vec<(reqwest::Client, String)> = (0..10)
         .map(|k| {
             let session = if k % 2 == 0 { &on_b } else { &on_c };
@@ -350,7 +351,7 @@ async fn forwarded_requests_are_counted_once_at_the_node_that_received_them() {
         .collect();
     let mut tick = tokio::time::interval(Duration::from_millis(333));
     let mut answers = Vec::new();
-    for _ in 0..24 {
+    for _ in 0..60 {
         tick.tick().await;
         answers.extend(
             join_all(

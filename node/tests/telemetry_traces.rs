@@ -2,7 +2,8 @@
 //! decodes the protobuf export requests with the official definitions (`opentelemetry-proto`) and the test
 //! follows the span parents. One trace goes from an inbound engine event on a `ROLE=api` node through the
 //! commit and the outbox to the delivery attempt in a separate `wagate-worker`; one goes from a request on a
-//! node that does not own the session, through the forward, to the owner's engine call.
+//! node that does not own the session, through the forward, to the owner's engine call. And JSON log lines
+//! written inside a request or a delivery attempt carry the exported trace's id.
 
 mod support;
 
@@ -19,8 +20,8 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use parking_lot::Mutex;
 use prost::Message;
 use serde_json::json;
-use support::{add_webhook, inbound, ready_session, wait_for, worker_binary};
-use wagate_loadtest::harness::Receiver;
+use support::{add_webhook, fast_options, inbound, ready_session, wait_for, worker_binary};
+use wagate_loadtest::harness::{Node, Receiver};
 use wagate_loadtest::harness::cluster::{ClusterOptions, TestCluster, Timings};
 use wagate_loadtest::harness::sessions::create_linked;
 
@@ -239,4 +240,76 @@ async fn a_forwarded_request_is_one_trace_to_the_owners_engine_call() {
         )
     );
     assert_connected(&trace);
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The `trace_id` of the innermost span of every JSON log line whose message is `message`.
+fn logged_trace_ids(logs: &str, message: &str) -> Vec<String> {
+    logs.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|line| line["fields"]["message"] == message)
+        .map(|line| line["span"]["trace_id"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn json_log_lines_carry_the_trace_id_of_their_request_and_delivery() {
+    let collector = Collector::start().await;
+    let mut options = fast_options()
+        .env("LOG_FORMAT", "json")
+        .env("WEBHOOK_SSRF_PROTECT", "false");
+    for (k, v) in otel_env(&collector) {
+        options = options.env(&k, v);
+    }
+    let node = Node::start(options).await.expect("node");
+    let c = node.client();
+
+    // A request continuing a caller's trace: its access-log line names that trace.
+    let caller_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let read = c
+        .send(
+            c.raw(reqwest::Method::GET, "/api/sessions")
+                .header("traceparent", format!("00-{caller_trace}-00f067aa0ba902b7-01")),
+        )
+        .await
+        .expect("read");
+    assert_eq!(read.status, 200, "{}", read.text);
+    let exported = collector
+        .trace_of(|s| s.name == "GET /api/sessions" && hex(&s.trace_id) == caller_trace)
+        .await;
+    assert!(!exported.is_empty());
+    wait_for(Duration::from_secs(10), || async {
+        logged_trace_ids(&node.logs(), "request served")
+            .iter()
+            .any(|t| t == caller_trace)
+    })
+    .await;
+
+    // A failed delivery: its log line names the trace the inbound event started and the attempt joined.
+    let session = ready_session(&c, "traced-logs").await;
+    let rx = Receiver::start().await.expect("receiver");
+    rx.respond_with(&[500]);
+    add_webhook(
+        &c,
+        &session,
+        json!({ "url": rx.url(), "events": ["message.received"], "retryCount": 0 }),
+    )
+    .await;
+    inbound(&c, &session, "15550004444@c.us", "log my trace").await;
+    let trace = collector
+        .trace_of(|s| s.name == "webhook_attempt")
+        .await;
+    assert!(trace.iter().any(|s| s.name == "engine_event"), "{trace:#?}");
+    let event_trace = hex(&trace[0].trace_id);
+    wait_for(Duration::from_secs(10), || async {
+        logged_trace_ids(
+            &node.logs(),
+            "webhook delivery failed; recorded in the delivery-failure log",
+        )
+        .contains(&event_trace)
+    })
+    .await;
 }

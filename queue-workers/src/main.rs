@@ -36,10 +36,14 @@ async fn run() -> anyhow::Result<()> {
         instance_id: instance_id(),
     })
     .context("could not set up trace export (OTEL_EXPORTER_OTLP_ENDPOINT)")?;
-    let recorder = Recorder::install(&BuildInfo {
-        version: wagate_proto::VERSION,
-        engine: "none".to_owned(),
-        role: "worker".to_owned(),
+    // Without `METRICS_TOKEN` nothing can scrape: no recorder (every `metrics::` call is then a no-op), and so
+    // no histogram samples piling up without the upkeep that only the scrape listener's task runs.
+    let recorder = config.metrics_token.as_ref().and_then(|_| {
+        Recorder::install(&BuildInfo {
+            version: wagate_proto::VERSION,
+            engine: "none".to_owned(),
+            role: "worker".to_owned(),
+        })
     });
     if let QueueBackend::Sqlite { .. } = config.queue.backend {
         std::fs::create_dir_all(&config.data_dir)

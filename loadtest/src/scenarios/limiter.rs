@@ -1,8 +1,9 @@
 //! What the shared (Redis) rate limiter costs: the same authenticated read against two nodes on the same kind
 //! of data DB (a throwaway PostgreSQL database each), one in the embedded mode (in-process limiter) and one a
-//! one-node cluster (`REDIS_ENABLED=true`, the three tiers counted in Redis), in one run. Prints req/s and
-//! p50/p99 for each and the p99 the shared limiter adds. Tier limits are raised so nothing is refused: every
-//! request still runs the full check.
+//! one-node cluster (`REDIS_ENABLED=true`, the three tiers counted in Redis), in one run. Phases alternate
+//! (off, on, then on, off, ... for `--rounds` pairs) so drift from other load on the machine falls on both
+//! alike. Prints each phase, req/s and p50/p99 over all phases of each, and the p99 the shared limiter adds.
+//! Tier limits are raised so nothing is refused: every request still runs the full check.
 
 use std::time::{Duration, Instant};
 
@@ -20,9 +21,43 @@ struct Figures {
     p99: Duration,
 }
 
+/// The 200s' latencies and the failures of one or more phases, and their length.
+#[derive(Default)]
+struct Samples {
+    latencies: Vec<Duration>,
+    failed: usize,
+    elapsed: Duration,
+}
+
+impl Samples {
+    fn add(&mut self, other: Samples) {
+        self.latencies.extend(other.latencies);
+        self.failed += other.failed;
+        self.elapsed += other.elapsed;
+    }
+
+    fn figures(mut self) -> Figures {
+        self.latencies.sort();
+        let all = &self.latencies;
+        let pct = |p: f64| {
+            all.get(((all.len() as f64) * p) as usize)
+                .copied()
+                .unwrap_or_default()
+        };
+        Figures {
+            ok: all.len(),
+            failed: self.failed,
+            per_second: all.len() as f64 / self.elapsed.as_secs_f64().max(f64::MIN_POSITIVE),
+            p50: pct(0.50),
+            p99: pct(0.99),
+        }
+    }
+}
+
 /// `connections` loops of GET `path` for `seconds`; latencies of the 200s only.
-async fn measure(client: &Client, path: &str, seconds: u64, connections: usize) -> Figures {
-    let deadline = Instant::now() + Duration::from_secs(seconds);
+async fn measure(client: &Client, path: &str, seconds: u64, connections: usize) -> Samples {
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(seconds);
     let workers: Vec<_> = (0..connections)
         .map(|_| {
             let (client, path) = (client.clone(), path.to_string());
@@ -39,31 +74,20 @@ async fn measure(client: &Client, path: &str, seconds: u64, connections: usize) 
             })
         })
         .collect();
-    let (mut all, mut failed) = (Vec::new(), 0);
+    let mut samples = Samples::default();
     for worker in workers {
         if let Ok((latencies, f)) = worker.await {
-            all.extend(latencies);
-            failed += f;
+            samples.latencies.extend(latencies);
+            samples.failed += f;
         }
     }
-    all.sort();
-    let pct = |p: f64| {
-        all.get(((all.len() as f64) * p) as usize)
-            .copied()
-            .unwrap_or_default()
-    };
-    Figures {
-        ok: all.len(),
-        failed,
-        per_second: all.len() as f64 / seconds as f64,
-        p50: pct(0.50),
-        p99: pct(0.99),
-    }
+    samples.elapsed = started.elapsed();
+    samples
 }
 
 fn print(label: &str, f: &Figures) {
     println!(
-        "{label:<28} {:>8.0} req/s  p50={:>9.3?}  p99={:>9.3?}  ({} ok, {} failed)",
+        "{label:<36} {:>8.0} req/s  p50={:>9.3?}  p99={:>9.3?}  ({} ok, {} failed)",
         f.per_second, f.p50, f.p99, f.ok, f.failed
     );
 }
@@ -77,7 +101,8 @@ const UNREACHABLE_TIERS: [(&str, &str); 3] = [
 
 pub async fn run(args: &[String]) -> anyhow::Result<()> {
     let binary = arg(args, "--binary", "target/release/wagate");
-    let seconds: u64 = arg(args, "--seconds", "10").parse()?;
+    let seconds: u64 = arg(args, "--seconds", "5").parse()?;
+    let rounds: usize = arg(args, "--rounds", "3").parse()?;
     let connections: usize = arg(args, "--connections", "8").parse()?;
     let path = arg(args, "--path", "/api/auth/api-keys");
 
@@ -106,10 +131,32 @@ pub async fn run(args: &[String]) -> anyhow::Result<()> {
     let warm = seconds.clamp(1, 2);
     measure(&local.client(), &path, warm, connections).await;
     measure(&shared.client(0), &path, warm, connections).await;
-    let off = measure(&local.client(), &path, seconds, connections).await;
-    let on = measure(&shared.client(0), &path, seconds, connections).await;
+    let clients = [local.client(), shared.client(0)];
+    let labels = ["off (local)", "on (Redis) "];
+    let mut totals = [Samples::default(), Samples::default()];
+    for round in 0..rounds {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for which in order {
+            let phase = measure(&clients[which], &path, seconds, connections).await;
+            let f = Samples {
+                latencies: phase.latencies.clone(),
+                failed: phase.failed,
+                elapsed: phase.elapsed,
+            }
+            .figures();
+            print(
+                &format!("round {round} shared limiter {}", labels[which]),
+                &f,
+            );
+            totals[which].add(phase);
+        }
+    }
+    let [off, on] = totals;
+    let (off, on) = (off.figures(), on.figures());
 
-    println!("GET {path}, {connections} connections, {seconds}s each, binary {binary}");
+    println!(
+        "GET {path}, {connections} connections, {rounds} rounds of {seconds}s per mode, binary {binary}"
+    );
     print("shared limiter off (local)", &off);
     print("shared limiter on (Redis)", &on);
     let added = on.p99.as_secs_f64() - off.p99.as_secs_f64();

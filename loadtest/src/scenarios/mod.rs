@@ -70,8 +70,8 @@ pub enum Scenario {
     /// Data export and import of N messages and server-side voice-note conversions on a node it starts:
     /// time and peak RSS (prints text)
     DataAdmin(DataAdminArgs),
-    /// Reads and sends on a node it starts with telemetry off, then with metrics scraped and traces exported
-    /// to a loopback OTLP receiver, in one run (prints text)
+    /// Reads and sends on two nodes it starts, one with telemetry off, one with metrics scraped and traces
+    /// exported to a loopback OTLP receiver, in alternating phases of one run (prints text)
     Telemetry(TelemetryArgs),
     /// Authenticated reads on an embedded node (local limiter) and a one-node cluster (shared Redis
     /// limiter), in one run: req/s, p50/p99 and the p99 the shared limiter adds (prints text)
@@ -145,6 +145,8 @@ impl LegacyCountArgs {
             self.count.to_string(),
             "--concurrency".into(),
             self.concurrency.to_string(),
+            "--rounds".into(),
+            self.rounds.to_string(),
         ]
     }
 }
@@ -263,6 +265,8 @@ impl RaftArgs {
             self.creates.to_string(),
             "--concurrency".into(),
             self.concurrency.to_string(),
+            "--rounds".into(),
+            self.rounds.to_string(),
         ]
     }
 }
@@ -298,18 +302,21 @@ pub struct TelemetryArgs {
     /// The `wagate` binary to start [default: `wagate` beside this executable]
     #[arg(long, value_name = "PATH")]
     pub binary: Option<PathBuf>,
-    /// Length of each read run, in seconds
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Length of each read phase, in seconds
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     pub seconds: u64,
     /// Concurrent read connections
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
     pub connections: u64,
-    /// Sends per run
+    /// Sends per phase
     #[arg(long, default_value_t = 3000, value_parser = clap::value_parser!(u64).range(1..))]
     pub count: u64,
     /// Sends in flight at once
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
     pub concurrency: u64,
+    /// Pairs of phases (off then on, then on then off, ...)
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub rounds: u64,
 }
 
 impl TelemetryArgs {
@@ -325,6 +332,8 @@ impl TelemetryArgs {
             self.count.to_string(),
             "--concurrency".into(),
             self.concurrency.to_string(),
+            "--rounds".into(),
+            self.rounds.to_string(),
         ]
     }
 }
@@ -334,8 +343,8 @@ pub struct LimiterArgs {
     /// The `wagate` binary to start [default: `wagate` beside this executable]
     #[arg(long, value_name = "PATH")]
     pub binary: Option<PathBuf>,
-    /// Length of each run, in seconds
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Length of each phase, in seconds
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     pub seconds: u64,
     /// Concurrent connections
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
@@ -343,6 +352,9 @@ pub struct LimiterArgs {
     /// The authenticated route read
     #[arg(long, default_value = "/api/auth/api-keys")]
     pub path: String,
+    /// Pairs of phases (off then on, then on then off, ...)
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub rounds: u64,
 }
 
 impl LimiterArgs {
@@ -356,6 +368,8 @@ impl LimiterArgs {
             self.connections.to_string(),
             "--path".into(),
             self.path.clone(),
+            "--rounds".into(),
+            self.rounds.to_string(),
         ]
     }
 }

@@ -1,6 +1,9 @@
-//! Telemetry overhead: the same node binary run twice, once with trace export off and no scrape, once with
-//! spans exported over OTLP to a loopback sink and its metrics scraped every second; for each, authenticated
-//! session reads per second and closed-loop send-text throughput. Prints both runs and the difference.
+//! Telemetry overhead: two nodes of the same binary started side by side, one with telemetry off (no
+//! `METRICS_TOKEN`, so no metrics recorder, and no `OTEL_EXPORTER_OTLP_ENDPOINT`), one with both on (metrics
+//! recorded and scraped every second, spans exported over OTLP to a loopback sink). Authenticated session
+//! reads per second and closed-loop send-text throughput are measured on each in alternating phases
+//! (off, on, on, off, ... for `--rounds` pairs), so drift from other load on the machine falls on both alike.
+//! Prints each phase, the totals per node and the change.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,12 +36,42 @@ async fn otlp_sink() -> anyhow::Result<(String, Arc<AtomicU64>)> {
     Ok((url, bytes))
 }
 
-struct Figures {
-    reads_per_s: f64,
-    sends_per_s: f64,
+const METRICS_TOKEN: &str = "bench-token";
+
+/// One node of the comparison, with a linked session to read and send from.
+struct Subject {
+    node: Node,
+    client: Client,
+    from: String,
+    sent: usize,
 }
 
-async fn reads(client: &Client, id: &str, seconds: u64, connections: usize) -> f64 {
+impl Subject {
+    async fn start(binary: &str, telemetry_on: Option<&str>, tag: &str) -> anyhow::Result<Subject> {
+        let mut options = NodeOptions::new(binary)
+            .env("LOG_LEVEL", "warn")
+            .env("RATE_LIMIT_SHORT_LIMIT", "1000000")
+            .env("RATE_LIMIT_MEDIUM_LIMIT", "100000000")
+            .env("RATE_LIMIT_LONG_LIMIT", "1000000000");
+        if let Some(endpoint) = telemetry_on {
+            options = options
+                .env("METRICS_TOKEN", METRICS_TOKEN)
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+        }
+        let node = Node::start(options).await?;
+        let client = node.client();
+        let from = create_linked(&client, &format!("telemetry-{tag}-a"), "4917000000001").await?;
+        create_linked(&client, &format!("telemetry-{tag}-b"), "4917000000002").await?;
+        Ok(Subject {
+            node,
+            client,
+            from,
+            sent: 0,
+        })
+    }
+}
+
+async fn reads(client: &Client, id: &str, seconds: u64, connections: usize) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let path = format!("/api/sessions/{id}");
     let loops = (0..connections).map(|_| {
@@ -53,16 +86,18 @@ async fn reads(client: &Client, id: &str, seconds: u64, connections: usize) -> f
             ok
         }
     });
-    let total: u64 = futures::future::join_all(loops).await.into_iter().sum();
-    total as f64 / seconds as f64
+    futures::future::join_all(loops).await.into_iter().sum()
 }
 
-async fn sends(client: &Client, from: &str, to: &str, count: usize, concurrency: usize) -> f64 {
+/// `count` sends with `concurrency` in flight; answers (accepted sends, elapsed).
+async fn sends(s: &mut Subject, to: &str, count: usize, concurrency: usize) -> (u64, Duration) {
     let started = Instant::now();
-    let path = format!("/api/sessions/{from}/messages/send-text");
-    let ok = futures::stream::iter(0..count)
+    let path = format!("/api/sessions/{}/messages/send-text", s.from);
+    let first = s.sent;
+    s.sent += count;
+    let ok = futures::stream::iter(first..first + count)
         .map(|i| {
-            let (client, path) = (client.clone(), path.clone());
+            let (client, path) = (s.client.clone(), path.clone());
             let body = json!({ "chatId": to, "text": format!("telemetry {i}") });
             async move { client.post(&path, body).await.is_ok_and(|r| r.status < 300) }
         })
@@ -70,69 +105,102 @@ async fn sends(client: &Client, from: &str, to: &str, count: usize, concurrency:
         .filter(|ok| futures::future::ready(*ok))
         .count()
         .await;
-    ok as f64 / started.elapsed().as_secs_f64()
+    (ok as u64, started.elapsed())
 }
 
-async fn one_run(args: &[String], otlp: Option<&str>) -> anyhow::Result<Figures> {
-    let seconds: u64 = arg(args, "--seconds", "10").parse()?;
+#[derive(Default)]
+struct Totals {
+    reads: u64,
+    read_time: Duration,
+    sends: u64,
+    send_time: Duration,
+}
+
+impl Totals {
+    fn reads_per_s(&self) -> f64 {
+        self.reads as f64 / self.read_time.as_secs_f64().max(f64::MIN_POSITIVE)
+    }
+    fn sends_per_s(&self) -> f64 {
+        self.sends as f64 / self.send_time.as_secs_f64().max(f64::MIN_POSITIVE)
+    }
+}
+
+/// `wagate-loadtest telemetry [--binary PATH] [--seconds N] [--connections N] [--count N]
+/// [--concurrency N] [--rounds N]`
+pub async fn run(args: &[String]) -> anyhow::Result<()> {
+    let binary = arg(args, "--binary", "target/release/wagate");
+    let seconds: u64 = arg(args, "--seconds", "5").parse()?;
     let connections: usize = arg(args, "--connections", "32").parse()?;
     let count: usize = arg(args, "--count", "3000").parse()?;
     let concurrency: usize = arg(args, "--concurrency", "32").parse()?;
-    let mut options = NodeOptions::new(arg(args, "--binary", "target/release/wagate"))
-        .env("LOG_LEVEL", "warn")
-        .env("RATE_LIMIT_SHORT_LIMIT", "1000000")
-        .env("RATE_LIMIT_MEDIUM_LIMIT", "100000000")
-        .env("RATE_LIMIT_LONG_LIMIT", "1000000000")
-        .env("METRICS_TOKEN", "bench-token");
-    if let Some(endpoint) = otlp {
-        options = options.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
-    }
-    let node = Node::start(options).await?;
-    let client = node.client();
-    let from = create_linked(&client, "telemetry-a", "4917000000001").await?;
-    create_linked(&client, "telemetry-b", "4917000000002").await?;
-    // With telemetry on, a scrape every second, as a Prometheus server would.
-    let scraping = otlp.map(|_| {
-        let scraper = reqwest::Client::new();
-        let url = format!("{}/api/metrics", node.base_url());
-        tokio::spawn(async move {
-            loop {
-                let _ = scraper.get(&url).bearer_auth("bench-token").send().await;
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        })
-    });
-    let reads_per_s = reads(&client, &from, seconds, connections).await;
-    let sends_per_s = sends(&client, &from, "4917000000002@c.us", count, concurrency).await;
-    if let Some(task) = scraping {
-        task.abort();
-    }
-    Ok(Figures {
-        reads_per_s,
-        sends_per_s,
-    })
-}
-
-/// `wagate-loadtest telemetry [--binary PATH] [--seconds N] [--connections N] [--count N] [--concurrency N]`
-pub async fn run(args: &[String]) -> anyhow::Result<()> {
-    let off = one_run(args, None).await?;
+    let rounds: usize = arg(args, "--rounds", "3").parse()?;
     let (sink, exported) = otlp_sink().await?;
-    let on = one_run(args, Some(&sink)).await?;
+    let mut subjects = [
+        Subject::start(&binary, None, "off").await?,
+        Subject::start(&binary, Some(&sink), "on").await?,
+    ];
+    // The node with telemetry on is scraped every second for the whole run, as a Prometheus server would.
+    let scraper = reqwest::Client::new();
+    let url = format!("{}/api/metrics", subjects[1].node.base_url());
+    let scraping = tokio::spawn(async move {
+        loop {
+            let scraped = scraper.get(&url).bearer_auth(METRICS_TOKEN).send().await;
+            if let Ok(reply) = scraped {
+                let _ = reply.bytes().await;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    // Warm both (connections, statements, page cache) before anything counts.
+    for s in &mut subjects {
+        reads(&s.client, &s.from, 1, connections).await;
+        sends(s, "4917000000002@c.us", count / 10, concurrency).await;
+    }
+    let mut totals = [Totals::default(), Totals::default()];
+    let label = ["off", "on "];
+    for round in 0..rounds {
+        // off, on, then on, off: each node gets the earlier and the later slot equally often.
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for which in order {
+            let s = &mut subjects[which];
+            let started = Instant::now();
+            let n = reads(&s.client, &s.from, seconds, connections).await;
+            let read_time = started.elapsed();
+            let (sent, send_time) = sends(s, "4917000000002@c.us", count, concurrency).await;
+            println!(
+                "round {round} telemetry {}: reads {:>8.0}/s, sends {:>6.0}/s",
+                label[which],
+                n as f64 / read_time.as_secs_f64(),
+                sent as f64 / send_time.as_secs_f64()
+            );
+            let t = &mut totals[which];
+            t.reads += n;
+            t.read_time += read_time;
+            t.sends += sent;
+            t.send_time += send_time;
+        }
+    }
+    scraping.abort();
     let change = |on: f64, off: f64| (on - off) / off.max(f64::MIN_POSITIVE) * 100.0;
+    let [off, on] = &totals;
     println!(
-        "telemetry off: reads {:.0}/s, sends {:.0}/s",
-        off.reads_per_s, off.sends_per_s
+        "binary {binary}; {rounds} rounds of {seconds}s reads ({connections} connections) and {count} sends ({concurrency} in flight) per node"
     );
     println!(
-        "telemetry on (OTLP to a loopback sink, scrape every 1 s): reads {:.0}/s, sends {:.0}/s; {} bytes of spans exported",
-        on.reads_per_s,
-        on.sends_per_s,
+        "telemetry off (no METRICS_TOKEN, no OTLP endpoint): reads {:.0}/s, sends {:.0}/s",
+        off.reads_per_s(),
+        off.sends_per_s()
+    );
+    println!(
+        "telemetry on (metrics scraped every 1 s, OTLP to a loopback sink): reads {:.0}/s, sends {:.0}/s; {} bytes of spans exported",
+        on.reads_per_s(),
+        on.sends_per_s(),
         exported.load(Ordering::Relaxed)
     );
     println!(
         "change with telemetry on: reads {:+.1}%, sends {:+.1}% (target: no worse than -5%)",
-        change(on.reads_per_s, off.reads_per_s),
-        change(on.sends_per_s, off.sends_per_s)
+        change(on.reads_per_s(), off.reads_per_s()),
+        change(on.sends_per_s(), off.sends_per_s())
     );
     Ok(())
 }

@@ -132,6 +132,10 @@ struct QueueBody {
     name: String,
     /// Where the state shown is read from.
     source: String,
+    /// What puts jobs on this queue, in one sentence for the page.
+    fed_by: String,
+    /// False when nothing in this build produces jobs for the queue (it is shown, empty, as the spec lists it).
+    producer_built: bool,
     counts: QueueCountsBody,
     #[schema(value_type = Vec<Object>)]
     recent: Vec<JobView>,
@@ -144,6 +148,23 @@ struct QueueBody {
 struct QueuesBody {
     queues: Vec<QueueBody>,
     generated_at: String,
+}
+
+/// The spec's `ingress-queue` carries requests of the signed integration ingress receiver (plugins and
+/// integrations, not built yet); inbound WhatsApp events do not pass through it: they are committed with their
+/// outbox rows and leave through `webhook-queue`. So the page says plainly that nothing feeds it yet, rather
+/// than showing an empty queue as if it were idle.
+fn fed_by(queue: QueueName) -> &'static str {
+    match queue {
+        QueueName::Webhook => {
+            "Webhook deliveries: every event (inbound messages included) is committed with one outbox row per \
+             matching webhook, and each row is delivered through this queue."
+        }
+        QueueName::Ingress => {
+            "Requests of the integration ingress receiver. This build has no integration receiver yet, so \
+             nothing puts jobs on this queue; inbound WhatsApp events are delivered through webhook-queue."
+        }
+    }
 }
 
 async fn queue_body(ctx: &ApiContext, queue: QueueName) -> ApiResult<QueueBody> {
@@ -164,6 +185,8 @@ async fn queue_body(ctx: &ApiContext, queue: QueueName) -> ApiResult<QueueBody> 
             QueueName::Ingress => "ingress_events",
         }
         .to_owned(),
+        fed_by: fed_by(queue).to_owned(),
+        producer_built: matches!(queue, QueueName::Webhook),
         counts: QueueCountsBody {
             waiting: counts.waiting,
             active: counts.active,

@@ -183,9 +183,10 @@ async fn dispatch(
         .map(|(claimed, target)| {
             let trace = traces.get(&claimed.id).cloned();
             let span = attempt_span(&claimed, trace.as_deref());
+            let kept = span.clone();
             async move {
                 let outcome = attempt_one(ctx, &claimed, &target).await;
-                (claimed, target, outcome, trace)
+                (claimed, target, outcome, trace, kept)
             }
             .instrument(span)
         })
@@ -254,12 +255,14 @@ fn delivery_id_of(claimed: &ClaimedAttempt) -> String {
     claimed.delivery_id.clone().unwrap_or_else(new_delivery_id)
 }
 
-/// One finished attempt: the row, its target, what happened, and the row's trace context.
+/// One finished attempt: the row, its target, what happened, the row's trace context, and the attempt's span
+/// (a failed attempt is settled inside it, so its log lines carry the row's trace id, not the job's).
 type Finished = (
     ClaimedAttempt,
     Arc<WebhookTarget>,
     Attempted,
     Option<String>,
+    tracing::Span,
 );
 
 /// Event created -> delivered, for rows whose creation time the claim returned.
@@ -274,7 +277,7 @@ async fn settle_all(ctx: &DeliveryContext, done: Vec<Finished>) -> Result<(), St
     let mut successes = Vec::new();
     let mut result = Ok(());
     let now = now_ms();
-    for (claimed, target, attempted, trace) in done {
+    for (claimed, target, attempted, trace, span) in done {
         let delivery_id = delivery_id_of(&claimed);
         let settled = match attempted {
             Attempted::Sent(AttemptOutcome::Delivered { status_code }) => {
@@ -293,10 +296,12 @@ async fn settle_all(ctx: &DeliveryContext, done: Vec<Finished>) -> Result<(), St
                     delivery_id: &delivery_id,
                     trace: trace.as_deref(),
                 };
-                settle(ctx, &attempt, outcome).await
+                settle(ctx, &attempt, outcome).instrument(span).await
             }
             Attempted::NeverSent(why) => {
-                never_dispatched(ctx, &claimed, &target, &delivery_id, &why).await
+                never_dispatched(ctx, &claimed, &target, &delivery_id, &why)
+                    .instrument(span)
+                    .await
             }
         };
         if let Err(e) = settled {

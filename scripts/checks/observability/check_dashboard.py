@@ -110,6 +110,9 @@ def main():
             row.wait_for(timeout=15000)
             check(row.is_visible(), "the dashboard shows the failed delivery")
             check("HTTP 500" in row.inner_text(), "the failed row shows its last error and status code")
+            ingress_note = page.locator("#queue-ingress-queue .fed-by.not-built").inner_text()
+            check("nothing puts jobs on this queue" in ingress_note,
+                  "ingress-queue says that nothing in this build feeds it")
             Receiver.accepting = True
             row.locator("button[data-action='retry']").click()
             page.locator("#message").filter(has_text="retried").wait_for(timeout=15000)

@@ -89,6 +89,7 @@ function jobTable(queue, jobs, emptyText) {
 function render(data) {
   const cards = data.queues.map((q) => el("section", { class: "queue", id: "queue-" + q.name },
     el("h2", {}, q.name, " ", el("span", { class: "muted" }, "(state read from " + q.source + ")")),
+    el("p", { class: q.producerBuilt ? "muted fed-by" : "fed-by not-built" }, q.fedBy),
     el("div", { class: "counts" }, ...STATES.map((s) => el("span", { class: "count " + s, "data-state": s }, s, el("b", {}, q.counts[s])))),
     el("h3", {}, "Failed"),
     jobTable(q.name, q.failed, "No failed jobs."),
