@@ -21,9 +21,9 @@ use parking_lot::Mutex;
 use prost::Message;
 use serde_json::json;
 use support::{add_webhook, fast_options, inbound, ready_session, wait_for, worker_binary};
-use wagate_loadtest::harness::{Node, Receiver};
 use wagate_loadtest::harness::cluster::{ClusterOptions, TestCluster, Timings};
 use wagate_loadtest::harness::sessions::create_linked;
+use wagate_loadtest::harness::{Node, Receiver};
 
 #[derive(Debug, Clone)]
 struct SpanSeen {
@@ -270,10 +270,10 @@ async fn json_log_lines_carry_the_trace_id_of_their_request_and_delivery() {
     // A request continuing a caller's trace: its access-log line names that trace.
     let caller_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     let read = c
-        .send(
-            c.raw(reqwest::Method::GET, "/api/sessions")
-                .header("traceparent", format!("00-{caller_trace}-00f067aa0ba902b7-01")),
-        )
+        .send(c.raw(reqwest::Method::GET, "/api/sessions").header(
+            "traceparent",
+            format!("00-{caller_trace}-00f067aa0ba902b7-01"),
+        ))
         .await
         .expect("read");
     assert_eq!(read.status, 200, "{}", read.text);
@@ -299,9 +299,7 @@ async fn json_log_lines_carry_the_trace_id_of_their_request_and_delivery() {
     )
     .await;
     inbound(&c, &session, "15550004444@c.us", "log my trace").await;
-    let trace = collector
-        .trace_of(|s| s.name == "webhook_attempt")
-        .await;
+    let trace = collector.trace_of(|s| s.name == "webhook_attempt").await;
     assert!(trace.iter().any(|s| s.name == "engine_event"), "{trace:#?}");
     let event_trace = hex(&trace[0].trace_id);
     wait_for(Duration::from_secs(10), || async {

@@ -145,8 +145,6 @@ impl LegacyCountArgs {
             self.count.to_string(),
             "--concurrency".into(),
             self.concurrency.to_string(),
-            "--rounds".into(),
-            self.rounds.to_string(),
         ]
     }
 }
@@ -265,8 +263,6 @@ impl RaftArgs {
             self.creates.to_string(),
             "--concurrency".into(),
             self.concurrency.to_string(),
-            "--rounds".into(),
-            self.rounds.to_string(),
         ]
     }
 }
