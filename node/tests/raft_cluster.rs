@@ -1,7 +1,7 @@
 //! The replicated main DB with real processes: three `wagate` nodes (`MAIN_DB_REPLICATION=raft`, all three
 //! voters) on one PostgreSQL data DB and Redis. A key created through one node works on another at once and
 //! its revocation reaches every node; kill -9 of the leader during key writes elects another leader and
-//! loses no acknowledged key and no audit row; a voter stopped past its election timeout and resumed never
+//! loses no acknowledged key and no audit row, nor does kill -9 of a node right after a burst of answers; a voter stopped past its election timeout and resumed never
 //! gives two leaders in one term; the internal raft routes refuse requests without the cluster secret.
 //! Polls with budgets; no assertion on elapsed time (figures are printed).
 
@@ -261,6 +261,30 @@ async fn kill_9_of_the_leader_during_key_writes_loses_no_acknowledged_key_and_no
         .restart()
         .await
         .expect("old leader restarts");
+    wait_status(&c.client(leader), "/api/auth/api-keys", 200).await;
+    // A burst of key creations through one node, then kill -9 of that node the moment the last answer
+    // arrived: each answered creation's audit row was on its disk before the answer, so none is lost.
+    let burst_node = writers[0];
+    let burst = futures::future::join_all((0..20).map(|n| {
+        let client = c.client(burst_node);
+        async move { create_key(&client, &format!("burst-{n}")).await }
+    }))
+    .await;
+    c.nodes[burst_node].kill9();
+    let burst_ids: Vec<String> = burst
+        .iter()
+        .filter(|(status, _)| *status == 201)
+        .filter_map(|(_, body)| body["id"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        !burst_ids.is_empty(),
+        "no creation of the burst was answered"
+    );
+    acked.lock().extend(burst_ids);
+    c.nodes[burst_node]
+        .restart()
+        .await
+        .expect("the burst node restarts");
     let acked: BTreeSet<String> = acked.lock().iter().cloned().collect();
     // Every acknowledged key on every node, and its creation's audit row on every node.
     let deadline = Instant::now() + BUDGET;
