@@ -396,7 +396,6 @@ async fn every_replica_restarts_from_its_files_to_the_same_state() {
 async fn a_wiped_replica_catches_up_by_snapshot() {
     let mut group = Group::start(3, 20).await;
     let leader = group.leader(&[0, 1, 2]).await;
-    let wiped = (leader + 1) % 3;
     let mut acked = Vec::new();
     for i in 0..80 {
         let id = format!("w{i}");
