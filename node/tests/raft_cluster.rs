@@ -19,10 +19,8 @@ const BUDGET: Duration = Duration::from_secs(30);
 async fn raft_cluster() -> TestCluster {
     let env = [
         ("MAIN_DB_REPLICATION", "raft"),
+        // The default raft timeouts (100 ms heartbeat, 500-800 ms election timeouts).
         ("RAFT_VOTERS", "node-a,node-b,node-c"),
-        ("RAFT_HEARTBEAT_MS", "100"),
-        ("RAFT_ELECTION_TIMEOUT_MIN_MS", "600"),
-        ("RAFT_ELECTION_TIMEOUT_MAX_MS", "1200"),
     ];
     let options = ClusterOptions {
         size: 3,
@@ -347,7 +345,7 @@ async fn a_voter_stopped_past_its_election_timeout_and_resumed_never_makes_two_l
     // term -> the nodes that said they led in it.
     let mut leaders: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
     c.nodes[paused].pause();
-    // Past the election timeout (1.2 s at most here): a new leader among the others.
+    // Past the election timeout (lease 0.8 s + at most 0.8 s): a new leader among the others.
     leader_of(&c, &others).await;
     for _ in 0..10 {
         observe(&c, &mut leaders).await;
