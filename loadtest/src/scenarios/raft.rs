@@ -217,13 +217,16 @@ pub(crate) async fn run(args: &[String]) -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let back = status(&c.client(lead)).await;
-            if back.is_some_and(|s| s["leader"].is_string() && s["role"] != "candidate") {
+            // Back as a follower of the current term (a restarted leader may briefly report its old term).
+            if back.is_some_and(|s| {
+                s["role"] == "follower" && s["term"].as_u64().unwrap_or(0) >= next_term
+            }) {
                 break;
             }
             anyhow::ensure!(Instant::now() < deadline, "{} did not rejoin", c.ids[lead]);
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        (lead, term) = leader(&c, &[0, 1, 2], 0).await?;
+        (lead, term) = leader(&c, &[0, 1, 2], next_term.saturating_sub(1)).await?;
     }
     elections.sort();
     println!(
