@@ -1,12 +1,18 @@
-//! The audit log service: records who changed what (keys, sessions, webhooks, data) off the request path,
-//! lists rows for `GET /api/audit`, and prunes rows older than `AUDIT_RETENTION_DAYS`. With raft, rows go to
-//! the durable local spool and reach every replica through the log; pruning is a replicated command the
-//! leader issues, so every replica prunes the same rows.
+//! The audit log service: records who changed what (keys, sessions, webhooks, data), lists rows for
+//! `GET /api/audit`, and prunes rows older than `AUDIT_RETENTION_DAYS`. With raft, rows go to the durable
+//! local spool and reach every replica through the log; pruning is a replicated command the leader issues,
+//! so every replica prunes the same rows. A handler records without waiting, but the response of the request
+//! waits for the row's write ([`hold_response_for_audit`]), so a crash after a response never loses its row.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::Response;
+use parking_lot::Mutex;
 use sqlx::SqlitePool;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::maindb::MainCommand;
@@ -32,6 +38,33 @@ pub struct AuditLog {
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
+/// The audit writes started while one request is handled.
+#[derive(Clone, Default)]
+struct Pending(Arc<Mutex<Vec<JoinHandle<()>>>>);
+
+tokio::task_local! {
+    static PENDING: Pending;
+}
+
+/// Runs `work` and then waits until every audit row it recorded is durably written (in the raft spool, or in
+/// the main DB without raft). Rows recorded outside such a scope (after a streamed body, by a background
+/// task) are still written, without anyone waiting for them.
+pub async fn with_durable_audit<T>(work: impl Future<Output = T>) -> T {
+    let pending = Pending::default();
+    let out = PENDING.scope(pending.clone(), work).await;
+    // A write that failed was logged where it failed; the request's outcome stands.
+    let handles = std::mem::take(&mut *pending.0.lock());
+    for handle in handles {
+        let _ = handle.await;
+    }
+    out
+}
+
+/// The HTTP layer of [`with_durable_audit`]: a response leaves only after its audit rows are on disk.
+pub async fn hold_response_for_audit(req: Request, next: Next) -> Response {
+    with_durable_audit(next.run(req)).await
+}
+
 impl AuditLog {
     pub fn new(pool: SqlitePool) -> AuditLog {
         AuditLog { pool, raft: None }
@@ -45,7 +78,8 @@ impl AuditLog {
         }
     }
 
-    /// Appends a row without making the caller wait; a failed write is logged, never surfaced.
+    /// Appends a row without making the caller wait (the request's response waits, see
+    /// [`with_durable_audit`]); a failed write is logged, never surfaced.
     pub fn record(
         &self,
         action: &str,
@@ -73,21 +107,26 @@ impl AuditLog {
             metadata,
             created_at: now_ms(),
         };
-        if let Some(raft) = &self.raft {
-            let raft = raft.clone();
-            tokio::spawn(async move {
-                if let Err(err) = raft.spool.push(&row).await {
-                    tracing::warn!(action = %row.action, error = %err, "audit row not spooled");
-                }
-            });
-            return;
-        }
-        let pool = self.pool.clone();
-        tokio::spawn(async move {
-            if let Err(err) = audit_store::insert(&pool, &row).await {
-                tracing::warn!(action = %row.action, error = %err, "audit row not written");
+        // Spawned, so the write completes even when the request is dropped half-way.
+        let write = match &self.raft {
+            Some(raft) => {
+                let raft = raft.clone();
+                tokio::spawn(async move {
+                    if let Err(err) = raft.spool.push(&row).await {
+                        tracing::warn!(action = %row.action, error = %err, "audit row not spooled");
+                    }
+                })
             }
-        });
+            None => {
+                let pool = self.pool.clone();
+                tokio::spawn(async move {
+                    if let Err(err) = audit_store::insert(&pool, &row).await {
+                        tracing::warn!(action = %row.action, error = %err, "audit row not written");
+                    }
+                })
+            }
+        };
+        let _ = PENDING.try_with(|pending| pending.0.lock().push(write));
     }
 
     pub async fn list(&self, filter: &AuditFilter) -> StoreResult<(Vec<AuditRow>, i64)> {

@@ -59,10 +59,11 @@ pub enum MainDbReplication {
 pub struct RaftSettings {
     /// `RAFT_VOTERS`: the node ids of the fixed voters (3 or 5); every other API node is a learner.
     pub voters: Vec<String>,
-    /// `RAFT_HEARTBEAT_MS` (200): how often the leader sends heartbeats.
+    /// `RAFT_HEARTBEAT_MS` (100): how often the leader sends heartbeats (openraft ticks every 1.5 of it).
     pub heartbeat_ms: u64,
-    /// `RAFT_ELECTION_TIMEOUT_MIN_MS` (1000) and `RAFT_ELECTION_TIMEOUT_MAX_MS` (2000): a follower that heard
-    /// no leader for a random time in this range starts an election.
+    /// `RAFT_ELECTION_TIMEOUT_MIN_MS` (500) and `RAFT_ELECTION_TIMEOUT_MAX_MS` (800): each node draws its
+    /// timeout T in this range. openraft keeps a leader's lease for MAX, so a follower that heard no leader
+    /// for MAX + T starts an election (1.3-1.6 s with the defaults; a split vote costs one more T).
     pub election_timeout_min_ms: u64,
     pub election_timeout_max_ms: u64,
     /// `RAFT_SNAPSHOT_LOGS` (5000): log entries since the last snapshot that trigger a new one.
@@ -526,9 +527,9 @@ fn parse_raft(env: &Env) -> Result<RaftSettings, ConfigError> {
     }
     let settings = RaftSettings {
         voters,
-        heartbeat_ms: positive(env, "RAFT_HEARTBEAT_MS", 200)?,
-        election_timeout_min_ms: positive(env, "RAFT_ELECTION_TIMEOUT_MIN_MS", 1_000)?,
-        election_timeout_max_ms: positive(env, "RAFT_ELECTION_TIMEOUT_MAX_MS", 2_000)?,
+        heartbeat_ms: positive(env, "RAFT_HEARTBEAT_MS", 100)?,
+        election_timeout_min_ms: positive(env, "RAFT_ELECTION_TIMEOUT_MIN_MS", 500)?,
+        election_timeout_max_ms: positive(env, "RAFT_ELECTION_TIMEOUT_MAX_MS", 800)?,
         snapshot_logs: positive(env, "RAFT_SNAPSHOT_LOGS", 5_000)?,
         write_timeout_ms: positive(env, "RAFT_WRITE_TIMEOUT_MS", 5_000)?,
     };

@@ -250,6 +250,9 @@ pub struct RaftArgs {
     /// Key creates in flight at once
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
     pub concurrency: u64,
+    /// Rounds of kill -9 of the leader (during key writes), each timed until a new leader
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    pub kills: u64,
 }
 
 impl RaftArgs {
@@ -263,6 +266,8 @@ impl RaftArgs {
             self.creates.to_string(),
             "--concurrency".into(),
             self.concurrency.to_string(),
+            "--kills".into(),
+            self.kills.to_string(),
         ]
     }
 }

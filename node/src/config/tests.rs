@@ -147,9 +147,9 @@ fn main_db_replication_defaults_to_none_and_raft_needs_a_secret_redis_and_an_odd
     let c = load(&[]).expect("defaults load");
     assert_eq!(c.main_db_replication, MainDbReplication::None);
     assert!(c.cluster_secret.is_none());
-    assert_eq!(c.raft.heartbeat_ms, 200);
-    assert_eq!(c.raft.election_timeout_min_ms, 1_000);
-    assert_eq!(c.raft.election_timeout_max_ms, 2_000);
+    assert_eq!(c.raft.heartbeat_ms, 100);
+    assert_eq!(c.raft.election_timeout_min_ms, 500);
+    assert_eq!(c.raft.election_timeout_max_ms, 800);
     let cluster = [
         ("REDIS_ENABLED", "true"),
         ("CLUSTER_SECRET", "s3cret-s3cret-s3cret"),
@@ -197,7 +197,7 @@ fn main_db_replication_defaults_to_none_and_raft_needs_a_secret_redis_and_an_odd
     assert_eq!(
         refused_var(&with(&[
             ("RAFT_VOTERS", "a,b,c"),
-            ("RAFT_ELECTION_TIMEOUT_MAX_MS", "1000")
+            ("RAFT_ELECTION_TIMEOUT_MAX_MS", "500")
         ])),
         "RAFT_ELECTION_TIMEOUT_MAX_MS"
     );

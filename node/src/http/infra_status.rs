@@ -1,6 +1,7 @@
 //! `GET /api/infra/status` (admin): this node (id, role, engine, leases, draining), its live peers, and the
 //! queues' counts as the spec defines them (`pending` = waiting + active + delayed; zeros when the delivery
-//! state cannot be read).
+//! state cannot be read), and with `MAIN_DB_REPLICATION=raft` its replica of the main DB (role, term, leader,
+//! commit and applied indexes, each member's lag).
 
 use axum::Json;
 use axum::extract::State;
@@ -88,5 +89,6 @@ async fn get_infra_status(
             webhooks: webhooks.map(|c| spec_counts(&c)).unwrap_or_default(),
             ingress: ingress.map(|c| spec_counts(&c)).unwrap_or_default(),
         },
+        raft: ctx.raft.as_ref().map(|node| node.status()),
     }))
 }

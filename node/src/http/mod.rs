@@ -129,6 +129,10 @@ fn api_router(ctx: ApiContext, body_limit: usize) -> Router {
     api.merge(docs::router(openapi::finish(&openapi)))
         .fallback(unknown_route)
         .method_not_allowed_fallback(unknown_route)
+        // Innermost: a response leaves once the audit rows its handler recorded are on disk.
+        .layer(axum::middleware::from_fn(
+            crate::audit::hold_response_for_audit,
+        ))
         .layer(from_fn_with_state(ctx.clone(), forward::forward_to_owner))
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(from_fn_with_state(ctx.clone(), limits::rate_limit))

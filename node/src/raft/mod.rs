@@ -21,6 +21,7 @@ use sqlx::SqlitePool;
 use tokio::sync::watch;
 
 use crate::maindb::{MainCommand, MainOutcome, WriteError};
+pub use wagate_proto::dto::infra_status::{RaftMemberStatus, RaftStatus};
 
 pub(crate) mod log_store;
 pub(crate) mod membership;
@@ -465,18 +466,22 @@ impl RaftNode {
         Ok(RaftNode { raft, http })
     }
 
-    /// The raft part of `GET /api/infra/status`, as a JSON value.
-    pub fn status_value(&self) -> serde_json::Value {
-        serde_json::to_value(self.raft.status()).unwrap_or_default()
+    /// The raft part of `GET /api/infra/status`.
+    pub fn status(&self) -> RaftStatus {
+        self.raft.status()
     }
 }
 
-/// Publishes the replica's state as `wagate_raft_*` gauges once a second.
+/// Publishes the replica's state as `wagate_raft_*` gauges once a second: the same figures as the status
+/// (role, term, leader, last log, commit, applied and snapshot indexes, each member's lag).
 pub(crate) async fn publish_metrics(
     raft: Arc<MainRaft>,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    // Lag is only known on the leader; a node that stops leading blanks the series it published.
+    let mut lag_published: std::collections::BTreeSet<String> = Default::default();
+    let mut leader_published: Option<String> = None;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -489,45 +494,44 @@ pub(crate) async fn publish_metrics(
         } else {
             0.0
         });
+        for role in ["leader", "follower", "candidate", "learner", "shutdown"] {
+            metrics::gauge!("wagate_raft_role", "role" => role).set(if status.role == role {
+                1.0
+            } else {
+                0.0
+            });
+        }
+        if leader_published != status.leader {
+            if let Some(old) = leader_published.take() {
+                metrics::gauge!("wagate_raft_leader", "leader" => old).set(0.0);
+            }
+            if let Some(new) = &status.leader {
+                metrics::gauge!("wagate_raft_leader", "leader" => new.clone()).set(1.0);
+            }
+            leader_published = status.leader.clone();
+        }
         metrics::gauge!("wagate_raft_last_log_index").set(status.last_log_index as f64);
         metrics::gauge!("wagate_raft_commit_index").set(status.commit_index as f64);
         metrics::gauge!("wagate_raft_applied_index").set(status.applied_index as f64);
+        metrics::gauge!("wagate_raft_snapshot_index")
+            .set(status.snapshot_index.unwrap_or(0) as f64);
         metrics::gauge!("wagate_raft_members").set(status.members.len() as f64);
+        let mut lagging = std::collections::BTreeSet::new();
         for member in &status.members {
             if let Some(lag) = member.lag {
                 metrics::gauge!("wagate_raft_member_lag", "member" => member.node_id.clone())
                     .set(lag as f64);
+                lagging.insert(member.node_id.clone());
             }
         }
+        for gone in lag_published.difference(&lagging) {
+            metrics::gauge!("wagate_raft_member_lag", "member" => gone.clone()).set(f64::NAN);
+        }
+        lag_published = lagging;
         if let Ok(pending) = raft.spool.pending().await {
             metrics::gauge!("wagate_raft_audit_spooled_rows").set(pending as f64);
         }
     }
-}
-
-/// The replica as `GET /api/infra/status` shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RaftStatus {
-    pub node_id: String,
-    pub role: String,
-    pub term: u64,
-    pub leader: Option<String>,
-    pub last_log_index: u64,
-    pub commit_index: u64,
-    pub applied_index: u64,
-    pub snapshot_index: Option<u64>,
-    pub members: Vec<RaftMemberStatus>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RaftMemberStatus {
-    pub node_id: String,
-    pub role: String,
-    /// Known on the leader only: the last index the member confirmed, and how far it is behind the log.
-    pub matched_index: Option<u64>,
-    pub lag: Option<u64>,
 }
 
 #[cfg(test)]

@@ -1,13 +1,14 @@
 //! The audit spool: with raft, an audit row is first written to this node's `raft.sqlite` (durable, no
 //! network), then a drain task appends spooled rows to the replicated log in batches and deletes them once
 //! committed. Without a quorum rows simply wait; a row appended twice (a crash between commit and delete) is
-//! stored once, since rows are keyed by their id.
+//! stored once, since rows are keyed by their id. Pushes are group-committed: one writer task takes every
+//! row waiting and writes them in one transaction (one fsync), then answers each pusher.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::SqlitePool;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::MainRaft;
@@ -15,29 +16,36 @@ use crate::maindb::MainCommand;
 use crate::store::audit::AuditRow;
 
 const BATCH: i64 = 256;
+/// Rows one spool transaction takes at most.
+const GROUP: usize = 512;
+
+type Ack = oneshot::Sender<Result<(), String>>;
 
 #[derive(Clone)]
 pub(crate) struct Spool {
     pool: SqlitePool,
     wake: Arc<Notify>,
+    rows: mpsc::UnboundedSender<(String, Ack)>,
 }
 
 impl Spool {
+    /// Starts the spool's writer (it ends when the last handle is dropped).
     pub(crate) fn new(pool: SqlitePool) -> Spool {
-        Spool {
-            pool,
-            wake: Arc::new(Notify::new()),
-        }
+        let (rows, queue) = mpsc::unbounded_channel();
+        let wake = Arc::new(Notify::new());
+        tokio::spawn(write_groups(pool.clone(), wake.clone(), queue));
+        Spool { pool, wake, rows }
     }
 
-    pub(crate) async fn push(&self, row: &AuditRow) -> Result<(), sqlx::Error> {
-        let text = serde_json::to_string(row).unwrap_or_default();
-        sqlx::query("INSERT INTO audit_spool (row) VALUES ($1)")
-            .bind(text)
-            .execute(&self.pool)
-            .await?;
-        self.wake.notify_one();
-        Ok(())
+    /// Returns once the row is on disk (`synchronous=FULL`) in this node's spool.
+    pub(crate) async fn push(&self, row: &AuditRow) -> Result<(), String> {
+        let text = serde_json::to_string(row).map_err(|e| e.to_string())?;
+        let (ack, done) = oneshot::channel();
+        self.rows
+            .send((text, ack))
+            .map_err(|_| "the audit spool is closed".to_string())?;
+        done.await
+            .unwrap_or_else(|_| Err("the audit spool writer stopped".to_string()))
     }
 
     /// Rows waiting for a quorum.
@@ -68,6 +76,36 @@ impl Spool {
             .await?;
         Ok(())
     }
+}
+
+/// Writes the rows waiting in one transaction per group and answers their pushers.
+async fn write_groups(
+    pool: SqlitePool,
+    wake: Arc<Notify>,
+    mut queue: mpsc::UnboundedReceiver<(String, Ack)>,
+) {
+    let mut group = Vec::with_capacity(GROUP);
+    while queue.recv_many(&mut group, GROUP).await > 0 {
+        let result = insert_group(&pool, &group).await.map_err(|e| {
+            tracing::warn!(rows = group.len(), error = %e, "audit rows not spooled");
+            e.to_string()
+        });
+        for (_, ack) in group.drain(..) {
+            let _ = ack.send(result.clone());
+        }
+        wake.notify_one();
+    }
+}
+
+async fn insert_group(pool: &SqlitePool, group: &[(String, Ack)]) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    for (text, _) in group {
+        sqlx::query("INSERT INTO audit_spool (row) VALUES ($1)")
+            .bind(text)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await
 }
 
 /// Drains the spool into the log until shutdown; what is left then waits on disk for the next start.

@@ -8,7 +8,7 @@
 #![allow(clippy::result_large_err)]
 
 use std::io::Cursor;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use openraft::storage::RaftStateMachine;
@@ -18,6 +18,7 @@ use openraft::{
 };
 use serde::{Deserialize, Serialize};
 use sqlx::{SqliteConnection, SqlitePool};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
 use super::{Entry, Member, NodeId, TypeConfig};
@@ -155,13 +156,22 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
     }
 }
 
-/// Written beside and renamed over, so a crash never leaves half a snapshot.
-async fn save_file(path: &PathBuf, bytes: &[u8]) -> Result<(), StorageError<NodeId>> {
-    let tmp = path.with_extension("json.tmp");
-    tokio::fs::write(&tmp, bytes).await.map_err(snap_err)?;
-    let file = tokio::fs::File::open(&tmp).await.map_err(snap_err)?;
+/// Written beside (a name of its own, so a build and an install never share it), synced, renamed over, and
+/// the directory synced: a crash leaves the old file or the new one, never half of one.
+async fn save_file(path: &Path, bytes: &[u8]) -> Result<(), StorageError<NodeId>> {
+    let tmp = path.with_extension(format!("{}.tmp", uuid::Uuid::new_v4().simple()));
+    let mut file = tokio::fs::File::create(&tmp).await.map_err(snap_err)?;
+    file.write_all(bytes).await.map_err(snap_err)?;
     file.sync_all().await.map_err(snap_err)?;
-    tokio::fs::rename(&tmp, path).await.map_err(snap_err)?;
+    drop(file);
+    if let Err(err) = tokio::fs::rename(&tmp, path).await {
+        let _ = tokio::fs::remove_file(&tmp).await;
+        return Err(snap_err(err));
+    }
+    if let Some(dir) = path.parent() {
+        let dir = tokio::fs::File::open(dir).await.map_err(snap_err)?;
+        dir.sync_all().await.map_err(snap_err)?;
+    }
     Ok(())
 }
 
@@ -228,6 +238,17 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     ) -> Result<(), StorageError<NodeId>> {
         let bytes = snapshot.into_inner();
         let file: SnapshotFile = serde_json::from_slice(&bytes).map_err(snap_err)?;
+        let file = SnapshotFile {
+            meta: meta.clone(),
+            tables: file.tables,
+        };
+        // The file first: a crash before the tables commit leaves a snapshot ahead of the state machine,
+        // which the leader sends again; the other order could leave a purged log behind an older file.
+        save_file(
+            &self.snapshot_path,
+            &serde_json::to_vec(&file).map_err(snap_err)?,
+        )
+        .await?;
         let mut tx = self
             .main
             .begin_with("BEGIN IMMEDIATE")
@@ -238,15 +259,6 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             .map_err(sm_err)?;
         write_applied(&mut tx, &meta.last_log_id, &meta.last_membership).await?;
         tx.commit().await.map_err(sm_err)?;
-        let file = SnapshotFile {
-            meta: meta.clone(),
-            tables: file.tables,
-        };
-        save_file(
-            &self.snapshot_path,
-            &serde_json::to_vec(&file).map_err(snap_err)?,
-        )
-        .await?;
         self.bump_keys();
         Ok(())
     }

@@ -396,7 +396,6 @@ async fn every_replica_restarts_from_its_files_to_the_same_state() {
 async fn a_wiped_replica_catches_up_by_snapshot() {
     let mut group = Group::start(3, 20).await;
     let leader = group.leader(&[0, 1, 2]).await;
-    let wiped = (leader + 1) % 3;
     let mut acked = Vec::new();
     for i in 0..80 {
         let id = format!("w{i}");
@@ -410,11 +409,81 @@ async fn a_wiped_replica_catches_up_by_snapshot() {
         assert!(Instant::now() < deadline, "the leader never purged its log");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // Every replica restarts from its files: the compacted log, the vote and the snapshot file.
+    let snapshots: Vec<Option<u64>> = (0..3)
+        .map(|i| group.raft(i).status().snapshot_index)
+        .collect();
+    for i in 0..3 {
+        group.kill(i).await;
+    }
+    for i in 0..3 {
+        group.boot(i).await;
+        let file = group.replicas[i].dir.path().join("raft-snapshot.json");
+        assert!(
+            file.exists() || snapshots[i].is_none(),
+            "replica {i} lost its snapshot file"
+        );
+        let deadline = Instant::now() + BUDGET;
+        while group.raft(i).status().snapshot_index < snapshots[i] {
+            assert!(
+                Instant::now() < deadline,
+                "replica {i} did not load its snapshot"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let leader = group.leader(&[0, 1, 2]).await;
+    assert_identical_with(&group.converged().await, &acked);
+    // A replica wiped after that catches up from the snapshot the leader loaded from disk.
+    let wiped = (leader + 1) % 3;
     group.wipe(wiped).await;
     group.boot(wiped).await;
     let tables = group.converged().await;
     assert_identical_with(&tables, &acked);
     assert!(group.raft(wiped).status().snapshot_index.is_some());
+    assert!(
+        group.replicas[wiped]
+            .dir
+            .path()
+            .join("raft-snapshot.json")
+            .exists(),
+        "the installed snapshot is not kept on disk"
+    );
+}
+
+#[tokio::test]
+async fn audit_rows_recorded_while_answering_are_on_disk_before_the_answer() {
+    let group = Group::start(3, 1_000).await;
+    group.leader(&[0, 1, 2]).await;
+    let raft = group.raft(1).clone();
+    let log = crate::audit::AuditLog::replicated(group.replicas[1].main.clone(), raft.clone());
+    let actor = crate::audit::AuditActor::default();
+    // Forty requests at once, each recording rows; no drain task runs here, so the rows stay spooled.
+    let requests = (0..40).map(|n| {
+        let (log, actor) = (log.clone(), actor.clone());
+        crate::audit::with_durable_audit(async move {
+            for k in 0..3 {
+                log.record(
+                    "test_row",
+                    &actor,
+                    None,
+                    200,
+                    Some(serde_json::json!({"n": n, "k": k})),
+                );
+            }
+        })
+    });
+    futures::future::join_all(requests).await;
+    assert_eq!(raft.spool.pending().await.expect("spool"), 120);
+    // Another connection (the file as a restarted process would open it) sees them too.
+    let reopened = log_store::open(&group.replicas[1].dir.path().join("raft.sqlite"))
+        .await
+        .expect("raft file");
+    let on_disk: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_spool")
+        .fetch_one(&reopened)
+        .await
+        .expect("count");
+    assert_eq!(on_disk, 120);
 }
 
 #[tokio::test]
