@@ -80,9 +80,11 @@ impl Stop {
     }
 }
 
+type Lookup = Box<dyn Fn(&str) -> Option<String>>;
+
 /// Where knob values come from: one lookup. [`Source::process`] reads the environment, then `.env`.
 pub struct Source {
-    lookup: Box<dyn Fn(&str) -> Option<String>>,
+    lookup: Lookup,
 }
 
 impl Source {
