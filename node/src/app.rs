@@ -58,6 +58,8 @@ pub struct ContextParts {
     pub(crate) webhooks: Arc<WebhookService>,
     pub(crate) automation: Arc<AutomationService>,
     pub(crate) sessions: Arc<SessionService>,
+    /// Cross-session aggregates (`/api/stats/overview`).
+    pub(crate) stats: crate::stats::StatsService,
     /// Every event goes through it: outbox rows, enqueue, live fan-out.
     pub(crate) pipeline: Pipeline,
     pub(crate) messaging: Arc<MessagingService>,

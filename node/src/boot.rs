@@ -347,6 +347,9 @@ async fn build_context(
     let recorder = Recorder::new(data_db.clone(), pipeline.clone(), media_store(&config));
     let (sessions, sim) =
         session_service(&config, &data_db, &pipeline, &recorder, shutdown, leases);
+    if let Some(cluster) = &cluster {
+        sessions.join_cluster(cluster.clone());
+    }
     if let (Some(cluster), Some(net)) = (&cluster, &sim) {
         // In a cluster the sim network spans every node (wire-notes §10).
         let peers = RedisPeers::new(
@@ -388,6 +391,7 @@ async fn build_context(
         queue,
         bulk: BulkRunner::new(messaging.clone(), shutdown.clone()),
         messaging,
+        stats: crate::stats::StatsService::new(data_db.clone()),
         sessions,
         pipeline,
         sim,

@@ -1,7 +1,7 @@
 //! wagate API node: REST and WebSocket API, session engines, the event pipeline, and cluster duties.
 //!
 //! # Layout
-//! - `config`, `config_parse`: environment variables, defaults and boot refusals.
+//! - `config`: the node's configuration (knobs defined in `wagate-config`), defaults and boot refusals.
 //! - `app`: `ApiContext`, the shared handles of every handler.
 //! - `admin/`: data export/import and media archives.
 //! - `http/`: one router per resource, the error type, auth extractor and request limits.
@@ -9,6 +9,7 @@
 //! - `audit`: the audit log service.
 //! - `automation`: automation rules (CRUD, matching, the `AutomationSender` hook).
 //! - `webhooks`: the webhook service (rules, test delivery, failure-log redrive).
+//! - `stats`: the stats service (cross-session aggregates).
 //! - `engine/`: the `Engine` trait and the engines (`sim` today).
 //! - `events/`: normalised events, the outbox pipeline and live fan-out.
 //! - `messaging/`: sends, message operations, the message store's write path, templates, bulk, pacing.
@@ -27,7 +28,6 @@ pub(crate) mod automation;
 mod boot;
 pub(crate) mod cluster;
 pub mod config;
-mod config_parse;
 pub(crate) mod engine;
 pub(crate) mod events;
 pub mod http;
@@ -40,6 +40,7 @@ pub(crate) mod names;
 mod props;
 pub mod raft;
 pub(crate) mod sessions;
+pub(crate) mod stats;
 pub mod store;
 pub(crate) mod webhooks;
 

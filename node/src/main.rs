@@ -1,15 +1,18 @@
-//! The `wagate` binary: read the configuration, refuse bad values in one line, then run the node.
+//! The `wagate` binary: read the configuration (command line, environment, `.env`), print `--help` or refuse a
+//! bad value in one line before anything starts, then run the node.
 
 use std::process::ExitCode;
 
+use wagate_node::config::{Config, Source, Stop};
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    let config = match wagate_node::config::Config::from_env() {
+    let loaded = Source::process()
+        .map_err(Stop::from)
+        .and_then(|source| Config::load(std::env::args_os(), &source));
+    let config = match loaded {
         Ok(config) => config,
-        Err(err) => {
-            eprintln!("{err}");
-            return ExitCode::from(2);
-        }
+        Err(stop) => return stop.exit(),
     };
     match wagate_node::run(config).await {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,22 +1,16 @@
-//! Property tests of the parsers that take outside input inside the node: the environment value parsers,
-//! the webhook filter (as decoded from JSON, validated and evaluated), the session-name, pairing-phone and
-//! free-text-name rules. No input may panic them; values that print and parse back must round-trip.
+//! Property tests of the parsers that take outside input inside the node: the webhook filter (as decoded from
+//! JSON, validated and evaluated), the session-name, pairing-phone and free-text-name rules (the environment
+//! value rules have theirs in `wagate-config`). No input may panic them; values that print and parse back
+//! must round-trip.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use wagate_proto::dto::webhooks::{FilterCondition, WebhookFilters};
 
-use crate::config_parse::{Env, parse_bool, parse_byte_size, parse_i64, parse_u64};
 use crate::events::filter;
 use crate::names::printable;
 use crate::sessions::lifecycle::is_pairing_phone;
 use crate::sessions::service::check_name;
-
-const VAR: &str = "SOME_KNOB";
-
-fn env_with(value: String) -> Env {
-    Env::new(move |var| (var == VAR).then(|| value.clone()))
-}
 
 const FIELDS: [&str; 10] = [
     "sender",
@@ -88,49 +82,6 @@ fn event_data() -> impl Strategy<Value = Value> {
 }
 
 proptest! {
-    #[test]
-    fn unsigned_values_never_panic_and_decimals_round_trip(raw in any::<String>(), n in any::<u64>()) {
-        let _ = parse_u64(&env_with(raw), VAR, 7);
-        prop_assert_eq!(parse_u64(&env_with(n.to_string()), VAR, 7).ok(), Some(n));
-        prop_assert_eq!(parse_u64(&env_with(format!(" {n} ")), VAR, 7).ok(), Some(n));
-    }
-
-    #[test]
-    fn signed_values_never_panic_and_decimals_round_trip(raw in any::<String>(), n in any::<i64>()) {
-        let _ = parse_i64(&env_with(raw), VAR, 7);
-        prop_assert_eq!(parse_i64(&env_with(n.to_string()), VAR, 7).ok(), Some(n));
-    }
-
-    #[test]
-    fn numbers_in_other_notations_are_refused(n in 1u64..1_000_000) {
-        for raw in [format!("{n}e2"), format!("0x{n:x}"), format!("{n}.5"), format!("{n}ms")] {
-            prop_assert!(parse_u64(&env_with(raw.clone()), VAR, 7).is_err(), "{}", raw);
-        }
-        let negative = format!("-{n}");
-        prop_assert!(parse_u64(&env_with(negative), VAR, 7).is_err());
-    }
-
-    #[test]
-    fn booleans_are_exactly_true_or_false(raw in any::<String>()) {
-        let parsed = parse_bool(&env_with(raw.clone()), VAR, false);
-        match raw.as_str() {
-            "true" => prop_assert_eq!(parsed.ok(), Some(true)),
-            "false" => prop_assert_eq!(parsed.ok(), Some(false)),
-            other if other.trim().is_empty() => prop_assert_eq!(parsed.ok(), Some(false)),
-            _ => prop_assert!(parsed.is_err()),
-        }
-    }
-
-    #[test]
-    fn byte_sizes_never_panic_and_units_multiply(raw in any::<String>(), n in any::<u64>(), upper in any::<bool>()) {
-        let _ = parse_byte_size(&env_with(raw), VAR, 7);
-        let (kb, mb) = if upper { ("KB", "MB") } else { ("kb", "mb") };
-        let expect = |unit: u64| n.checked_mul(unit).filter(|v| *v > 0);
-        prop_assert_eq!(parse_byte_size(&env_with(n.to_string()), VAR, 7).ok(), expect(1));
-        prop_assert_eq!(parse_byte_size(&env_with(format!("{n}{kb}")), VAR, 7).ok(), expect(1024));
-        prop_assert_eq!(parse_byte_size(&env_with(format!("{n}{mb}")), VAR, 7).ok(), expect(1024 * 1024));
-    }
-
     #[test]
     fn any_json_decodes_to_filters_or_an_error_without_panicking(raw in any::<String>()) {
         if let Ok(filters) = serde_json::from_str::<WebhookFilters>(&raw) {

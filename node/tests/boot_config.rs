@@ -93,3 +93,15 @@ async fn first_boot_without_master_key_writes_an_admin_key_file() {
         .expect("validate");
     assert_eq!(check.body["role"], "admin");
 }
+
+/// The real `wagate` against the table `wagate-worker` is checked with too: the same line and exit code,
+/// `--help` lists every knob without starting a node or writing a key.
+#[test]
+fn the_node_refuses_the_shared_table_and_prints_help() {
+    let checked = wagate_config::cases::check_binary::<wagate_config::NodeCli>(
+        std::path::Path::new(env!("CARGO_BIN_EXE_wagate")),
+    );
+    if let Err(e) = checked {
+        panic!("{e}");
+    }
+}

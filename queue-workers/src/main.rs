@@ -1,21 +1,26 @@
 //! `wagate-worker`: runs the webhook and ingress queue workers against the data DB until SIGTERM/SIGINT.
-//! Input: the environment (see `config.rs`). It runs no sessions; its only HTTP is the metrics scrape on
+//! Input: the command line, the environment and `.env` (see `config.rs`; `--help` lists every knob). It runs no sessions; its only HTTP is the metrics scrape on
 //! `METRICS_PORT` when `METRICS_TOKEN` is set.
-
-use std::time::Duration;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
+use wagate_config::{Source, Stop};
 use wagate_workers::config::WorkerConfig;
 use wagate_workers::telemetry::{self, BuildInfo, LogSettings, Recorder};
 use wagate_workers::{DataPool, QueueBackend, QueueClient, spawn_reconciler, spawn_workers};
 
-const RECONCILE_EVERY: Duration = Duration::from_secs(30);
-
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    // Help and refused values stop here, before anything is opened, exactly as `wagate` does.
+    let loaded = Source::process()
+        .map_err(Stop::from)
+        .and_then(|source| WorkerConfig::load(std::env::args_os(), &source));
+    let config = match loaded {
+        Ok(config) => config,
+        Err(stop) => return stop.exit(),
+    };
     // Boot errors are for an operator: one line naming the cause, no backtrace.
-    match run().await {
+    match run(config).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("wagate-worker: {e:#}");
@@ -24,8 +29,7 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
-async fn run() -> anyhow::Result<()> {
-    let config = WorkerConfig::from_env()?;
+async fn run(config: WorkerConfig) -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     // Held to the end of `run`: dropping it flushes the spans still buffered.
     let _tracing = telemetry::logs::init(&LogSettings {
@@ -33,7 +37,7 @@ async fn run() -> anyhow::Result<()> {
         json: config.log_json,
         otel_endpoint: config.otel_endpoint.clone(),
         service_name: "wagate-worker",
-        instance_id: instance_id(),
+        instance_id: config.instance_id.clone(),
     })
     .context("could not set up trace export (OTEL_EXPORTER_OTLP_ENDPOINT)")?;
     // Without `METRICS_TOKEN` nothing can scrape: no recorder (every `metrics::` call is then a no-op), and so
@@ -84,7 +88,8 @@ async fn run() -> anyhow::Result<()> {
         pool,
         queue,
         config.webhook,
-        RECONCILE_EVERY,
+        config.reconcile_every,
+        config.stale_after,
         shutdown.clone(),
     );
     tracing::info!("wagate-worker running");
@@ -96,15 +101,6 @@ async fn run() -> anyhow::Result<()> {
         let _ = listener.await;
     }
     Ok(())
-}
-
-/// `service.instance.id` of the worker's spans: `NODE_ID` when set, else the host name.
-fn instance_id() -> String {
-    std::env::var("NODE_ID")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "wagate-worker".to_owned())
 }
 
 fn spawn_upkeep(recorder: Recorder, shutdown: CancellationToken) {

@@ -10,10 +10,10 @@ fn load(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
     Config::from_lookup(move |k| map.get(k).cloned())
 }
 
-fn refused_var(pairs: &[(&str, &str)]) -> &'static str {
+fn refused_var(pairs: &[(&str, &str)]) -> String {
     match load(pairs) {
         Err(e) => e.var,
-        Ok(_) => "accepted",
+        Ok(_) => "accepted".to_owned(),
     }
 }
 
@@ -36,6 +36,19 @@ fn defaults_match_the_spec() {
         }
     );
     assert!(!c.redis_enabled);
+    assert_eq!(
+        c.socket_ws_url,
+        wagate_engine_socket::transport::Endpoint::parse(
+            wagate_engine_socket::transport::DEFAULT_WS_URL
+        )
+        .expect("default endpoint"),
+        "one default for the socket endpoint"
+    );
+    assert_eq!(
+        c.webhook_settings(),
+        wagate_workers::WebhookSettings::default(),
+        "one default for the webhook knobs"
+    );
 }
 
 #[test]

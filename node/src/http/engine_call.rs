@@ -12,19 +12,19 @@ use wagate_proto::{Jid, Role};
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
 use super::extract::{SessionId, query_pairs};
-use super::sessions::authorise;
+use super::session_scope;
 use crate::app::ApiContext;
 use crate::engine::{Engine, EngineError, EngineResult};
 
-/// Role and scope, then the session (404), then its readiness (409).
+/// Role and scope, then the session (404) — the one check of `session_scope` — then its readiness (409).
 pub(crate) async fn ready_engine(
     ctx: &ApiContext,
     caller: &Caller,
     id: &SessionId,
     role: Role,
 ) -> ApiResult<Arc<dyn Engine>> {
-    authorise(caller, id, role)?;
-    ctx.sessions.record(&id.0).await?;
+    caller.require(role)?;
+    session_scope::check(ctx, caller, &id.0).await?;
     Ok(ctx.sessions.ready_engine(&id.0)?)
 }
 

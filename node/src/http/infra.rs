@@ -1,4 +1,5 @@
-//! Infrastructure routes (admin only): `POST /api/infra/drain` hands this node's sessions to its peers;
+//! Infrastructure routes (admin only): `POST /api/infra/drain` hands this node's sessions to its peers
+//! (through the session service);
 //! the data export and import (`/api/infra/export-data`, `import-data`) and the media archives
 //! (`/api/infra/storage/...`) call `admin::DataAdmin` and leave an audit row.
 
@@ -38,17 +39,12 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     responses((status = 200, body = DrainResult), (status = 409)))]
 async fn drain_node(caller: Caller, State(ctx): State<ApiContext>) -> ApiResult<Json<DrainResult>> {
     caller.require(Role::Admin)?;
-    let Some(cluster) = &ctx.cluster else {
-        return Err(ApiError::conflict(
-            "Drain needs a cluster (REDIS_ENABLED=true)",
-        ));
-    };
-    let released = cluster.drain(ctx.sessions.as_ref()).await;
+    let drained = ctx.sessions.drain().await?;
     ctx.audit
         .record("node_drained", &caller.actor(), None, 200, None);
     Ok(Json(DrainResult {
-        node_id: cluster.node_id.clone(),
-        released,
+        node_id: drained.node_id,
+        released: drained.released,
     }))
 }
 

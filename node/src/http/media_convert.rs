@@ -17,7 +17,6 @@ use super::session_scope::existing_session;
 use crate::app::ApiContext;
 use crate::media::MediaError;
 use crate::media::convert::Target;
-use crate::store::sessions as session_store;
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
@@ -87,7 +86,7 @@ async fn convert(
     let base64 = body.base64.filter(|b| !b.trim().is_empty());
     let stored = match (url, base64) {
         (Some(url), None) => {
-            let proxy = session_store::get(&ctx.data_db, &id).await?.proxy_url;
+            let proxy = ctx.sessions.record(&id).await?.proxy_url;
             ctx.media.put_url(&url, proxy.as_deref()).await
         }
         (None, Some(data)) => ctx.media.put_base64(&data).await,

@@ -15,7 +15,7 @@ use super::engine_call::whole;
 use super::error::{ApiError, ApiResult};
 use super::extract::query_pairs;
 use crate::app::ApiContext;
-use crate::store::search::{SearchFilter, SearchRow, search};
+use crate::store::search::{SearchFilter, SearchRow};
 
 /// The spec's search timeout.
 const SEARCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -115,7 +115,7 @@ async fn search_messages(
     caller.require(Role::Viewer)?;
     let filter = parse(&caller, query.as_deref())?;
     let started = Instant::now();
-    let (rows, total) = tokio::time::timeout(SEARCH_TIMEOUT, search(&ctx.data_db, &filter))
+    let (rows, total) = tokio::time::timeout(SEARCH_TIMEOUT, ctx.messaging.search(&filter))
         .await
         .map_err(|_| ApiError::unavailable("Search provider did not answer in time"))??;
     Ok(Json(SearchResults {

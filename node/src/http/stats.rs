@@ -1,5 +1,5 @@
 //! `GET /api/stats/overview` (ADMIN): cross-session aggregates (sessions by status, stored messages by
-//! direction, webhooks), read from the data database. A session-restricted key counts only its sessions.
+//! direction, webhooks) from the stats service. A session-restricted key counts only its sessions.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +12,6 @@ use wagate_proto::dto::common::{MessageCounts, SessionCounts, StatsOverview, Web
 use super::auth::Caller;
 use super::error::ApiResult;
 use crate::app::ApiContext;
-use crate::store::stats;
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new().routes(routes!(stats_overview))
@@ -25,20 +24,16 @@ async fn stats_overview(
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<StatsOverview>> {
     caller.require(Role::Admin)?;
-    let (by_status, directions, webhooks) = if caller.is_scoped() {
-        let mine = |id: &str| caller.may_access(id);
-        (
-            stats::sessions_by_status_where(&ctx.data_db, mine).await?,
-            stats::messages_by_direction_where(&ctx.data_db, mine).await?,
-            stats::webhooks_by_active_where(&ctx.data_db, mine).await?,
-        )
-    } else {
-        (
-            ctx.sessions.count_by_status().await?,
-            stats::messages_by_direction(&ctx.data_db).await?,
-            stats::webhooks_by_active(&ctx.data_db).await?,
-        )
-    };
+    let mine = |id: &str| caller.may_access(id);
+    let counts = ctx
+        .stats
+        .overview(caller.is_scoped().then_some(mine))
+        .await?;
+    let (by_status, directions, webhooks) = (
+        counts.sessions_by_status,
+        counts.messages_by_direction,
+        counts.webhooks_by_active,
+    );
     let by_status: BTreeMap<String, i64> = by_status.into_iter().collect();
     let directions: BTreeMap<String, i64> = directions.into_iter().collect();
     Ok(Json(StatsOverview {

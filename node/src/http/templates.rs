@@ -11,6 +11,7 @@ use wagate_proto::dto::templates::{CreateTemplateRequest, Template, UpdateTempla
 use super::auth::Caller;
 use super::error::ApiResult;
 use super::extract::{ApiJson, ApiPath, SessionId};
+use super::session_scope::ScopedSession;
 use super::sessions::authorise;
 use crate::app::ApiContext;
 
@@ -29,12 +30,10 @@ struct TemplatePath {
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/templates", tag = "templates",
     responses((status = 200, body = [Template])))]
 async fn list_templates(
-    caller: Caller,
-    id: SessionId,
+    session: ScopedSession,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<Vec<Template>>> {
-    authorise(&caller, &id, Role::Operator)?;
-    Ok(Json(ctx.messaging.list_templates(&id.0).await?))
+    Ok(Json(ctx.messaging.list_templates(&session.id.0).await?))
 }
 
 /// POST /api/sessions/{sessionId}/templates
@@ -57,13 +56,13 @@ async fn create_template(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/templates/{id}", tag = "templates",
     responses((status = 200, body = Template), (status = 404)))]
 async fn get_template(
-    caller: Caller,
-    id: SessionId,
+    session: ScopedSession,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<TemplatePath>,
 ) -> ApiResult<Json<Template>> {
-    authorise(&caller, &id, Role::Operator)?;
-    Ok(Json(ctx.messaging.get_template(&id.0, &path.id).await?))
+    Ok(Json(
+        ctx.messaging.get_template(&session.id.0, &path.id).await?,
+    ))
 }
 
 /// PUT /api/sessions/{sessionId}/templates/{id}
@@ -86,12 +85,12 @@ async fn update_template(
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}/templates/{id}", tag = "templates",
     responses((status = 204), (status = 404)))]
 async fn delete_template(
-    caller: Caller,
-    id: SessionId,
+    session: ScopedSession,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<TemplatePath>,
 ) -> ApiResult<StatusCode> {
-    authorise(&caller, &id, Role::Operator)?;
-    ctx.messaging.delete_template(&id.0, &path.id).await?;
+    ctx.messaging
+        .delete_template(&session.id.0, &path.id)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

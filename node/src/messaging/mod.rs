@@ -11,6 +11,7 @@
 //! - `ops`: react, edit, delete, pin, unpin, poll vote, star, chat read.
 //! - `reads`: message list, chat history, reactions, media bytes.
 //! - `templates`, `bulk`, `idempotency`, `pacing`, `hooks`.
+//! - `statuses`: the session's own status posts; `search`: full-text search over stored messages.
 
 pub(crate) mod bulk;
 pub(crate) mod commit;
@@ -24,7 +25,9 @@ pub(crate) mod pacing;
 pub(crate) mod reads;
 pub(crate) mod record;
 mod resource_media;
+mod search;
 pub(crate) mod send;
+mod statuses;
 pub(crate) mod templates;
 pub(crate) mod validate;
 

@@ -27,6 +27,8 @@ pub(crate) enum SessionError {
     StartTimeout(u64),
     #[error("No QR code is available for this session")]
     NoQr,
+    #[error("Drain needs a cluster (REDIS_ENABLED=true)")]
+    NotClustered,
     #[error(transparent)]
     Lease(#[from] LeaseError),
     #[error(transparent)]

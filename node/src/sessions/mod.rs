@@ -5,6 +5,7 @@
 
 pub(crate) mod backoff;
 pub(crate) mod deps;
+pub(crate) mod drain;
 pub(crate) mod effects;
 pub(crate) mod error;
 pub(crate) mod event_hooks;

@@ -31,6 +31,8 @@ pub(crate) struct SessionService {
     /// Sessions whose credentials are being torn down (logout, delete): start and delete wait.
     pub(super) teardowns: DashSet<String>,
     pub(super) start_timeout_ms: u64,
+    /// This node's cluster membership (set at boot with `REDIS_ENABLED=true`), for `drain`.
+    pub(super) cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
 }
 
 /// A config change: for each field `None` = unchanged, `Some(None)` = back to default, `Some(Some(v))` = set.
@@ -69,6 +71,7 @@ impl SessionService {
             loading: DashMap::new(),
             teardowns: DashSet::new(),
             start_timeout_ms,
+            cluster: std::sync::OnceLock::new(),
         }
     }
 

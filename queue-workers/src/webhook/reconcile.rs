@@ -196,6 +196,7 @@ pub fn spawn_reconciler(
     queue: QueueClient,
     settings: WebhookSettings,
     interval: Duration,
+    stale_after: Duration,
     shutdown: CancellationToken,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -205,7 +206,7 @@ pub fn spawn_reconciler(
                 _ = shutdown.cancelled() => break,
                 _ = tick.tick() => {}
             }
-            if let Err(e) = reconcile_outbox(&pool, &queue, &settings, DEFAULT_STALE_AFTER).await {
+            if let Err(e) = reconcile_outbox(&pool, &queue, &settings, stale_after).await {
                 tracing::warn!(error = %e, op = "reconcile_outbox", "outbox sweep failed");
             }
         }

@@ -215,12 +215,11 @@ async fn session_stats(
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<SessionStats>> {
     caller.require(Role::Viewer)?;
-    let counts = if caller.is_scoped() {
-        crate::store::stats::sessions_by_status_where(&ctx.data_db, |id| caller.may_access(id))
-            .await?
-    } else {
-        ctx.sessions.count_by_status().await?
-    };
+    let mine = |id: &str| caller.may_access(id);
+    let counts = ctx
+        .stats
+        .sessions_by_status(caller.is_scoped().then_some(mine))
+        .await?;
     let by_status: std::collections::BTreeMap<String, i64> = counts.into_iter().collect();
     let count = |s: &str| by_status.get(s).copied().unwrap_or(0);
     let active = [

@@ -17,6 +17,7 @@ use crate::app::ApiContext;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{ApiJson, ApiPath, SessionId};
+use crate::http::session_scope::ScopedSession;
 use crate::sessions::ConfigChange;
 use crate::sessions::proxy;
 
@@ -80,13 +81,8 @@ pub(crate) fn parse_config_change(body: &UpdateSessionConfigRequest) -> ApiResul
 
 /// GET /api/sessions/{sessionId}/config
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/config", tag = "sessions", responses((status = 200, body = SessionConfig)))]
-async fn get_config(
-    caller: Caller,
-    id: SessionId,
-    State(ctx): State<ApiContext>,
-) -> ApiResult<Json<SessionConfig>> {
-    authorise(&caller, &id, Role::Viewer)?;
-    Ok(Json(ctx.sessions.record(&id.0).await?.config))
+async fn get_config(session: ScopedSession) -> ApiResult<Json<SessionConfig>> {
+    Ok(Json(session.record.config))
 }
 
 /// PATCH /api/sessions/{sessionId}/config
@@ -113,15 +109,8 @@ async fn update_config(
 
 /// GET /api/sessions/{sessionId}/proxy
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/proxy", tag = "sessions", responses((status = 200, body = SessionProxy)))]
-async fn get_proxy(
-    caller: Caller,
-    id: SessionId,
-    State(ctx): State<ApiContext>,
-) -> ApiResult<Json<SessionProxy>> {
-    authorise(&caller, &id, Role::Viewer)?;
-    Ok(Json(proxy::view(
-        ctx.sessions.record(&id.0).await?.proxy_url.as_deref(),
-    )))
+async fn get_proxy(session: ScopedSession) -> ApiResult<Json<SessionProxy>> {
+    Ok(Json(proxy::view(session.record.proxy_url.as_deref())))
 }
 
 /// PATCH /api/sessions/{sessionId}/proxy

@@ -14,12 +14,11 @@ use wagate_proto::{Role, iso_ms};
 
 use crate::app::ApiContext;
 use crate::engine::StatusUpdate;
-use crate::events::statuses;
 use crate::http::auth::Caller;
 use crate::http::engine_call::{bounded, jid, ready_engine};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{ApiPath, SessionId};
-use crate::http::sessions::authorise;
+use crate::http::session_scope::ScopedSession;
 
 mod post;
 
@@ -91,7 +90,7 @@ async fn delete_status(
 ) -> ApiResult<Json<SuccessResult>> {
     let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
     bounded(&ctx, engine.delete_status(&path.1)).await?;
-    statuses::forget(&ctx.data_db, &id.0, &path.1).await?;
+    ctx.messaging.forget_status(&id.0, &path.1).await?;
     Ok(Json(SuccessResult::ok()))
 }
 
@@ -99,14 +98,13 @@ async fn delete_status(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/status/{id}/media", tag = "status",
     responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>)))]
 async fn get_status_media(
-    caller: Caller,
-    id: SessionId,
+    session: ScopedSession,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Response> {
-    authorise(&caller, &id, Role::Viewer)?;
-    ctx.sessions.record(&id.0).await?;
-    let (mimetype, bytes) = statuses::media(&ctx.data_db, &id.0, &path.1)
+    let (mimetype, bytes) = ctx
+        .messaging
+        .status_media(&session.id.0, &path.1)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("Status {} has no stored media", path.1)))?;
     Response::builder()

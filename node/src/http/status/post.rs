@@ -13,7 +13,6 @@ use wagate_proto::{Jid, Role, iso_ms};
 
 use crate::app::ApiContext;
 use crate::engine::{MediaSource, MessageType, StatusContent, StatusPost, StatusUpdate};
-use crate::events::statuses;
 use crate::http::auth::Caller;
 use crate::http::engine_call::{jid, ready_engine};
 use crate::http::error::{ApiError, ApiResult};
@@ -76,14 +75,7 @@ async fn publish(
     post: StatusPost,
     media: Option<(&str, &[u8])>,
 ) -> ApiResult<(StatusCode, Json<StatusResult>)> {
-    let engine = ctx.sessions.ready_engine(session)?;
-    let audience = post.recipients.clone();
-    let update = engine.post_status(post).await?;
-    if let Err(err) = statuses::persist_own(&ctx.data_db, session, &update, media, &audience).await
-    {
-        // The post is live on the network; failing the request now would invite a duplicate retry.
-        tracing::warn!(session_id = session, error = %err, "own status post not persisted");
-    }
+    let update = ctx.messaging.post_status(session, post, media).await?;
     Ok(accepted(&update))
 }
 

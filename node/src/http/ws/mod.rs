@@ -174,7 +174,7 @@ async fn handle_frame(
         "ping" => reply_frame("pong", serde_json::Map::new(), request_id),
         "subscribe" | "unsubscribe" => {
             let is_subscribe = frame.kind == "subscribe";
-            match subs.apply(&ctx.data_db, key, &frame, is_subscribe).await {
+            match subs.apply(&ctx.sessions, key, &frame, is_subscribe).await {
                 Ok(fields) => {
                     let kind = if is_subscribe {
                         "subscribed"

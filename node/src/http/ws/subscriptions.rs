@@ -1,6 +1,6 @@
 //! What one socket receives: its subscriptions (session id or `*`, event names or `*`), the delivery rule
 //! (key scope, `session.qr` only for OPERATOR/ADMIN) and the periodic key re-check. Pure apart from the
-//! session-exists read on subscribe.
+//! session-exists read on subscribe, which asks the session service.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -11,8 +11,9 @@ use wagate_proto::{EventName, Role};
 
 use crate::events::Event;
 use crate::keys::KeyService;
+use crate::sessions::{SessionError, SessionService};
 use crate::store::keys::ApiKey;
-use crate::store::{DataPool, StoreError, now_ms, sessions as session_store};
+use crate::store::now_ms;
 
 const ANY: &str = "*";
 
@@ -28,12 +29,12 @@ impl Subscriptions {
     /// Applies a subscribe or unsubscribe frame; answers the reply's fields or an error code and message.
     pub(super) async fn apply(
         &mut self,
-        db: &DataPool,
+        sessions: &SessionService,
         key: &ApiKey,
         frame: &ClientFrame,
         is_subscribe: bool,
     ) -> Result<Map<String, Value>, FrameError> {
-        let session = session_of(db, key, frame.session_id.as_deref(), is_subscribe).await?;
+        let session = session_of(sessions, key, frame.session_id.as_deref(), is_subscribe).await?;
         let events = events_of(frame.events.as_deref())?;
         let fields = Map::from_iter([
             ("sessionId".to_owned(), json!(session)),
@@ -92,7 +93,7 @@ fn may_access(key: &ApiKey, session_id: &str) -> bool {
 }
 
 async fn session_of(
-    db: &DataPool,
+    sessions: &SessionService,
     key: &ApiKey,
     raw: Option<&str>,
     must_exist: bool,
@@ -116,9 +117,9 @@ async fn session_of(
         ));
     }
     if must_exist {
-        match session_store::get(db, &id).await {
+        match sessions.record(&id).await {
             Ok(_) => {}
-            Err(StoreError::NotFound) => {
+            Err(SessionError::NotFound(_)) => {
                 return Err((codes::INVALID_SESSION, format!("Session {id} not found")));
             }
             Err(e) => return Err((codes::INVALID_SESSION, format!("Cannot check session: {e}"))),

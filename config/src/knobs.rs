@@ -1,0 +1,443 @@
+//! Every knob, defined once: its environment variable (the field name in upper case), its default and its
+//! meaning, as `clap` arguments. `wagate` reads [`NodeCli`] (shared + node knobs), `wagate-worker` reads
+//! [`WorkerCli`] (shared + worker knobs); both print them all on `--help`.
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, Args, Parser, ValueEnum};
+
+use crate::values::{
+    AddressList, NameList, boolean, bounded_timeout, byte_size, http_url, integer, port, positive,
+    signed,
+};
+use crate::{ConfigError, refuse};
+
+/// The data database's kind (`postgresql` is accepted for `postgres`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DatabaseType {
+    Sqlite,
+    #[value(alias = "postgresql")]
+    Postgres,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Verbose,
+}
+
+impl LogLevel {
+    /// The `tracing` level (`verbose` is `trace`).
+    pub fn tracing_level(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Warn => "warn",
+            Self::Info => "info",
+            Self::Debug => "debug",
+            Self::Verbose => "trace",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Verbose => "verbose",
+            other => other.tracing_level(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NodeEnv {
+    Production,
+    Development,
+    Test,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineType {
+    Browser,
+    Socket,
+    Sim,
+}
+
+impl EngineType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Browser => "browser",
+            Self::Socket => "socket",
+            Self::Sim => "sim",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NodeRole {
+    All,
+    Api,
+    Worker,
+}
+
+impl NodeRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::All => "all",
+            Self::Api => "api",
+            Self::Worker => "worker",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MainDbReplication {
+    None,
+    Raft,
+}
+
+/// The socket engine's default endpoint (WhatsApp Web's chat socket).
+pub const DEFAULT_SOCKET_WS_URL: &str = "wss://web.whatsapp.com/ws/chat";
+
+/// Webhook deliveries a process runs at once.
+pub const DEFAULT_WEBHOOK_DISPATCH_CONCURRENCY: u64 = 64;
+
+/// The worker's scrape port (the port OpenTelemetry's Prometheus exporters use).
+pub const DEFAULT_METRICS_PORT: u16 = 9464;
+
+/// Knobs both binaries read, with one meaning.
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+#[command(next_help_heading = "Storage, queues and logs (wagate and wagate-worker)")]
+pub struct SharedKnobs {
+    /// Where main.sqlite, wagate.sqlite, queue.sqlite, .api-key, sessions/, media/ and exports/ live
+    #[arg(long, env, default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// The data database (the main database is always SQLite)
+    #[arg(long, env, value_enum, default_value_t = DatabaseType::Sqlite)]
+    pub database_type: DatabaseType,
+    /// sqlite: a file path (default DATA_DIR/wagate.sqlite); postgres: postgres://user:pass@host:5432/db (required)
+    #[arg(long, env)]
+    pub database_url: Option<String>,
+    /// Redis for queues, leases and the node registry; false keeps everything in DATA_DIR
+    #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = false)]
+    pub redis_enabled: bool,
+    #[arg(long, env, default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+    /// Prepended to the queue names (webhook-queue, ingress-queue)
+    #[arg(long, env, default_value = "")]
+    pub queue_prefix: String,
+    /// Listen address (the node's API; the worker's metrics scrape)
+    #[arg(long, env, default_value = "0.0.0.0")]
+    pub bind_host: String,
+    /// This process's id in the cluster and in exported spans (default: the host name)
+    #[arg(long, env)]
+    pub node_id: Option<String>,
+    #[arg(long, env, value_enum, default_value_t = LogLevel::Info)]
+    pub log_level: LogLevel,
+    #[arg(long, env, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Bearer token of the metrics scrape; unset, no metrics are served
+    #[arg(long, env)]
+    pub metrics_token: Option<String>,
+    /// OTLP/HTTP collector base URL for trace export; unset, no export
+    #[arg(long, env, value_parser = http_url)]
+    pub otel_exporter_otlp_endpoint: Option<String>,
+    #[command(flatten)]
+    pub webhooks: WebhookKnobs,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+#[command(next_help_heading = "Webhooks (wagate and wagate-worker)")]
+pub struct WebhookKnobs {
+    /// Milliseconds per delivery attempt
+    #[arg(long, env, value_parser = positive, default_value_t = 10_000)]
+    pub webhook_timeout: u64,
+    /// Base delay in milliseconds; doubles per retry, capped at 5 minutes
+    #[arg(long, env, value_parser = integer, default_value_t = 5_000)]
+    pub webhook_retry_delay: u64,
+    /// Larger payloads are not dispatched
+    #[arg(long, env, value_parser = positive, default_value_t = 1_048_576)]
+    pub webhook_max_payload_bytes: u64,
+    /// Deliveries running at once per process
+    #[arg(long, env, value_parser = positive, default_value_t = DEFAULT_WEBHOOK_DISPATCH_CONCURRENCY)]
+    pub webhook_dispatch_concurrency: u64,
+    /// Refuse private, loopback and link-local targets
+    #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = true)]
+    pub webhook_ssrf_protect: bool,
+    /// Follow redirects (only when SSRF protection is off)
+    #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = false)]
+    pub webhook_ssrf_redirects: bool,
+    /// Milliseconds between sweeps that re-enqueue outbox rows a crash left behind
+    #[arg(long, env, value_parser = positive, default_value_t = 30_000)]
+    pub outbox_reconcile_ms: u64,
+    /// Milliseconds a due outbox row may sit untouched before a sweep re-enqueues it
+    #[arg(long, env, value_parser = integer, default_value_t = 60_000)]
+    pub outbox_stale_ms: u64,
+}
+
+impl SharedKnobs {
+    /// `DATABASE_URL`, or `DATA_DIR/wagate.sqlite` for SQLite; PostgreSQL needs it set.
+    pub fn database_url(&self) -> Result<String, ConfigError> {
+        match (&self.database_url, self.database_type) {
+            (Some(url), _) => Ok(url.clone()),
+            (None, DatabaseType::Sqlite) => {
+                Ok(self.data_dir.join("wagate.sqlite").display().to_string())
+            }
+            (None, DatabaseType::Postgres) => Err(refuse(
+                "DATABASE_URL",
+                "is required when DATABASE_TYPE=postgres",
+            )),
+        }
+    }
+
+    /// `NODE_ID`, or the host name, or `fallback` when the host has none.
+    pub fn node_id(&self, fallback: &str) -> String {
+        self.node_id.clone().unwrap_or_else(|| host_name(fallback))
+    }
+}
+
+fn host_name(fallback: &str) -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| fallback.to_owned())
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Server")]
+pub struct ServerKnobs {
+    /// REST and WebSocket port
+    #[arg(long, env, value_parser = port, default_value_t = 2785)]
+    pub api_port: u16,
+    /// production enforces an API_MASTER_KEY of at least 32 characters
+    #[arg(long, env, value_enum, default_value_t = NodeEnv::Development)]
+    pub node_env: NodeEnv,
+    /// all: API and queue workers; api; worker
+    #[arg(long, env, value_enum, default_value_t = NodeRole::All)]
+    pub role: NodeRole,
+    /// Admin key; unset on first boot: one is generated, printed once and written to DATA_DIR/.api-key
+    #[arg(long, env)]
+    pub api_master_key: Option<String>,
+    /// Serve /api/docs/openapi.json without an API key
+    #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = false)]
+    pub docs_public: bool,
+    /// Prune audit rows older than this many days; 0 or negative disables pruning
+    #[arg(long, env, value_parser = signed, default_value_t = 90, allow_negative_numbers = true)]
+    pub audit_retention_days: i64,
+    /// Main database schema sync (NOT READ YET: migrations always run)
+    #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = true)]
+    pub main_database_synchronize: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Engine")]
+pub struct EngineKnobs {
+    /// sim is an in-process simulated network
+    #[arg(long, env, value_enum, default_value_t = EngineType::Browser)]
+    pub engine_type: EngineType,
+    /// The WebSocket endpoint the socket engine dials (ws:// or wss://)
+    #[arg(long, env, default_value = DEFAULT_SOCKET_WS_URL)]
+    pub socket_ws_url: String,
+    /// A start that does not leave `initializing` in time answers 504
+    #[arg(long, env, value_parser = positive, default_value_t = 30_000)]
+    pub session_start_timeout_ms: u64,
+    /// Budget of the engine queries the API bounds (group list, contact check, ...); 503 after it
+    #[arg(long, env, value_parser = positive, default_value_t = 30_000)]
+    pub engine_query_timeout_ms: u64,
+    /// Restart the sessions that were running when the node stopped
+    #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = true)]
+    pub auto_start_sessions: bool,
+    /// Sessions boot restore starts at once
+    #[arg(long, env, value_parser = positive, default_value_t = 5)]
+    pub session_restore_concurrency: u64,
+    /// Browser engine protocol timeout (NOT READ YET: no browser engine is built)
+    #[arg(long, env, value_parser = bounded_timeout, default_value_t = 180_000)]
+    pub browser_protocol_timeout_ms: u64,
+    /// Fetch media URLs through the session's proxy
+    #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = true)]
+    pub session_proxy_url_fetch: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Limits")]
+pub struct LimitKnobs {
+    /// Comma-separated IPs/CIDRs of proxies whose X-Forwarded-For/Forwarded headers are read (default none)
+    #[arg(long, env)]
+    pub trusted_proxies: Option<AddressList>,
+    /// Short rate-limit window, ms (tiers are keyed on the client address)
+    #[arg(long, env, value_parser = positive, default_value_t = 1_000)]
+    pub rate_limit_short_ttl: u64,
+    #[arg(long, env, value_parser = positive, default_value_t = 10)]
+    pub rate_limit_short_limit: u64,
+    /// Medium rate-limit window, ms
+    #[arg(long, env, value_parser = positive, default_value_t = 60_000)]
+    pub rate_limit_medium_ttl: u64,
+    #[arg(long, env, value_parser = positive, default_value_t = 100)]
+    pub rate_limit_medium_limit: u64,
+    /// Long rate-limit window, ms
+    #[arg(long, env, value_parser = positive, default_value_t = 3_600_000)]
+    pub rate_limit_long_ttl: u64,
+    #[arg(long, env, value_parser = positive, default_value_t = 1_000)]
+    pub rate_limit_long_limit: u64,
+    /// Whole request body: bytes, or a number with a kb/mb suffix
+    #[arg(long, env, value_parser = byte_size, default_value = "25mb")]
+    pub body_size_limit: u64,
+    /// Decoded media blob cap in bytes; over it a send answers 413
+    #[arg(long, env, value_parser = positive, default_value_t = 50 * 1024 * 1024)]
+    pub media_download_max_bytes: u64,
+    /// Media URL fetches refuse loopback, private, link-local and metadata addresses (false only for tests)
+    #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = true)]
+    pub media_url_guard: bool,
+    /// Milliseconds between re-checks of live WebSocket keys
+    #[arg(long, env, value_parser = positive, default_value_t = 60_000)]
+    pub ws_revalidate_ms: u64,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Media and exports")]
+pub struct MediaKnobs {
+    /// Server-side conversion with ffmpeg; false makes the conversion routes answer 503
+    #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = true)]
+    pub media_conversion_enabled: bool,
+    /// The conversion binary (looked up on PATH)
+    #[arg(long, env, default_value = "ffmpeg")]
+    pub ffmpeg_path: String,
+    /// Conversions running at once
+    #[arg(long, env, value_parser = positive, default_value_t = 2)]
+    pub media_conversion_concurrency: u64,
+    /// Conversions that may wait for a slot; more answer 503
+    #[arg(long, env, value_parser = integer, default_value_t = 8)]
+    pub media_conversion_queue: u64,
+    /// A conversion's ffmpeg process is killed after this many ms (503)
+    #[arg(long, env, value_parser = positive, default_value_t = 120_000)]
+    pub media_conversion_timeout_ms: u64,
+    /// Cap on a converted result in bytes
+    #[arg(long, env, value_parser = positive, default_value_t = 64 * 1024 * 1024)]
+    pub media_conversion_max_output_bytes: u64,
+    /// Inline base64 media an export may embed, in bytes, spent newest first
+    #[arg(long, env, value_parser = integer, default_value_t = 8 * 1024 * 1024)]
+    pub export_inline_media_budget_bytes: u64,
+    /// How long an export archive is kept, ms
+    #[arg(long, env, value_parser = positive, default_value_t = 3_600_000)]
+    pub storage_export_ttl_ms: u64,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Send pacing")]
+pub struct PacingKnobs {
+    /// Opt-in send pacing governor (429 SEND_PACING_LIMITED with retryAfterSeconds)
+    #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = false)]
+    pub send_pacing_enabled: bool,
+    /// Sends per session per rolling 24 h once warmed up
+    #[arg(long, env, value_parser = positive, default_value_t = 1_000)]
+    pub send_pacing_daily_cap: u64,
+    /// Days a new session ramps from SEND_PACING_WARMUP_START to the daily cap (0: no ramp)
+    #[arg(long, env, value_parser = integer, default_value_t = 7)]
+    pub send_pacing_warmup_days: u64,
+    /// Sends allowed on a session's first day
+    #[arg(long, env, value_parser = positive, default_value_t = 50)]
+    pub send_pacing_warmup_start: u64,
+    /// Sends to chats with no stored history per rolling 24 h
+    #[arg(long, env, value_parser = integer, default_value_t = 100)]
+    pub send_pacing_cold_daily: u64,
+    /// Consecutive network send failures that open the 15-minute breaker
+    #[arg(long, env, value_parser = positive, default_value_t = 5)]
+    pub send_pacing_breaker_failures: u64,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Cluster")]
+pub struct ClusterKnobs {
+    /// How peers reach this node (default http://127.0.0.1:API_PORT)
+    #[arg(long, env)]
+    pub node_url: Option<String>,
+    /// Prefix of every Redis key the cluster writes (leases, node registry, rate limits)
+    #[arg(long, env, default_value = "wagate:")]
+    pub redis_key_prefix: String,
+    /// At least 16 printable characters, the same on every node; required with MAIN_DB_REPLICATION=raft, a Redis cluster without it shares a generated one
+    #[arg(long, env)]
+    pub cluster_secret: Option<String>,
+    #[arg(long, env, value_parser = positive, default_value_t = 15_000)]
+    pub session_lease_ttl_ms: u64,
+    /// Must be less than half of SESSION_LEASE_TTL_MS
+    #[arg(long, env, value_parser = positive, default_value_t = 5_000)]
+    pub session_lease_heartbeat_ms: u64,
+    #[arg(long, env, value_parser = positive, default_value_t = 5_000)]
+    pub session_takeover_sweep_ms: u64,
+    /// Forward-to-owner timeout, ms (504 after it)
+    #[arg(long, env, value_parser = positive, default_value_t = 60_000)]
+    pub session_proxy_timeout_ms: u64,
+    /// none: one SQLite main DB per node; raft: replicated across the API nodes
+    #[arg(long, env, value_enum, default_value_t = MainDbReplication::None)]
+    pub main_db_replication: MainDbReplication,
+    /// Node ids of the fixed raft voters, comma-separated (3 or 5; required with raft)
+    #[arg(long, env)]
+    pub raft_voters: Option<NameList>,
+    #[arg(long, env, value_parser = positive, default_value_t = 100)]
+    pub raft_heartbeat_ms: u64,
+    /// Must be more than twice RAFT_HEARTBEAT_MS
+    #[arg(long, env, value_parser = positive, default_value_t = 500)]
+    pub raft_election_timeout_min_ms: u64,
+    #[arg(long, env, value_parser = positive, default_value_t = 800)]
+    pub raft_election_timeout_max_ms: u64,
+    /// Log entries since the last snapshot that trigger a new one
+    #[arg(long, env, value_parser = positive, default_value_t = 5_000)]
+    pub raft_snapshot_logs: u64,
+    /// How long a write waits for a commit before the caller gets 503, ms
+    #[arg(long, env, value_parser = positive, default_value_t = 5_000)]
+    pub raft_write_timeout_ms: u64,
+}
+
+/// Everything `wagate` reads.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "wagate",
+    version,
+    about = "wagate API node. Every option is an environment variable (shown in brackets); a .env file in the working directory is read too, and real environment variables win."
+)]
+pub struct NodeCli {
+    #[command(flatten)]
+    pub server: ServerKnobs,
+    #[command(flatten)]
+    pub engine: EngineKnobs,
+    #[command(flatten)]
+    pub shared: SharedKnobs,
+    #[command(flatten)]
+    pub limits: LimitKnobs,
+    #[command(flatten)]
+    pub media: MediaKnobs,
+    #[command(flatten)]
+    pub pacing: PacingKnobs,
+    #[command(flatten)]
+    pub cluster: ClusterKnobs,
+}
+
+/// Everything `wagate-worker` reads.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "wagate-worker",
+    version,
+    about = "wagate queue worker: webhook delivery and ingress. Every option is an environment variable (shown in brackets); a .env file in the working directory is read too, and real environment variables win."
+)]
+pub struct WorkerCli {
+    #[command(flatten)]
+    pub shared: SharedKnobs,
+    #[command(flatten)]
+    pub worker: WorkerKnobs,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Worker")]
+pub struct WorkerKnobs {
+    /// Port of the worker's metrics scrape on BIND_HOST (served only with METRICS_TOKEN)
+    #[arg(long, env, value_parser = port, default_value_t = DEFAULT_METRICS_PORT)]
+    pub metrics_port: u16,
+}

@@ -1,0 +1,170 @@
+use std::collections::BTreeSet;
+
+use clap::CommandFactory;
+
+use super::*;
+use crate::cases::{ACCEPTED, REFUSED};
+
+fn node(pairs: &[(&str, &str)]) -> Result<NodeCli, Stop> {
+    load(["wagate"], &Source::from_pairs(pairs.iter().copied()))
+}
+
+fn worker(pairs: &[(&str, &str)]) -> Result<WorkerCli, Stop> {
+    load(
+        ["wagate-worker"],
+        &Source::from_pairs(pairs.iter().copied()),
+    )
+}
+
+/// What a binary would print on stderr: the first refusal of the knobs, then of the shared checks.
+fn refusal<K>(parsed: Result<K, Stop>, shared: impl Fn(&K) -> &knobs::SharedKnobs) -> String {
+    match parsed {
+        Err(Stop::Refused(e)) => e.to_string(),
+        Err(Stop::Show(_)) => "help shown".to_owned(),
+        Ok(k) => match shared(&k).database_url() {
+            Err(e) => e.to_string(),
+            Ok(_) => "accepted".to_owned(),
+        },
+    }
+}
+
+#[test]
+fn both_binaries_refuse_each_bad_row_with_the_same_line() {
+    for case in REFUSED {
+        assert_eq!(refusal(node(case.env), |n| &n.shared), case.line);
+        assert_eq!(refusal(worker(case.env), |w| &w.shared), case.line);
+    }
+}
+
+#[test]
+fn both_binaries_read_each_good_row_alike() {
+    for pairs in ACCEPTED {
+        let n = node(pairs).unwrap_or_else(|e| panic!("{pairs:?}: {e:?}"));
+        let w = worker(pairs).unwrap_or_else(|e| panic!("{pairs:?}: {e:?}"));
+        assert_eq!(n.shared, w.shared, "{pairs:?}");
+        assert!(n.shared.database_url().is_ok());
+    }
+}
+
+#[test]
+fn defaults_match_the_spec() {
+    let n = node(&[]).expect("defaults");
+    assert_eq!(n.server.api_port, 2785);
+    assert_eq!(n.engine.engine_type, EngineType::Browser);
+    assert_eq!(n.limits.body_size_limit, 25 * 1024 * 1024);
+    assert_eq!(n.limits.media_download_max_bytes, 50 * 1024 * 1024);
+    assert_eq!(n.shared.webhooks.webhook_timeout, 10_000);
+    assert_eq!(n.shared.webhooks.webhook_retry_delay, 5_000);
+    assert_eq!(n.shared.webhooks.webhook_max_payload_bytes, 1024 * 1024);
+    assert_eq!(n.server.audit_retention_days, 90);
+    assert_eq!(n.engine.browser_protocol_timeout_ms, 180_000);
+    assert_eq!(
+        n.shared.database_url().as_deref(),
+        Ok("./data/wagate.sqlite")
+    );
+    assert_eq!(worker(&[]).expect("defaults").worker.metrics_port, 9464);
+}
+
+#[test]
+fn padding_is_ignored_and_empty_reads_as_unset() {
+    let n = node(&[("AUDIT_RETENTION_DAYS", " -5 "), ("API_MASTER_KEY", "")]).expect("loads");
+    assert_eq!(n.server.audit_retention_days, -5);
+    assert_eq!(n.server.api_master_key, None);
+    let n = node(&[("AUDIT_RETENTION_DAYS", "")]).expect("loads");
+    assert_eq!(n.server.audit_retention_days, 90);
+}
+
+#[test]
+fn a_command_line_option_wins_over_the_environment() {
+    let source = Source::from_pairs([("API_PORT", "9000"), ("LOG_LEVEL", "debug")]);
+    let n: NodeCli = load(["wagate", "--api-port", "9001"], &source).expect("loads");
+    assert_eq!(n.server.api_port, 9001);
+    assert_eq!(n.shared.log_level, LogLevel::Debug);
+}
+
+#[test]
+fn help_lists_every_knob_with_its_default_even_when_a_value_is_bad() {
+    let source = Source::from_pairs([("API_PORT", "not-a-port"), ("API_MASTER_KEY", "s3cr3t")]);
+    let Err(Stop::Show(help)) = load::<NodeCli>(["wagate", "--help"], &source) else {
+        panic!("help expected");
+    };
+    for arg in NodeCli::command().get_arguments() {
+        if let Some(var) = arg.get_env() {
+            assert!(
+                help.contains(&format!("[env: {}]", var.to_string_lossy())),
+                "{var:?}"
+            );
+        }
+    }
+    assert!(help.contains("[default: 2785]"));
+    assert!(help.contains("[default: 25mb]"));
+    assert!(!help.contains("s3cr3t"), "values are never shown");
+    let Err(Stop::Show(help)) = load::<WorkerCli>(["wagate-worker", "-h"], &source) else {
+        panic!("help expected");
+    };
+    assert!(help.contains("[env: METRICS_PORT]") && help.contains("[env: OUTBOX_RECONCILE_MS]"));
+    assert!(
+        !help.contains("API_PORT"),
+        "the worker lists only what it reads"
+    );
+}
+
+#[test]
+fn an_unknown_option_is_one_line() {
+    let Err(Stop::Refused(e)) = load::<WorkerCli>(
+        ["wagate-worker", "--bogus"],
+        &Source::from_pairs(Vec::<(String, String)>::new()),
+    ) else {
+        panic!("refusal expected");
+    };
+    assert!(!e.to_string().contains('\n'), "{e}");
+    assert!(e.to_string().contains("--bogus"), "{e}");
+}
+
+#[test]
+fn the_env_file_fills_what_the_environment_lacks() {
+    let dir = std::env::temp_dir().join(format!("wagate-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join(".env");
+    std::fs::write(
+        &path,
+        "API_PORT=9100\nLOG_LEVEL=debug\n# a comment\nQUEUE_PREFIX=\n",
+    )
+    .expect("write");
+    let source =
+        Source::layered(|k| (k == "LOG_LEVEL").then(|| "warn".to_owned()), &path).expect("reads");
+    let n: NodeCli = load(["wagate"], &source).expect("loads");
+    assert_eq!(n.server.api_port, 9100);
+    assert_eq!(n.shared.log_level, LogLevel::Warn, "the environment wins");
+    assert_eq!(n.shared.queue_prefix, "");
+    let missing = Source::layered(|_| None, &dir.join("absent.env")).expect("no file is fine");
+    assert_eq!(missing.get("API_PORT"), None);
+    std::fs::write(&path, "NOT A LINE\n").expect("write");
+    let err = Source::layered(|_| None, &path).err().expect("refused");
+    assert_eq!(err.var, ".env");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `.env.example` lists exactly the knobs the binaries define, without inline comments after values.
+#[test]
+fn env_example_matches_the_knobs() {
+    let example = include_str!("../../.env.example");
+    let mut listed = BTreeSet::new();
+    for line in example.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = line.split_once('=').expect("KEY=value");
+        assert!(!value.contains(" #"), "inline comment after {key}");
+        listed.insert(key.to_owned());
+    }
+    let mut defined = BTreeSet::new();
+    for cmd in [NodeCli::command(), WorkerCli::command()] {
+        for arg in cmd.get_arguments() {
+            if let Some(var) = arg.get_env() {
+                defined.insert(var.to_string_lossy().into_owned());
+            }
+        }
+    }
+    assert_eq!(listed, defined);
+}
