@@ -184,6 +184,9 @@ pub struct Config {
     pub session_lease_heartbeat_ms: u64,
     pub session_takeover_sweep_ms: u64,
     pub session_proxy_timeout_ms: u64,
+    /// `SESSION_HANDOVER_WAIT_MS` (5000): how long a request for a session in planned handover waits for
+    /// the new owner, and how long the old owner waits for it to confirm. 0: requests do not wait.
+    pub session_handover_wait_ms: u64,
     pub role: NodeRole,
     /// `WS_REVALIDATE_MS`: how often live WebSocket keys are checked again (default 60000).
     pub ws_revalidate_ms: u64,
@@ -374,6 +377,7 @@ impl Config {
             session_lease_heartbeat_ms: positive(&env, "SESSION_LEASE_HEARTBEAT_MS", 5_000)?,
             session_takeover_sweep_ms: positive(&env, "SESSION_TAKEOVER_SWEEP_MS", 5_000)?,
             session_proxy_timeout_ms: positive(&env, "SESSION_PROXY_TIMEOUT_MS", 60_000)?,
+            session_handover_wait_ms: handover_wait(&env)?,
             role: match env.string("ROLE", "all").as_str() {
                 "all" => NodeRole::All,
                 "api" => NodeRole::Api,
@@ -502,6 +506,18 @@ impl Config {
     pub fn is_production(&self) -> bool {
         self.node_env == NodeEnv::Production
     }
+}
+
+/// At most a minute: a request held longer than that is better answered (409) than kept waiting.
+fn handover_wait(env: &Env) -> Result<u64, ConfigError> {
+    let value = parse_u64(env, "SESSION_HANDOVER_WAIT_MS", 5_000)?;
+    if value > 60_000 {
+        return Err(refuse(
+            "SESSION_HANDOVER_WAIT_MS",
+            "must be between 0 and 60000 (milliseconds)",
+        ));
+    }
+    Ok(value)
 }
 
 fn positive(env: &Env, var: &'static str, default: u64) -> Result<u64, ConfigError> {
