@@ -210,6 +210,7 @@ async fn request(clients: &[Client], first: usize, load: &Load, path: &str, body
             // Refused or closed unanswered: the node is stopped or closing its connections.
             Err(_) if Instant::now() < deadline => {
                 load.not_accepted.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(20)).await;
             }
             Err(e) => {
                 load.failures
@@ -223,7 +224,14 @@ async fn request(clients: &[Client], first: usize, load: &Load, path: &str, body
 
 #[tokio::test]
 async fn a_rolling_restart_of_every_node_answers_every_client_request_with_2xx() {
-    let mut c = TestCluster::start(env!("CARGO_BIN_EXE_wagate"), 3, Timings::default())
+    // A forward budget that a loaded test machine cannot exhaust: the test is about the handover.
+    let options = ClusterOptions {
+        size: 3,
+        timings: Timings::default(),
+        worker_binary: None,
+        env: vec![("SESSION_PROXY_TIMEOUT_MS".into(), "30000".into())],
+    };
+    let mut c = TestCluster::start_with(env!("CARGO_BIN_EXE_wagate"), options)
         .await
         .expect("cluster");
     let mut sessions = Vec::new();
@@ -240,7 +248,8 @@ async fn a_rolling_restart_of_every_node_answers_every_client_request_with_2xx()
     let clients: Arc<Vec<Client>> = Arc::new((0..3).map(|i| c.client(i)).collect());
     let load = Arc::new(Load::default());
     let stop = Arc::new(AtomicBool::new(false));
-    // About 100 requests a second, half reads and half sends, spread over every session and node.
+    // About 100 requests a second, half reads and half sends, spread over every session and node; at most
+    // 16 in flight (a tick is skipped beyond that), so a slow machine lowers the rate instead of piling up.
     let driver = {
         let (clients, load, stop, sessions) = (
             clients.clone(),
@@ -250,10 +259,14 @@ async fn a_rolling_restart_of_every_node_answers_every_client_request_with_2xx()
         );
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(10));
+            let slots = Arc::new(tokio::sync::Semaphore::new(16));
             let mut running = Vec::new();
             let mut turn = 0usize;
             while !stop.load(Ordering::SeqCst) {
                 tick.tick().await;
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    continue;
+                };
                 let id = &sessions[turn % sessions.len()];
                 let (path, body) = if turn % 2 == 0 {
                     (format!("/api/sessions/{id}"), None)
@@ -265,6 +278,7 @@ async fn a_rolling_restart_of_every_node_answers_every_client_request_with_2xx()
                 let first = turn / 2 % clients.len();
                 running.push(tokio::spawn(async move {
                     request(&clients, first, &load, &path, body).await;
+                    drop(slot);
                 }));
                 turn += 1;
             }
@@ -275,8 +289,9 @@ async fn a_rolling_restart_of_every_node_answers_every_client_request_with_2xx()
     };
     for node in 0..3 {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        assert_eq!(c.nodes[node].stop().await, Some(0), "graceful stop");
+        let stopped = c.nodes[node].stop().await;
         let logs = c.nodes[node].logs();
+        assert_eq!(stopped, Some(0), "graceful stop of node {node}:\n{logs}");
         c.nodes[node].restart().await.expect("restart");
         for id in &sessions {
             c.wait_served_ready((node + 1) % 3, id, &[""], BUDGET)
@@ -299,9 +314,13 @@ async fn a_rolling_restart_of_every_node_answers_every_client_request_with_2xx()
         failures.len()
     );
     assert!(failures.is_empty(), "failed client requests: {failures:#?}");
-    assert!(load.ok.load(Ordering::SeqCst) > 500);
+    assert!(load.ok.load(Ordering::SeqCst) > 300);
     let handed = (0..3)
         .map(|i| c.nodes[i].logs().matches("session handed over").count())
         .sum::<usize>();
-    assert!(handed >= 3, "sessions moved by planned handover: {handed}");
+    let all: Vec<String> = (0..3).map(|i| c.nodes[i].logs()).collect();
+    assert!(
+        handed >= 3,
+        "sessions moved by planned handover: {handed}\n{all:#?}"
+    );
 }
