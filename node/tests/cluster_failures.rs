@@ -268,7 +268,7 @@ async fn a_rolling_restart_of_every_node_answers_every_client_request_with_2xx()
                     continue;
                 };
                 let id = &sessions[turn % sessions.len()];
-                let (path, body) = if turn % 2 == 0 {
+                let (path, body) = if turn.is_multiple_of(2) {
                     (format!("/api/sessions/{id}"), None)
                 } else {
                     let send = json!({ "chatId": PEER, "text": format!("roll {turn}") });
