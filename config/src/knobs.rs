@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{ArgAction, Args, Parser, ValueEnum};
 
 use crate::values::{
-    AddressList, NameList, boolean, bounded_timeout, byte_size, http_url, integer, port, positive,
+    AddressList, NameList, boolean, bounded_timeout, byte_size, handover_wait, http_url, integer, port, positive,
     signed,
 };
 use crate::{ConfigError, refuse};
@@ -375,6 +375,10 @@ pub struct ClusterKnobs {
     /// Forward-to-owner timeout, ms (504 after it)
     #[arg(long, env, value_parser = positive, default_value_t = 60_000)]
     pub session_proxy_timeout_ms: u64,
+    /// How long a request for a session that a stopping or draining node hands to a peer waits for the new
+    /// owner, ms (0-60000; 0: answered at once)
+    #[arg(long, env, value_parser = handover_wait, default_value_t = 5_000)]
+    pub session_handover_wait_ms: u64,
     /// none: one SQLite main DB per node; raft: replicated across the API nodes
     #[arg(long, env, value_enum, default_value_t = MainDbReplication::None)]
     pub main_db_replication: MainDbReplication,

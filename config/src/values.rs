@@ -90,6 +90,15 @@ pub fn bounded_timeout(raw: &str) -> Result<u64, String> {
     }
 }
 
+/// A planned-handover wait, 0 to 60000 ms: a request held longer than a minute is better answered (409)
+/// than kept waiting.
+pub fn handover_wait(raw: &str) -> Result<u64, String> {
+    match integer(raw)? {
+        n if n <= 60_000 => Ok(n),
+        _ => Err("must be between 0 and 60000 (milliseconds)".to_owned()),
+    }
+}
+
 /// An `http://` or `https://` URL.
 pub fn http_url(raw: &str) -> Result<String, String> {
     match url::Url::parse(raw) {

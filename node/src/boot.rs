@@ -202,6 +202,8 @@ fn session_service(
         sessions_dir: config.data_dir.join("sessions"),
         shutdown: shutdown.clone(),
         leases: leases.clone(),
+        // Read here and only here: a benchmark's baseline, not a setting (docs/architecture.md "Measured").
+        ack_on_receipt: std::env::var("WAGATE_BENCH_ACK_ON_RECEIPT").is_ok_and(|v| v == "true"),
     });
     (
         Arc::new(SessionService::new(
@@ -449,10 +451,13 @@ fn spawn_background(
 /// Resolves on SIGTERM, SIGINT or `shutdown`. The handlers are installed by the caller before the listener
 /// opens: axum polls this future from a task of its own, and a SIGTERM that arrived before that task first
 /// ran (a supervisor stopping a node right after its first health check) killed the process outright.
+/// A cluster node first hands its sessions to its peers while it still accepts requests (those for a
+/// session in transit wait for the new owner, then go there), and only then closes the listener.
 async fn shutdown_signal(
     mut terminate: Signal,
     mut interrupt: Signal,
     shutdown: CancellationToken,
+    ctx: ApiContext,
 ) {
     tokio::select! {
         _ = terminate.recv() => {},
@@ -460,6 +465,9 @@ async fn shutdown_signal(
         _ = shutdown.cancelled() => {},
     }
     tracing::info!("shutting down");
+    if let Some(cluster) = &ctx.cluster {
+        cluster.leave(ctx.sessions.as_ref()).await;
+    }
     shutdown.cancel();
 }
 
@@ -525,7 +533,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     tracing::info!(%addr, engine = config.engine_type.as_str(), "wagate listening");
     let app = crate::http::router(ctx.clone()).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal(terminate, interrupt, shutdown.clone()))
+        .with_graceful_shutdown(shutdown_signal(
+            terminate,
+            interrupt,
+            shutdown.clone(),
+            ctx.clone(),
+        ))
         .await?;
     tasks.close();
     tasks.wait().await;

@@ -117,6 +117,9 @@ pub struct Config {
     pub session_lease_heartbeat_ms: u64,
     pub session_takeover_sweep_ms: u64,
     pub session_proxy_timeout_ms: u64,
+    /// `SESSION_HANDOVER_WAIT_MS` (5000): how long a request for a session in planned handover waits for
+    /// the new owner, and how long the old owner waits for it to confirm. 0: requests do not wait.
+    pub session_handover_wait_ms: u64,
     pub role: NodeRole,
     /// `WS_REVALIDATE_MS`: how often live WebSocket keys are checked again (default 60000).
     pub ws_revalidate_ms: u64,
@@ -257,6 +260,7 @@ impl Config {
             session_lease_heartbeat_ms: cluster.session_lease_heartbeat_ms,
             session_takeover_sweep_ms: cluster.session_takeover_sweep_ms,
             session_proxy_timeout_ms: cluster.session_proxy_timeout_ms,
+            session_handover_wait_ms: cluster.session_handover_wait_ms,
             role: server.role,
             ws_revalidate_ms: limits.ws_revalidate_ms,
             outbox_reconcile_ms: webhooks.outbox_reconcile_ms,

@@ -161,20 +161,25 @@ async fn a_stalled_owner_past_its_ttl_never_writes_again_and_unloads_its_engine(
     );
 }
 
+/// A long TTL and a sweep interval longer than the test: a session moving within the budget can only
+/// have been handed over (the sweep runs once at boot, before the session exists).
+const NO_SWEEP: Timings = Timings {
+    ttl_ms: 120_000,
+    heartbeat_ms: 5_000,
+    sweep_ms: 120_000,
+};
+
 #[tokio::test]
-async fn graceful_stop_releases_the_lease_so_peers_take_over_before_it_would_expire() {
-    // A long TTL: a takeover inside the budget can only come from the released lease.
-    let timings = Timings {
-        ttl_ms: 120_000,
-        heartbeat_ms: 5_000,
-        sweep_ms: 500,
-    };
+async fn graceful_stop_hands_the_session_to_a_peer_without_the_sweep() {
+    let timings = NO_SWEEP;
     let mut c = cluster(timings).await;
     let id = create_linked(&c.client(0), "stop-owner", "15550002003")
         .await
         .expect("linked on node a");
     assert_eq!(c.nodes[0].stop().await, Some(0));
-    assert!(c.nodes[0].logs().contains("left the cluster"));
+    let logs = c.nodes[0].logs();
+    assert!(logs.contains("session handed over"), "{logs}");
+    assert!(logs.contains("left the cluster"));
     let reply = c
         .wait_served_ready(2, &id, &["node-a", ""], BUDGET)
         .await
@@ -184,11 +189,7 @@ async fn graceful_stop_releases_the_lease_so_peers_take_over_before_it_would_exp
 
 #[tokio::test]
 async fn drain_hands_the_nodes_sessions_to_peers_and_takes_none_back() {
-    let timings = Timings {
-        ttl_ms: 120_000,
-        heartbeat_ms: 5_000,
-        sweep_ms: 500,
-    };
+    let timings = NO_SWEEP;
     let c = cluster(timings).await;
     let id = create_linked(&c.client(0), "drain-owner", "15550002004")
         .await
@@ -227,4 +228,55 @@ async fn drain_hands_the_nodes_sessions_to_peers_and_takes_none_back() {
         .expect("drain as viewer");
     assert_eq!(refused.status, 403, "{}", refused.text);
     assert!(c.row(&id).expect("row").starts_with(&format!("{owner}|")));
+}
+
+/// Issue 30, item 4: once a dead owner's lease lapsed and no node serves the session, reads say its engine
+/// is not loaded, whatever status the row keeps. Node b drained first, so nobody takes the session over.
+#[tokio::test]
+async fn a_lapsed_session_nobody_serves_reads_as_not_loaded() {
+    let mut c = TestCluster::start(env!("CARGO_BIN_EXE_wagate"), 2, Timings::default())
+        .await
+        .expect("cluster");
+    let id = create_linked(&c.client(0), "lapsed-owner", "15550002005")
+        .await
+        .expect("linked on node a");
+    let drained = c
+        .client(1)
+        .post_empty("/api/infra/drain")
+        .await
+        .expect("drain");
+    assert_eq!(drained.status, 200, "{}", drained.text);
+    c.nodes[0].kill9();
+    // Until a's lease lapses, b forwards to the dead owner (503); then it answers from the stored row.
+    let deadline = Instant::now() + BUDGET;
+    let reply = loop {
+        let reply = get(&c.client(1), &id).await.expect("get");
+        if reply.status == 200 {
+            break reply;
+        }
+        assert!(Instant::now() < deadline, "{} {}", reply.status, reply.text);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        reply.body["status"], "ready",
+        "the row is left as a kept it"
+    );
+    assert_eq!(reply.body["engineLoaded"], false, "{}", reply.text);
+    assert!(!listed_loaded(&c, 1, &id).await, "the list says so too");
+    let by_name = c
+        .client(1)
+        .get("/api/sessions?name=lapsed-owner")
+        .await
+        .expect("by name");
+    let rows = by_name
+        .body
+        .as_array()
+        .or_else(|| by_name.body["data"].as_array())
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        !rows.is_empty() && rows.iter().all(|s| s["engineLoaded"] == false),
+        "{}",
+        by_name.text
+    );
 }

@@ -75,3 +75,68 @@ async fn embedded_node_killed_mid_stream_and_restarted_loses_no_accepted_message
         .expect("kill and restart");
     check(&report);
 }
+
+/// Issue 30, item 6: a send answered 201 was committed (its row and its `message.sent` outbox row) before
+/// the answer, so a node killed right after answering still has it after the restart and delivers the
+/// event. Three rounds, each killing the node at once after the 201.
+#[tokio::test]
+async fn a_send_answered_201_survives_a_kill_9_right_after_the_answer() {
+    let receiver = Receiver::start().await.expect("receiver");
+    let mut node = Node::start(support::fast_options().env("AUTO_START_SESSIONS", "true"))
+        .await
+        .expect("node");
+    let c = node.client();
+    let id = support::ready_session(&c, "send-then-die").await;
+    support::add_webhook(
+        &c,
+        &id,
+        serde_json::json!({ "url": receiver.url(), "events": ["message.sent"] }),
+    )
+    .await;
+    let mut sent = Vec::new();
+    for round in 0..3 {
+        let text = format!("answered then killed {round}");
+        let reply = c
+            .post(
+                &format!("/api/sessions/{id}/messages/send-text"),
+                serde_json::json!({ "chatId": "15557770002@c.us", "text": text }),
+            )
+            .await
+            .expect("send");
+        assert_eq!(reply.status, 201, "{}", reply.text);
+        node.kill9();
+        node.restart()
+            .await
+            .expect("restart on the same data directory");
+        sessions::wait_status(&c, &id, "ready", std::time::Duration::from_secs(20))
+            .await
+            .expect("the session comes back");
+        sent.push((reply.str("messageId"), text));
+    }
+    let budget = std::time::Duration::from_secs(30);
+    let events = receiver
+        .wait_until(budget, |got| {
+            sent.iter().all(|(_, text)| {
+                got.iter()
+                    .any(|d| d.json()["data"]["body"].as_str() == Some(text.as_str()))
+            })
+        })
+        .await;
+    for (message_id, text) in &sent {
+        let of_it = events
+            .iter()
+            .filter(|d| d.json()["data"]["body"].as_str() == Some(text.as_str()))
+            .count();
+        assert!(of_it >= 1, "message.sent of {text:?} never delivered");
+        let listed = c
+            .get(&format!("/api/sessions/{id}/messages?limit=100"))
+            .await
+            .expect("list");
+        let rows = listed.body.as_array().cloned().unwrap_or_default();
+        let stored = rows
+            .iter()
+            .filter(|m| m["waMessageId"].as_str() == Some(message_id.as_str()))
+            .count();
+        assert_eq!(stored, 1, "{text:?} stored once: {}", listed.text);
+    }
+}

@@ -88,6 +88,9 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- if le (int .Values.api.terminationGracePeriodSeconds) (add (int .Values.api.drainSeconds) (int .Values.api.preStopSleepSeconds)) -}}
 {{- fail "api.terminationGracePeriodSeconds must exceed api.drainSeconds + api.preStopSleepSeconds, or Kubernetes kills a node mid-drain" -}}
 {{- end -}}
+{{- if lt (mul (int .Values.api.drainSeconds) 1000) (mul (int .Values.config.SESSION_HANDOVER_WAIT_MS) 2) -}}
+{{- fail "api.drainSeconds must cover two SESSION_HANDOVER_WAIT_MS (a session's handover waits for the in-flight requests, then for the new owner)" -}}
+{{- end -}}
 {{- if and .Values.cluster.enabled (eq .Values.cluster.mainDbReplication "raft") (not .Values.cluster.raftVoters) (gt (int .Values.cluster.raftVoterCount) (int .Values.api.replicas)) -}}
 {{- fail "cluster.raftVoterCount cannot exceed api.replicas" -}}
 {{- end -}}

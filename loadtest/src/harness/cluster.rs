@@ -152,8 +152,17 @@ impl TestCluster {
                     "SESSION_LEASE_HEARTBEAT_MS",
                     timings.heartbeat_ms.to_string(),
                 )
-                .env("SESSION_TAKEOVER_SWEEP_MS", timings.sweep_ms.to_string())
-                .env("SESSION_PROXY_TIMEOUT_MS", "1000");
+                .env("SESSION_TAKEOVER_SWEEP_MS", timings.sweep_ms.to_string());
+            // A short forward budget unless the options set one (a loaded machine may need more).
+            let node_options = if options
+                .env
+                .iter()
+                .any(|(k, _)| k == "SESSION_PROXY_TIMEOUT_MS")
+            {
+                node_options
+            } else {
+                node_options.env("SESSION_PROXY_TIMEOUT_MS", "1000")
+            };
             nodes.push(Node::start(node_options).await?);
             ids.push(id);
         }

@@ -38,13 +38,14 @@ end
 return 0
 ";
 
-/// The lease value and the key `ARGV[1] .. <holder node id>` (the value is `{nodeId}:{generation}`).
+/// The lease value, the key `ARGV[1] .. <holder node id>` (the value is `{nodeId}:{generation}`), and
+/// whether the key KEYS[2] (the session's handover mark) exists.
 const OWNER_WITH: &str = r"
+local marked = redis.call('EXISTS', KEYS[2])
 local lease = redis.call('GET', KEYS[1])
-if not lease then return false end
-local node = string.match(lease, '^(.*):%-?%d+$')
-if not node then return false end
-return {lease, redis.call('GET', ARGV[1] .. node)}
+local node = lease and string.match(lease, '^(.*):%-?%d+$')
+if not node then return {marked} end
+return {marked, lease, redis.call('GET', ARGV[1] .. node)}
 ";
 
 const RELEASE: &str = r"
@@ -221,36 +222,69 @@ impl RedisLeases {
     }
 
     /// The current holder of a session's lease and the value of its key under `holder_key_prefix` (the
-    /// holder's registry announcement), in one round trip: routing a request asks both on every request.
+    /// holder's registry announcement), and whether `mark_key` (its handover mark) exists, in one round
+    /// trip: routing a request asks all three on every request.
     pub(crate) async fn owner_with(
         &self,
         session_id: &str,
         holder_key_prefix: &str,
-    ) -> Result<Option<(Owner, Option<String>)>, RedisError> {
+        mark_key: &str,
+    ) -> Result<(Option<(Owner, Option<String>)>, bool), RedisError> {
         let mut conn = self.pool.get().await?;
-        let found: Option<(String, Option<String>)> = redis::Script::new(OWNER_WITH)
-            .key(self.key(session_id))
-            .arg(holder_key_prefix)
-            .invoke_async(&mut *conn)
-            .await?;
-        Ok(found.and_then(|(value, extra)| parse_owner(&value).map(|owner| (owner, extra))))
+        let (marked, found): (i64, Option<(String, Option<String>)>) = {
+            let reply: redis::Value = redis::Script::new(OWNER_WITH)
+                .key(self.key(session_id))
+                .key(mark_key)
+                .arg(holder_key_prefix)
+                .invoke_async(&mut *conn)
+                .await?;
+            let mut items = match reply {
+                redis::Value::Array(items) => items.into_iter(),
+                _ => Vec::new().into_iter(),
+            };
+            let marked = items
+                .next()
+                .and_then(|v| redis::from_redis_value::<i64>(v).ok())
+                .unwrap_or(0);
+            let lease = items
+                .next()
+                .and_then(|v| redis::from_redis_value::<String>(v).ok());
+            let announcement = items
+                .next()
+                .and_then(|v| redis::from_redis_value::<Option<String>>(v).ok())
+                .flatten();
+            (marked, lease.map(|lease| (lease, announcement)))
+        };
+        let owner =
+            found.and_then(|(value, extra)| parse_owner(&value).map(|owner| (owner, extra)));
+        Ok((owner, marked > 0))
     }
 
-    /// Which of `ids` have no lease key at all (nobody holds them).
-    pub(crate) async fn unheld(&self, ids: &[String]) -> Result<Vec<String>, RedisError> {
+    /// Which of `ids` have no lease key at all (nobody holds them) and are not marked in a planned
+    /// handover (`mark_key` of an id; the new owner is about to claim those).
+    pub(crate) async fn unheld(
+        &self,
+        ids: &[String],
+        mark_key: impl Fn(&str) -> String,
+    ) -> Result<Vec<String>, RedisError> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let keys: Vec<String> = ids.iter().map(|id| self.key(id)).collect();
+        let keys: Vec<String> = ids
+            .iter()
+            .map(|id| self.key(id))
+            .chain(ids.iter().map(|id| mark_key(id)))
+            .collect();
         let mut conn = self.pool.get().await?;
         let values: Vec<Option<String>> = redis::cmd("MGET")
             .arg(&keys)
             .query_async(&mut *conn)
             .await?;
+        let (leases, marks) = values.split_at(ids.len());
         Ok(ids
             .iter()
-            .zip(values)
-            .filter(|(_, v)| v.is_none())
+            .zip(leases.iter().zip(marks))
+            .filter(|(_, (lease, mark))| lease.is_none() && mark.is_none())
             .map(|(id, _)| id.clone())
             .collect())
     }

@@ -1,7 +1,8 @@
 //! Cluster duties: who owns a session and what happens when an owner goes away. `lease` is the trait (and
 //! the embedded mode's `LocalLeases`); with `REDIS_ENABLED=true`, `Cluster` bundles the Redis lease
 //! (`lease_redis`), the live-node registry (`registry`), the renewal loop (`heartbeat`), the takeover sweep
-//! (`takeover`) and its placement rule (`placement`). The sessions themselves are reached only through
+//! (`takeover`) and its placement rule (`placement`), and the planned handover of a leaving node's sessions
+//! (`handover`). The sessions themselves are reached only through
 //! `SessionHost`, which `SessionService` implements; HTTP forwarding lives in `http/forward.rs`.
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::Config;
 use crate::store::{DataPool, now_ms};
 
+pub(crate) mod handover;
 pub(crate) mod heartbeat;
 pub(crate) mod lease;
 pub(crate) mod lease_redis;
@@ -22,6 +24,7 @@ pub(crate) mod placement;
 pub(crate) mod registry;
 pub(crate) mod takeover;
 
+use handover::{Serving, Transit};
 use lease_redis::{RedisError, RedisLeases};
 use registry::{NodeInfo, Registry};
 
@@ -36,6 +39,13 @@ pub(crate) trait SessionHost: Send + Sync {
     async fn take_over(&self, session_id: &str);
     /// Stops every loaded engine and releases its lease (desired state kept); returns how many.
     async fn release_all(&self) -> usize;
+    /// Ids of the sessions loaded on this node.
+    fn loaded_ids(&self) -> Vec<String>;
+    /// Lets a session go for a handover: its engine stops with no further write and its lease is released.
+    async fn hand_out(&self, session_id: &str);
+    /// Claims a session a peer handed over and brings it up from the stored credentials (until `budget`
+    /// for it to be ready); true when it runs here.
+    async fn take_handover(&self, session_id: &str, budget: tokio::time::Instant) -> bool;
 }
 
 /// Where a session-scoped request should be served.
@@ -53,8 +63,10 @@ pub(crate) enum Route {
 pub(crate) struct Timing {
     pub heartbeat: Duration,
     pub sweep: Duration,
-    /// Sessions taken over at once (`SESSION_RESTORE_CONCURRENCY`).
+    /// Sessions taken over (or handed over) at once (`SESSION_RESTORE_CONCURRENCY`).
     pub max_takeovers: usize,
+    /// `SESSION_HANDOVER_WAIT_MS`.
+    pub handover_wait: Duration,
 }
 
 /// This node's membership of the cluster. Built at boot when Redis is enabled.
@@ -70,6 +82,9 @@ pub(crate) struct Cluster {
     pub timing: Timing,
     /// Set by a drain: the node takes no more sessions and says so in the registry.
     is_draining: AtomicBool,
+    has_left: AtomicBool,
+    /// Sessions in a planned handover from or to this node, and the requests served here on each.
+    pub transit: Arc<Transit>,
 }
 
 impl Cluster {
@@ -103,8 +118,11 @@ impl Cluster {
                 heartbeat: Duration::from_millis(config.session_lease_heartbeat_ms),
                 sweep: Duration::from_millis(config.session_takeover_sweep_ms),
                 max_takeovers: usize::try_from(config.session_restore_concurrency).unwrap_or(1),
+                handover_wait: Duration::from_millis(config.session_handover_wait_ms),
             },
             is_draining: AtomicBool::new(false),
+            has_left: AtomicBool::new(false),
+            transit: Arc::default(),
         })
     }
 
@@ -127,26 +145,70 @@ impl Cluster {
         self.is_draining.load(Ordering::SeqCst)
     }
 
-    /// Where a request for `session_id` is served: here unless another live node holds its lease.
-    pub(crate) async fn route(&self, session_id: &str) -> Result<Route, RedisError> {
+    /// Where a request for `session_id` is served: here unless another live node holds its lease; and
+    /// whether the session is marked in a planned handover.
+    async fn locate(&self, session_id: &str) -> Result<(Route, bool), RedisError> {
         // A lease held here within its deadline is ours in Redis too (renewals are compare-and-set).
         if self.leases.holds(session_id) {
-            return Ok(Route::Local);
+            return Ok((Route::Local, false));
         }
         let prefix = self.registry.node_key_prefix();
-        let Some((owner, announcement)) = self.leases.owner_with(session_id, &prefix).await? else {
-            return Ok(Route::Local);
+        let mark = handover::mark_key(&self.prefix, session_id);
+        let (owner, is_marked) = self.leases.owner_with(session_id, &prefix, &mark).await?;
+        let Some((owner, announcement)) = owner else {
+            return Ok((Route::Local, is_marked));
         };
         if owner.node_id == self.node_id {
-            return Ok(Route::Local);
+            return Ok((Route::Local, is_marked));
         }
-        Ok(match announcement.as_deref().and_then(Registry::parse) {
+        let route = match announcement.as_deref().and_then(Registry::parse) {
             Some(node) => Route::Remote {
                 node_id: node.node_id,
                 url: node.url,
             },
             None => Route::Local,
-        })
+        };
+        Ok((route, is_marked))
+    }
+
+    /// Where a request for `session_id` is served, once any planned handover of the session is over (waited
+    /// for at most `SESSION_HANDOVER_WAIT_MS`). A request served here holds the `Serving` it gets until it
+    /// is answered, so a handover starting meanwhile lets it finish first.
+    pub(crate) async fn route(
+        &self,
+        session_id: &str,
+    ) -> Result<(Route, Option<Serving>), RedisError> {
+        let deadline = tokio::time::Instant::now() + self.timing.handover_wait;
+        loop {
+            let is_waiting = tokio::time::Instant::now() < deadline;
+            if is_waiting && self.transit.is_moving(session_id) {
+                self.transit.settled(session_id, deadline).await;
+                continue;
+            }
+            let (route, is_marked) = self.locate(session_id).await?;
+            if is_waiting && is_marked {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+            if route != Route::Local {
+                return Ok((route, None));
+            }
+            match self.transit.serve(session_id) {
+                Some(serving) => return Ok((Route::Local, Some(serving))),
+                None if !is_waiting => return Ok((Route::Local, None)),
+                None => {}
+            }
+        }
+    }
+
+    /// Whether `session_id` is marked in a planned handover.
+    pub(crate) async fn is_marked(&self, session_id: &str) -> Result<bool, RedisError> {
+        let mut conn = self.pool.get().await?;
+        let found: i64 = deadpool_redis::redis::cmd("EXISTS")
+            .arg(handover::mark_key(&self.prefix, session_id))
+            .query_async(&mut *conn)
+            .await?;
+        Ok(found > 0)
     }
 
     /// Publishes this node in the registry for one TTL.
@@ -161,32 +223,36 @@ impl Cluster {
         self.registry.announce(&info).await
     }
 
-    /// Stops taking sessions and hands this node's sessions to its peers.
+    /// Stops taking sessions and hands this node's sessions to its peers (planned handover; what no peer
+    /// took is released for the takeover sweep). Answers how many sessions left this node.
     pub(crate) async fn drain(&self, host: &dyn SessionHost) -> usize {
         self.is_draining.store(true, Ordering::SeqCst);
         self.leases.close();
         if let Err(err) = self.announce(host.loaded_count()).await {
             tracing::warn!(error = %err, "drain not announced; peers see it at the next heartbeat");
         }
-        host.release_all().await
+        let handed = handover::hand_over_all(self, host).await;
+        handed + host.release_all().await
     }
 
-    /// Graceful shutdown: engines stopped, leases released, registry entry withdrawn, so peers take over
-    /// at their next sweep instead of after a TTL.
+    /// Graceful shutdown, while the node still serves HTTP: the sessions are handed to peers (requests for
+    /// one in transit wait for its new owner), what is left is released, and the registry entry withdrawn.
+    /// Runs once; a second call does nothing.
     pub(crate) async fn leave(&self, host: &dyn SessionHost) {
-        self.is_draining.store(true, Ordering::SeqCst);
-        self.leases.close();
+        if self.has_left.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let moved = self.drain(host).await;
         if let Err(err) = self.registry.withdraw(&self.node_id).await {
             tracing::warn!(error = %err, "node not withdrawn from the registry; it will expire");
         }
-        let released = host.release_all().await;
-        tracing::info!(sessions = released, "left the cluster");
+        tracing::info!(sessions = moved, "left the cluster");
     }
 }
 
-/// Starts this node's cluster duties: the heartbeat, the takeover sweep, and leaving the cluster at the
-/// shutdown signal (not after in-flight requests drained: leases that stop being renewed while engines
-/// still run would let a peer start a second engine).
+/// Starts this node's cluster duties: the heartbeat, the takeover sweep, the handover inbox, and leaving the
+/// cluster at shutdown if the signal handler has not (`boot.rs` leaves before the listener closes; leaving
+/// only after in-flight requests drained would let leases lapse while engines still run).
 pub(crate) fn spawn_duties(
     cluster: &Arc<Cluster>,
     host: Arc<dyn SessionHost>,
@@ -199,6 +265,11 @@ pub(crate) fn spawn_duties(
         shutdown.clone(),
     ));
     tasks.spawn(takeover::run(
+        cluster.clone(),
+        host.clone(),
+        shutdown.clone(),
+    ));
+    tasks.spawn(handover::receive(
         cluster.clone(),
         host.clone(),
         shutdown.clone(),

@@ -94,7 +94,11 @@ async fn sweep(cluster: &Cluster, host: &dyn SessionHost) -> Result<usize, Sweep
         return Ok(0);
     }
     let candidates = sessions::list_takeover_candidates(&cluster.db).await?;
-    let mut orphans = cluster.leases.unheld(&candidates).await?;
+    let prefix = cluster.prefix.as_str();
+    let mut orphans = cluster
+        .leases
+        .unheld(&candidates, |id| super::handover::mark_key(prefix, id))
+        .await?;
     metrics::gauge!(wagate_workers::telemetry::metrics::SESSIONS_UNOWNED).set(orphans.len() as f64);
     if orphans.is_empty() {
         return Ok(0);

@@ -254,3 +254,18 @@ fn a_cluster_secret_is_long_enough_and_a_redis_cluster_may_share_a_generated_one
     assert!(c.cluster_secret.is_some());
     assert!(load(&[]).expect("embedded").cluster_secret.is_none());
 }
+
+#[test]
+fn handover_wait_is_bounded_and_may_be_zero() {
+    assert_eq!(load(&[]).expect("defaults").session_handover_wait_ms, 5_000);
+    let zero = load(&[("SESSION_HANDOVER_WAIT_MS", "0")]).expect("0 accepted");
+    assert_eq!(zero.session_handover_wait_ms, 0);
+    assert_eq!(
+        refused_var(&[("SESSION_HANDOVER_WAIT_MS", "60001")]),
+        "SESSION_HANDOVER_WAIT_MS"
+    );
+    assert_eq!(
+        refused_var(&[("SESSION_HANDOVER_WAIT_MS", "soon")]),
+        "SESSION_HANDOVER_WAIT_MS"
+    );
+}

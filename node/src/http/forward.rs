@@ -66,7 +66,8 @@ pub(crate) async fn forward_to_owner(
         is_upgrade: req.headers().contains_key(header::UPGRADE),
     };
     let mut response = match decide(&ctx, &session_id, marks).await {
-        Decision::Local => next.run(req).await,
+        // Held until the answer: a planned handover of the session waits for it.
+        Decision::Local(_serving) => next.run(req).await,
         Decision::Refuse => ApiError::from(LeaseError::HeldElsewhere).into_response(),
         Decision::Forward(url) => match observed_forward(&ctx, req, &url).await {
             Ok(response) => response,
@@ -82,7 +83,7 @@ pub(crate) async fn forward_to_owner(
 }
 
 enum Decision {
-    Local,
+    Local(Option<crate::cluster::handover::Serving>),
     /// Already forwarded once, and the lease is held elsewhere.
     Refuse,
     Forward(String),
@@ -98,22 +99,26 @@ struct Marks {
 
 async fn decide(ctx: &ApiContext, session_id: &str, marks: Marks) -> Decision {
     let Some(cluster) = &ctx.cluster else {
-        return Decision::Local;
+        return Decision::Local(None);
     };
     if marks.is_upgrade {
-        return Decision::Local;
+        return Decision::Local(None);
     }
     let route = match cluster.route(session_id).await {
         Ok(route) => route,
         Err(err) => {
             tracing::warn!(session_id, error = %err, "lease owner unknown; serving locally");
-            return Decision::Local;
+            return Decision::Local(None);
         }
     };
     match route {
-        Route::Local => Decision::Local,
-        Route::Remote { .. } if marks.is_forwarded => Decision::Refuse,
-        Route::Remote { url, .. } => Decision::Forward(url),
+        (Route::Local, serving) => Decision::Local(serving),
+        // A draining node owns no session, so the owner it names is a node that serves locally: a request
+        // forwarded here just before a handover may go on to the new owner without a loop.
+        (Route::Remote { .. }, _) if marks.is_forwarded && !cluster.is_draining() => {
+            Decision::Refuse
+        }
+        (Route::Remote { url, .. }, _) => Decision::Forward(url),
     }
 }
 

@@ -23,4 +23,7 @@ pub(crate) struct Deps {
     /// Asked before every fenced write: a lease past its deadline writes nothing, even if the fence would
     /// still let it through.
     pub leases: Arc<dyn Leases>,
+    /// Benchmark only (`WAGATE_BENCH_ACK_ON_RECEIPT=true`, not a product setting): acknowledge received
+    /// traffic as it arrives, as before acknowledgement after commit, to measure what the ordering costs.
+    pub ack_on_receipt: bool,
 }

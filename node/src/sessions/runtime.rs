@@ -20,7 +20,7 @@ use super::run_state::RunState;
 use super::state::{Context, Effect, Trigger, transition};
 use crate::cluster::lease::Lease;
 use crate::engine::{
-    Engine, EngineContext, EngineError, EventSender, Incoming, LinkedAccount, event_channel,
+    Ack, Engine, EngineContext, EngineError, EventSender, Incoming, LinkedAccount, event_channel,
 };
 use crate::store::{StoreError, sessions as session_store};
 
@@ -88,6 +88,13 @@ impl Runtime {
         let mut rx = self.status.subscribe();
         let settled = rx.wait_for(|s| *s != SessionStatus::Initializing);
         matches!(tokio::time::timeout(budget, settled).await, Ok(Ok(_)))
+    }
+
+    /// Waits until the session is `ready`; false when `deadline` passed first.
+    pub(crate) async fn wait_ready(&self, deadline: Instant) -> bool {
+        let mut rx = self.status.subscribe();
+        let ready = rx.wait_for(|s| *s == SessionStatus::Ready);
+        matches!(tokio::time::timeout_at(deadline, ready).await, Ok(Ok(_)))
     }
 
     /// Stops the loop and drops the engine (without talking to the network).
@@ -283,10 +290,13 @@ impl Runtime {
     /// One engine event. Received traffic's acknowledgement goes with it to the write path, which settles it
     /// after the commit; a stale runtime drops it unsettled, so the network redelivers to the lease's holder.
     async fn on_event(&self, incoming: Incoming) {
-        let Incoming { event, ack } = incoming;
+        let Incoming { event, mut ack } = incoming;
         if self.is_stale.load(Ordering::SeqCst) {
             drop(ack);
             return;
+        }
+        if self.deps.ack_on_receipt {
+            std::mem::replace(&mut ack, Ack::none()).complete();
         }
         if !effects::is_lifecycle(&event) {
             let ingest = async {

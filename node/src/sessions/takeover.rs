@@ -1,8 +1,11 @@
 //! `SessionService` as the cluster's `SessionHost`: taking over a session another node left behind (claim,
 //! the spec's "takeover sweep" status rules fenced by the fresh generation, then a start when it should run),
-//! giving up a session whose lease was lost, and releasing every session (drain, graceful shutdown).
+//! giving up a session whose lease was lost, releasing every session (drain, graceful shutdown), and both
+//! sides of a planned handover (`cluster/handover.rs`): letting a session go without a write, and bringing
+//! a handed-over one up from the stored credentials.
 
 use async_trait::async_trait;
+use tokio::time::Instant;
 use wagate_proto::SessionStatus;
 
 use super::error::SessionResult;
@@ -47,6 +50,41 @@ impl SessionService {
         }
         Ok(())
     }
+
+    /// A handed-over session: claimed here (the old owner released it after its last write), then started
+    /// from the stored credentials when it should run. Its stored status is the old owner's (its engine
+    /// stopped without a write), so the start begins from `disconnected` as after a planned stop.
+    async fn receive_session(&self, id: &str, budget: Instant) -> SessionResult<bool> {
+        if self.runtime(id).is_some() {
+            return Ok(true);
+        }
+        let runtime = self.load(id).await?;
+        let record = self.record(id).await?;
+        if !record.desired_running {
+            self.unload(id).await;
+            return Ok(false);
+        }
+        let was_ready = record.status == SessionStatus::Ready;
+        {
+            let mut st = runtime.lock().await;
+            *st = RunState::from_record(&record);
+            if is_engine_status(st.status) {
+                st.status = SessionStatus::Disconnected;
+            }
+        }
+        self.start(id).await?;
+        // A linked session is back once ready; answering requests before that would be a 409.
+        Ok(!was_ready || runtime.wait_ready(budget).await)
+    }
+}
+
+/// Statuses only a running engine can be in.
+fn is_engine_status(status: SessionStatus) -> bool {
+    use SessionStatus::*;
+    matches!(
+        status,
+        Ready | Initializing | Authenticating | QrReady | ActionRequired
+    )
 }
 
 #[async_trait]
@@ -71,6 +109,27 @@ impl SessionHost for SessionService {
                 tracing::info!(session_id, "session taken over")
             }
             Err(err) => tracing::warn!(session_id, error = %err, "session not taken over"),
+        }
+    }
+
+    fn loaded_ids(&self) -> Vec<String> {
+        self.runtimes.iter().map(|e| e.key().clone()).collect()
+    }
+
+    async fn hand_out(&self, session_id: &str) {
+        if let Some((_, runtime)) = self.runtimes.remove(session_id) {
+            runtime.abandon().await;
+            self.leases.release(session_id, runtime.lease).await;
+        }
+    }
+
+    async fn take_handover(&self, session_id: &str, budget: Instant) -> bool {
+        match self.receive_session(session_id, budget).await {
+            Ok(is_up) => is_up,
+            Err(err) => {
+                tracing::warn!(session_id, error = %err, "handed-over session not brought up");
+                false
+            }
         }
     }
 

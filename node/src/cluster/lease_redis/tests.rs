@@ -122,9 +122,12 @@ async fn an_expired_lease_is_taken_and_its_holder_knows_it_is_not_current() {
         Err(StoreError::StaleLease)
     ));
     assert_eq!(
-        a.unheld(std::slice::from_ref(&f.session))
-            .await
-            .expect("mget"),
+        a.unheld(std::slice::from_ref(&f.session), |id| format!(
+            "{}handover:{id}",
+            f.prefix
+        ))
+        .await
+        .expect("mget"),
         Vec::<String>::new()
     );
 }
@@ -154,15 +157,19 @@ async fn owner_with_reads_the_holder_and_its_announcement_in_one_call() {
     let f = fixture().await;
     let (a, b) = (f.node("node-a:x", 10_000), f.node("b", 10_000));
     let node_prefix = format!("{}node:", f.prefix);
+    let mark = format!("{}handover:{}", f.prefix, f.session);
     assert_eq!(
-        b.owner_with(&f.session, &node_prefix).await.expect("read"),
-        None
+        b.owner_with(&f.session, &node_prefix, &mark)
+            .await
+            .expect("read"),
+        (None, false)
     );
     let lease = a.acquire(&f.session).await.expect("a acquires");
     let (owner, announcement) = b
-        .owner_with(&f.session, &node_prefix)
+        .owner_with(&f.session, &node_prefix, &mark)
         .await
         .expect("read")
+        .0
         .expect("held");
     assert_eq!(
         (owner.node_id.as_str(), owner.generation),
@@ -176,12 +183,27 @@ async fn owner_with_reads_the_holder_and_its_announcement_in_one_call() {
         .query_async(&mut *conn)
         .await
         .expect("announce");
-    let (_, announcement) = b
-        .owner_with(&f.session, &node_prefix)
+    let () = redis::cmd("SET")
+        .arg(&mark)
+        .arg("b")
+        .query_async(&mut *conn)
         .await
-        .expect("read")
-        .expect("held");
+        .expect("mark");
+    let (found, is_marked) = b
+        .owner_with(&f.session, &node_prefix, &mark)
+        .await
+        .expect("read");
+    let (_, announcement) = found.expect("held");
     assert_eq!(announcement.as_deref(), Some("{\"announced\":true}"));
+    assert!(is_marked);
+    a.release(&f.session, lease).await;
+    assert_eq!(
+        b.unheld(std::slice::from_ref(&f.session), |_| mark.clone())
+            .await
+            .expect("mget"),
+        Vec::<String>::new(),
+        "a session marked in a handover is not an orphan"
+    );
 }
 
 #[tokio::test]
