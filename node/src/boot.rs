@@ -199,6 +199,8 @@ fn session_service(
         sessions_dir: config.data_dir.join("sessions"),
         shutdown: shutdown.clone(),
         leases: leases.clone(),
+        // In a cluster other nodes write the same rows: no record cache there.
+        records: crate::sessions::cache::RecordCache::new(!config.redis_enabled),
     });
     (
         Arc::new(SessionService::new(

@@ -23,4 +23,6 @@ pub(crate) struct Deps {
     /// Asked before every fenced write: a lease past its deadline writes nothing, even if the fence would
     /// still let it through.
     pub leases: Arc<dyn Leases>,
+    /// Session records for the read routes (embedded mode only); every session-row write here invalidates.
+    pub records: super::cache::RecordCache,
 }
