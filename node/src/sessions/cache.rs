@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dashmap::DashMap;
-use dashmap::mapref::entry::Entry;
 
 use crate::store::sessions::SessionRecord;
 
@@ -57,14 +56,7 @@ impl RecordCache {
         if self.generation.load(Ordering::SeqCst) != ticket.0 {
             return;
         }
-        match entry {
-            Entry::Occupied(mut e) => {
-                e.insert(record);
-            }
-            Entry::Vacant(e) => {
-                e.insert(record);
-            }
-        }
+        entry.insert(record);
     }
 
     /// Called after every write to the session's row, before the write is acknowledged.
