@@ -77,9 +77,16 @@ async fn a_write_through_any_node_is_seen_by_the_next_read_on_every_node() {
     for node in 0..3 {
         let r = c.client(node).get(&session).await.expect("read");
         assert_eq!(r.body["status"], status, "node {node}: {}", r.text);
-        assert_eq!(r.body["updatedAt"], stopped.body["updatedAt"], "node {node}");
+        assert_eq!(
+            r.body["updatedAt"], stopped.body["updatedAt"],
+            "node {node}"
+        );
     }
-    let listed = c.client(0).get("/api/sessions?limit=100").await.expect("list");
+    let listed = c
+        .client(0)
+        .get("/api/sessions?limit=100")
+        .await
+        .expect("list");
     let row = listed
         .body
         .as_array()
@@ -93,7 +100,10 @@ async fn a_write_through_any_node_is_seen_by_the_next_read_on_every_node() {
     read_everywhere(&c, &idle_path).await;
     let renamed = c
         .client(1)
-        .patch(&format!("{idle_path}/config"), json!({ "reconnectBaseDelay": 7000 }))
+        .patch(
+            &format!("{idle_path}/config"),
+            json!({ "reconnectBaseDelay": 7000 }),
+        )
         .await
         .expect("config");
     assert_eq!(renamed.status, 200, "{}", renamed.text);

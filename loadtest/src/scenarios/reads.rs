@@ -121,7 +121,10 @@ pub async fn run(args: ReadsArgs) -> anyhow::Result<Report> {
     for (kind, key) in [("viewer", &viewer), ("scoped", &scoped)] {
         for (what, path) in [
             ("GET /api/sessions/{id}", format!("/api/sessions/{linked}")),
-            ("GET /api/sessions?limit=100", "/api/sessions?limit=100".into()),
+            (
+                "GET /api/sessions?limit=100",
+                "/api/sessions?limit=100".into(),
+            ),
             (
                 "GET /api/sessions/{id}/messages?limit=50",
                 format!("/api/sessions/{linked}/messages?limit=50"),
@@ -176,13 +179,19 @@ pub async fn run(args: ReadsArgs) -> anyhow::Result<Report> {
     };
     let mut rows: Vec<(String, Figures)> = Vec::new();
     let bare_before = load.run(&bare_url, &viewer).await?;
-    rows.push(("bare axum route with a header check (before)".into(), bare_before));
+    rows.push((
+        "bare axum route with a header check (before)".into(),
+        bare_before,
+    ));
     for probe in &probes {
         let url = format!("{}{}", target.base_url, probe.path);
         rows.push((probe.label.clone(), load.run(&url, &probe.key).await?));
     }
     let bare_after = load.run(&bare_url, &viewer).await?;
-    rows.push(("bare axum route with a header check (after)".into(), bare_after));
+    rows.push((
+        "bare axum route with a header check (after)".into(),
+        bare_after,
+    ));
     let elapsed = begun.elapsed();
     drop(progress);
     let _ = bare.kill().await;
@@ -328,7 +337,8 @@ async fn new_key(
     name: &str,
     session: Option<&str>,
 ) -> anyhow::Result<(String, String)> {
-    let body = json!({ "name": name, "role": "viewer", "allowedSessions": session.map(|s| vec![s]) });
+    let body =
+        json!({ "name": name, "role": "viewer", "allowedSessions": session.map(|s| vec![s]) });
     let reply = admin.post("/api/auth/api-keys", body).await?;
     anyhow::ensure!(
         reply.status == 201,
@@ -422,10 +432,7 @@ fn duration_ms(v: &str) -> Option<f64> {
     } else if let Some(n) = v.strip_suffix("m") {
         n.parse::<f64>().ok().map(|n| n * 60_000.0)
     } else {
-        v.strip_suffix('s')?
-            .parse::<f64>()
-            .ok()
-            .map(|n| n * 1000.0)
+        v.strip_suffix('s')?.parse::<f64>().ok().map(|n| n * 1000.0)
     }
 }
 

@@ -9,7 +9,9 @@ use axum::http::Uri;
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+use tower_http::request_id::{
+    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
+};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
