@@ -446,7 +446,7 @@ async fn forward_cost(args: &ReadsArgs, tag: &str) -> anyhow::Result<String> {
         .unwrap_or_else(|| sibling_binary("wagate"));
     let cluster = TestCluster::start(&binary.display().to_string(), 2, Timings::default()).await?;
     let owner = cluster.client(0);
-    let id = create_linked(&owner, &format!("lt-{tag}-fwd"), &phone(&tag, 900)).await?;
+    let id = create_linked(&owner, &format!("lt-{tag}-fwd"), &phone(tag, 900)).await?;
     let (_, key) = new_key(&owner, &format!("lt-{tag}-fwd-viewer"), None).await?;
     let through = cluster.client(1).with_key(&key);
     let reply = through.get(&format!("/api/sessions/{id}")).await?;
