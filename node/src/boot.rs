@@ -204,6 +204,8 @@ fn session_service(
         leases: leases.clone(),
         // Read here and only here: a benchmark's baseline, not a setting (docs/architecture.md "Measured").
         ack_on_receipt: std::env::var("WAGATE_BENCH_ACK_ON_RECEIPT").is_ok_and(|v| v == "true"),
+        // In a cluster other nodes write the same rows: no record cache there.
+        records: crate::sessions::cache::RecordCache::new(!config.redis_enabled),
     });
     (
         Arc::new(SessionService::new(

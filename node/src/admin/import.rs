@@ -97,7 +97,9 @@ impl DataAdmin {
             .await?;
         self.take_in_inline_media(&mut req.tables, &mut result.warnings)
             .await;
-        match self.replace_tables(&req.tables, &payload_sessions).await {
+        let replaced = self.replace_tables(&req.tables, &payload_sessions).await;
+        self.sessions.forget_cached_records();
+        match replaced {
             Ok(normalised) => {
                 result.imported = true;
                 if normalised > 0 {

@@ -9,7 +9,9 @@ use axum::http::Uri;
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::request_id::{
+    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
+};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
@@ -151,8 +153,23 @@ fn api_router(ctx: ApiContext, body_limit: usize) -> Router {
         ))
         .layer(axum::middleware::from_fn(keep_alive::drain_unread_bodies))
         .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(SetRequestIdLayer::x_request_id(RandomRequestId))
         .with_state(ctx)
+}
+
+/// A random (v4) UUID per request from the thread's generator: `MakeRequestUuid` asked the kernel for
+/// 16 random bytes on every request (a `getrandom` system call each).
+#[derive(Clone, Copy)]
+struct RandomRequestId;
+
+impl MakeRequestId for RandomRequestId {
+    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
+        let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
+        let mut text = uuid::Uuid::encode_buffer();
+        axum::http::HeaderValue::from_str(id.hyphenated().encode_lower(&mut text))
+            .ok()
+            .map(RequestId::new)
+    }
 }
 
 async fn unknown_route(method: axum::http::Method, uri: Uri) -> Response {

@@ -75,7 +75,7 @@ impl MessagingService {
 
     /// 404 for an unknown session.
     pub(crate) async fn check_session(&self, session_id: &str) -> MessagingResult<()> {
-        self.sessions.record(session_id).await?;
+        self.sessions.cached_record(session_id).await?;
         Ok(())
     }
 }

@@ -4,6 +4,7 @@
 //! Handlers call `SessionService`; nothing here knows HTTP.
 
 pub(crate) mod backoff;
+pub(crate) mod cache;
 pub(crate) mod deps;
 pub(crate) mod drain;
 pub(crate) mod effects;

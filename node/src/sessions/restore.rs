@@ -28,9 +28,10 @@ impl SessionService {
         };
         let mut state = super::run_state::RunState::from_record(record).to_runtime();
         state.status = Some(SessionStatus::Disconnected);
-        if let Err(err) =
-            session_store::save_runtime(&self.deps.db, &record.id, lease.generation, &state).await
-        {
+        let saved =
+            session_store::save_runtime(&self.deps.db, &record.id, lease.generation, &state).await;
+        self.deps.records.invalidate(&record.id);
+        if let Err(err) = saved {
             tracing::warn!(session_id = %record.id, error = %err, "could not normalise session status at boot");
         }
         self.leases.release(&record.id, lease).await;

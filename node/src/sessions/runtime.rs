@@ -171,13 +171,15 @@ impl Runtime {
         {
             Err(StoreError::StaleLease)
         } else {
-            session_store::save_runtime(
+            let saved = session_store::save_runtime(
                 &self.deps.db,
                 &self.id,
                 self.lease.generation,
                 &st.to_runtime(),
             )
-            .await
+            .await;
+            self.deps.records.invalidate(&self.id);
+            saved
         };
         match saved {
             Err(StoreError::StaleLease) => {

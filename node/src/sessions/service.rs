@@ -120,8 +120,25 @@ impl SessionService {
             })
     }
 
+    /// The record for the read routes: from memory when cached (embedded mode), else from the data DB.
+    pub(crate) async fn cached_record(&self, id: &str) -> SessionResult<Arc<SessionRecord>> {
+        if let Some(record) = self.deps.records.get(id) {
+            return Ok(record);
+        }
+        let ticket = self.deps.records.ticket();
+        let record = Arc::new(self.record(id).await?);
+        self.deps.records.fill(ticket, record.clone());
+        Ok(record)
+    }
+
     pub(crate) async fn get(&self, id: &str) -> SessionResult<SessionView> {
-        Ok(self.view(self.record(id).await?))
+        let record = self.cached_record(id).await?;
+        Ok(self.view(Arc::unwrap_or_clone(record)))
+    }
+
+    /// After a data import, which may have changed any session row.
+    pub(crate) fn forget_cached_records(&self) {
+        self.deps.records.invalidate_all();
     }
 
     pub(crate) async fn create(
@@ -188,7 +205,9 @@ impl SessionService {
     ) -> SessionResult<SessionConfig> {
         let mut config = self.record(id).await?.config;
         change.apply(&mut config);
-        session_store::update_config(&self.deps.db, id, &config).await?;
+        let written = session_store::update_config(&self.deps.db, id, &config).await;
+        self.deps.records.invalidate(id);
+        written?;
         Ok(config)
     }
 
@@ -202,7 +221,9 @@ impl SessionService {
         if let Some(url) = url {
             proxy::parse(url)?;
         }
-        session_store::update_proxy(&self.deps.db, id, url).await?;
+        let written = session_store::update_proxy(&self.deps.db, id, url).await;
+        self.deps.records.invalidate(id);
+        written?;
         Ok(url.map(str::to_string))
     }
 
@@ -215,7 +236,9 @@ impl SessionService {
             self.leases.release(id, runtime.lease).await;
         }
         session_store::delete_engine_auth(&self.deps.db, id).await?;
-        session_store::delete(&self.deps.db, id).await?;
+        let deleted = session_store::delete(&self.deps.db, id).await;
+        self.deps.records.invalidate(id);
+        deleted?;
         self.leases.forget_session(id).await;
         let dir = self.deps.sessions_dir.join(id);
         if let Err(err) = tokio::fs::remove_dir_all(&dir).await
