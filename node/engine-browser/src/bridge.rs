@@ -110,9 +110,14 @@ mod tests {
 
     #[test]
     fn decodes_pushes_and_quotes_call_arguments() {
-        assert!(matches!(decode(r#"{"type":"qr","data":"2@abc"}"#), Some(PagePush::Qr(q)) if q == "2@abc"));
+        assert!(
+            matches!(decode(r#"{"type":"qr","data":"2@abc"}"#), Some(PagePush::Qr(q)) if q == "2@abc")
+        );
         assert!(decode("not json").is_none());
         let expr = call_expression("sendText", &[Value::String("a\"); alert(1); (\"".into())]);
-        assert_eq!(expr, r#"window.__wagate.call("sendText", ["a\"); alert(1); (\""])"#);
+        assert_eq!(
+            expr,
+            r#"window.__wagate.call("sendText", ["a\"); alert(1); (\""])"#
+        );
     }
 }

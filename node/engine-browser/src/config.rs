@@ -80,7 +80,9 @@ impl Default for BrowserConfig {
 /// Why a `BrowserConfig` cannot run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    #[error("the wa-js bundle is missing at {0}: run `npm ci` in node/engine-browser/js or set BROWSER_WAJS_PATH")]
+    #[error(
+        "the wa-js bundle is missing at {0}: run `npm ci` in node/engine-browser/js or set BROWSER_WAJS_PATH"
+    )]
     BundleMissing(String),
 }
 

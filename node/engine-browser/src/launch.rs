@@ -22,7 +22,9 @@ const QUIET_FLAGS: &[&str] = &[
     "--disable-component-update",
     "--disable-domain-reliability",
     "--disable-crash-reporter",
-    "--disable-features=TranslateUI,MediaRouter,OptimizationHints,AutofillServerCommunication,CertificateTransparencyComponentUpdater,InterestFeedContentSuggestions",
+    // Memory: no spare renderer kept warm, no back-forward cache, GPU work inside the browser process.
+    "--disable-features=TranslateUI,MediaRouter,OptimizationHints,AutofillServerCommunication,CertificateTransparencyComponentUpdater,InterestFeedContentSuggestions,SpareRendererForSitePerProcess,BackForwardCache",
+    "--in-process-gpu",
     "--no-pings",
     "--no-service-autorun",
     "--disable-notifications",
@@ -104,9 +106,7 @@ impl Launcher {
         let (mut browser, mut handler) = Browser::launch(config)
             .await
             .map_err(|e| BrowserError::Launch(e.to_string()))?;
-        let pid = browser
-            .get_mut_child()
-            .and_then(|c| c.as_mut_inner().id());
+        let pid = browser.get_mut_child().and_then(|c| c.as_mut_inner().id());
         let handler = tokio::spawn(async move {
             // Each item is one DevTools message handled; errors are per message, the loop ends with the
             // connection.

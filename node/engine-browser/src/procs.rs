@@ -75,7 +75,11 @@ pub fn with_marker(marker: &str) -> Vec<u32> {
 
 /// A session's processes: the browser's tree and anything naming its profile.
 pub fn session_processes(browser_pid: Option<u32>, profile_marker: &str) -> Vec<u32> {
-    let mut set: HashSet<u32> = browser_pid.map(tree).unwrap_or_default().into_iter().collect();
+    let mut set: HashSet<u32> = browser_pid
+        .map(tree)
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
     set.extend(with_marker(profile_marker));
     let mut pids: Vec<u32> = set.into_iter().collect();
     pids.sort_unstable();

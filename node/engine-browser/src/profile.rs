@@ -31,11 +31,7 @@ fn skipped(rel: &Path) -> bool {
     SKIPPED.iter().any(|s| rel.ends_with(s))
 }
 
-fn add_dir(
-    tar: &mut tar::Builder<impl io::Write>,
-    root: &Path,
-    dir: &Path,
-) -> io::Result<()> {
+fn add_dir(tar: &mut tar::Builder<impl io::Write>, root: &Path, dir: &Path) -> io::Result<()> {
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
@@ -109,7 +105,10 @@ mod tests {
         let dst = tempfile::tempdir().unwrap();
         let target = dst.path().join("p");
         restore(&target, &bytes).unwrap();
-        assert_eq!(fs::read(target.join("Default/IndexedDB/db")).unwrap(), b"link");
+        assert_eq!(
+            fs::read(target.join("Default/IndexedDB/db")).unwrap(),
+            b"link"
+        );
         assert!(!target.join("Default/Cache").exists());
         assert!(exists(&target));
         delete(&target).unwrap();

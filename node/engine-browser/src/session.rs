@@ -18,7 +18,10 @@ use chromiumoxide::cdp::browser_protocol::inspector::{
 use chromiumoxide::cdp::browser_protocol::page::{
     EventDomContentEventFired, EventFrameNavigated, NavigateParams,
 };
-use chromiumoxide::cdp::js_protocol::runtime::{AddBindingParams, EvaluateParams, EventBindingCalled};
+use chromiumoxide::cdp::browser_protocol::target::{CloseTargetParams, GetTargetsParams};
+use chromiumoxide::cdp::js_protocol::runtime::{
+    AddBindingParams, EvaluateParams, EventBindingCalled,
+};
 use chromiumoxide::error::CdpError;
 use futures::StreamExt;
 use parking_lot::Mutex;
@@ -189,12 +192,20 @@ impl BrowserSession {
         }
         let opened = async {
             let page = open_page(inner, &launched.browser).await?;
+            close_other_tabs(&launched.browser, &page).await;
             navigate(inner, &page).await
         }
         .await;
         if let Err(err) = opened {
             inner.state.lock().enter(Phase::Closed);
-            teardown(inner, launched.browser, launched.handler, launched.pid, false).await;
+            teardown(
+                inner,
+                launched.browser,
+                launched.handler,
+                launched.pid,
+                false,
+            )
+            .await;
             return Err(err);
         }
         drop(permit);
@@ -300,14 +311,16 @@ impl BrowserSession {
         };
         if let Some(ex) = resp.exception_details {
             // `__wagate` missing: a new document the bridge has not reached yet.
-            return Err(if ex.text.contains("__wagate") || phase_now() == Phase::Reloading {
-                BrowserError::Reloading
-            } else {
-                BrowserError::Page {
-                    code: "failed".into(),
-                    message: ex.text,
-                }
-            });
+            return Err(
+                if ex.text.contains("__wagate") || phase_now() == Phase::Reloading {
+                    BrowserError::Reloading
+                } else {
+                    BrowserError::Page {
+                        code: "failed".into(),
+                        message: ex.text,
+                    }
+                },
+            );
         }
         let value = resp.result.value.unwrap_or(Value::Null);
         let answer: CallAnswer = serde_json::from_value(value)
@@ -372,9 +385,14 @@ fn profile_marker(inner: &Inner) -> String {
 
 fn is_navigation_error(err: &CdpError) -> bool {
     let text = err.to_string();
-    ["context was destroyed", "navigated or closed", "Cannot find context", "Target closed"]
-        .iter()
-        .any(|s| text.contains(s))
+    [
+        "context was destroyed",
+        "navigated or closed",
+        "Cannot find context",
+        "Target closed",
+    ]
+    .iter()
+    .any(|s| text.contains(s))
 }
 
 fn emit(inner: &Inner, event: BrowserEvent) {
@@ -386,12 +404,28 @@ fn emit(inner: &Inner, event: BrowserEvent) {
 async fn open_page(inner: &Arc<Inner>, browser: &Browser) -> Result<Page, BrowserError> {
     let proto = |e: CdpError| BrowserError::Launch(e.to_string());
     let page = browser.new_page("about:blank").await.map_err(proto)?;
-    page.execute(AddBindingParams::new(BINDING)).await.map_err(proto)?;
-    page.execute(InspectorEnable::default()).await.map_err(proto)?;
-    let pushes = page.event_listener::<EventBindingCalled>().await.map_err(proto)?;
-    let navigations = page.event_listener::<EventFrameNavigated>().await.map_err(proto)?;
-    let loads = page.event_listener::<EventDomContentEventFired>().await.map_err(proto)?;
-    let crashes = page.event_listener::<EventTargetCrashed>().await.map_err(proto)?;
+    page.execute(AddBindingParams::new(BINDING))
+        .await
+        .map_err(proto)?;
+    page.execute(InspectorEnable::default())
+        .await
+        .map_err(proto)?;
+    let pushes = page
+        .event_listener::<EventBindingCalled>()
+        .await
+        .map_err(proto)?;
+    let navigations = page
+        .event_listener::<EventFrameNavigated>()
+        .await
+        .map_err(proto)?;
+    let loads = page
+        .event_listener::<EventDomContentEventFired>()
+        .await
+        .map_err(proto)?;
+    let crashes = page
+        .event_listener::<EventTargetCrashed>()
+        .await
+        .map_err(proto)?;
     let weak = Arc::downgrade(inner);
     let pump_page = page.clone();
     let pump = tokio::spawn(async move {
@@ -440,6 +474,24 @@ async fn open_page(inner: &Arc<Inner>, browser: &Browser) -> Result<Page, Browse
     Ok(page)
 }
 
+/// Closes the tab Chromium opens by itself: each tab holds a renderer process.
+async fn close_other_tabs(browser: &Browser, ours: &Page) {
+    let Ok(targets) = browser
+        .execute(GetTargetsParams::default())
+        .await
+        .map(|r| r.result.target_infos)
+    else {
+        return;
+    };
+    for target in targets {
+        if target.r#type == "page" && &target.target_id != ours.target_id() {
+            let _ = browser
+                .execute(CloseTargetParams::new(target.target_id))
+                .await;
+        }
+    }
+}
+
 async fn navigate(inner: &Inner, page: &Page) -> Result<(), BrowserError> {
     let url = inner.launcher.config.url.clone();
     let resp = page
@@ -465,8 +517,12 @@ async fn inject(inner: &Inner, page: &Page) {
             }
         }
         // A navigation raced the injection: the next load (or the watchdog) injects again.
-        Ok(Err(err)) => tracing::debug!(session_id = %inner.opts.session_id, error = %err, "bridge injection"),
-        Err(_) => tracing::debug!(session_id = %inner.opts.session_id, "bridge injection timed out"),
+        Ok(Err(err)) => {
+            tracing::debug!(session_id = %inner.opts.session_id, error = %err, "bridge injection")
+        }
+        Err(_) => {
+            tracing::debug!(session_id = %inner.opts.session_id, "bridge injection timed out")
+        }
     }
 }
 
@@ -617,8 +673,12 @@ async fn watchdog(weak: std::sync::Weak<Inner>) {
                 recovery = Some(tokio::spawn(async move {
                     match tokio::time::timeout(budget, recycle(&inner, Phase::Dead)).await {
                         Ok(Ok(())) => {}
-                        Ok(Err(err)) => tracing::warn!(session_id = %inner.opts.session_id, error = %err, "page recovery failed"),
-                        Err(_) => tracing::warn!(session_id = %inner.opts.session_id, "page recovery timed out"),
+                        Ok(Err(err)) => {
+                            tracing::warn!(session_id = %inner.opts.session_id, error = %err, "page recovery failed")
+                        }
+                        Err(_) => {
+                            tracing::warn!(session_id = %inner.opts.session_id, "page recovery timed out")
+                        }
                     }
                 }));
             }
@@ -629,10 +689,16 @@ async fn watchdog(weak: std::sync::Weak<Inner>) {
                 }
             }
             Phase::Ready => {
-                let every = cfg.watch_interval.max(Duration::from_secs(15)).min(cfg.watch_interval * 50);
+                let every = cfg
+                    .watch_interval
+                    .max(Duration::from_secs(15))
+                    .min(cfg.watch_interval * 50);
                 if cfg.max_rss_mb > 0 && last_memory_check.elapsed() >= every {
                     last_memory_check = Instant::now();
-                    let mem = BrowserSession { inner: inner.clone() }.memory();
+                    let mem = BrowserSession {
+                        inner: inner.clone(),
+                    }
+                    .memory();
                     if mem.pss_bytes > cfg.max_rss_mb * 1024 * 1024 {
                         tracing::warn!(session_id = %inner.opts.session_id, pss_mb = mem.pss_bytes >> 20, "browser over its memory ceiling: recycling the page");
                         if let Err(err) = recycle(&inner, Phase::Reloading).await {

@@ -4,47 +4,21 @@
 //! and teardown are what run.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::Router;
-use axum::routing::get;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+#[path = "fake/server.rs"]
+mod fake_server;
+use fake_server::{FAKE_WPP, FakeWhatsApp, fake_whatsapp};
 use wagate_engine_browser::{
     BrowserConfig, BrowserError, BrowserEvent, BrowserSession, Launcher, SessionOptions,
     default_chromium_path, procs, profile,
 };
 
-const FAKE_WPP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fake/fake-wpp.js");
 /// Generous: the machine is shared; nothing here asserts a duration.
 const PATIENCE: Duration = Duration::from_secs(60);
-
-struct FakeWhatsApp {
-    url: String,
-    scanned: Arc<AtomicBool>,
-}
-
-async fn fake_whatsapp() -> FakeWhatsApp {
-    let scanned = Arc::new(AtomicBool::new(false));
-    let flag = scanned.clone();
-    let page = || async { axum::response::Html("<html><body>fake WhatsApp Web</body></html>") };
-    let app = Router::new()
-        .route("/", get(page))
-        .route("/broken", get(page))
-        .route(
-            "/scan",
-            get(move || {
-                let flag = flag.clone();
-                async move { if flag.load(Ordering::SeqCst) { "1" } else { "0" } }
-            }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    FakeWhatsApp { url, scanned }
-}
 
 fn launcher(url: &str, grace: Duration) -> Launcher {
     let chromium = std::env::var_os("CHROMIUM_PATH")
@@ -122,7 +96,10 @@ async fn link_by_qr(fake: &FakeWhatsApp, rx: &mut UnboundedReceiver<BrowserEvent
 }
 
 async fn ready_without_qr(rx: &mut UnboundedReceiver<BrowserEvent>) {
-    assert!(matches!(next_event(rx).await, BrowserEvent::Authenticated(_)));
+    assert!(matches!(
+        next_event(rx).await,
+        BrowserEvent::Authenticated(_)
+    ));
     assert_eq!(next_event(rx).await, BrowserEvent::Ready);
 }
 
@@ -148,7 +125,10 @@ async fn links_sends_receives_heals_reloads_and_crashes_then_stops_clean() {
     link_by_qr(&fake, &mut rx).await;
 
     // Send and receive: the fake echoes what is sent to echo@c.us.
-    let sent = s.call("sendText", &send_args("echo@c.us", "hello")).await.unwrap();
+    let sent = s
+        .call("sendText", &send_args("echo@c.us", "hello"))
+        .await
+        .unwrap();
     assert!(sent["id"].as_str().unwrap().starts_with("true_echo@c.us_"));
     match next_event(&mut rx).await {
         BrowserEvent::Message(m) => {
@@ -176,7 +156,10 @@ async fn links_sends_receives_heals_reloads_and_crashes_then_stops_clean() {
     assert_eq!(dead, Err(BrowserError::PageDead));
     let healed = call_until(&s, "chats", &[], |r| r.is_ok()).await;
     assert!(healed.is_ok(), "{healed:?}");
-    assert!(rx.try_recv().is_err(), "a reload or a recovered crash emits nothing");
+    assert!(
+        rx.try_recv().is_err(),
+        "a reload or a recovered crash emits nothing"
+    );
 
     let mem = s.memory();
     assert!(mem.pss_bytes > 0 && mem.rss_bytes >= mem.pss_bytes);
