@@ -151,6 +151,14 @@ pub struct Config {
     pub webhook_ssrf_redirects: bool,
     pub audit_retention_days: i64,
     pub browser_protocol_timeout_ms: u64,
+    /// `CHROMIUM_PATH` (Debian's `/usr/lib/chromium/chromium`, else `/usr/bin/chromium`): the browser engine's binary.
+    pub chromium_path: PathBuf,
+    /// `BROWSER_WAJS_PATH` (the pinned npm install under `node/engine-browser/js`): the wa-js bundle.
+    pub browser_wajs_path: PathBuf,
+    /// `BROWSER_MAX_RSS_MB` (1024; 0 = none): a session's process tree above it gets a fresh page.
+    pub browser_max_rss_mb: u64,
+    /// `BROWSER_LAUNCH_CONCURRENCY` (2): Chromium launches running at once.
+    pub browser_launch_concurrency: u64,
     pub main_database_synchronize: bool,
     pub auto_start_sessions: bool,
     pub session_restore_concurrency: u64,
@@ -349,6 +357,16 @@ impl Config {
             webhook_ssrf_redirects: parse_bool(&env, "WEBHOOK_SSRF_REDIRECTS", false)?,
             audit_retention_days: parse_i64(&env, "AUDIT_RETENTION_DAYS", 90)?,
             browser_protocol_timeout_ms: parse_browser_timeout(&env)?,
+            chromium_path: env
+                .get("CHROMIUM_PATH")
+                .map(PathBuf::from)
+                .unwrap_or_else(wagate_engine_browser::default_chromium_path),
+            browser_wajs_path: PathBuf::from(env.string(
+                "BROWSER_WAJS_PATH",
+                wagate_engine_browser::DEFAULT_BUNDLE_PATH,
+            )),
+            browser_max_rss_mb: parse_u64(&env, "BROWSER_MAX_RSS_MB", 1024)?,
+            browser_launch_concurrency: positive(&env, "BROWSER_LAUNCH_CONCURRENCY", 2)?,
             main_database_synchronize: parse_bool(&env, "MAIN_DATABASE_SYNCHRONIZE", true)?,
             auto_start_sessions: parse_bool(&env, "AUTO_START_SESSIONS", true)?,
             session_restore_concurrency: positive(&env, "SESSION_RESTORE_CONCURRENCY", 5)?,
