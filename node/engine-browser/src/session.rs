@@ -4,6 +4,7 @@
 //!   `Disconnected` event;
 //! - a crashed renderer answers `PageDead` (503) while a fresh page replaces it;
 //! - a process tree above the memory ceiling gets a fresh page (the old renderer goes with its tab).
+//!
 //! Stop and kill end every process of the tree.
 
 use std::path::PathBuf;
