@@ -26,3 +26,16 @@ ensure_venv() {
   fi
   export VENV
 }
+
+# ensure_wajs: the browser engine's pinned WhatsApp Web injector (@wppconnect/wa-js, node/engine-browser/js),
+# installed with npm when missing or when its lock file changed.
+ensure_wajs() {
+  local dir stamp
+  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/node/engine-browser/js"
+  stamp="$(sha256sum "$dir/package-lock.json" | cut -c1-16)"
+  if [ "$(cat "$dir/node_modules/.wagate-stamp" 2>/dev/null)" != "$stamp" ]; then
+    command -v npm >/dev/null || install_pkgs npm
+    (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts --silent)
+    echo "$stamp" > "$dir/node_modules/.wagate-stamp"
+  fi
+}

@@ -41,6 +41,9 @@ ensure_postgres
 ensure_redis
 # Media conversion tests drive the system ffmpeg and check results with ffprobe (both in Debian's ffmpeg).
 command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || install_pkgs ffmpeg
+# The browser engine's tests drive Debian's Chromium (never a downloaded one); the node loads wa-js from npm.
+[ -x /usr/lib/chromium/chromium ] || install_pkgs chromium
+ensure_wajs
 
 if [ "${WAGATE_SKIP_LINT:-}" != "1" ]; then
   cargo fmt --all -- --check

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use clap::{ArgAction, Args, Parser, ValueEnum};
 
 use crate::values::{
-    AddressList, NameList, boolean, bounded_timeout, byte_size, handover_wait, http_url, integer, port, positive,
-    signed,
+    AddressList, NameList, boolean, bounded_timeout, byte_size, handover_wait, http_url, integer,
+    port, positive, signed,
 };
 use crate::{ConfigError, refuse};
 
@@ -258,9 +258,21 @@ pub struct EngineKnobs {
     /// Sessions boot restore starts at once
     #[arg(long, env, value_parser = positive, default_value_t = 5)]
     pub session_restore_concurrency: u64,
-    /// Browser engine protocol timeout (NOT READ YET: no browser engine is built)
+    /// Browser engine: DevTools protocol timeout, ms
     #[arg(long, env, value_parser = bounded_timeout, default_value_t = 180_000)]
     pub browser_protocol_timeout_ms: u64,
+    /// Browser engine: the Chromium binary (default Debian's /usr/lib/chromium/chromium, else /usr/bin/chromium)
+    #[arg(long, env)]
+    pub chromium_path: Option<std::path::PathBuf>,
+    /// Browser engine: the wa-js bundle (default the pinned npm install under node/engine-browser/js)
+    #[arg(long, env)]
+    pub browser_wajs_path: Option<std::path::PathBuf>,
+    /// Browser engine: a session's process tree above this many MiB gets a fresh page (0 = no ceiling)
+    #[arg(long, env, value_parser = integer, default_value_t = 1024)]
+    pub browser_max_rss_mb: u64,
+    /// Browser engine: Chromium launches running at once
+    #[arg(long, env, value_parser = positive, default_value_t = 2)]
+    pub browser_launch_concurrency: u64,
     /// Fetch media URLs through the session's proxy
     #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = true)]
     pub session_proxy_url_fetch: bool,

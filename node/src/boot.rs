@@ -20,6 +20,7 @@ use crate::automation::{AutomationService, SessionSender};
 use crate::cluster::lease::{Leases, LocalLeases};
 use crate::cluster::{self, Cluster};
 use crate::config::{Config, DatabaseType, EngineType};
+use crate::engine::browser::BrowserFactory;
 use crate::engine::sim::peers_redis::RedisPeers;
 use crate::engine::sim::{SimFactory, SimNetwork, network::SimConfig};
 use crate::engine::socket::{SocketConfig, SocketFactory};
@@ -181,7 +182,32 @@ fn engine_factory(
             let factory = SocketFactory::new(data_db.clone(), media_store(config), socket);
             (Arc::new(factory), None)
         }
-        EngineType::Browser => (Arc::new(UnavailableFactory::new(EngineKind::Browser)), None),
+        EngineType::Browser => (browser_factory(config, data_db), None),
+    }
+}
+
+/// The browser engine over one node-wide launcher; without its wa-js bundle every start fails with the
+/// reason (the node still boots: other routes and the sessions' records stay usable).
+fn browser_factory(config: &Config, data_db: &DataPool) -> Arc<dyn EngineFactory> {
+    let browser = wagate_engine_browser::BrowserConfig {
+        chromium_path: config.chromium_path.clone(),
+        bundle_path: config.browser_wajs_path.clone(),
+        protocol_timeout: std::time::Duration::from_millis(config.browser_protocol_timeout_ms),
+        call_budget: std::time::Duration::from_millis(config.engine_query_timeout_ms),
+        max_rss_mb: config.browser_max_rss_mb,
+        launch_concurrency: usize::try_from(config.browser_launch_concurrency)
+            .unwrap_or(usize::MAX),
+        ..wagate_engine_browser::BrowserConfig::default()
+    };
+    match wagate_engine_browser::Launcher::new(browser) {
+        Ok(launcher) => Arc::new(BrowserFactory::new(launcher, data_db.clone())),
+        Err(err) => {
+            tracing::error!(error = %err, "browser engine unavailable");
+            Arc::new(UnavailableFactory::broken(
+                EngineKind::Browser,
+                err.to_string(),
+            ))
+        }
     }
 }
 

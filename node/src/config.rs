@@ -84,6 +84,14 @@ pub struct Config {
     pub webhook_ssrf_redirects: bool,
     pub audit_retention_days: i64,
     pub browser_protocol_timeout_ms: u64,
+    /// `CHROMIUM_PATH` (Debian's `/usr/lib/chromium/chromium`, else `/usr/bin/chromium`): the browser engine's binary.
+    pub chromium_path: PathBuf,
+    /// `BROWSER_WAJS_PATH` (the pinned npm install under `node/engine-browser/js`): the wa-js bundle.
+    pub browser_wajs_path: PathBuf,
+    /// `BROWSER_MAX_RSS_MB` (1024; 0 = none): a session's process tree above it gets a fresh page.
+    pub browser_max_rss_mb: u64,
+    /// `BROWSER_LAUNCH_CONCURRENCY` (2): Chromium launches running at once.
+    pub browser_launch_concurrency: u64,
     pub main_database_synchronize: bool,
     pub auto_start_sessions: bool,
     pub session_restore_concurrency: u64,
@@ -239,6 +247,16 @@ impl Config {
             webhook_ssrf_redirects: webhooks.webhook_ssrf_redirects,
             audit_retention_days: server.audit_retention_days,
             browser_protocol_timeout_ms: engine.browser_protocol_timeout_ms,
+            chromium_path: engine
+                .chromium_path
+                .clone()
+                .unwrap_or_else(wagate_engine_browser::default_chromium_path),
+            browser_wajs_path: engine
+                .browser_wajs_path
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(wagate_engine_browser::DEFAULT_BUNDLE_PATH)),
+            browser_max_rss_mb: engine.browser_max_rss_mb,
+            browser_launch_concurrency: engine.browser_launch_concurrency,
             main_database_synchronize: server.main_database_synchronize,
             auto_start_sessions: engine.auto_start_sessions,
             session_restore_concurrency: engine.session_restore_concurrency,

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod ack;
+pub(crate) mod browser;
 mod context;
 mod entities;
 mod error;

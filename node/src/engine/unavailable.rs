@@ -11,21 +11,34 @@ use super::{
 
 pub(crate) struct UnavailableFactory {
     kind: EngineKind,
+    reason: Option<String>,
 }
 
 impl UnavailableFactory {
     pub(crate) fn new(kind: EngineKind) -> UnavailableFactory {
-        UnavailableFactory { kind }
+        UnavailableFactory { kind, reason: None }
+    }
+
+    /// An engine kind this build carries but cannot run on this host (`reason` becomes `lastError`).
+    pub(crate) fn broken(kind: EngineKind, reason: String) -> UnavailableFactory {
+        UnavailableFactory {
+            kind,
+            reason: Some(reason),
+        }
     }
 }
 
 struct UnavailableEngine {
     kind: EngineKind,
+    reason: Option<String>,
 }
 
 #[async_trait]
 impl Engine for UnavailableEngine {
     async fn start(&self) -> EngineResult<()> {
+        if let Some(reason) = &self.reason {
+            return Err(EngineError::Rejected(reason.clone()));
+        }
         Err(EngineError::Rejected(format!(
             "The {} engine is not available in this build; run with ENGINE_TYPE=sim",
             self.kind
@@ -44,7 +57,10 @@ impl Engine for UnavailableEngine {
 
 impl EngineFactory for UnavailableFactory {
     fn create(&self, _ctx: EngineContext) -> Arc<dyn Engine> {
-        Arc::new(UnavailableEngine { kind: self.kind })
+        Arc::new(UnavailableEngine {
+            kind: self.kind,
+            reason: self.reason.clone(),
+        })
     }
 
     fn capabilities(&self) -> &Capabilities {

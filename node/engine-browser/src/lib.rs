@@ -1,0 +1,27 @@
+//! wagate's browser engine core: one Debian Chromium per session, driven over the DevTools protocol
+//! (`chromiumoxide`), with WhatsApp Web reached through one versioned JS facade (`js/bridge.js`) over the
+//! pinned `@wppconnect/wa-js` bundle. Knows nothing of the node: it takes a [`BrowserConfig`], hands out
+//! [`BrowserEvent`]s on a channel and answers calls with [`BrowserError`]s; the node's adapter maps both.
+//!
+//! `launch` starts Chromium (flags, concurrency limit), `procs` reads and kills the process tree,
+//! `profile` archives and restores the profile (the credential), `bridge` holds the facade and decodes
+//! what the page pushes, `session` runs one session's page (injection, reload grace, crash recovery,
+//! memory ceiling).
+
+mod bridge;
+mod config;
+mod error;
+mod launch;
+pub mod procs;
+pub mod profile;
+mod session;
+
+pub use bridge::{BRIDGE_JS, BRIDGE_VERSION, Me};
+pub use config::{
+    BrowserConfig, ConfigError, DEFAULT_BUNDLE_PATH, DEFAULT_URL, DESKTOP_USER_AGENT,
+    NAVIGATION_REINJECT_GRACE_MS, default_chromium_path,
+};
+pub use error::BrowserError;
+pub use launch::Launcher;
+pub use procs::Memory;
+pub use session::{BrowserEvent, BrowserSession, SessionOptions};
