@@ -174,6 +174,8 @@ pub struct Config {
     /// `MEDIA_URL_GUARD` (true): media URL fetches refuse loopback, private, link-local and metadata
     /// addresses. Turn off only for tests serving media from loopback.
     pub media_url_guard: bool,
+    /// `STORAGE_TYPE` and, for s3, its bucket settings: where media objects live.
+    pub storage: StorageConfig,
     pub metrics_token: Option<String>,
     /// `DOCS_PUBLIC` (false): serve `/api/docs/openapi.json` without an API key.
     pub docs_public: bool,
@@ -209,6 +211,84 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// Where media objects live (`STORAGE_TYPE`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageConfig {
+    /// Files under `DATA_DIR/media` (the default; one node only).
+    Local,
+    /// A bucket every node of a cluster shares.
+    S3(Box<S3Config>),
+}
+
+/// The S3 settings. Credentials come from the standard `AWS_*` variables; without them the AWS
+/// default chain (web identity, instance metadata) is used.
+#[derive(Clone, PartialEq, Eq)]
+pub struct S3Config {
+    pub bucket: String,
+    /// `S3_REGION`, default `us-east-1` (S3-compatible servers mostly ignore it).
+    pub region: String,
+    /// `S3_ENDPOINT`: an S3-compatible server; `None` for AWS itself.
+    pub endpoint: Option<url::Url>,
+    /// `S3_FORCE_PATH_STYLE`: `{endpoint}/{bucket}/{key}` instead of `{bucket}.{host}/{key}`.
+    pub force_path_style: bool,
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    pub session_token: Option<String>,
+}
+
+impl std::fmt::Debug for S3Config {
+    // Keeps the secret out of logs and panics.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3Config")
+            .field("bucket", &self.bucket)
+            .field("region", &self.region)
+            .field("endpoint", &self.endpoint.as_ref().map(url::Url::as_str))
+            .field("force_path_style", &self.force_path_style)
+            .field("access_key_id", &self.access_key_id)
+            .finish_non_exhaustive()
+    }
+}
+
+fn parse_storage(env: &Env) -> Result<StorageConfig, ConfigError> {
+    match env.string("STORAGE_TYPE", "local").as_str() {
+        "local" => Ok(StorageConfig::Local),
+        "s3" => {
+            let bucket = env
+                .get("S3_BUCKET")
+                .ok_or_else(|| refuse("S3_BUCKET", "is required when STORAGE_TYPE=s3"))?;
+            let endpoint = env
+                .get("S3_ENDPOINT")
+                .map(|raw| {
+                    url::Url::parse(&raw)
+                        .ok()
+                        .filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+                        .ok_or_else(|| {
+                            refuse(
+                                "S3_ENDPOINT",
+                                format!(
+                                    "must be an http(s) URL such as http://minio:9000 (got '{raw}')"
+                                ),
+                            )
+                        })
+                })
+                .transpose()?;
+            Ok(StorageConfig::S3(Box::new(S3Config {
+                bucket,
+                region: env.string("S3_REGION", "us-east-1"),
+                endpoint,
+                force_path_style: parse_bool(env, "S3_FORCE_PATH_STYLE", false)?,
+                access_key_id: env.get("AWS_ACCESS_KEY_ID"),
+                secret_access_key: env.get("AWS_SECRET_ACCESS_KEY"),
+                session_token: env.get("AWS_SESSION_TOKEN"),
+            })))
+        }
+        other => Err(refuse(
+            "STORAGE_TYPE",
+            format!("must be local or s3 (got '{other}')"),
+        )),
+    }
+}
 
 pub(crate) fn refuse(var: &'static str, rule: impl Into<String>) -> ConfigError {
     ConfigError {
@@ -367,6 +447,7 @@ impl Config {
             send_pacing_cold_daily: parse_u64(&env, "SEND_PACING_COLD_DAILY", 100)?,
             send_pacing_breaker_failures: positive(&env, "SEND_PACING_BREAKER_FAILURES", 5)?,
             media_url_guard: parse_bool(&env, "MEDIA_URL_GUARD", true)?,
+            storage: parse_storage(&env)?,
             metrics_token: env.get("METRICS_TOKEN"),
             docs_public: parse_bool(&env, "DOCS_PUBLIC", false)?,
             otel_endpoint: otel_endpoint(env.get("OTEL_EXPORTER_OTLP_ENDPOINT"))?,

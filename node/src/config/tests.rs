@@ -241,3 +241,57 @@ fn a_cluster_secret_is_long_enough_and_a_redis_cluster_may_share_a_generated_one
     assert!(c.cluster_secret.is_some());
     assert!(load(&[]).expect("embedded").cluster_secret.is_none());
 }
+
+#[test]
+fn storage_is_local_by_default_and_s3_needs_a_bucket_and_a_parseable_endpoint() {
+    assert_eq!(load(&[]).unwrap().storage, StorageConfig::Local);
+    assert_eq!(refused_var(&[("STORAGE_TYPE", "gcs")]), "STORAGE_TYPE");
+    let missing = load(&[("STORAGE_TYPE", "s3")]).unwrap_err();
+    assert_eq!(missing.var, "S3_BUCKET");
+    assert_eq!(
+        missing.to_string(),
+        "invalid configuration: S3_BUCKET is required when STORAGE_TYPE=s3"
+    );
+    for bad in ["minio:9000", "ftp://minio:9000", "http://"] {
+        assert_eq!(
+            refused_var(&[
+                ("STORAGE_TYPE", "s3"),
+                ("S3_BUCKET", "b"),
+                ("S3_ENDPOINT", bad)
+            ]),
+            "S3_ENDPOINT",
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        refused_var(&[
+            ("STORAGE_TYPE", "s3"),
+            ("S3_BUCKET", "b"),
+            ("S3_FORCE_PATH_STYLE", "1")
+        ]),
+        "S3_FORCE_PATH_STYLE"
+    );
+    let c = load(&[
+        ("STORAGE_TYPE", "s3"),
+        ("S3_BUCKET", "media"),
+        ("S3_ENDPOINT", "http://127.0.0.1:9000"),
+        ("S3_FORCE_PATH_STYLE", "true"),
+        ("AWS_ACCESS_KEY_ID", "id"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+    ])
+    .unwrap();
+    let StorageConfig::S3(s3) = &c.storage else {
+        panic!("not s3: {:?}", c.storage);
+    };
+    assert_eq!(s3.bucket, "media");
+    assert_eq!(s3.region, "us-east-1");
+    assert!(s3.force_path_style);
+    assert_eq!(
+        s3.endpoint.as_ref().map(url::Url::as_str),
+        Some("http://127.0.0.1:9000/")
+    );
+    assert!(
+        !format!("{c:?}").contains("secret"),
+        "the secret stays out of Debug"
+    );
+}

@@ -24,6 +24,7 @@ pub(crate) mod pacing;
 pub(crate) mod reads;
 pub(crate) mod record;
 mod resource_media;
+pub(crate) use resource_media::ResourceMedia;
 pub(crate) mod send;
 pub(crate) mod templates;
 pub(crate) mod validate;

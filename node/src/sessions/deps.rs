@@ -10,6 +10,7 @@ use crate::cluster::lease::Leases;
 use crate::engine::EngineFactory;
 use crate::events::Pipeline;
 use crate::events::ingest::Ingest;
+use crate::media::MediaStore;
 use crate::store::DataPool;
 
 pub(crate) struct Deps {
@@ -23,4 +24,6 @@ pub(crate) struct Deps {
     /// Asked before every fenced write: a lease past its deadline writes nothing, even if the fence would
     /// still let it through.
     pub leases: Arc<dyn Leases>,
+    /// The session's media objects go with it on delete.
+    pub media: MediaStore,
 }

@@ -106,11 +106,25 @@ async fn get_status_media(
 ) -> ApiResult<Response> {
     authorise(&caller, &id, Role::Viewer)?;
     ctx.sessions.record(&id.0).await?;
-    let (mimetype, bytes) = statuses::media(&ctx.data_db, &id.0, &path.1)
+    let none = || ApiError::not_found(format!("Status {} has no stored media", path.1));
+    let (mimetype, size, body) = match statuses::media(&ctx.data_db, &id.0, &path.1)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("Status {} has no stored media", path.1)))?;
+        .ok_or_else(none)?
+    {
+        statuses::StatusMedia::Inline { mimetype, bytes } => {
+            (mimetype, bytes.len() as u64, Body::from(bytes))
+        }
+        statuses::StatusMedia::Stored { mimetype, key } => {
+            let stream = ctx.media.stream(&key).await?.ok_or_else(|| {
+                tracing::warn!(session_id = %id.0, %key, "status media object missing");
+                none()
+            })?;
+            (mimetype, stream.size, Body::from_stream(stream.body))
+        }
+    };
     Response::builder()
         .header(header::CONTENT_TYPE, mimetype)
-        .body(Body::from(bytes))
+        .header(header::CONTENT_LENGTH, size)
+        .body(body)
         .map_err(ApiError::internal)
 }
