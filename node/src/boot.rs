@@ -20,8 +20,7 @@ use crate::automation::{AutomationService, SessionSender};
 use crate::cluster::lease::{Leases, LocalLeases};
 use crate::cluster::{self, Cluster};
 use crate::config::{Config, DatabaseType, EngineType};
-use crate::engine::sim::peers_redis::RedisPeers;
-use crate::engine::sim::{SimFactory, SimNetwork, network::SimConfig};
+use crate::engine::node_store::NodeStore;
 use crate::engine::socket::{SocketConfig, SocketFactory};
 use crate::engine::unavailable::UnavailableFactory;
 use crate::engine::{EngineFactory, EngineKind};
@@ -41,6 +40,8 @@ use crate::sessions::SessionService;
 use crate::sessions::deps::Deps;
 use crate::store::{DataPool, backends};
 use crate::webhooks::WebhookService;
+use wagate_engine_sim::peers_redis::RedisPeers;
+use wagate_engine_sim::{SimFactory, SimNetwork, network::SimConfig};
 
 fn init_tracing(config: &Config) -> anyhow::Result<TracingGuard> {
     let level = if config.log_level == "verbose" {
@@ -175,7 +176,7 @@ fn engine_factory(
             let socket = SocketConfig {
                 endpoint: config.socket_ws_url.clone(),
             };
-            let factory = SocketFactory::new(data_db.clone(), media_store(config), socket);
+            let factory = SocketFactory::new(data_db.clone(), socket);
             (Arc::new(factory), None)
         }
         EngineType::Browser => (Arc::new(UnavailableFactory::new(EngineKind::Browser)), None),
@@ -196,6 +197,8 @@ fn session_service(
         pipeline: pipeline.clone(),
         ingest: Ingest::new(pipeline.clone(), recorder.clone()),
         factory,
+        engine_store: Arc::new(NodeStore::new(data_db.clone())),
+        engine_media: Arc::new(media_store(config)),
         sessions_dir: config.data_dir.join("sessions"),
         shutdown: shutdown.clone(),
         leases: leases.clone(),
@@ -357,7 +360,7 @@ async fn build_context(
         // stale device: the fence is the same deadline the session's fenced writes check.
         let leases = cluster.leases.clone();
         let peers = peers.with_fence(Box::new(move |session| leases.holds(session)));
-        crate::engine::sim::peers::attach(net, Arc::new(peers));
+        wagate_engine_sim::peers::attach(net, Arc::new(peers));
     }
     let converter = converter(&config);
     let messaging = Arc::new(

@@ -9,22 +9,8 @@ use ipnet::IpNet;
 
 use crate::config_parse::{Env, parse_bool, parse_byte_size, parse_i64, parse_u64};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineType {
-    Browser,
-    Socket,
-    Sim,
-}
-
-impl EngineType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Browser => "browser",
-            Self::Socket => "socket",
-            Self::Sim => "sim",
-        }
-    }
-}
+/// `ENGINE_TYPE`: the engine API's one engine-kind enum.
+pub use wagate_engine_api::EngineKind as EngineType;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DatabaseType {

@@ -30,6 +30,7 @@ pub mod config;
 mod config_parse;
 pub(crate) mod engine;
 pub(crate) mod events;
+pub(crate) mod hooks;
 pub mod http;
 pub mod keys;
 pub mod maindb;

@@ -42,6 +42,7 @@ impl Engine for UnavailableEngine {
     }
 }
 
+#[async_trait]
 impl EngineFactory for UnavailableFactory {
     fn create(&self, _ctx: EngineContext) -> Arc<dyn Engine> {
         Arc::new(UnavailableEngine { kind: self.kind })
@@ -56,5 +57,10 @@ impl EngineFactory for UnavailableFactory {
 
     fn kind(&self) -> EngineKind {
         self.kind
+    }
+
+    /// An engine this build lacks never stored anything.
+    async fn wipe_credentials(&self, _session_id: &str) -> EngineResult<()> {
+        Ok(())
     }
 }

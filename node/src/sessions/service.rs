@@ -211,7 +211,7 @@ impl SessionService {
             runtime.unload().await;
             self.leases.release(id, runtime.lease).await;
         }
-        session_store::delete_engine_auth(&self.deps.db, id).await?;
+        self.deps.forget_credentials(id).await?;
         session_store::delete(&self.deps.db, id).await?;
         self.leases.forget_session(id).await;
         let dir = self.deps.sessions_dir.join(id);
