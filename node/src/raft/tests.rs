@@ -416,15 +416,15 @@ async fn a_wiped_replica_catches_up_by_snapshot() {
     for i in 0..3 {
         group.kill(i).await;
     }
-    for i in 0..3 {
+    for (i, snapshot) in snapshots.iter().enumerate() {
         group.boot(i).await;
         let file = group.replicas[i].dir.path().join("raft-snapshot.json");
         assert!(
-            file.exists() || snapshots[i].is_none(),
+            file.exists() || snapshot.is_none(),
             "replica {i} lost its snapshot file"
         );
         let deadline = Instant::now() + BUDGET;
-        while group.raft(i).status().snapshot_index < snapshots[i] {
+        while group.raft(i).status().snapshot_index < *snapshot {
             assert!(
                 Instant::now() < deadline,
                 "replica {i} did not load its snapshot"
