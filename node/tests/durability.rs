@@ -96,13 +96,22 @@ async fn a_send_answered_201_survives_a_kill_9_right_after_the_answer() {
     let mut sent = Vec::new();
     for round in 0..3 {
         let text = format!("answered then killed {round}");
-        let reply = c
-            .post(
-                &format!("/api/sessions/{id}/messages/send-text"),
-                serde_json::json!({ "chatId": "15557770002@c.us", "text": text }),
-            )
-            .await
-            .expect("send");
+        // After a restart the stored row may read `ready` a moment before the engine is back: a send then
+        // answers 409 (nothing accepted), so ask again until one is answered 201; that one must survive.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let reply = loop {
+            let reply = c
+                .post(
+                    &format!("/api/sessions/{id}/messages/send-text"),
+                    serde_json::json!({ "chatId": "15557770002@c.us", "text": text }),
+                )
+                .await
+                .expect("send");
+            if reply.status != 409 || std::time::Instant::now() > deadline {
+                break reply;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        };
         assert_eq!(reply.status, 201, "{}", reply.text);
         node.kill9();
         node.restart()
