@@ -16,7 +16,8 @@ use wagate_engine_browser::{
 };
 
 #[path = "../../../node/engine-browser/tests/fake/server.rs"]
-#[allow(dead_code)] // FAKE_WPP resolves against this crate's manifest dir; `scanned`: nothing links here.
+#[allow(dead_code)]
+// FAKE_WPP resolves against this crate's manifest dir; `scanned`: nothing links here.
 mod fake_server;
 
 /// The fake `window.WPP` the engine injects in place of the wa-js bundle.
@@ -57,7 +58,11 @@ fn launcher(args: &BrowserSessionsArgs, url: &str, concurrency: usize) -> anyhow
     .context("the fake wa-js bundle")
 }
 
-fn session(l: &Launcher, dir: &Path, id: &str) -> (BrowserSession, UnboundedReceiver<BrowserEvent>) {
+fn session(
+    l: &Launcher,
+    dir: &Path,
+    id: &str,
+) -> (BrowserSession, UnboundedReceiver<BrowserEvent>) {
     let (tx, rx) = unbounded_channel();
     let opts = SessionOptions {
         session_id: id.into(),
@@ -72,9 +77,14 @@ fn mib(bytes: u64) -> f64 {
 }
 
 /// Launches one session and waits for its first QR; answers the time it took.
-async fn until_qr(s: &BrowserSession, rx: &mut UnboundedReceiver<BrowserEvent>) -> anyhow::Result<Duration> {
+async fn until_qr(
+    s: &BrowserSession,
+    rx: &mut UnboundedReceiver<BrowserEvent>,
+) -> anyhow::Result<Duration> {
     let t0 = Instant::now();
-    s.start().await.map_err(|e| anyhow::anyhow!("launch: {e}"))?;
+    s.start()
+        .await
+        .map_err(|e| anyhow::anyhow!("launch: {e}"))?;
     tokio::time::timeout(QR_PATIENCE, async {
         loop {
             match rx.recv().await {
@@ -141,7 +151,9 @@ async fn baseline(args: &BrowserSessionsArgs) -> anyhow::Result<String> {
     let l = launcher(args, "about:blank", 1)?;
     let (s, _rx) = session(&l, dir.path(), "base");
     let t0 = Instant::now();
-    s.start().await.map_err(|e| anyhow::anyhow!("launch: {e}"))?;
+    s.start()
+        .await
+        .map_err(|e| anyhow::anyhow!("launch: {e}"))?;
     let launched = t0.elapsed();
     tokio::time::sleep(Duration::from_secs(args.settle_secs)).await;
     let pss = s.memory().pss_bytes;

@@ -349,7 +349,11 @@ impl Engine for BrowserEngine {
     }
     async fn profile_picture(&self, id: &Jid) -> EngineResult<Option<String>> {
         let url = self
-            .call(Op::ProfilePicture, "profilePicture", &[json!(id.to_string())])
+            .call(
+                Op::ProfilePicture,
+                "profilePicture",
+                &[json!(id.to_string())],
+            )
             .await?;
         decode(url)
     }
@@ -415,7 +419,11 @@ impl Engine for BrowserEngine {
     }
     async fn group_invite_code(&self, group: &Jid) -> EngineResult<String> {
         let code = self
-            .call(Op::GroupInviteCode, "inviteCode", &[json!(group.to_string())])
+            .call(
+                Op::GroupInviteCode,
+                "inviteCode",
+                &[json!(group.to_string())],
+            )
             .await?;
         decode(code)
     }
@@ -476,8 +484,12 @@ impl Engine for BrowserEngine {
     }
     async fn group_settings(&self, group: &Jid) -> EngineResult<GroupSettings> {
         page::group_settings(
-            self.call(Op::GroupSettings, "groupSettings", &[json!(group.to_string())])
-                .await?,
+            self.call(
+                Op::GroupSettings,
+                "groupSettings",
+                &[json!(group.to_string())],
+            )
+            .await?,
         )
     }
     async fn update_group_settings(
@@ -499,7 +511,11 @@ impl Engine for BrowserEngine {
     }
     async fn group_picture(&self, group: &Jid) -> EngineResult<Option<String>> {
         let url = self
-            .call(Op::GroupPicture, "groupPicture", &[json!(group.to_string())])
+            .call(
+                Op::GroupPicture,
+                "groupPicture",
+                &[json!(group.to_string())],
+            )
             .await?;
         decode(url)
     }
@@ -564,7 +580,10 @@ impl Engine for BrowserEngine {
         page::one_label(self.call(Op::GetLabel, "label", &[json!(id)]).await?)
     }
     async fn label_chats(&self, id: &str) -> EngineResult<Vec<ChatSummary>> {
-        page::chats(self.call(Op::LabelChats, "labelChats", &[json!(id)]).await?)
+        page::chats(
+            self.call(Op::LabelChats, "labelChats", &[json!(id)])
+                .await?,
+        )
     }
     async fn chat_labels(&self, chat: &Jid) -> EngineResult<Vec<Label>> {
         page::labels(
@@ -618,10 +637,7 @@ impl Engine for BrowserEngine {
     }
     async fn list_statuses(&self) -> EngineResult<Vec<StatusUpdate>> {
         let me = self.me()?;
-        page::statuses(
-            self.call(Op::ListStatuses, "myStatuses", &[]).await?,
-            &me,
-        )
+        page::statuses(self.call(Op::ListStatuses, "myStatuses", &[]).await?, &me)
     }
     async fn contact_statuses(&self, contact: &Jid) -> EngineResult<Vec<StatusUpdate>> {
         let args = [json!(contact.to_string())];

@@ -483,7 +483,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (list[0].contact.clone(), list[0].has_media, list[0].caption.clone()),
+            (
+                list[0].contact.clone(),
+                list[0].has_media,
+                list[0].caption.clone()
+            ),
             (me.clone(), true, None)
         );
         assert_eq!(list[0].expires_at, 10 + STATUS_LIFETIME_S);
@@ -504,6 +508,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(posts.len(), 1);
-        assert_eq!((posts[0].chat_id.clone(), posts[0].from.clone()), (chan.clone(), chan));
+        assert_eq!(
+            (posts[0].chat_id.clone(), posts[0].from.clone()),
+            (chan.clone(), chan)
+        );
     }
 }

@@ -16,9 +16,9 @@ use wagate_workers::db::DatabaseKind;
 
 use super::{BrowserEngine, BrowserFactory};
 use crate::engine::{
-    CallKind, ChatState, Engine, EngineContext, EngineError, EngineEvent, Incoming,
-    MediaKind, MediaMessage, MediaSource, MessageContent, MessageType, Op, OutgoingMessage,
-    ParticipantAction, PresenceState, StatusContent, StatusPost, event_channel,
+    CallKind, ChatState, Engine, EngineContext, EngineError, EngineEvent, Incoming, MediaKind,
+    MediaMessage, MediaSource, MessageContent, MessageType, Op, OutgoingMessage, ParticipantAction,
+    PresenceState, StatusContent, StatusPost, event_channel,
 };
 
 #[path = "../../../engine-browser/tests/fake/server.rs"]
@@ -111,7 +111,11 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
     // Groups: list, roster change with a per-participant refusal, detail, settings; create stays 501.
     let groups = engine.list_groups().await.unwrap();
     assert_eq!(
-        (groups[0].id.to_string(), groups[0].participants_count, groups[0].is_admin),
+        (
+            groups[0].id.to_string(),
+            groups[0].participants_count,
+            groups[0].is_admin
+        ),
         (GROUP.to_string(), 2, true)
     );
     let results = engine
@@ -123,15 +127,25 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
         .await
         .unwrap();
     assert_eq!(
-        results.iter().map(|r| (r.success, r.status)).collect::<Vec<_>>(),
+        results
+            .iter()
+            .map(|r| (r.success, r.status))
+            .collect::<Vec<_>>(),
         vec![(true, 200), (false, 403)]
     );
     let info = engine.group_info(&jid(GROUP)).await.unwrap();
-    assert_eq!((info.owner.to_string(), info.participants.len()), (ME.to_string(), 3));
+    assert_eq!(
+        (info.owner.to_string(), info.participants.len()),
+        (ME.to_string(), 3)
+    );
     let pending = engine.membership_requests(&jid(GROUP)).await.unwrap();
     assert_eq!(pending.len(), 2);
     let rejected = engine
-        .answer_membership_requests(&jid(GROUP), false, Some(&[pending[0].participant_id.clone()]))
+        .answer_membership_requests(
+            &jid(GROUP),
+            false,
+            Some(&[pending[0].participant_id.clone()]),
+        )
         .await
         .unwrap();
     assert_eq!((rejected.len(), rejected[0].success), (1, true));
@@ -150,11 +164,16 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
 
     // Channels: list and create work; owner transfer, subscribe by invite and media to a channel are 501.
     let channels = engine.list_channels().await.unwrap();
-    assert_eq!((channels[0].id.to_string(), channels[0].verified), (CHANNEL.to_string(), true));
+    assert_eq!(
+        (channels[0].id.to_string(), channels[0].verified),
+        (CHANNEL.to_string(), true)
+    );
     let created = engine.create_channel("Mine", Some("about")).await.unwrap();
     assert!(created.is_owner && created.id.to_string().ends_with("@newsletter"));
     assert_eq!(
-        engine.transfer_channel_owner(&jid(CHANNEL), &jid(ANN)).await,
+        engine
+            .transfer_channel_owner(&jid(CHANNEL), &jid(ANN))
+            .await,
         Err(EngineError::NotSupported(Op::TransferChannelOwner))
     );
     assert!(matches!(
@@ -179,7 +198,10 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
         })
         .await
         .unwrap();
-    assert_eq!((posted.contact.to_string(), posted.kind), (ME.to_string(), MessageType::Text));
+    assert_eq!(
+        (posted.contact.to_string(), posted.kind),
+        (ME.to_string(), MessageType::Text)
+    );
     let mine = engine.list_statuses().await.unwrap();
     assert_eq!(mine[0].status_id, posted.status_id);
     engine.delete_status(&posted.status_id).await.unwrap();
@@ -194,7 +216,10 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
         if let Ok(Some(entries)) = engine.presence(&jid(ANN)).await {
             break entries;
         }
-        assert!(tokio::time::Instant::now() < deadline, "presence never heard");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "presence never heard"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(heard[0].state, PresenceState::Available);
@@ -202,17 +227,35 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
     // Chat actions, seen in the chat list; labels read.
     engine.archive_chat(&jid(ANN), true).await.unwrap();
     engine.mute_chat(&jid(ANN), Some(0)).await.unwrap();
-    engine.set_chat_state(&jid(ANN), ChatState::Typing).await.unwrap();
+    engine
+        .set_chat_state(&jid(ANN), ChatState::Typing)
+        .await
+        .unwrap();
     let chats = engine.list_chats().await.unwrap();
     let ann = chats.iter().find(|c| c.id == jid(ANN)).unwrap();
-    assert_eq!((ann.archived, ann.muted, ann.mute_expiration), (true, true, 0));
-    assert_eq!(engine.chat_labels(&jid(ANN)).await.unwrap()[0].name, "Customers");
+    assert_eq!(
+        (ann.archived, ann.muted, ann.mute_expiration),
+        (true, true, 0)
+    );
+    assert_eq!(
+        engine.chat_labels(&jid(ANN)).await.unwrap()[0].name,
+        "Customers"
+    );
     assert_eq!(engine.label_chats("1").await.unwrap()[0].id, jid(ANN));
     assert!(matches!(
-        engine.upsert_label(crate::engine::LabelUpsert { id: None, name: Some("x".into()), color: None }).await,
+        engine
+            .upsert_label(crate::engine::LabelUpsert {
+                id: None,
+                name: Some("x".into()),
+                color: None
+            })
+            .await,
         Err(EngineError::NotSupported(Op::UpsertLabel))
     ));
-    let link = engine.create_call_link(CallKind::Audio, 1_700_000_000_000).await.unwrap();
+    let link = engine
+        .create_call_link(CallKind::Audio, 1_700_000_000_000)
+        .await
+        .unwrap();
     assert_eq!(link, "https://call.whatsapp.com/voice/FAKE1700000000");
 
     // A dead page: the bounded chat list answers 503 (`Network`), an unbounded create 500 (`Internal`).
@@ -222,7 +265,10 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
     let mut seen_500 = false;
     let deadline = tokio::time::Instant::now() + PATIENCE;
     while !(seen_503 && seen_500) {
-        assert!(tokio::time::Instant::now() < deadline, "503 {seen_503}, 500 {seen_500}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "503 {seen_503}, 500 {seen_500}"
+        );
         session.crash_renderer_for_test();
         tokio::time::sleep(Duration::from_millis(20)).await;
         match engine.list_chats().await {
@@ -238,10 +284,12 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
         // Let the engine bring a page back before the next round.
         let healed = tokio::time::Instant::now() + PATIENCE;
         while engine.list_chats().await.is_err() {
-            assert!(tokio::time::Instant::now() < healed, "the page never came back");
+            assert!(
+                tokio::time::Instant::now() < healed,
+                "the page never came back"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
     engine.stop().await.unwrap();
 }
-
