@@ -293,3 +293,27 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
     }
     engine.stop().await.unwrap();
 }
+
+/// The statuses those engine errors become, in the spec's error shape: 503 on a bounded route, 500 on an
+/// unbounded one (never 503 there: a client must not replay a write that may have landed).
+#[test]
+fn a_dead_page_is_503_on_bounded_routes_and_500_on_unbounded_ones() {
+    use crate::http::error::ApiError;
+    let dead = "WhatsApp Web page is not responding".to_string();
+    let bounded = ApiError::from(EngineError::Network(dead.clone())).body();
+    let unbounded = ApiError::from(EngineError::Internal(dead.clone())).body();
+    assert_eq!(
+        (bounded.status_code, bounded.error.as_str()),
+        (503, "Service Unavailable")
+    );
+    assert_eq!(
+        (
+            unbounded.status_code,
+            unbounded.error.as_str(),
+            unbounded.message.clone()
+        ),
+        (500, "Internal Server Error", dead)
+    );
+    let json = serde_json::to_value(&unbounded).unwrap();
+    assert_eq!(json["statusCode"], 500);
+}
