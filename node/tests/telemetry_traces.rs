@@ -311,3 +311,25 @@ async fn json_log_lines_carry_the_trace_id_of_their_request_and_delivery() {
     })
     .await;
 }
+
+/// `LOG_LEVEL` quiets the log output, not the traces: with `LOG_LEVEL=warn` a request's span is still
+/// exported.
+#[tokio::test]
+async fn a_quiet_log_level_still_exports_request_spans() {
+    let collector = Collector::start().await;
+    let mut options = fast_options().env("LOG_LEVEL", "warn");
+    for (k, v) in otel_env(&collector) {
+        options = options.env(&k, v);
+    }
+    let node = Node::start(options).await.expect("node");
+    let reply = node
+        .client()
+        .get("/api/sessions")
+        .await
+        .expect("list sessions");
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let trace = collector
+        .trace_of(|s| s.name == "GET /api/sessions" && s.service == "wagate")
+        .await;
+    assert!(!trace.is_empty());
+}

@@ -12,6 +12,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -41,6 +42,19 @@ impl LogSettings {
     /// (`tower=warn` alone would also silence `tower_http`: directives match target prefixes.)
     pub fn filter(&self) -> String {
         let level = &self.level;
+        format!(
+            "{level},sqlx=warn,hyper=warn,h2=warn,tower=warn,tower_http={level},opentelemetry=warn,reqwest=warn"
+        )
+    }
+
+    /// The filter of exported spans: `info` (request, job and attempt spans) whatever `LOG_LEVEL` keeps out
+    /// of the logs, so `LOG_LEVEL=warn` quiets the output without emptying the traces; a more verbose
+    /// `LOG_LEVEL` applies to traces too.
+    pub fn trace_filter(&self) -> String {
+        let level = match self.level.as_str() {
+            "debug" | "trace" => self.level.as_str(),
+            _ => "info",
+        };
         format!(
             "{level},sqlx=warn,hyper=warn,h2=warn,tower=warn,tower_http={level},opentelemetry=warn,reqwest=warn"
         )
@@ -92,12 +106,18 @@ fn tracer_provider(settings: &LogSettings, endpoint: &str) -> anyhow::Result<Sdk
 /// Installs the process's subscriber. Call once, before anything logs; a second call (in-process tests)
 /// leaves the first subscriber in place.
 pub fn init(settings: &LogSettings) -> anyhow::Result<TracingGuard> {
-    let filter = EnvFilter::new(settings.filter());
     let ansi = std::io::stdout().is_terminal();
-    let fmt_text = (!settings.json).then(|| tracing_subscriber::fmt::layer().with_ansi(ansi));
-    let fmt_json = settings
-        .json
-        .then(|| tracing_subscriber::fmt::layer().json().with_ansi(false));
+    let fmt_text = (!settings.json).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(ansi)
+            .with_filter(EnvFilter::new(settings.filter()))
+    });
+    let fmt_json = settings.json.then(|| {
+        tracing_subscriber::fmt::layer()
+            .json()
+            .with_ansi(false)
+            .with_filter(EnvFilter::new(settings.filter()))
+    });
     let provider = match settings.otel_endpoint.as_deref().filter(|e| !e.is_empty()) {
         Some(endpoint) => Some(tracer_provider(settings, endpoint)?),
         None => None,
@@ -106,9 +126,9 @@ pub fn init(settings: &LogSettings) -> anyhow::Result<TracingGuard> {
         tracing_opentelemetry::layer()
             .with_tracer(p.tracer(settings.service_name))
             .with_tracked_inactivity(false)
+            .with_filter(EnvFilter::new(settings.trace_filter()))
     });
     let installed = tracing_subscriber::registry()
-        .with(filter)
         .with(fmt_text)
         .with(fmt_json)
         .with(otel)
