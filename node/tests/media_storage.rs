@@ -213,7 +213,26 @@ async fn media_is_stored_once_read_back_and_deleted_with_its_session_on_both_bac
             (200, "STATUS-IMG"),
             "{name}"
         );
-        assert_eq!(backend.objects(&p.node).await.len(), 3, "{name}");
+        // The poster's copy, and the copy the recipient's session stored when the status reached it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let objects = backend.objects(&p.node).await;
+            let holders: Vec<&String> = objects
+                .iter()
+                .filter(|(_, bytes)| bytes.as_slice() == b"STATUS-IMG")
+                .map(|(key, _)| key)
+                .collect();
+            let held_by = |s: &str| holders.iter().any(|k| k.starts_with(&format!("{s}/")));
+            if held_by(&p.a) && held_by(&p.b) {
+                assert_eq!(objects.len(), 4, "{name}: {:?}", keys_of(&objects));
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{name}: status media objects {holders:?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
 
         // A missing object: the list shows the omitted marker, the media route a 404; never a 500.
         let inbound_key = keys
@@ -413,16 +432,20 @@ async fn a_storage_archive_moves_media_from_local_to_s3_and_back_byte_identical(
             )
             .await;
         assert_eq!(reply.status, 201, "{}", reply.text);
+        let wa_id = reply.str("messageId");
+        p.wait_message(&p.b, "limit=10", |m| m["waMessageId"] == wa_id.as_str())
+            .await;
     }
+    // Each file twice: the sender's object and the recipient's.
     let original = local.objects(&p.node).await;
-    assert_eq!(original.len(), 2, "{:?}", keys_of(&original));
+    assert_eq!(original.len(), 4, "{:?}", keys_of(&original));
 
     let s3 = Backend::S3(S3Server::start().await.expect("moto"));
     let on_s3 = Node::start(s3.options(options())).await.unwrap();
     let imported = carry_archive(&p.node, &on_s3).await;
     assert_eq!(
         imported,
-        json!({ "imported": true, "count": 2, "storageType": "s3" })
+        json!({ "imported": true, "count": 4, "storageType": "s3" })
     );
     assert_eq!(s3.objects(&on_s3).await, original, "local to S3");
     let count = on_s3
@@ -431,7 +454,7 @@ async fn a_storage_archive_moves_media_from_local_to_s3_and_back_byte_identical(
         .await
         .unwrap();
     assert_eq!(count.body["storageType"], "s3", "{}", count.text);
-    assert_eq!(count.body["count"], 2, "{}", count.text);
+    assert_eq!(count.body["count"], 4, "{}", count.text);
     let total: usize = original.values().map(Vec::len).sum();
     assert_eq!(count.body["sizeBytes"], total as u64, "{}", count.text);
 
@@ -439,7 +462,7 @@ async fn a_storage_archive_moves_media_from_local_to_s3_and_back_byte_identical(
     let imported = carry_archive(&on_s3, &back).await;
     assert_eq!(
         imported,
-        json!({ "imported": true, "count": 2, "storageType": "local" })
+        json!({ "imported": true, "count": 4, "storageType": "local" })
     );
     assert_eq!(local.objects(&back).await, original, "S3 back to local");
 }
