@@ -1,20 +1,31 @@
 # syntax=docker/dockerfile:1.7
 # wagate container image: `wagate` (API node, ROLE=all|api) and `wagate-worker` (ROLE=worker) on Debian slim,
-# running as a non-root user with DATA_DIR on a volume. Chromium for the browser engine only when built with
-# --build-arg WITH_CHROMIUM=true (it adds about 300 MB); the sim and socket engines do not need it.
+# running as a non-root user with DATA_DIR on a volume. The browser engine (ENGINE_TYPE=browser, the default)
+# is in by default: Debian's chromium, and the pinned @wppconnect/wa-js bundle at
+# /usr/share/wagate/wa-js/wppconnect-wa.js, where BROWSER_WAJS_PATH looks when unset. An image for the sim and
+# socket engines only can leave Chromium out (--build-arg WITH_CHROMIUM=false, about 300 MB smaller).
 #
 #   docker build -t wagate:dev .
-#   docker build --build-arg WITH_CHROMIUM=true -t wagate:dev-browser .
+#   docker build --build-arg WITH_CHROMIUM=false -t wagate:dev-socket .
 #   docker run --rm -p 2785:2785 -v wagate-data:/data -e ENGINE_TYPE=sim wagate:dev
 
 ARG RUST_VERSION=1.95
 ARG DEBIAN_RELEASE=trixie
+ARG NODE_VERSION=22
+
+# The wa-js bundle, installed from the lock file the tests use (scripts/lib.sh `ensure_wajs`): same pin,
+# same bytes. Only the one file it builds is copied into the runtime image.
+FROM node:${NODE_VERSION}-${DEBIAN_RELEASE}-slim AS wajs
+WORKDIR /wajs
+COPY node/engine-browser/js/package.json node/engine-browser/js/package-lock.json ./
+RUN npm ci --no-audit --no-fund --ignore-scripts
 
 FROM rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS build
 WORKDIR /src
 # Manifests and sources only (.dockerignore keeps target/, data and deployment files out of the context).
 COPY Cargo.toml Cargo.lock ./
 COPY proto proto
+COPY config config
 COPY node node
 COPY queue-workers queue-workers
 COPY loadtest loadtest
@@ -28,7 +39,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     && install -D -m 0755 target/release/wagate-worker /out/wagate-worker
 
 FROM debian:${DEBIAN_RELEASE}-slim AS runtime
-ARG WITH_CHROMIUM=false
+ARG WITH_CHROMIUM=true
 # Unpinned on purpose: the slim base moves with Debian's security updates, and pins would fail once the
 # archive drops a version. tini is PID 1 so SIGTERM reaches wagate and ffmpeg/Chromium children are reaped;
 # curl serves the HEALTHCHECK.
@@ -44,13 +55,13 @@ RUN apt-get update \
     && install -d -o wagate -g wagate -m 0750 /data
 
 COPY --from=build /out/wagate /out/wagate-worker /usr/local/bin/
+COPY --from=wajs /wajs/node_modules/@wppconnect/wa-js/dist/wppconnect-wa.js /usr/share/wagate/wa-js/wppconnect-wa.js
 
 ENV DATA_DIR=/data \
     BIND_HOST=0.0.0.0 \
     API_PORT=2785 \
     LOG_FORMAT=json \
-    HOME=/data \
-    CHROME=/usr/bin/chromium
+    HOME=/data
 VOLUME ["/data"]
 EXPOSE 2785
 USER 10001:10001

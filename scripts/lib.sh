@@ -57,3 +57,31 @@ ensure_wajs() {
     echo "$stamp" > "$dir/node_modules/.wagate-stamp"
   fi
 }
+
+# run_node_suites_again: runs the wagate-node test binaries that `cargo test --workspace` built, from node/
+# as cargo runs them, without asking cargo to build them again: `cargo test -p wagate-node` resolves another
+# feature set than the workspace and would rebuild most dependencies. Fails if any binary fails, after all ran.
+run_node_suites_again() {
+  local root failed=0 bin
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  command -v python3 >/dev/null || install_pkgs python3
+  mapfile -t bins < <(cd "$root" && cargo test --workspace --no-run --message-format=json 2>/dev/null |
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if (m.get("reason") == "compiler-artifact" and m.get("executable")
+            and m.get("profile", {}).get("test")
+            and m.get("manifest_path", "").endswith("/node/Cargo.toml")):
+        print(m["executable"])
+')
+  [ "${#bins[@]}" -gt 0 ] || { echo "run_node_suites_again: no wagate-node test binaries found" >&2; return 1; }
+  for bin in "${bins[@]}"; do
+    echo "     Running $(basename "$bin") again"
+    (cd "$root/node" && "$bin") || failed=1
+  done
+  return "$failed"
+}

@@ -51,9 +51,13 @@ if [ "${WAGATE_SKIP_LINT:-}" != "1" ]; then
   cargo fmt --all -- --check
   cargo clippy --workspace --all-targets -- -D warnings
 fi
+# The node suites start the worker this build makes (a `cargo build -p wagate-workers` of their own would
+# resolve another feature set and rebuild most dependencies).
+export WAGATE_TEST_WORKER="$CARGO_TARGET_DIR/debug/wagate-worker"
 cargo test --workspace --no-fail-fast "$@"
-# The same node integration suite again with every node on its own throwaway PostgreSQL data DB.
-WAGATE_TEST_DATABASE=postgres cargo test -p wagate-node --tests --no-fail-fast "$@"
+# The same node suites again with every node on its own throwaway PostgreSQL data DB (the binaries just
+# built, run again as they are).
+WAGATE_TEST_DATABASE=postgres run_node_suites_again
 
 # Checks that drive the built binaries from outside (clients, fuzzing, deployment files): scripts/checks/.
 export WAGATE_BIN="$CARGO_TARGET_DIR/debug/wagate" WAGATE_WORKER_BIN="$CARGO_TARGET_DIR/debug/wagate-worker"

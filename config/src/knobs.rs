@@ -264,7 +264,7 @@ pub struct EngineKnobs {
     /// Browser engine: the Chromium binary (default Debian's /usr/lib/chromium/chromium, else /usr/bin/chromium)
     #[arg(long, env)]
     pub chromium_path: Option<std::path::PathBuf>,
-    /// Browser engine: the wa-js bundle (default the pinned npm install under node/engine-browser/js)
+    /// Browser engine: the wa-js bundle (default /usr/share/wagate/wa-js/wppconnect-wa.js in the image, else the pinned npm install under node/engine-browser/js)
     #[arg(long, env)]
     pub browser_wajs_path: Option<std::path::PathBuf>,
     /// Browser engine: a session's process tree above this many MiB gets a fresh page (0 = no ceiling)

@@ -87,7 +87,8 @@ pub struct Config {
     pub browser_protocol_timeout_ms: u64,
     /// `CHROMIUM_PATH` (Debian's `/usr/lib/chromium/chromium`, else `/usr/bin/chromium`): the browser engine's binary.
     pub chromium_path: PathBuf,
-    /// `BROWSER_WAJS_PATH` (the pinned npm install under `node/engine-browser/js`): the wa-js bundle.
+    /// `BROWSER_WAJS_PATH` (the image's /usr/share/wagate/wa-js copy, else the pinned npm install under
+    /// `node/engine-browser/js`): the wa-js bundle.
     pub browser_wajs_path: PathBuf,
     /// `BROWSER_MAX_RSS_MB` (1024; 0 = none): a session's process tree above it gets a fresh page.
     pub browser_max_rss_mb: u64,
@@ -258,7 +259,7 @@ impl Config {
             browser_wajs_path: engine
                 .browser_wajs_path
                 .clone()
-                .unwrap_or_else(|| PathBuf::from(wagate_engine_browser::DEFAULT_BUNDLE_PATH)),
+                .unwrap_or_else(wagate_engine_browser::default_bundle_path),
             browser_max_rss_mb: engine.browser_max_rss_mb,
             browser_launch_concurrency: engine.browser_launch_concurrency,
             main_database_synchronize: server.main_database_synchronize,

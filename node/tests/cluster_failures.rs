@@ -324,3 +324,29 @@ async fn a_rolling_restart_of_every_node_answers_every_client_request_with_2xx()
         "sessions moved by planned handover: {handed}\n{all:#?}"
     );
 }
+
+/// Issue 30: a request that reaches a node whose forward finds the owner's listener gone (the owner just
+/// stopped or died) is not answered 503: the node asks again who owns the session, within
+/// `SESSION_HANDOVER_WAIT_MS`, and serves it once the dead owner's announcement has lapsed.
+#[tokio::test]
+async fn a_read_forwarded_to_a_dead_owner_follows_the_session_instead_of_failing() {
+    let mut c = cluster(2, &[("SESSION_HANDOVER_WAIT_MS", "30000")]).await;
+    let s = create_linked(&c.client(0), "dead-owner-read", "15550004003")
+        .await
+        .expect("linked on node a");
+    let before = c
+        .client(1)
+        .get(&format!("/api/sessions/{s}"))
+        .await
+        .expect("read through node b");
+    assert_eq!(before.header("x-wagate-served-by"), Some("node-a"));
+    c.nodes[0].kill9();
+    let after = c
+        .client(1)
+        .get(&format!("/api/sessions/{s}"))
+        .await
+        .expect("read through node b after the kill");
+    assert_eq!(after.status, 200, "{}", after.text);
+    assert_eq!(after.header("x-wagate-served-by"), Some("node-b"));
+    assert_eq!(after.body["id"], s.as_str());
+}

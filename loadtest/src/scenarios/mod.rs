@@ -14,6 +14,7 @@
 //! plugs in through a typed `Args` struct whose `argv()` rebuilds the flags, as `sessions`,
 //! `socket-sessions` and `cluster` do below; clap still rejects unknown flags and bad values first.
 
+mod browser_sessions;
 mod bulk;
 mod chaos;
 mod cluster;
@@ -60,6 +61,9 @@ pub enum Scenario {
     Sessions(LegacyCountArgs),
     /// Sessions on the socket engine against a local fake server (prints text)
     SocketSessions(SocketSessionsArgs),
+    /// Browser engine footprint: launch-to-QR and PSS per session for 1 and 5 Chromium sessions against
+    /// the loopback fake WhatsApp Web, after a bare-Chromium baseline (prints text)
+    BrowserSessions(browser_sessions::BrowserSessionsArgs),
     /// Request mix and takeover on a 3-node cluster + worker it starts (prints text)
     Cluster(ClusterArgs),
     /// Replicated main DB on a 3-node raft cluster it starts: key checks on a follower vs embedded, key
@@ -93,6 +97,9 @@ impl Scenario {
             Scenario::Sessions(a) => legacy("sessions", sessions::run(&a.argv())).await,
             Scenario::SocketSessions(a) => {
                 legacy("socket-sessions", socket_sessions::run(&a.argv())).await
+            }
+            Scenario::BrowserSessions(a) => {
+                legacy("browser-sessions", browser_sessions::run(a)).await
             }
             Scenario::Cluster(a) => legacy("cluster", cluster::run(&a.argv())).await,
             Scenario::Raft(a) => legacy("raft", raft::run(&a.argv())).await,

@@ -5,6 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Where the container image puts the pinned wa-js bundle (the Dockerfile's `wajs` stage).
+pub const INSTALLED_BUNDLE_PATH: &str = "/usr/share/wagate/wa-js/wppconnect-wa.js";
+
 /// Where the pinned wa-js bundle lands when `scripts/lib.sh` (or `npm ci` in `js/`) installs it.
 pub const DEFAULT_BUNDLE_PATH: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -28,6 +31,17 @@ pub fn default_chromium_path() -> PathBuf {
         real.to_path_buf()
     } else {
         PathBuf::from("/usr/bin/chromium")
+    }
+}
+
+/// The bundle `BROWSER_WAJS_PATH` defaults to: the image's copy when it is there, else the source tree's
+/// npm install (a build from source; a missing file is reported at boot, naming the path).
+pub fn default_bundle_path() -> PathBuf {
+    let installed = Path::new(INSTALLED_BUNDLE_PATH);
+    if installed.exists() {
+        installed.to_path_buf()
+    } else {
+        PathBuf::from(DEFAULT_BUNDLE_PATH)
     }
 }
 
@@ -62,7 +76,7 @@ impl Default for BrowserConfig {
     fn default() -> Self {
         Self {
             chromium_path: default_chromium_path(),
-            bundle_path: PathBuf::from(DEFAULT_BUNDLE_PATH),
+            bundle_path: default_bundle_path(),
             url: DEFAULT_URL.to_string(),
             user_agent: DESKTOP_USER_AGENT.to_string(),
             protocol_timeout: Duration::from_millis(180_000),

@@ -19,7 +19,8 @@ mod session;
 pub use bridge::{BRIDGE_JS, BRIDGE_VERSION, Me};
 pub use config::{
     BrowserConfig, ConfigError, DEFAULT_BUNDLE_PATH, DEFAULT_URL, DESKTOP_USER_AGENT,
-    NAVIGATION_REINJECT_GRACE_MS, default_chromium_path,
+    INSTALLED_BUNDLE_PATH, NAVIGATION_REINJECT_GRACE_MS, default_bundle_path,
+    default_chromium_path,
 };
 pub use error::BrowserError;
 pub use launch::Launcher;

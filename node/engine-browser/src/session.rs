@@ -260,6 +260,24 @@ impl BrowserSession {
     /// Calls facade function `name`. Typed refusals: `NotReady` before the link, `Reloading` while the
     /// bridge is re-installed, `PageDead` while a crashed page is replaced, `Timeout` past the budget.
     pub async fn call(&self, name: &str, args: &[Value]) -> Result<Value, BrowserError> {
+        let budget = self.inner.launcher.config.call_budget;
+        self.call_within(name, args, budget).await
+    }
+
+    /// `call` without the engine's call budget, for the operations the spec leaves unbounded (group and
+    /// channel create, media sends, status posts, call links): only the DevTools protocol timeout
+    /// (`BROWSER_PROTOCOL_TIMEOUT_MS`) bounds them, so a slow upload is not cut at 30 seconds.
+    pub async fn call_unbounded(&self, name: &str, args: &[Value]) -> Result<Value, BrowserError> {
+        let budget = self.inner.launcher.config.protocol_timeout;
+        self.call_within(name, args, budget).await
+    }
+
+    async fn call_within(
+        &self,
+        name: &str,
+        args: &[Value],
+        budget: Duration,
+    ) -> Result<Value, BrowserError> {
         let inner = &self.inner;
         let allowed_before_ready = matches!(name, "pairingCode" | "state");
         let mut changes = {
@@ -287,7 +305,7 @@ impl BrowserSession {
             .map_err(BrowserError::Protocol)?;
         let phase_now = || inner.state.lock().phase;
         let answer = tokio::select! {
-            answer = tokio::time::timeout(inner.launcher.config.call_budget, page.execute(params)) => answer,
+            answer = tokio::time::timeout(budget, page.execute(params)) => answer,
             _ = changes.changed() => {
                 // The page this call went to crashed, navigated or was closed: it will not answer.
                 return Err(match phase_now() {

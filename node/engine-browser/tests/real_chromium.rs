@@ -226,3 +226,270 @@ async fn a_missing_chromium_is_a_clear_launch_error() {
         other => panic!("expected a launch error, got {other:?}"),
     }
 }
+
+fn ok(answer: Result<Value, BrowserError>) -> Value {
+    match answer {
+        Ok(value) => value,
+        Err(err) => panic!("the facade refused: {err:?}"),
+    }
+}
+
+/// The facade's families beyond messaging, through the real engine and page: groups, channels, status
+/// posts, presence, chat actions, label reads, contacts, and the facade's own error codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_facade_runs_groups_channels_statuses_presence_and_chat_actions() {
+    const GROUP: &str = "120363000000000001@g.us";
+    const CHANNEL: &str = "120363000000000002@newsletter";
+    const ANN: &str = "15550002222@c.us";
+    let fake = fake_whatsapp().await;
+    fake.scanned.store(true, Ordering::SeqCst);
+    let dir = tempfile::tempdir().unwrap();
+    let launcher = launcher(&fake.url, Duration::from_secs(10));
+    let (s, mut rx) = session(&launcher, dir.path(), "s4");
+    s.start().await.unwrap();
+    assert!(matches!(next_event(&mut rx).await, BrowserEvent::Qr(_)));
+    ready_without_qr(&mut rx).await;
+
+    // Groups: list, detail, participants (one refused by the "network"), settings, invite, requests.
+    let groups = ok(s.call("groups", &[]).await);
+    assert_eq!(groups[0]["id"], GROUP);
+    assert_eq!(groups[0]["participantsCount"], 2);
+    assert_eq!(groups[0]["isAdmin"], true);
+    let added = ok(s
+        .call(
+            "participants",
+            &[
+                json!(GROUP),
+                json!("add"),
+                json!(["15550005555@c.us", "15550009990@c.us"]),
+            ],
+        )
+        .await);
+    assert_eq!(added[0]["success"], true);
+    assert_eq!(
+        (added[1]["success"].clone(), added[1]["status"].clone()),
+        (json!(false), json!(403))
+    );
+    ok(s.call(
+        "participants",
+        &[json!(GROUP), json!("promote"), json!([ANN])],
+    )
+    .await);
+    let info = ok(s.call("group", &[json!(GROUP)]).await);
+    assert_eq!(info["participants"].as_array().unwrap().len(), 3);
+    let ann = info["participants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == ANN)
+        .cloned();
+    assert_eq!(ann.unwrap()["isAdmin"], true);
+    ok(s.call("groupSubject", &[json!(GROUP), json!("Renamed")])
+        .await);
+    let settings = ok(s
+        .call(
+            "updateGroupSettings",
+            &[
+                json!(GROUP),
+                json!({"announce": true, "ephemeralSeconds": 86400}),
+            ],
+        )
+        .await);
+    assert_eq!(
+        (
+            settings["announce"].clone(),
+            settings["ephemeralSeconds"].clone()
+        ),
+        (json!(true), json!(86400))
+    );
+    let refused = s
+        .call(
+            "updateGroupSettings",
+            &[json!(GROUP), json!({"adminAddOnly": true})],
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(BrowserError::Page { ref code, .. }) if code == "bad_input"),
+        "{refused:?}"
+    );
+    let code = ok(s.call("inviteCode", &[json!(GROUP)]).await);
+    let preview = ok(s.call("joinInfo", &[code]).await);
+    assert_eq!(preview["subject"], "Renamed");
+    let requests = ok(s.call("membershipRequests", &[json!(GROUP)]).await);
+    assert_eq!(requests.as_array().unwrap().len(), 2);
+    let approved = ok(s
+        .call(
+            "answerMembership",
+            &[json!(GROUP), json!(true), Value::Null],
+        )
+        .await);
+    assert_eq!(approved.as_array().unwrap().len(), 2);
+    assert_eq!(
+        ok(s.call("membershipRequests", &[json!(GROUP)]).await),
+        json!([])
+    );
+    // wa-js's own error codes arrive sorted: an unknown group is not_found.
+    let missing = s.call("group", &[json!("120363999999999999@g.us")]).await;
+    assert!(
+        matches!(missing, Err(BrowserError::Page { ref code, .. }) if code == "not_found"),
+        "{missing:?}"
+    );
+
+    // Channels: list, create, detail, posts, mute, unfollow.
+    let channels = ok(s.call("channels", &[]).await);
+    assert_eq!(
+        (channels[0]["id"].clone(), channels[0]["isOwner"].clone()),
+        (json!(CHANNEL), json!(true))
+    );
+    let created = ok(s
+        .call_unbounded("createChannel", &[json!("Mine"), json!("about")])
+        .await);
+    let mine = created["id"].as_str().unwrap().to_string();
+    assert!(mine.ends_with("@newsletter"));
+    assert_eq!(
+        ok(s.call("channel", &[json!(mine)]).await)["description"],
+        "about"
+    );
+    ok(s.call("sendText", &send_args(CHANNEL, "channel news"))
+        .await);
+    let posts = ok(s
+        .call("channelMessages", &[json!(CHANNEL), json!(10)])
+        .await);
+    assert_eq!(posts[0]["body"], "channel news");
+    ok(s.call("muteChannel", &[json!(CHANNEL), json!(true)]).await);
+    assert_eq!(
+        ok(s.call("channel", &[json!(CHANNEL)]).await)["isMuted"],
+        true
+    );
+    ok(s.call("deleteChannel", &[json!(mine)]).await);
+    assert_eq!(
+        ok(s.call("channels", &[]).await).as_array().unwrap().len(),
+        1
+    );
+
+    // Status posts: text and image (unbounded calls), list, delete; a contact's statuses.
+    let text = ok(s
+        .call_unbounded(
+            "postStatus",
+            &[json!("text"), json!("hello status"), json!({})],
+        )
+        .await);
+    let image = ok(s
+        .call_unbounded(
+            "postStatus",
+            &[
+                json!("image"),
+                json!("data:image/png;base64,AAAA"),
+                json!({"caption": "pic"}),
+            ],
+        )
+        .await);
+    let mine = ok(s.call("myStatuses", &[]).await);
+    assert_eq!(mine.as_array().unwrap().len(), 2);
+    assert_eq!(mine[1]["hasMedia"], true);
+    assert_eq!(mine[0]["contact"], "15550001111@c.us");
+    ok(s.call("deleteStatus", &[text["id"].clone()]).await);
+    let left = ok(s.call("myStatuses", &[]).await);
+    assert_eq!(left[0]["id"], image["id"]);
+    assert_eq!(
+        ok(s.call("contactStatuses", &[json!(ANN)]).await)[0]["caption"],
+        "beach"
+    );
+
+    // Presence: nothing heard before a subscription; the subscribed contact's state is read back.
+    assert_eq!(ok(s.call("presence", &[json!(ANN)]).await), Value::Null);
+    ok(s.call("setPresence", &[json!(true)]).await);
+    ok(s.call("subscribePresence", &[json!(ANN)]).await);
+    let heard = call_until(
+        &s,
+        "presence",
+        &[json!(ANN)],
+        |r| matches!(r, Ok(v) if !v.is_null()),
+    )
+    .await;
+    assert_eq!(ok(heard)[0]["state"], "available");
+
+    // Chat actions: archive, pin, mute (indefinitely), typing; the chat list shows them.
+    ok(s.call("archiveChat", &[json!(ANN), json!(true)]).await);
+    ok(s.call("pinChat", &[json!(ANN), json!(true)]).await);
+    ok(s.call("muteChat", &[json!(ANN), json!(0)]).await);
+    ok(s.call("chatState", &[json!(ANN), json!("typing")]).await);
+    let chats = ok(s.call("chats", &[]).await);
+    let chat = chats
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == ANN)
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (
+            chat["archived"].clone(),
+            chat["pinned"].clone(),
+            chat["muted"].clone(),
+            chat["muteExpiration"].clone()
+        ),
+        (json!(true), json!(true), json!(true), json!(0))
+    );
+    ok(s.call("muteChat", &[json!(ANN), Value::Null]).await);
+    let unmuted = ok(s.call("chats", &[]).await);
+    assert!(
+        unmuted
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["id"] == ANN && c["muted"] == false)
+    );
+
+    // Label reads, contacts and blocking, message actions (forward, star, poll vote).
+    assert_eq!(
+        ok(s.call("label", &[json!("1")]).await)["name"],
+        "Customers"
+    );
+    assert_eq!(ok(s.call("labelChats", &[json!("1")]).await)[0]["id"], ANN);
+    assert_eq!(ok(s.call("chatLabels", &[json!(ANN)]).await)[0]["id"], "1");
+    ok(s.call("block", &[json!(ANN)]).await);
+    assert_eq!(ok(s.call("blocked", &[]).await), json!([ANN]));
+    let contact = ok(s.call("contact", &[json!(ANN)]).await);
+    assert_eq!(
+        (
+            contact["isBlocked"].clone(),
+            contact["profilePicUrl"].clone()
+        ),
+        (json!(true), json!("https://pps.fake/ann.jpg"))
+    );
+    let first = ok(s.call("sendText", &send_args(ANN, "to forward")).await);
+    let copy = ok(s
+        .call("forward", &[json!(GROUP), first["id"].clone()])
+        .await);
+    assert!(copy["id"].as_str().unwrap().contains(GROUP));
+    ok(s.call("star", &[first["id"].clone(), json!(true)]).await);
+    let poll = ok(s
+        .call(
+            "sendPoll",
+            &[
+                json!(GROUP),
+                json!("Lunch?"),
+                json!(["pizza", "soup"]),
+                json!(1),
+            ],
+        )
+        .await);
+    ok(s.call("votePoll", &[poll["id"].clone(), json!(["soup"])])
+        .await);
+    let unknown = s
+        .call("votePoll", &[poll["id"].clone(), json!(["cake"])])
+        .await;
+    assert!(
+        matches!(unknown, Err(BrowserError::Page { ref code, .. }) if code == "bad_input"),
+        "{unknown:?}"
+    );
+    let link = ok(s
+        .call_unbounded("callLink", &[json!("video"), json!(1_700_000_000_000i64)])
+        .await);
+    assert_eq!(link, "https://call.whatsapp.com/video/FAKE1700000000");
+
+    let seen = s.processes();
+    s.stop().await.unwrap();
+    assert_no_process_left(&s, &seen);
+}

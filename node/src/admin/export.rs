@@ -38,7 +38,8 @@ const CHUNK: usize = 64 * 1024;
 type PayloadRef = (&'static str, String, usize);
 
 impl DataAdmin {
-    /// Opens the snapshot, decides which media is inlined and starts streaming; `done` runs at the end.
+    /// Opens the snapshot, decides which media is inlined and starts streaming; `done` runs at the end, and the
+    /// audit rows it records are durable before the body ends.
     pub(crate) async fn export(
         &self,
         done: impl FnOnce(ExportDone) + Send + 'static,
@@ -52,6 +53,9 @@ impl DataAdmin {
         }
         let inline = inline_plan(&mut tx, self.inline_budget).await?;
         let (sender, receiver) = mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+        // The body ends only when every sender is gone: this one is dropped after `done`'s audit row is
+        // durable, so a client that saw the whole export never outlives its audit row.
+        let hold_body_open = sender.clone();
         let writer = Writer {
             sender,
             buf: Vec::with_capacity(CHUNK * 2),
@@ -68,7 +72,8 @@ impl DataAdmin {
         };
         tokio::spawn(async move {
             let done_info = writer.run(tx, db_type).await;
-            done(done_info);
+            crate::audit::with_durable_audit(async move { done(done_info) }).await;
+            drop(hold_body_open);
         });
         let stream = futures::stream::unfold(receiver, |mut rx| async move {
             rx.recv().await.map(|item| (item, rx))

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use wagate_workers::{reconcile_outbox, spawn_workers};
+use wagate_workers::db::now_ms;
+use wagate_workers::{DatabaseKind, reconcile_outbox, release_claims_of_past_life, spawn_workers};
 
 use crate::app::ApiContext;
 use crate::config::NodeRole;
@@ -21,6 +22,10 @@ pub(crate) fn spawn(
     shutdown: &CancellationToken,
 ) -> anyhow::Result<()> {
     let settings = ctx.config.webhook_settings();
+    let boot_ms = now_ms();
+    // An embedded node (SQLite data DB, in-process workers) is the only deliverer of its outbox.
+    let sole_deliverer =
+        ctx.config.role == NodeRole::All && ctx.data_db.kind() == DatabaseKind::Sqlite;
     if matches!(ctx.config.role, NodeRole::All | NodeRole::Worker) {
         let workers = spawn_workers(
             settings.clone(),
@@ -37,6 +42,11 @@ pub(crate) fn spawn(
         let every = Duration::from_millis(ctx.config.outbox_reconcile_ms);
         let stale = Duration::from_millis(ctx.config.outbox_stale_ms);
         tasks.spawn(async move {
+            if sole_deliverer {
+                if let Err(e) = release_claims_of_past_life(&db, boot_ms).await {
+                    tracing::warn!(error = %e, op = "reconcile_outbox", "cannot release past claims");
+                }
+            }
             // At boot every pending row of this node's past life is an orphan: sweep them all at once.
             let mut stale_after = Duration::ZERO;
             loop {

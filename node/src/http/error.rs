@@ -146,6 +146,7 @@ impl From<crate::engine::EngineError> for ApiError {
             E::Rejected(_) => ApiError::forbidden(message),
             E::NotFound(_) => ApiError::not_found(message),
             E::BadInput(_) => ApiError::bad_request(message),
+            E::Internal(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message),
         }
     }
 }

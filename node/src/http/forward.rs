@@ -1,6 +1,8 @@
 //! Forwarding to the owner node: a session-scoped request (`/api/sessions/{sessionId}[/...]`,
 //! `/api/sim/sessions/{sessionId}/...`) whose lease another live node holds is sent there once, marked
-//! `X-Wagate-Forwarded: <thisNodeId>`; a marked request is never forwarded again. Every session-scoped
+//! `X-Wagate-Forwarded: <thisNodeId>`; a marked request is never forwarded again. An owner whose listener
+//! is gone is looked up again (bounded by `SESSION_HANDOVER_WAIT_MS`) and the request follows the session
+//! to its new owner. Every session-scoped
 //! response names the node that served it in `X-Wagate-Served-By`. Auth is the owner's business.
 //! A forward also carries `CLUSTER_SECRET` and the client address this node decided, so the owner applies
 //! `allowedIps` and audits against the real client, and does not count the request against the rate
@@ -69,10 +71,14 @@ pub(crate) async fn forward_to_owner(
         // Held until the answer: a planned handover of the session waits for it.
         Decision::Local(_serving) => next.run(req).await,
         Decision::Refuse => ApiError::from(LeaseError::HeldElsewhere).into_response(),
-        Decision::Forward(url) => match observed_forward(&ctx, req, &url).await {
-            Ok(response) => response,
-            Err(err) => ApiError::from(err).into_response(),
-        },
+        Decision::Forward(url) => {
+            let target = Target {
+                session_id: &session_id,
+                marks,
+                url,
+            };
+            forward_following_owner(&ctx, req, target, next).await
+        }
     };
     if !response.headers().contains_key(SERVED_BY)
         && let Ok(value) = HeaderValue::from_str(&ctx.config.node_id)
@@ -192,17 +198,65 @@ fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
     }
 }
 
+/// Where a request is being forwarded, and what the routing decision needs to be asked again.
+struct Target<'a> {
+    session_id: &'a str,
+    marks: Marks,
+    url: String,
+}
+
+/// How often the owner is looked up again while its listener refuses connections.
+const REROUTE_POLL: Duration = Duration::from_millis(50);
+
+/// Forwards to the owner. An owner whose listener refuses connections has just stopped (after handing its
+/// sessions over) or died: the owner is looked up again until `SESSION_HANDOVER_WAIT_MS` has passed, and the
+/// request follows the session to its new owner, this node included, instead of answering 503.
+async fn forward_following_owner(
+    ctx: &ApiContext,
+    req: Request,
+    mut target: Target<'_>,
+    next: Next,
+) -> Response {
+    let (parts, body) = req.into_parts();
+    let limit = usize::try_from(ctx.config.body_size_limit).unwrap_or(usize::MAX);
+    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+        return ApiError::from(ForwardError::BodyTooLarge).into_response();
+    };
+    let deadline =
+        std::time::Instant::now() + Duration::from_millis(ctx.config.session_handover_wait_ms);
+    loop {
+        match observed_forward(ctx, &parts, bytes.clone(), &target.url).await {
+            Err(ForwardError::NotReached) if std::time::Instant::now() < deadline => {}
+            Ok(response) => return response,
+            Err(err) => return ApiError::from(err).into_response(),
+        }
+        tokio::time::sleep(REROUTE_POLL).await;
+        match decide(ctx, target.session_id, target.marks).await {
+            Decision::Local(serving) => {
+                let response = next
+                    .run(Request::from_parts(parts, Body::from(bytes)))
+                    .await;
+                drop(serving);
+                return response;
+            }
+            Decision::Refuse => return ApiError::from(LeaseError::HeldElsewhere).into_response(),
+            Decision::Forward(url) => target.url = url,
+        }
+    }
+}
+
 /// A forward in its own span (its context goes to the owner in `traceparent`), counted and timed.
 async fn observed_forward(
     ctx: &ApiContext,
-    req: Request,
+    parts: &axum::http::request::Parts,
+    bytes: axum::body::Bytes,
     base_url: &str,
 ) -> Result<Response, ForwardError> {
     use tracing::Instrument;
     use wagate_workers::telemetry::metrics::{FORWARD_DURATION, FORWARDS};
     let span = tracing::info_span!("forward", owner = %base_url);
     let started = std::time::Instant::now();
-    let result = forward(ctx, req, base_url, &span)
+    let result = forward(ctx, parts, bytes, base_url, &span)
         .instrument(span.clone())
         .await;
     metrics::histogram!(FORWARD_DURATION).record(started.elapsed().as_secs_f64());
@@ -213,15 +267,11 @@ async fn observed_forward(
 
 async fn forward(
     ctx: &ApiContext,
-    req: Request,
+    parts: &axum::http::request::Parts,
+    bytes: axum::body::Bytes,
     base_url: &str,
     span: &tracing::Span,
 ) -> Result<Response, ForwardError> {
-    let (parts, body) = req.into_parts();
-    let limit = usize::try_from(ctx.config.body_size_limit).unwrap_or(usize::MAX);
-    let bytes = axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| ForwardError::BodyTooLarge)?;
     let path = parts
         .uri
         .path_and_query()

@@ -23,6 +23,7 @@ use tokio::sync::watch;
 use crate::maindb::{MainCommand, MainOutcome, WriteError};
 pub use wagate_proto::dto::infra_status::{RaftMemberStatus, RaftStatus};
 
+mod election;
 pub(crate) mod log_store;
 pub(crate) mod membership;
 pub mod network;
@@ -167,6 +168,11 @@ impl MainRaft {
             transport: transport.clone(),
         };
         let raft = openraft::Raft::new(id, Arc::new(config), network, log, sm).await?;
+        election::spawn_split_vote_breaker(
+            raft.clone(),
+            options.election_timeout_min_ms,
+            options.election_timeout_max_ms,
+        );
         let voters: BTreeMap<NodeId, Member> = options
             .voters
             .iter()

@@ -190,6 +190,21 @@ pub async fn reconcile_outbox(
     })
 }
 
+/// Sends back to waiting every attempt claimed before `boot_ms`, however recent, and returns how many. Only
+/// for a process that is the sole deliverer of its data DB (an embedded node on SQLite): there every claim
+/// older than the process was made by a past life that died mid-attempt, and waiting out the stale window
+/// (`WEBHOOK_TIMEOUT` + `OUTBOX_STALE_MS`) would hold those events back for minutes.
+pub async fn release_claims_of_past_life(pool: &DataPool, boot_ms: i64) -> Result<u64, StoreError> {
+    let released = store::reset_stale_inflight(pool, boot_ms.saturating_sub(1), now_ms()).await?;
+    if released > 0 {
+        tracing::info!(
+            released,
+            "attempts a past life of this node left claimed are waiting again"
+        );
+    }
+    Ok(released)
+}
+
 /// Runs [`reconcile_outbox`] now and then every `interval` until `shutdown`.
 pub fn spawn_reconciler(
     pool: DataPool,

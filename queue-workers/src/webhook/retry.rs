@@ -116,15 +116,15 @@ pub async fn process_traced_batch(
             break;
         }
         let now = now_ms();
+        // A row that became due since the claim missed it counts too (wait 0): dropping it would leave a
+        // due row without a job until the reconciler's stale window.
         let early: Vec<(String, i64)> = store::states_of(&ctx.pool, &left)
             .await?
             .into_iter()
-            .filter(|(_, status, due)| {
-                status.is_waiting() && *due > now && *due - now <= EARLY_JOB_GRACE_MS
-            })
+            .filter(|(_, status, due)| status.is_waiting() && *due - now <= EARLY_JOB_GRACE_MS)
             .map(|(id, _, due)| (id, due))
             .collect();
-        let Some(wait) = early.iter().map(|(_, due)| due - now).max() else {
+        let Some(wait) = early.iter().map(|(_, due)| (due - now).max(0)).max() else {
             break;
         };
         tokio::time::sleep(Duration::from_millis(wait.unsigned_abs())).await;

@@ -82,7 +82,7 @@ fn jid(v: &Value) -> Option<Jid> {
     Jid::parse(v.as_str()?).ok()
 }
 
-fn kind(t: &str) -> MessageType {
+pub(super) fn kind(t: &str) -> MessageType {
     match t {
         "chat" => MessageType::Text,
         "image" => MessageType::Image,
@@ -101,7 +101,7 @@ fn kind(t: &str) -> MessageType {
 }
 
 /// A message as the facade serialises it; `None` when its ids are not WhatsApp ids.
-fn message(m: &Value) -> Option<InboundMessage> {
+pub(super) fn message(m: &Value) -> Option<InboundMessage> {
     let from = jid(&m["from"])?;
     let to = jid(&m["to"])?;
     let from_me = m["fromMe"].as_bool().unwrap_or(false);

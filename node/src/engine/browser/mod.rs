@@ -5,6 +5,9 @@
 
 mod events;
 mod ops;
+mod page;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,8 +40,9 @@ impl BrowserFactory {
     }
 }
 
-impl EngineFactory for BrowserFactory {
-    fn create(&self, ctx: EngineContext) -> Arc<dyn Engine> {
+impl BrowserFactory {
+    /// The concrete engine (`create` hands it out as a trait object).
+    fn build(&self, ctx: EngineContext) -> Arc<BrowserEngine> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let opts = SessionOptions {
             session_id: ctx.session_id.clone(),
@@ -60,6 +64,12 @@ impl EngineFactory for BrowserFactory {
             pool: self.pool.clone(),
             tasks: Mutex::new(vec![pump]),
         })
+    }
+}
+
+impl EngineFactory for BrowserFactory {
+    fn create(&self, ctx: EngineContext) -> Arc<dyn Engine> {
+        self.build(ctx)
     }
 
     fn capabilities(&self) -> &Capabilities {
