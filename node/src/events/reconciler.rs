@@ -42,10 +42,8 @@ pub(crate) fn spawn(
         let every = Duration::from_millis(ctx.config.outbox_reconcile_ms);
         let stale = Duration::from_millis(ctx.config.outbox_stale_ms);
         tasks.spawn(async move {
-            if sole_deliverer {
-                if let Err(e) = release_claims_of_past_life(&db, boot_ms).await {
-                    tracing::warn!(error = %e, op = "reconcile_outbox", "cannot release past claims");
-                }
+            if sole_deliverer && let Err(e) = release_claims_of_past_life(&db, boot_ms).await {
+                tracing::warn!(error = %e, op = "reconcile_outbox", "cannot release past claims");
             }
             // At boot every pending row of this node's past life is an orphan: sweep them all at once.
             let mut stale_after = Duration::ZERO;
