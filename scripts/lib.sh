@@ -27,6 +27,24 @@ ensure_venv() {
   export VENV
 }
 
+# ensure_s3_venv: the loopback S3 server of the media storage tests (moto in server mode), in its own small
+# virtual environment made from scripts/checks/s3-requirements.txt and rebuilt whenever that file changes.
+# Prints nothing; sets $S3_VENV. The storage tests call it themselves when the venv is missing.
+ensure_s3_venv() {
+  local req stamp
+  req="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/checks/s3-requirements.txt"
+  S3_VENV="${WAGATE_S3_VENV:-$HOME/.cache/wagate-s3-venv}"
+  stamp="$(sha256sum "$req" | cut -c1-16)"
+  if [ ! -f "$S3_VENV/.stamp" ] || [ "$(cat "$S3_VENV/.stamp")" != "$stamp" ]; then
+    rm -rf "$S3_VENV"
+    python3 -c 'import ensurepip' 2>/dev/null || install_pkgs python3 python3-venv
+    python3 -m venv "$S3_VENV"
+    "$S3_VENV/bin/pip" install -q --disable-pip-version-check -r "$req"
+    echo "$stamp" > "$S3_VENV/.stamp"
+  fi
+  export S3_VENV
+}
+
 # ensure_wajs: the browser engine's pinned WhatsApp Web injector (@wppconnect/wa-js, node/engine-browser/js),
 # installed with npm when missing or when its lock file changed.
 ensure_wajs() {

@@ -41,6 +41,8 @@ ensure_postgres
 ensure_redis
 # Media conversion tests drive the system ffmpeg and check results with ffprobe (both in Debian's ffmpeg).
 command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || install_pkgs ffmpeg
+# Media storage tests run every case on local files and on a real S3-compatible server on loopback (moto).
+ensure_s3_venv
 # The browser engine's tests drive Debian's Chromium (never a downloaded one); the node loads wa-js from npm.
 [ -x /usr/lib/chromium/chromium ] || install_pkgs chromium
 ensure_wajs

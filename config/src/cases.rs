@@ -66,6 +66,60 @@ pub const REFUSED: &[Refused] = &[
     },
 ];
 
+/// Refused settings of knobs only `wagate` reads (the worker ignores them): the media storage backend.
+pub const NODE_REFUSED: &[Refused] = &[
+    Refused {
+        env: &[("STORAGE_TYPE", "gcs")],
+        line: "invalid configuration: STORAGE_TYPE must be local or s3 (got 'gcs')",
+    },
+    Refused {
+        env: &[("STORAGE_TYPE", "s3")],
+        line: "invalid configuration: S3_BUCKET is required when STORAGE_TYPE=s3",
+    },
+    Refused {
+        env: &[("STORAGE_TYPE", "s3"), ("S3_BUCKET", "Media_Bucket")],
+        line: "invalid configuration: S3_BUCKET must be 3 to 63 lower-case letters, digits, dots or hyphens (got 'Media_Bucket')",
+    },
+    Refused {
+        env: &[
+            ("STORAGE_TYPE", "s3"),
+            ("S3_BUCKET", "media"),
+            ("S3_ENDPOINT", "minio:9000"),
+        ],
+        line: "invalid configuration: S3_ENDPOINT must be an http:// or https:// URL (got 'minio:9000')",
+    },
+    Refused {
+        env: &[("S3_FORCE_PATH_STYLE", "1")],
+        line: "invalid configuration: S3_FORCE_PATH_STYLE must be exactly true or false (got '1')",
+    },
+    Refused {
+        env: &[
+            ("STORAGE_TYPE", "s3"),
+            ("S3_BUCKET", "media"),
+            ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+        ],
+        line: "invalid configuration: AWS_SECRET_ACCESS_KEY and AWS_ACCESS_KEY_ID must be set together",
+    },
+];
+
+/// Settings `wagate` accepts for its media storage.
+pub const NODE_ACCEPTED: &[&[(&str, &str)]] = &[
+    &[
+        ("STORAGE_TYPE", "local"),
+        ("S3_BUCKET", "ignored-when-local"),
+    ],
+    &[("STORAGE_TYPE", "s3"), ("S3_BUCKET", "wagate-media")],
+    &[
+        ("STORAGE_TYPE", "s3"),
+        ("S3_BUCKET", "wagate-media"),
+        ("S3_REGION", "eu-west-1"),
+        ("S3_ENDPOINT", "http://127.0.0.1:9000"),
+        ("S3_FORCE_PATH_STYLE", "true"),
+        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+        ("AWS_SECRET_ACCESS_KEY", "example-secret"),
+    ],
+];
+
 /// Settings both binaries accept, with the same meaning.
 pub const ACCEPTED: &[&[(&str, &str)]] = &[
     &[],
@@ -84,10 +138,11 @@ pub const ACCEPTED: &[&[(&str, &str)]] = &[
     &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")],
 ];
 
-/// Runs the real `binary` (whose knobs are `K`'s) with `--help` and with every [`REFUSED`] row, in an empty
-/// working directory with `DATA_DIR` inside it: help lists every knob and exits 0, each row prints its line
-/// alone on stderr and exits [`crate::EXIT_REFUSED`], and nothing is written before either.
-pub fn check_binary<K: clap::CommandFactory>(binary: &Path) -> Result<(), String> {
+/// Runs the real `binary` (whose knobs are `K`'s) with `--help` and with every [`REFUSED`] row and every row
+/// of `own` (its own knobs' table, such as [`NODE_REFUSED`]), in an empty working directory with `DATA_DIR`
+/// inside it: help lists every knob and exits 0, each row prints its line alone on stderr and exits
+/// [`crate::EXIT_REFUSED`], and nothing is written before either.
+pub fn check_binary<K: clap::CommandFactory>(binary: &Path, own: &[Refused]) -> Result<(), String> {
     let scratch = std::env::temp_dir().join(format!(
         "wagate-config-check-{}-{}",
         std::process::id(),
@@ -134,7 +189,7 @@ pub fn check_binary<K: clap::CommandFactory>(binary: &Path) -> Result<(), String
         }
     }
     untouched()?;
-    for case in REFUSED {
+    for case in REFUSED.iter().chain(own) {
         let out = run(&[], case.env)?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         if out.status.code() != Some(i32::from(crate::EXIT_REFUSED))

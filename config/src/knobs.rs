@@ -342,6 +342,135 @@ pub struct MediaKnobs {
     pub storage_export_ttl_ms: u64,
 }
 
+/// Where media objects live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StorageType {
+    /// Files under `DATA_DIR/media` (one node).
+    Local,
+    /// A bucket every node of a cluster shares.
+    S3,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Media storage")]
+pub struct StorageKnobs {
+    /// local: objects under DATA_DIR/media (one node); s3: a bucket every node of a cluster shares
+    #[arg(long, env, value_enum, default_value_t = StorageType::Local)]
+    pub storage_type: StorageType,
+    /// The bucket (required with STORAGE_TYPE=s3)
+    #[arg(long, env)]
+    pub s3_bucket: Option<String>,
+    /// The bucket's region (S3-compatible servers mostly ignore it)
+    #[arg(long, env, default_value = "us-east-1")]
+    pub s3_region: String,
+    /// An S3-compatible server such as http://minio:9000; unset for AWS itself
+    #[arg(long, env, value_parser = http_url)]
+    pub s3_endpoint: Option<String>,
+    /// Address objects as {endpoint}/{bucket}/{key} (most S3-compatible servers need it)
+    #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = false)]
+    pub s3_force_path_style: bool,
+    /// S3 credentials; unset, the AWS default chain is used (web identity, container or instance role)
+    #[arg(long, env)]
+    pub aws_access_key_id: Option<String>,
+    /// Required when AWS_ACCESS_KEY_ID is set
+    #[arg(long, env)]
+    pub aws_secret_access_key: Option<String>,
+    /// Temporary credentials' session token
+    #[arg(long, env)]
+    pub aws_session_token: Option<String>,
+}
+
+/// The media backend the storage knobs select, checked as a whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageConfig {
+    Local,
+    S3(Box<S3Config>),
+}
+
+/// The bucket settings of `STORAGE_TYPE=s3`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct S3Config {
+    pub bucket: String,
+    pub region: String,
+    /// An S3-compatible server; `None` for AWS itself.
+    pub endpoint: Option<url::Url>,
+    /// `{endpoint}/{bucket}/{key}` instead of `{bucket}.{host}/{key}`.
+    pub force_path_style: bool,
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    pub session_token: Option<String>,
+}
+
+impl std::fmt::Debug for S3Config {
+    // Keeps the secret and the token out of logs and panics.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3Config")
+            .field("bucket", &self.bucket)
+            .field("region", &self.region)
+            .field("endpoint", &self.endpoint.as_ref().map(url::Url::as_str))
+            .field("force_path_style", &self.force_path_style)
+            .field("access_key_id", &self.access_key_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StorageKnobs {
+    /// The backend, or the one rule the knobs break together: s3 needs a bucket (a valid bucket name)
+    /// and a secret key with an access key id.
+    pub fn settings(&self) -> Result<StorageConfig, ConfigError> {
+        if self.storage_type == StorageType::Local {
+            return Ok(StorageConfig::Local);
+        }
+        let bucket = self
+            .s3_bucket
+            .clone()
+            .ok_or_else(|| refuse("S3_BUCKET", "is required when STORAGE_TYPE=s3"))?;
+        let valid_name = (3..=63).contains(&bucket.len())
+            && bucket
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+            && !bucket.starts_with(['.', '-'])
+            && !bucket.ends_with(['.', '-']);
+        if !valid_name {
+            return Err(refuse(
+                "S3_BUCKET",
+                format!(
+                    "must be 3 to 63 lower-case letters, digits, dots or hyphens (got '{bucket}')"
+                ),
+            ));
+        }
+        let endpoint = match &self.s3_endpoint {
+            None => None,
+            Some(raw) => Some(
+                url::Url::parse(raw)
+                    .ok()
+                    .filter(url::Url::has_host)
+                    .ok_or_else(|| {
+                        refuse(
+                            "S3_ENDPOINT",
+                            format!("must be an http:// or https:// URL (got '{raw}')"),
+                        )
+                    })?,
+            ),
+        };
+        if self.aws_access_key_id.is_some() != self.aws_secret_access_key.is_some() {
+            return Err(refuse(
+                "AWS_SECRET_ACCESS_KEY",
+                "and AWS_ACCESS_KEY_ID must be set together",
+            ));
+        }
+        Ok(StorageConfig::S3(Box::new(S3Config {
+            bucket,
+            region: self.s3_region.clone(),
+            endpoint,
+            force_path_style: self.s3_force_path_style,
+            access_key_id: self.aws_access_key_id.clone(),
+            secret_access_key: self.aws_secret_access_key.clone(),
+            session_token: self.aws_session_token.clone(),
+        })))
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Send pacing")]
 pub struct PacingKnobs {
@@ -430,6 +559,8 @@ pub struct NodeCli {
     pub limits: LimitKnobs,
     #[command(flatten)]
     pub media: MediaKnobs,
+    #[command(flatten)]
+    pub storage: StorageKnobs,
     #[command(flatten)]
     pub pacing: PacingKnobs,
     #[command(flatten)]

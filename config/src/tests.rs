@@ -3,7 +3,7 @@ use std::collections::BTreeSet;
 use clap::CommandFactory;
 
 use super::*;
-use crate::cases::{ACCEPTED, REFUSED};
+use crate::cases::{ACCEPTED, NODE_ACCEPTED, NODE_REFUSED, REFUSED};
 
 fn node(pairs: &[(&str, &str)]) -> Result<NodeCli, Stop> {
     load(["wagate"], &Source::from_pairs(pairs.iter().copied()))
@@ -34,6 +34,57 @@ fn both_binaries_refuse_each_bad_row_with_the_same_line() {
         assert_eq!(refusal(node(case.env), |n| &n.shared), case.line);
         assert_eq!(refusal(worker(case.env), |w| &w.shared), case.line);
     }
+}
+
+/// The node's own table: each row is refused with its line (the storage rules run after the knobs parse, as
+/// in the binary); the worker reads none of these knobs and starts.
+#[test]
+fn the_node_refuses_its_storage_rows_and_the_worker_ignores_them() {
+    for case in NODE_REFUSED {
+        let line = match node(case.env) {
+            Err(Stop::Refused(e)) => e.to_string(),
+            Err(Stop::Show(_)) => "help shown".to_owned(),
+            Ok(n) => match n.storage.settings() {
+                Err(e) => e.to_string(),
+                Ok(_) => "accepted".to_owned(),
+            },
+        };
+        assert_eq!(line, case.line);
+        assert_eq!(refusal(worker(case.env), |w| &w.shared), "accepted");
+    }
+    for pairs in NODE_ACCEPTED {
+        let n = node(pairs).unwrap_or_else(|e| panic!("{pairs:?}: {e:?}"));
+        let settings = n.storage.settings();
+        assert!(settings.is_ok(), "{pairs:?}: {settings:?}");
+    }
+}
+
+#[test]
+fn storage_settings_carry_every_s3_knob_and_keep_the_secret_out_of_debug() {
+    let n = node(&[]).expect("defaults");
+    assert_eq!(n.storage.settings(), Ok(StorageConfig::Local));
+    let n = node(NODE_ACCEPTED[2]).expect("s3");
+    let Ok(StorageConfig::S3(s3)) = n.storage.settings() else {
+        panic!("s3 expected");
+    };
+    assert_eq!(s3.bucket, "wagate-media");
+    assert_eq!(s3.region, "eu-west-1");
+    assert_eq!(
+        s3.endpoint.as_ref().map(url::Url::as_str),
+        Some("http://127.0.0.1:9000/")
+    );
+    assert!(s3.force_path_style);
+    assert_eq!(s3.access_key_id.as_deref(), Some("AKIDEXAMPLE"));
+    assert_eq!(s3.secret_access_key.as_deref(), Some("example-secret"));
+    assert!(!format!("{s3:?}").contains("example-secret"));
+    let n = node(NODE_ACCEPTED[1]).expect("s3 on AWS");
+    let Ok(StorageConfig::S3(s3)) = n.storage.settings() else {
+        panic!("s3 expected");
+    };
+    assert_eq!(
+        (s3.region.as_str(), s3.endpoint, s3.force_path_style),
+        ("us-east-1", None, false)
+    );
 }
 
 #[test]

@@ -42,8 +42,6 @@ pub struct ContextParts {
     pub(crate) admin: Arc<crate::admin::DataAdmin>,
     /// ffmpeg conversions (the convert routes and converting sends).
     pub(crate) converter: crate::media::convert::Converter,
-    /// The media store, for routes that take media in outside a send (conversion input).
-    pub(crate) media: crate::media::MediaStore,
     pub config: Arc<Config>,
     pub keys: Arc<KeyService>,
     pub audit: AuditLog,
@@ -63,6 +61,8 @@ pub struct ContextParts {
     /// Every event goes through it: outbox rows, enqueue, live fan-out.
     pub(crate) pipeline: Pipeline,
     pub(crate) messaging: Arc<MessagingService>,
+    /// The media backend (`STORAGE_TYPE`): every media read and write goes through it.
+    pub(crate) media: crate::media::MediaStore,
     pub(crate) bulk: Arc<BulkRunner>,
     /// The simulated network, when `ENGINE_TYPE=sim` (its control API is mounted only then).
     pub(crate) sim: Option<SimNetwork>,

@@ -161,6 +161,7 @@ fn spawn_raft_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &Cancellat
 fn engine_factory(
     config: &Config,
     data_db: &DataPool,
+    media: &MediaStore,
 ) -> (Arc<dyn EngineFactory>, Option<SimNetwork>) {
     match config.engine_type {
         EngineType::Sim => {
@@ -179,7 +180,7 @@ fn engine_factory(
             let socket = SocketConfig {
                 endpoint: config.socket_ws_url.clone(),
             };
-            let factory = SocketFactory::new(data_db.clone(), media_store(config), socket);
+            let factory = SocketFactory::new(data_db.clone(), media.clone(), socket);
             (Arc::new(factory), None)
         }
         EngineType::Browser => (browser_factory(config, data_db), None),
@@ -219,11 +220,12 @@ fn session_service(
     shutdown: &CancellationToken,
     leases: Arc<dyn Leases>,
 ) -> (Arc<SessionService>, Option<SimNetwork>) {
-    let (factory, sim) = engine_factory(config, data_db);
+    let (factory, sim) = engine_factory(config, data_db, recorder.media());
     let deps = Arc::new(Deps {
         db: data_db.clone(),
         pipeline: pipeline.clone(),
         ingest: Ingest::new(pipeline.clone(), recorder.clone()),
+        media: recorder.media().clone(),
         factory,
         sessions_dir: config.data_dir.join("sessions"),
         shutdown: shutdown.clone(),
@@ -286,20 +288,23 @@ fn spawn_session_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &Cancel
     }
 }
 
-fn media_store(config: &Config) -> MediaStore {
+/// The media backend `STORAGE_TYPE` selects; boot stops with one line when it cannot be built.
+fn media_store(config: &Config) -> anyhow::Result<MediaStore> {
     let fetch = FetchOptions {
         is_guarded: config.media_url_guard,
         use_session_proxy: config.session_proxy_url_fetch,
     };
-    MediaStore::new(
-        config.data_dir.join("media"),
+    MediaStore::from_config(
+        &config.storage,
+        &config.data_dir,
         config.media_download_max_bytes,
         fetch,
     )
+    .map_err(|err| anyhow::anyhow!("media storage (STORAGE_TYPE): {err}"))
 }
 
 /// The ffmpeg converter with the `MEDIA_CONVERSION_*` knobs.
-fn converter(config: &Config) -> Converter {
+fn converter(config: &Config, media: &MediaStore) -> Converter {
     Converter::new(ConvertLimits {
         enabled: config.media_conversion_enabled,
         ffmpeg: config.ffmpeg_path.clone().into(),
@@ -307,7 +312,7 @@ fn converter(config: &Config) -> Converter {
         queue: usize::try_from(config.media_conversion_queue).unwrap_or(usize::MAX),
         timeout_ms: config.media_conversion_timeout_ms,
         max_output_bytes: config.media_conversion_max_output_bytes,
-        scratch_dir: config.data_dir.join("media"),
+        scratch_dir: media.scratch_dir().to_path_buf(),
     })
 }
 
@@ -374,7 +379,22 @@ async fn build_context(
         Some(cluster) => cluster.leases.clone(),
         None => Arc::new(LocalLeases::new(data_db.clone(), config.node_id.clone())),
     };
-    let recorder = Recorder::new(data_db.clone(), pipeline.clone(), media_store(&config));
+    let media = media_store(&config)?;
+    tracing::info!(
+        storage_type = media.storage_type().as_str(),
+        "media store ready"
+    );
+    match crate::events::statuses::move_inline_media(&data_db, &media).await {
+        Ok(0) => {}
+        Ok(moved) => tracing::info!(
+            moved,
+            "status media moved from the database to the media store"
+        ),
+        Err(err) => {
+            tracing::warn!(error = %err, "status media not moved to the media store yet; retried at next boot")
+        }
+    }
+    let recorder = Recorder::new(data_db.clone(), pipeline.clone(), media.clone());
     let (sessions, sim) =
         session_service(&config, &data_db, &pipeline, &recorder, shutdown, leases);
     if let Some(cluster) = &cluster {
@@ -395,7 +415,7 @@ async fn build_context(
         let peers = peers.with_fence(Box::new(move |session| leases.holds(session)));
         crate::engine::sim::peers::attach(net, Arc::new(peers));
     }
-    let converter = converter(&config);
+    let converter = converter(&config, &media);
     let messaging = Arc::new(
         MessagingService::new(data_db.clone(), sessions.clone(), recorder, pacer(&config))
             .with_converter(converter.clone()),
@@ -404,7 +424,7 @@ async fn build_context(
     automation.set_sender(Box::new(SessionSender::new(messaging.clone())));
     let admin = Arc::new(DataAdmin::new(
         data_db.clone(),
-        media_store(&config),
+        media.clone(),
         sessions.clone(),
         pipeline.clone(),
         automation.clone(),
@@ -415,7 +435,7 @@ async fn build_context(
     Ok(ApiContext::new(ContextParts {
         admin,
         converter,
-        media: media_store(&config),
+        media,
         webhooks: Arc::new(webhooks),
         automation,
         queue,

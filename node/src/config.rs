@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use ipnet::IpNet;
 pub use wagate_config::{
-    ConfigError, DatabaseType, EngineType, MainDbReplication, NodeEnv, NodeRole, Source, Stop,
+    ConfigError, DatabaseType, EngineType, MainDbReplication, NodeEnv, NodeRole, S3Config, Source,
+    Stop, StorageConfig,
 };
 use wagate_config::{NodeCli, refuse};
 
@@ -116,6 +117,8 @@ pub struct Config {
     /// `MEDIA_URL_GUARD` (true): media URL fetches refuse loopback, private, link-local and metadata
     /// addresses. Turn off only for tests serving media from loopback.
     pub media_url_guard: bool,
+    /// `STORAGE_TYPE` and, for s3, its bucket settings: where media objects live.
+    pub storage: StorageConfig,
     pub metrics_token: Option<String>,
     /// `DOCS_PUBLIC` (false): serve `/api/docs/openapi.json` without an API key.
     pub docs_public: bool,
@@ -170,6 +173,7 @@ impl Config {
             shared,
             limits,
             media,
+            storage,
             pacing,
             cluster,
         } = cli;
@@ -272,6 +276,7 @@ impl Config {
             send_pacing_cold_daily: pacing.send_pacing_cold_daily,
             send_pacing_breaker_failures: pacing.send_pacing_breaker_failures,
             media_url_guard: limits.media_url_guard,
+            storage: storage.settings()?,
             metrics_token: shared.metrics_token.clone(),
             docs_public: server.docs_public,
             otel_endpoint: shared.otel_exporter_otlp_endpoint.clone(),

@@ -13,7 +13,8 @@
 //! - `engine/`: the `Engine` trait and the engines (`sim` today).
 //! - `events/`: normalised events, the outbox pipeline and live fan-out.
 //! - `messaging/`: sends, message operations, the message store's write path, templates, bulk, pacing.
-//! - `media/`: media files under `DATA_DIR/media` (content-addressed), guarded URL fetches, ffmpeg conversion.
+//! - `media/`: the media store (`STORAGE_TYPE`: `DATA_DIR/media` or an S3 bucket; keys
+//!   `{sessionId}/{sha256}`), guarded URL fetches, ffmpeg conversion.
 //! - `sessions/`: the transition table, reconnect backoff, and the supervisor of running engines.
 //! - `cluster/`: session leases (local and Redis, fenced), node registry, heartbeat, takeover sweep.
 //! - `store/`: all SQL; data DB on SQLite or PostgreSQL, main DB on SQLite.

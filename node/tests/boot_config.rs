@@ -100,6 +100,7 @@ async fn first_boot_without_master_key_writes_an_admin_key_file() {
 fn the_node_refuses_the_shared_table_and_prints_help() {
     let checked = wagate_config::cases::check_binary::<wagate_config::NodeCli>(
         std::path::Path::new(env!("CARGO_BIN_EXE_wagate")),
+        wagate_config::cases::NODE_REFUSED,
     );
     if let Err(e) = checked {
         panic!("{e}");

@@ -1,11 +1,13 @@
 //! Takeover: when the owner of a session dies, stalls past its lease, stops or drains, another node runs
 //! the session from the stored credentials, and the old owner never writes the session again.
 //! Three real nodes on one PostgreSQL data DB and one Redis (own key prefix). Polls, never asserts how fast.
-//! "No two owners" is checked through the sim network's shared view of connected devices.
+//! "No two owners" is checked through the sim network's shared view of connected devices. With
+//! `STORAGE_TYPE=s3` (moto on loopback), media the dead owner received is read back through a survivor.
 
 use std::time::{Duration, Instant};
 
-use wagate_loadtest::harness::cluster::{TestCluster, Timings};
+use wagate_loadtest::harness::S3Server;
+use wagate_loadtest::harness::cluster::{ClusterOptions, TestCluster, Timings};
 use wagate_loadtest::harness::sessions::{create_linked, get};
 
 const SERVED_BY: &str = "x-wagate-served-by";
@@ -284,4 +286,74 @@ async fn a_lapsed_session_nobody_serves_reads_as_not_loaded() {
         "{}",
         by_name.text
     );
+}
+
+#[tokio::test]
+async fn after_a_takeover_a_survivor_serves_media_the_dead_owner_received_from_s3() {
+    let s3 = S3Server::start().await.expect("moto");
+    let options = ClusterOptions {
+        size: 3,
+        timings: Timings::default(),
+        worker_binary: None,
+        env: s3
+            .node_env()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    };
+    let mut c = TestCluster::start_with(env!("CARGO_BIN_EXE_wagate"), options)
+        .await
+        .expect("cluster");
+    let (phone_rx, phone_tx) = ("15550002101", "15550002102");
+    let receiver = create_linked(&c.client(0), "media-owner", phone_rx)
+        .await
+        .expect("linked on node a");
+    let sender = create_linked(&c.client(0), "media-sender", phone_tx)
+        .await
+        .expect("linked on node a");
+    let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, b"RECEIVED-ON-A");
+    let sent = c
+        .client(0)
+        .post(
+            &format!("/api/sessions/{sender}/messages/send-image"),
+            serde_json::json!({ "chatId": format!("{phone_rx}@c.us"), "base64": b64, "mimetype": "image/png" }),
+        )
+        .await
+        .expect("send");
+    assert_eq!(sent.status, 201, "{}", sent.text);
+    let wa_id = sent.str("messageId");
+    let deadline = Instant::now() + BUDGET;
+    let message_id = loop {
+        let list = c
+            .client(0)
+            .get(&format!("/api/sessions/{receiver}/messages?type=image"))
+            .await
+            .expect("list");
+        let found = list.body.as_array().and_then(|rows| {
+            rows.iter()
+                .find(|m| m["waMessageId"] == wa_id.as_str())
+                .and_then(|m| m["id"].as_str().map(str::to_string))
+        });
+        if let Some(id) = found {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "never received: {}", list.text);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+
+    c.nodes[0].kill9();
+    let reply = c
+        .wait_served_ready(1, &receiver, &["node-a", ""], BUDGET)
+        .await
+        .expect("taken over");
+    let owner = reply.header(SERVED_BY).unwrap_or_default().to_string();
+    let route = format!("/api/sessions/{receiver}/messages/{phone_tx}@c.us/{message_id}/media");
+    for node in [1, 2] {
+        let media = c.client(node).get(&route).await.expect("media");
+        assert_eq!(
+            (media.status, media.text.as_str()),
+            (200, "RECEIVED-ON-A"),
+            "through node {node}, owner {owner}"
+        );
+    }
 }

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
+use wagate_loadtest::harness::cluster::{TestCluster, Timings};
 use wagate_loadtest::harness::pg::PgDatabase;
+use wagate_loadtest::harness::sessions::create_linked;
 use wagate_loadtest::harness::{Client, Node, NodeOptions};
 
 const SESSION_A: &str = "11111111-1111-4111-8111-111111111111";
@@ -92,7 +94,8 @@ fn full_payload() -> Value {
                 {"sessionId": SESSION_A, "messageId": "WA1", "payload": {"key": "v"}, "createdAt": t}
             ],
             "lidMappings": [
-                {"sessionId": SESSION_A, "lid": "123@lid", "pn": "15550002222", "createdAt": t}
+                {"sessionId": SESSION_A, "lid": "123@lid", "phoneNumber": "15550002222", "createdAt": t,
+                 "updatedAt": t + 1, "learningSource": "usync", "pnCurrent": true}
             ],
             "chatStates": [
                 {"sessionId": SESSION_A, "chatId": "15550002222@c.us", "name": "Bob", "archived": true,
@@ -294,6 +297,56 @@ async fn every_table_round_trips_on_this_backend_and_across_to_the_other() {
 }
 
 #[tokio::test]
+async fn a_table_absent_from_the_source_is_listed_in_skipped_tables() {
+    let suite_is_pg = std::env::var("WAGATE_TEST_DATABASE").is_ok_and(|v| v == "postgres");
+    let pg = suite_is_pg.then(|| PgDatabase::create().expect("throwaway PostgreSQL database"));
+    let mut opts = options();
+    if let Some(db) = &pg {
+        opts = opts
+            .env("DATABASE_TYPE", "postgres")
+            .env("DATABASE_URL", db.url.clone());
+    } else {
+        opts = opts.env("DATABASE_TYPE", "sqlite");
+    }
+    let node = Node::start(opts).await.unwrap();
+    let c = node.client();
+    assert_eq!(import(&c, full_payload()).await.body["imported"], true);
+    // An older or foreign source: one of the sixteen tables does not exist there.
+    let drop = "DROP TABLE plugin_instances";
+    match &pg {
+        Some(db) => {
+            use sqlx::Connection as _;
+            let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
+            sqlx::query(drop).execute(&mut conn).await.unwrap();
+        }
+        None => {
+            use sqlx::Connection as _;
+            let path = data_dir(&node).join("wagate.sqlite");
+            let url = format!("sqlite://{}", path.display());
+            let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+            sqlx::query(drop).execute(&mut conn).await.unwrap();
+        }
+    }
+    let out = export(&c).await;
+    assert_eq!(out["skippedTables"], json!(["pluginInstances"]), "{out}");
+    assert!(out["tables"].get("pluginInstances").is_none());
+    assert!(out["counts"].get("pluginInstances").is_none());
+    assert_eq!(out["counts"]["sessions"], 2);
+    assert_eq!(out["counts"]["lidMappings"], 1);
+    assert_eq!(
+        row_by(&out, "lidMappings", "lid", "123@lid")["phoneNumber"],
+        "15550002222"
+    );
+}
+
+fn row_by<'a>(export: &'a Value, table: &str, key: &str, value: &str) -> &'a Value {
+    export["tables"][table]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r[key] == value))
+        .unwrap_or_else(|| panic!("{table} row {key}={value} missing"))
+}
+
+#[tokio::test]
 async fn inline_media_over_the_budget_becomes_the_omitted_marker_newest_first() {
     // Budget for one of the two payloads: the newer message keeps its data, the older one is marked.
     let node = Node::start(options().env("EXPORT_INLINE_MEDIA_BUDGET_BYTES", "45"))
@@ -459,6 +512,34 @@ async fn orphaned_engines_refuse_the_import_until_stopped_or_forced() {
     assert_eq!(forced.body["failedOrphanEngines"], json!([]));
 }
 
+#[tokio::test]
+async fn an_orphan_running_on_another_node_of_a_cluster_is_found_and_stopped_there() {
+    let c = TestCluster::start(env!("CARGO_BIN_EXE_wagate"), 2, Timings::default())
+        .await
+        .expect("cluster");
+    let id = create_linked(&c.client(0), "remote-orphan", "15550002201")
+        .await
+        .expect("linked on node a");
+    let empty = json!({"tables": {"sessions": []}});
+    // Imported through node b: the engine runs on node a, and it is an orphan all the same.
+    let refused = import(&c.client(1), empty.clone()).await;
+    assert_eq!(refused.status, 409, "{}", refused.text);
+    assert!(refused.text.contains(&id), "{}", refused.text);
+    let mut stop = empty;
+    stop["stopOrphans"] = json!(true);
+    let stopped = import(&c.client(1), stop).await;
+    assert_eq!(stopped.status, 200, "{}", stopped.text);
+    assert_eq!(stopped.body["imported"], true, "{}", stopped.text);
+    assert_eq!(stopped.body["stoppedOrphanEngines"], json!([id]));
+    assert_eq!(stopped.body["failedOrphanEngines"], json!([]));
+    let devices = c.client(1).get("/api/sim/devices").await.expect("devices");
+    let still = devices
+        .body
+        .as_array()
+        .is_some_and(|rows| rows.iter().any(|r| r["sessionId"] == id.as_str()));
+    assert!(!still, "node a's engine is stopped: {}", devices.text);
+}
+
 /// The node's data directory (archives must lie inside it).
 fn data_dir(node: &Node) -> std::path::PathBuf {
     node.dir.path().join("data")
@@ -489,7 +570,12 @@ async fn storage_archive_round_trip_and_refusals() {
     // Lose the media, then bring it back from the archive.
     let media = data_dir(&node).join("media");
     for entry in std::fs::read_dir(&media).unwrap() {
-        std::fs::remove_file(entry.unwrap().path()).unwrap();
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
     }
     assert_eq!(
         c.get("/api/infra/storage/files/count").await.unwrap().body["count"],

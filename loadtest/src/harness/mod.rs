@@ -6,11 +6,13 @@ pub mod cluster;
 pub mod node;
 pub mod pg;
 pub mod receiver;
+pub mod s3;
 pub mod sessions;
 
 pub use client::{Client, Reply};
 pub use node::{Node, NodeOptions};
 pub use receiver::{Delivery, Receiver};
+pub use s3::S3Server;
 
 /// The admin key every harness node is started with.
 pub const ADMIN_KEY: &str = "wagate-test-admin-key-0123456789abcdef";

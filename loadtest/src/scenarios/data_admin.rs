@@ -24,7 +24,7 @@ pub async fn run(args: &[String]) -> anyhow::Result<()> {
 
 /// The node's anonymous resident memory in KiB, from `/proc` (the heap; file-backed pages, such as SQLite's
 /// memory-mapped database file that an export reads through, are left out).
-fn rss_kib(pid: u32) -> u64 {
+pub(super) fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
@@ -37,7 +37,7 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 /// Samples RSS until `stop` flips; answers the highest value seen.
-fn sample_peak(
+pub(super) fn sample_peak(
     pid: u32,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> tokio::task::JoinHandle<u64> {

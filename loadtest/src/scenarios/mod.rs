@@ -22,6 +22,7 @@ pub mod common;
 mod data_admin;
 mod events;
 mod limiter;
+mod media_storage;
 mod node_kill;
 mod raft;
 mod reads;
@@ -74,6 +75,9 @@ pub enum Scenario {
     /// Data export and import of N messages and server-side voice-note conversions on a node it starts:
     /// time and peak RSS (prints text)
     DataAdmin(DataAdminArgs),
+    /// Concurrent media sends by URL and a storage archive round trip on a node it starts, with local media
+    /// and then S3 media (moto on loopback): MB/s and peak RSS per backend (prints text)
+    MediaStorage(MediaStorageArgs),
     /// Reads and sends on two nodes it starts, one with telemetry off, one with metrics scraped and traces
     /// exported to a loopback OTLP receiver, in alternating phases of one run (prints text)
     Telemetry(TelemetryArgs),
@@ -101,6 +105,9 @@ impl Scenario {
             Scenario::Raft(a) => legacy("raft", raft::run(&a.argv())).await,
             Scenario::Chaos(a) => legacy("chaos", chaos::run(a)).await,
             Scenario::DataAdmin(a) => legacy("data-admin", data_admin::run(&a.argv())).await,
+            Scenario::MediaStorage(a) => {
+                legacy("media-storage", media_storage::run(&a.argv())).await
+            }
             Scenario::Telemetry(a) => legacy("telemetry", telemetry::run(&a.argv())).await,
             Scenario::Limiter(a) => legacy("limiter", limiter::run(&a.argv())).await,
         }
@@ -301,6 +308,32 @@ impl DataAdminArgs {
             self.messages.to_string(),
             "--conversions".into(),
             self.conversions.to_string(),
+        ]
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct MediaStorageArgs {
+    /// The `wagate` binary to start [default: `wagate` beside this executable]
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// Documents sent at once, per backend
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub files: u64,
+    /// Size of each document, in MiB
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=512))]
+    pub megabytes: u64,
+}
+
+impl MediaStorageArgs {
+    fn argv(&self) -> Vec<String> {
+        vec![
+            "--binary".into(),
+            binary_or_default(&self.binary, "wagate"),
+            "--files".into(),
+            self.files.to_string(),
+            "--megabytes".into(),
+            self.megabytes.to_string(),
         ]
     }
 }

@@ -11,11 +11,10 @@ use axum::body::Bytes;
 use base64::Engine as _;
 use futures::StreamExt;
 use serde_json::{Map, Value};
-use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 
 use super::{AdminResult, DataAdmin};
-use crate::media::MediaObjects;
+use crate::media::MediaStore;
 use crate::store::data_tables::{self, Cell, TABLES, TableSpec};
 use crate::store::{DataPool, DataTx};
 
@@ -60,7 +59,7 @@ impl DataAdmin {
         let writer = Writer {
             sender,
             buf: Vec::with_capacity(CHUNK * 2),
-            objects: self.objects.clone(),
+            media: self.media.clone(),
             inline,
             done: ExportDone {
                 skipped_tables: skipped,
@@ -150,7 +149,7 @@ pub(super) fn strip_proxy_credentials(raw: &str) -> Option<String> {
 struct Writer {
     sender: mpsc::Sender<Result<Bytes, std::io::Error>>,
     buf: Vec<u8>,
-    objects: std::sync::Arc<dyn MediaObjects>,
+    media: MediaStore,
     inline: HashSet<PayloadRef>,
     done: ExportDone,
 }
@@ -284,7 +283,7 @@ impl Writer {
         };
         let payload = ("messages", id, 0usize);
         if self.inline.contains(&payload)
-            && let Some(bytes) = read_object(self.objects.as_ref(), &key).await
+            && let Some(bytes) = read_object(&self.media, &key).await
         {
             let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
             media.insert("data".into(), Value::String(encoded));
@@ -325,13 +324,16 @@ impl Writer {
     }
 }
 
-async fn read_object(objects: &dyn MediaObjects, key: &str) -> Option<Vec<u8>> {
-    let mut reader = objects.open(key).await.ok()??;
-    let mut bytes = Vec::new();
-    match reader.read_to_end(&mut bytes).await {
-        Ok(_) => Some(bytes),
+/// The object's bytes; a missing or unreadable one is logged and exported as omitted.
+async fn read_object(media: &MediaStore, key: &str) -> Option<Vec<u8>> {
+    match media.get(key).await {
+        Ok(Some(bytes)) => Some(bytes),
+        Ok(None) => {
+            tracing::warn!(key, "media object missing; exported as omitted");
+            None
+        }
         Err(err) => {
-            tracing::warn!(key, error = %err, "media file unreadable; exported as omitted");
+            tracing::warn!(key, error = %err, "media object unreadable; exported as omitted");
             None
         }
     }

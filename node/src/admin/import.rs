@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::{Map, Value};
 use wagate_proto::dto::admin::ImportResult;
 
-use super::{AdminError, AdminResult, DataAdmin};
+use super::{AdminError, AdminResult, DataAdmin, RemoteStop};
 use crate::store::data_tables::{self, TABLES};
 
 /// A parsed import body.
@@ -66,7 +66,12 @@ impl ImportRequest {
 }
 
 impl DataAdmin {
-    pub(crate) async fn import(&self, mut req: ImportRequest) -> AdminResult<ImportResult> {
+    /// `remote` stops orphaned engines that run on other nodes of a cluster.
+    pub(crate) async fn import(
+        &self,
+        mut req: ImportRequest,
+        remote: &dyn RemoteStop,
+    ) -> AdminResult<ImportResult> {
         let payload_sessions: HashSet<String> = rows(&req.tables, "sessions")
             .filter_map(|r| r.get("id").and_then(Value::as_str).map(str::to_string))
             .collect();
@@ -93,7 +98,7 @@ impl DataAdmin {
                     .push(format!("Unknown table '{key}' was ignored"));
             }
         }
-        self.settle_orphans(&req, &payload_sessions, &mut result)
+        self.settle_orphans(&req, &payload_sessions, remote, &mut result)
             .await?;
         self.take_in_inline_media(&mut req.tables, &mut result.warnings)
             .await;
@@ -120,26 +125,45 @@ impl DataAdmin {
         Ok(result)
     }
 
-    /// Running engines of sessions the payload lacks: refuse, stop them, or go on and report them.
+    /// Running engines of sessions the payload lacks, on any node of a cluster (the leases say where):
+    /// refuse, stop them (here, or through the node that runs them), or go on and report them.
     async fn settle_orphans(
         &self,
         req: &ImportRequest,
         payload_sessions: &HashSet<String>,
+        remote: &dyn RemoteStop,
         result: &mut ImportResult,
     ) -> AdminResult<()> {
-        let mut orphans: Vec<String> = self
+        let running = self
             .sessions
-            .running_engine_ids()
-            .into_iter()
-            .filter(|id| !payload_sessions.contains(id))
+            .running_engines_everywhere()
+            .await
+            .map_err(|err| AdminError::Internal(err.to_string()))?;
+        let mut orphans: Vec<String> = running
+            .here
+            .iter()
+            .chain(&running.elsewhere)
+            .filter(|id| !payload_sessions.contains(*id))
+            .cloned()
             .collect();
+        orphans.sort();
+        orphans.dedup();
         if orphans.is_empty() {
             return Ok(());
         }
         if req.stop_orphans {
             for id in std::mem::take(&mut orphans) {
-                match self.sessions.stop(&id).await {
-                    Ok(_) => result.stopped_orphan_engines.push(id),
+                let stopped = if running.elsewhere.contains(&id) {
+                    remote.stop(&id).await
+                } else {
+                    self.sessions
+                        .stop(&id)
+                        .await
+                        .map(|_| ())
+                        .map_err(|err| err.to_string())
+                };
+                match stopped {
+                    Ok(()) => result.stopped_orphan_engines.push(id),
                     Err(err) => {
                         tracing::warn!(session_id = %id, error = %err, "orphan engine did not stop before import");
                         result.failed_orphan_engines.push(id.clone());
@@ -183,7 +207,15 @@ impl DataAdmin {
             let Some(Value::String(data)) = media.remove("data") else {
                 continue;
             };
-            match self.media.put_base64(&data).await {
+            let session_id = row
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let Some(Value::Object(media)) = row.get_mut("media") else {
+                continue;
+            };
+            match self.media.put_base64(&session_id, &data).await {
                 Ok(stored) => {
                     media.insert("key".into(), Value::String(stored.key));
                     media.insert("sizeBytes".into(), Value::from(stored.size));

@@ -1,5 +1,6 @@
 //! Administration of data: the data export and import (`export.rs`, `import.rs`) over the sixteen tables of
-//! `store::data_tables`, and media archives (`storage.rs`) through the `MediaObjects` interface. Handlers in
+//! `store::data_tables`, and media archives (`storage.rs`) through the media store (`list`/`stream`/`put_object`), whichever backend
+//! `STORAGE_TYPE` chose. Handlers in
 //! `http/infra.rs` parse and authorise; the rules (budget, credential stripping, orphans, the one
 //! transaction, archive paths and expiry) live here.
 
@@ -12,7 +13,7 @@ use std::sync::Arc;
 
 use crate::automation::AutomationService;
 use crate::events::Pipeline;
-use crate::media::{MediaObjects, MediaStore};
+use crate::media::{MediaError, MediaStore};
 use crate::sessions::SessionService;
 use crate::store::{DataPool, StoreError};
 
@@ -27,16 +28,37 @@ pub(crate) enum AdminError {
     Conflict(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The media backend refused or could not be reached: 503, nothing changed.
+    #[error("{0}")]
+    Unavailable(String),
     #[error("{0}")]
     Internal(String),
 }
 
+impl From<MediaError> for AdminError {
+    fn from(err: MediaError) -> Self {
+        match err {
+            MediaError::Unavailable(_) => AdminError::Unavailable(err.to_string()),
+            MediaError::BadInput(_) | MediaError::TooLarge(_) => {
+                AdminError::BadRequest(err.to_string())
+            }
+            other => AdminError::Internal(other.to_string()),
+        }
+    }
+}
+
 pub(crate) type AdminResult<T> = Result<T, AdminError>;
+
+/// Stops a session's engine on the other node of a cluster that runs it. The HTTP layer supplies it: it
+/// knows how to reach peers (the import's orphan handling calls it with `stopOrphans`).
+#[async_trait::async_trait]
+pub(crate) trait RemoteStop: Send + Sync {
+    async fn stop(&self, session_id: &str) -> Result<(), String>;
+}
 
 pub(crate) struct DataAdmin {
     db: DataPool,
     media: MediaStore,
-    objects: Arc<dyn MediaObjects>,
     sessions: Arc<SessionService>,
     pipeline: Pipeline,
     automation: Arc<AutomationService>,
@@ -59,7 +81,6 @@ impl DataAdmin {
     ) -> DataAdmin {
         DataAdmin {
             db,
-            objects: Arc::new(media.clone()),
             media,
             sessions,
             pipeline,

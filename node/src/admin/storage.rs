@@ -1,5 +1,6 @@
 //! Media archives: count the stored objects, export them into `DATA_DIR/exports/*.tar.gz` (one object at a
-//! time from the `MediaObjects` interface into a gzip'd tar written on a blocking thread), delete archives
+//! time streamed from the media store, local or S3, into a gzip'd tar written on a blocking thread; entries
+//! are `media/{sessionId}/{sha256}`, or `media/{sha256}` for keys written before per-session keys), delete archives
 //! after `STORAGE_EXPORT_TTL_MS`, and import an archive from inside `DATA_DIR` only: no `..`, no symbolic
 //! link anywhere on the path, no entry that would land outside the media directory, and the whole archive
 //! read once before anything is stored, so a corrupt one changes nothing.
@@ -11,7 +12,7 @@ use std::time::{Duration, SystemTime};
 use wagate_proto::dto::admin::{StorageExportResult, StorageFileCount, StorageImportResult};
 
 use super::{AdminError, AdminResult, DataAdmin};
-use crate::media::{MediaObject, MediaObjects, ObjectReader};
+use crate::media::{MediaObject, MediaStore, MediaStream};
 
 const ARCHIVE_SUFFIX: &str = ".tar.gz";
 /// Archive entries are `media/<key>`.
@@ -23,10 +24,10 @@ impl DataAdmin {
     }
 
     pub(crate) async fn storage_count(&self) -> AdminResult<StorageFileCount> {
-        let objects = self.objects.list().await.map_err(internal)?;
+        let objects = self.media.list(None).await?;
         let size_bytes: u64 = objects.iter().map(|o| o.size).sum();
         Ok(StorageFileCount {
-            storage_type: self.objects.storage_type().to_string(),
+            storage_type: self.media.storage_type().as_str().to_string(),
             count: objects.len() as u64,
             size_bytes,
             size_mb: (size_bytes as f64 / (1024.0 * 1024.0) * 100.0).round() / 100.0,
@@ -39,24 +40,23 @@ impl DataAdmin {
         let dir = self.exports_dir();
         tokio::fs::create_dir_all(&dir).await.map_err(internal)?;
         self.sweep_expired().await;
-        let objects = self.objects.list().await.map_err(internal)?;
+        let objects = self.media.list(None).await?;
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S");
         let suffix = &uuid::Uuid::new_v4().simple().to_string()[..8];
         let name = format!("storage-{stamp}-{suffix}{ARCHIVE_SUFFIX}");
         let path = dir.join(&name);
         let partial = dir.join(format!(".{name}.partial"));
         let count = objects.len() as u64;
-        let source = self.objects.clone();
+        let source = self.media.clone();
         let handle = tokio::runtime::Handle::current();
         let target = partial.clone();
-        let written = tokio::task::spawn_blocking(move || {
-            write_archive(&target, &objects, source.as_ref(), &handle)
-        })
-        .await
-        .map_err(internal)?;
+        let written =
+            tokio::task::spawn_blocking(move || write_archive(&target, &objects, &source, &handle))
+                .await
+                .map_err(internal)?;
         if let Err(err) = written {
             let _ = tokio::fs::remove_file(&partial).await;
-            return Err(internal(err));
+            return Err(err);
         }
         tokio::fs::rename(&partial, &path).await.map_err(internal)?;
         let ttl = Duration::from_millis(self.export_ttl_ms);
@@ -120,18 +120,16 @@ impl DataAdmin {
         let keys = tokio::task::spawn_blocking(move || scan_archive(&scan_path))
             .await
             .map_err(internal)??;
-        let objects = self.objects.clone();
+        let media = self.media.clone();
         let handle = tokio::runtime::Handle::current();
-        let scratch = self.data_dir.clone();
-        let count = tokio::task::spawn_blocking(move || {
-            import_archive(&path, &keys, objects.as_ref(), &handle, &scratch)
-        })
-        .await
-        .map_err(internal)??;
+        let count =
+            tokio::task::spawn_blocking(move || import_archive(&path, &keys, &media, &handle))
+                .await
+                .map_err(internal)??;
         Ok(StorageImportResult {
             imported: true,
             count,
-            storage_type: self.objects.storage_type().to_string(),
+            storage_type: self.media.storage_type().as_str().to_string(),
         })
     }
 
@@ -195,26 +193,36 @@ fn internal(err: impl std::fmt::Display) -> AdminError {
     AdminError::Internal(err.to_string())
 }
 
-/// Reads an async object from a blocking thread (the tar writer is synchronous).
+/// Reads a streamed object from a blocking thread (the tar writer is synchronous), one chunk at a time.
 struct BlockingReader<'a> {
-    inner: ObjectReader,
+    body: MediaStream,
+    pending: bytes::Bytes,
     handle: &'a tokio::runtime::Handle,
 }
 
 impl Read for BlockingReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        use tokio::io::AsyncReadExt;
-        self.handle.block_on(self.inner.read(buf))
+        use futures::StreamExt;
+        while self.pending.is_empty() {
+            match self.handle.block_on(self.body.body.next()) {
+                Some(Ok(chunk)) => self.pending = chunk,
+                Some(Err(err)) => return Err(std::io::Error::other(err)),
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.pending.len());
+        buf[..n].copy_from_slice(&self.pending.split_to(n));
+        Ok(n)
     }
 }
 
 fn write_archive(
     target: &Path,
     objects: &[MediaObject],
-    source: &dyn MediaObjects,
+    source: &MediaStore,
     handle: &tokio::runtime::Handle,
-) -> std::io::Result<()> {
-    let file = std::fs::File::create(target)?;
+) -> AdminResult<()> {
+    let file = std::fs::File::create(target).map_err(internal)?;
     let gz =
         flate2::write::GzEncoder::new(std::io::BufWriter::new(file), flate2::Compression::fast());
     let mut builder = tar::Builder::new(gz);
@@ -223,27 +231,44 @@ fn write_archive(
         .map(|d| d.as_secs())
         .unwrap_or(0);
     for object in objects {
-        let Some(reader) = handle
-            .block_on(source.open(&object.key))
-            .map_err(std::io::Error::other)?
-        else {
+        let Some(body) = handle.block_on(source.stream(&object.key))? else {
             continue; // removed since it was listed
         };
         let mut header = tar::Header::new_gnu();
-        header.set_size(object.size);
+        // The size read now, not the listed one: the tar header must match the bytes that follow.
+        header.set_size(body.size);
         header.set_mode(0o644);
         header.set_mtime(now);
         header.set_entry_type(tar::EntryType::Regular);
         let reader = BlockingReader {
-            inner: reader,
+            body,
+            pending: bytes::Bytes::new(),
             handle,
         };
-        builder.append_data(&mut header, format!("{ENTRY_DIR}/{}", object.key), reader)?;
+        builder
+            .append_data(&mut header, format!("{ENTRY_DIR}/{}", object.key), reader)
+            .map_err(|err| archive_error(err, "write"))?;
     }
-    let gz = builder.into_inner()?;
-    let mut writer = gz.finish()?;
-    std::io::Write::flush(&mut writer)?;
-    writer.into_inner().map_err(|e| e.into_error())?.sync_all()
+    let finish = || -> std::io::Result<()> {
+        let gz = builder.into_inner()?;
+        let mut writer = gz.finish()?;
+        std::io::Write::flush(&mut writer)?;
+        writer.into_inner().map_err(|e| e.into_error())?.sync_all()
+    };
+    finish().map_err(internal)
+}
+
+/// A failure while writing the archive: the media backend failing mid-stream is a 503, anything else 500.
+fn archive_error(err: std::io::Error, what: &str) -> AdminError {
+    let unavailable = err
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<crate::media::MediaError>())
+        .is_some_and(|m| matches!(m, crate::media::MediaError::Unavailable(_)));
+    if unavailable {
+        AdminError::Unavailable(format!("Media storage failed during archive {what}: {err}"))
+    } else {
+        internal(err)
+    }
 }
 
 /// What an entry of an archive is: a media object to store, something to skip, or a refusal.
@@ -270,24 +295,17 @@ fn classify(entry_path: &Path, kind: tar::EntryType) -> Result<Option<String>, A
             _ => None,
         })
         .collect();
-    let name = match parts.as_slice() {
-        [dir, name] if dir == ENTRY_DIR => name,
-        [name] => name,
-        _ => {
-            return Err(AdminError::BadRequest(format!(
-                "Archive entry '{}' is not a media file",
-                entry_path.display()
-            )));
-        }
+    let key = match parts.as_slice() {
+        [dir, rest @ ..] if dir == ENTRY_DIR => rest.join("/"),
+        _ => parts.join("/"),
     };
-    let valid = name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit());
-    if !valid {
+    if !crate::media::is_media_key(&key) {
         return Err(AdminError::BadRequest(format!(
             "Archive entry '{}' is not a media file",
             entry_path.display()
         )));
     }
-    Ok(Some(name.clone()))
+    Ok(Some(key))
 }
 
 fn open_archive(
@@ -314,12 +332,13 @@ fn scan_archive(path: &Path) -> AdminResult<Vec<Option<String>>> {
     Ok(keys)
 }
 
+/// Stores every media entry through the media store, one at a time, each streamed in chunks from the
+/// archive (nothing is held whole). Returns how many were stored.
 fn import_archive(
     path: &Path,
     keys: &[Option<String>],
-    objects: &dyn MediaObjects,
+    media: &MediaStore,
     handle: &tokio::runtime::Handle,
-    scratch: &Path,
 ) -> AdminResult<u64> {
     let mut archive = open_archive(path).map_err(internal)?;
     let mut count = 0u64;
@@ -328,19 +347,52 @@ fn import_archive(
         let Some(key) = key else {
             continue;
         };
-        // Each file goes through a scratch file so the object store reads it as a stream.
-        let mut tmp = tempfile::NamedTempFile::new_in(scratch).map_err(internal)?;
-        std::io::copy(&mut entry, tmp.as_file_mut()).map_err(internal)?;
-        let file = tmp.reopen().map_err(internal)?;
-        let stored = handle
-            .block_on(objects.put_reader(Box::pin(tokio::fs::File::from_std(file))))
-            .map_err(internal)?;
-        if &stored.key != key {
-            tracing::warn!(entry = %key, stored = %stored.key, "archive entry's content does not match its name; stored under its content address");
+        let stored = store_entry(media, handle, key, &mut entry)?;
+        if &stored != key {
+            tracing::warn!(entry = %key, stored = %stored, "archive entry's content does not match its name; stored under its content address");
         }
         count += 1;
     }
     Ok(count)
+}
+
+/// Hands the entry's bytes to the media store in chunks through a small channel (the tar reader is
+/// synchronous, the store is not); answers the key it was stored under.
+fn store_entry(
+    media: &MediaStore,
+    handle: &tokio::runtime::Handle,
+    key: &str,
+    entry: &mut impl Read,
+) -> AdminResult<String> {
+    const CHUNK: usize = 64 * 1024;
+    let (sender, receiver) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(4);
+    let body = futures::stream::unfold(receiver, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    let store = media.clone();
+    let target = key.to_string();
+    let task = handle.spawn(async move { store.import_object(&target, Box::pin(body)).await });
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        match entry.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if sender
+                    .blocking_send(Ok(bytes::Bytes::copy_from_slice(&buf[..n])))
+                    .is_err()
+                {
+                    break; // the store gave up; its error is below
+                }
+            }
+            Err(err) => {
+                let _ = sender.blocking_send(Err(err));
+                break;
+            }
+        }
+    }
+    drop(sender);
+    let stored = handle.block_on(task).map_err(internal)??;
+    Ok(stored.key)
 }
 
 #[cfg(test)]
@@ -353,6 +405,23 @@ mod tests {
         assert_eq!(
             classify(Path::new(&format!("media/{key}")), tar::EntryType::Regular).unwrap(),
             Some(key.clone())
+        );
+        let scoped = format!("s-1/{key}");
+        assert_eq!(
+            classify(
+                Path::new(&format!("media/{scoped}")),
+                tar::EntryType::Regular
+            )
+            .unwrap(),
+            Some(scoped)
+        );
+        assert!(classify(Path::new("media/a/b/c"), tar::EntryType::Regular).is_err());
+        assert!(
+            classify(
+                Path::new(&format!("media/.x/{key}")),
+                tar::EntryType::Regular
+            )
+            .is_err()
         );
         assert!(classify(Path::new("media/../../etc/passwd"), tar::EntryType::Regular).is_err());
         assert!(classify(Path::new("/etc/passwd"), tar::EntryType::Regular).is_err());

@@ -269,3 +269,57 @@ fn handover_wait_is_bounded_and_may_be_zero() {
         "SESSION_HANDOVER_WAIT_MS"
     );
 }
+
+#[test]
+fn storage_is_local_by_default_and_s3_needs_a_bucket_and_a_parseable_endpoint() {
+    assert_eq!(load(&[]).expect("defaults").storage, StorageConfig::Local);
+    assert_eq!(refused_var(&[("STORAGE_TYPE", "gcs")]), "STORAGE_TYPE");
+    let missing = load(&[("STORAGE_TYPE", "s3")]).expect_err("no bucket");
+    assert_eq!(missing.var, "S3_BUCKET");
+    assert_eq!(
+        missing.to_string(),
+        "invalid configuration: S3_BUCKET is required when STORAGE_TYPE=s3"
+    );
+    for bad in ["minio:9000", "ftp://minio:9000", "http://"] {
+        assert_eq!(
+            refused_var(&[
+                ("STORAGE_TYPE", "s3"),
+                ("S3_BUCKET", "media"),
+                ("S3_ENDPOINT", bad)
+            ]),
+            "S3_ENDPOINT",
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        refused_var(&[
+            ("STORAGE_TYPE", "s3"),
+            ("S3_BUCKET", "media"),
+            ("S3_FORCE_PATH_STYLE", "1")
+        ]),
+        "S3_FORCE_PATH_STYLE"
+    );
+    let c = load(&[
+        ("STORAGE_TYPE", "s3"),
+        ("S3_BUCKET", "media"),
+        ("S3_ENDPOINT", "http://127.0.0.1:9000"),
+        ("S3_FORCE_PATH_STYLE", "true"),
+        ("AWS_ACCESS_KEY_ID", "id"),
+        ("AWS_SECRET_ACCESS_KEY", "hidden-key-value"),
+    ])
+    .expect("s3 settings");
+    let StorageConfig::S3(s3) = &c.storage else {
+        panic!("not s3: {:?}", c.storage);
+    };
+    assert_eq!(s3.bucket, "media");
+    assert_eq!(s3.region, "us-east-1");
+    assert!(s3.force_path_style);
+    assert_eq!(
+        s3.endpoint.as_ref().map(url::Url::as_str),
+        Some("http://127.0.0.1:9000/")
+    );
+    assert!(
+        !format!("{c:?}").contains("hidden-key-value"),
+        "the secret stays out of Debug"
+    );
+}

@@ -3,7 +3,6 @@
 //! and no wire (JSON) naming: the event pipeline maps these to the webhook payloads.
 
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
 use wagate_proto::Jid;
 
 /// A message the service asks an engine to send. Created by the send handlers and the bulk runner.
@@ -106,19 +105,40 @@ impl MediaKind {
     }
 }
 
-/// Media content: already in memory (decoded base64, fetched URL) or a file the media layer wrote.
+/// Media content: already in memory (decoded base64, fetched URL) or an object of the media store.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum MediaSource {
     Bytes(Vec<u8>),
-    File(PathBuf),
+    Stored(StoredBlob),
+}
+
+/// An object of the media store an engine reads when it sends.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredBlob {
+    pub store: crate::media::MediaStore,
+    pub key: String,
+}
+
+impl PartialEq for StoredBlob {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
 }
 
 impl MediaSource {
-    /// Reads the content; a file that vanished is the caller's bad input, not a network failure.
-    pub(crate) async fn load(&self) -> Result<Vec<u8>, std::io::Error> {
+    /// Reads the content; an object that vanished is the caller's bad input (400), a storage backend
+    /// that cannot be reached a network failure (503).
+    pub(crate) async fn load(&self) -> Result<Vec<u8>, super::EngineError> {
         match self {
             Self::Bytes(bytes) => Ok(bytes.clone()),
-            Self::File(path) => tokio::fs::read(path).await,
+            Self::Stored(blob) => match blob.store.get(&blob.key).await {
+                Ok(Some(bytes)) => Ok(bytes),
+                Ok(None) => Err(super::EngineError::BadInput(format!(
+                    "media could not be read: object {} is not stored",
+                    blob.key
+                ))),
+                Err(err) => Err(super::EngineError::Network(err.to_string())),
+            },
         }
     }
 }

@@ -7,6 +7,7 @@ use serde_json::json;
 use wagate_proto::Jid;
 
 use crate::engine::StatusUpdate;
+use crate::media::{MediaStore, StoredMedia};
 use crate::store::status_updates::{self, NewStatus, StatusDirection};
 use crate::store::{DataPool, StoreResult};
 
@@ -23,62 +24,128 @@ fn row(session_id: &str, update: &StatusUpdate, direction: StatusDirection) -> N
         caption: update.caption.clone(),
         has_media: update.has_media,
         media: None,
+        media_key: None,
         recipients: None,
         posted_at_ms: update.posted_at.saturating_mul(1000),
         expires_at_ms: update.expires_at.saturating_mul(1000),
     }
 }
 
-/// Records a status a contact posted and this session may see.
+/// Records a status a contact posted and this session may see; its media (downloaded by the engine)
+/// goes into the media store first. A store that cannot take it leaves the status without media, logged.
 pub(crate) async fn persist_received(
     db: &DataPool,
+    media: &MediaStore,
     session_id: &str,
     update: &StatusUpdate,
 ) -> StoreResult<()> {
     let mut new = row(session_id, update, StatusDirection::Incoming);
-    new.media = update
-        .media
-        .as_ref()
-        .map(|m| media_json(&m.mimetype, &m.data));
+    if let Some(m) = &update.media {
+        match media.put_bytes(session_id, &m.data).await {
+            Ok(stored) => {
+                new.media = Some(media_meta(&m.mimetype, &stored));
+                new.media_key = Some(stored.key);
+            }
+            Err(err) => {
+                tracing::warn!(session_id, status_id = %update.status_id, error = %err, "received status media not stored");
+            }
+        }
+    }
     status_updates::insert(db, &new).await
 }
 
-fn media_json(mimetype: &str, bytes: &[u8]) -> String {
-    let data = base64::engine::general_purpose::STANDARD.encode(bytes);
-    json!({ "mimetype": mimetype, "data": data }).to_string()
+fn media_meta(mimetype: &str, stored: &StoredMedia) -> String {
+    json!({ "mimetype": mimetype, "sizeBytes": stored.size }).to_string()
 }
 
-/// Records the session's own post, with its media (`mimetype`, bytes) and audience.
+/// Records the session's own post, with its media (`mimetype` and the object already in the media
+/// store) and audience.
 pub(crate) async fn persist_own(
     db: &DataPool,
     session_id: &str,
     update: &StatusUpdate,
-    media: Option<(&str, &[u8])>,
+    media: Option<(&str, &StoredMedia)>,
     recipients: &[Jid],
 ) -> StoreResult<()> {
     let mut new = row(session_id, update, StatusDirection::Outgoing);
-    new.media = media.map(|(mimetype, bytes)| media_json(mimetype, bytes));
+    if let Some((mimetype, stored)) = media {
+        new.media = Some(media_meta(mimetype, stored));
+        new.media_key = Some(stored.key.clone());
+    }
     new.recipients = Some(json!(recipients).to_string());
     status_updates::insert(db, &new).await
 }
 
-/// The stored media of a status as (mimetype, bytes); `None` when there is none.
+/// Where a status's media is: an object of the media store, or (a row not moved yet) inline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StatusMedia {
+    Stored { mimetype: String, key: String },
+    Inline { mimetype: String, bytes: Vec<u8> },
+}
+
+/// The stored media of a status; `None` when there is none.
 pub(crate) async fn media(
     db: &DataPool,
     session_id: &str,
     status_id: &str,
-) -> StoreResult<Option<(String, Vec<u8>)>> {
-    let Some(text) = status_updates::media(db, session_id, status_id).await? else {
+) -> StoreResult<Option<StatusMedia>> {
+    let Some((text, key)) = status_updates::media(db, session_id, status_id).await? else {
         return Ok(None);
     };
     let value: serde_json::Value = crate::store::from_json(&text)?;
     let mimetype = value["mimetype"]
         .as_str()
-        .unwrap_or("application/octet-stream");
+        .unwrap_or("application/octet-stream")
+        .to_string();
+    if let Some(key) = key {
+        return Ok(Some(StatusMedia::Stored { mimetype, key }));
+    }
     let bytes = value["data"]
         .as_str()
         .and_then(|d| base64::engine::general_purpose::STANDARD.decode(d).ok());
-    Ok(bytes.map(|b| (mimetype.to_string(), b)))
+    Ok(bytes.map(|bytes| StatusMedia::Inline { mimetype, bytes }))
+}
+
+/// Rows moved per batch by `move_inline_media`.
+const MOVE_BATCH: i64 = 50;
+
+/// Moves status media still held inline as base64 (rows written before migration 0060) into the media
+/// store, then points each row at its object. Idempotent and safe on several nodes at once (objects are
+/// content-addressed; a row already moved is left alone). A storage failure stops the pass with the
+/// rows untouched, to be retried at the next boot. Returns how many rows moved.
+pub(crate) async fn move_inline_media(db: &DataPool, media: &MediaStore) -> anyhow::Result<u64> {
+    let mut moved = 0u64;
+    loop {
+        let rows = status_updates::inline_media(db, MOVE_BATCH).await?;
+        if rows.is_empty() {
+            return Ok(moved);
+        }
+        let mut progressed = false;
+        for row in rows {
+            let value: serde_json::Value = serde_json::from_str(&row.media).unwrap_or_default();
+            let mimetype = value["mimetype"]
+                .as_str()
+                .unwrap_or("application/octet-stream");
+            let Some(bytes) = value["data"]
+                .as_str()
+                .and_then(|d| base64::engine::general_purpose::STANDARD.decode(d).ok())
+            else {
+                // No usable payload: keep the metadata, mark it moved so it is not retried forever.
+                let meta = json!({ "mimetype": mimetype, "sizeBytes": 0 }).to_string();
+                status_updates::set_media_key(db, &row.id, &meta, "").await?;
+                progressed = true;
+                continue;
+            };
+            let stored = media.put_bytes(&row.session_id, &bytes).await?;
+            let meta = json!({ "mimetype": mimetype, "sizeBytes": stored.size }).to_string();
+            status_updates::set_media_key(db, &row.id, &meta, &stored.key).await?;
+            moved += 1;
+            progressed = true;
+        }
+        if !progressed {
+            return Ok(moved);
+        }
+    }
 }
 
 pub(crate) async fn forget(db: &DataPool, session_id: &str, status_id: &str) -> StoreResult<()> {

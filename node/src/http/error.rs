@@ -206,6 +206,12 @@ impl From<super::forward::ForwardError> for ApiError {
     }
 }
 
+impl From<crate::media::MediaError> for ApiError {
+    fn from(err: crate::media::MediaError) -> Self {
+        crate::messaging::MessagingError::Media(err).into()
+    }
+}
+
 impl From<crate::messaging::MessagingError> for ApiError {
     fn from(err: crate::messaging::MessagingError) -> Self {
         use crate::media::MediaError as Me;
@@ -224,6 +230,7 @@ impl From<crate::messaging::MessagingError> for ApiError {
             M::Media(Me::BadInput(_) | Me::Blocked(_) | Me::Unreachable(_)) => {
                 ApiError::bad_request(message)
             }
+            M::Media(Me::Unavailable(_)) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message),
             M::Media(Me::Io(io)) => ApiError::internal(io),
             M::Session(session) => session.into(),
             M::Engine(engine) => engine.into(),
@@ -259,6 +266,7 @@ impl From<crate::admin::AdminError> for ApiError {
         match err {
             AdminError::BadRequest(message) => ApiError::bad_request(message),
             AdminError::Conflict(message) => ApiError::conflict(message),
+            AdminError::Unavailable(message) => ApiError::unavailable(message),
             AdminError::Store(err) => err.into(),
             AdminError::Internal(cause) => ApiError::internal(cause),
         }
@@ -277,6 +285,7 @@ impl From<crate::media::convert::ConvertError> for ApiError {
                 ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, err.to_string())
             }
             ConvertError::BadInput(_) => ApiError::bad_request(err.to_string()),
+            ConvertError::Media(media) => media.into(),
             ConvertError::Io(cause) => ApiError::internal(cause),
         }
     }

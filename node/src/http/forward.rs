@@ -128,6 +128,51 @@ async fn decide(ctx: &ApiContext, session_id: &str, marks: Marks) -> Decision {
     }
 }
 
+/// Sends an empty `POST {path}` about `session_id` to the node holding its lease, as a forward (marked,
+/// with the cluster secret) carrying the caller's `X-API-Key`: for actions this node takes on a peer's
+/// behalf (the import stopping an orphaned engine). `None` when no other node holds the lease.
+pub(crate) async fn post_to_owner(
+    ctx: &ApiContext,
+    session_id: &str,
+    path: &str,
+    api_key: Option<&HeaderValue>,
+) -> Result<Option<axum::http::StatusCode>, ForwardError> {
+    let Some(cluster) = &ctx.cluster else {
+        return Ok(None);
+    };
+    let url = match cluster.route(session_id).await {
+        Ok((Route::Remote { url, .. }, _)) => url,
+        Ok((Route::Local, _)) => return Ok(None),
+        Err(err) => {
+            tracing::warn!(session_id, error = %err, "lease owner unknown");
+            return Err(ForwardError::NotReached);
+        }
+    };
+    let mut headers = HeaderMap::new();
+    if let Some(key) = api_key {
+        headers.insert(HeaderName::from_static("x-api-key"), key.clone());
+    }
+    if let Ok(me) = HeaderValue::from_str(&ctx.config.node_id) {
+        headers.insert(FORWARDED, me);
+    }
+    if let Some(secret) = ctx
+        .config
+        .cluster_secret
+        .as_deref()
+        .and_then(|s| HeaderValue::from_str(s).ok())
+    {
+        headers.insert(CLUSTER_SECRET_HEADER, secret);
+    }
+    let sent = ctx
+        .forwarder
+        .post(format!("{url}{path}"))
+        .headers(headers)
+        .send()
+        .await
+        .map_err(classify)?;
+    Ok(Some(sent.status()))
+}
+
 /// Headers that describe one hop, not the message; never copied across a forward.
 fn is_hop_by_hop(name: &HeaderName) -> bool {
     matches!(

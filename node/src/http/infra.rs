@@ -90,11 +90,18 @@ async fn export_data(caller: Caller, State(ctx): State<ApiContext>) -> ApiResult
 async fn import_data(
     caller: Caller,
     State(ctx): State<ApiContext>,
-    ApiJson(body): ApiJson<serde_json::Value>,
+    headers: axum::http::HeaderMap,
+    body: Body,
 ) -> ApiResult<Json<ImportResult>> {
     caller.require(Role::Admin)?;
+    let limit = ctx.config.body_size_limit;
+    let body = parse_streamed(body, limit).await?;
     let req = ImportRequest::parse(body).map_err(ApiError::bad_request)?;
-    let result = ctx.admin.import(req).await;
+    let remote = PeerStop {
+        ctx: ctx.clone(),
+        api_key: headers.get("x-api-key").cloned(),
+    };
+    let result = ctx.admin.import(req, &remote).await;
     let (status, metadata) = match &result {
         Ok(r) => (
             if r.imported { 200 } else { 422 },
@@ -119,6 +126,91 @@ async fn import_data(
         Some(metadata),
     );
     Ok(Json(result?))
+}
+
+/// The body parsed as JSON while it arrives (on a blocking thread fed chunk by chunk), so the raw bytes
+/// are never held whole beside the parsed document; over `limit` bytes is 413, malformed JSON 400.
+async fn parse_streamed(body: Body, limit: u64) -> ApiResult<serde_json::Value> {
+    use futures::StreamExt;
+    let (sender, receiver) = tokio::sync::mpsc::channel::<axum::body::Bytes>(8);
+    let parser = tokio::task::spawn_blocking(move || {
+        let reader = std::io::BufReader::new(ChannelReader {
+            receiver,
+            pending: axum::body::Bytes::new(),
+        });
+        serde_json::from_reader::<_, serde_json::Value>(reader)
+    });
+    let mut chunks = body.into_data_stream();
+    let mut received = 0u64;
+    let mut outcome = Ok(());
+    while let Some(chunk) = chunks.next().await {
+        let chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(err) => {
+                outcome = Err(ApiError::bad_request(format!(
+                    "Could not read the request body: {err}"
+                )));
+                break;
+            }
+        };
+        received += chunk.len() as u64;
+        if received > limit {
+            outcome = Err(ApiError::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                "Request body exceeds BODY_SIZE_LIMIT",
+            ));
+            break;
+        }
+        if sender.send(chunk).await.is_err() {
+            break; // the parser stopped early (malformed); its error is below
+        }
+    }
+    drop(sender);
+    let parsed = parser.await.map_err(ApiError::internal)?;
+    outcome?;
+    parsed.map_err(|err| ApiError::bad_request(format!("Invalid request body: {err}")))
+}
+
+/// A blocking reader over body chunks arriving on a channel.
+struct ChannelReader {
+    receiver: tokio::sync::mpsc::Receiver<axum::body::Bytes>,
+    pending: axum::body::Bytes,
+}
+
+impl std::io::Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.pending.is_empty() {
+            match self.receiver.blocking_recv() {
+                Some(chunk) => self.pending = chunk,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.pending.len());
+        buf[..n].copy_from_slice(&self.pending.split_to(n));
+        Ok(n)
+    }
+}
+
+/// Stops an orphaned engine on the peer that runs it, with the importing admin's key.
+struct PeerStop {
+    ctx: ApiContext,
+    api_key: Option<axum::http::HeaderValue>,
+}
+
+#[async_trait::async_trait]
+impl crate::admin::RemoteStop for PeerStop {
+    async fn stop(&self, session_id: &str) -> Result<(), String> {
+        let path = format!("/api/sessions/{session_id}/stop");
+        match super::forward::post_to_owner(&self.ctx, session_id, &path, self.api_key.as_ref())
+            .await
+        {
+            Ok(Some(status)) if status.is_success() => Ok(()),
+            Ok(Some(status)) => Err(format!("the owner node answered {status}")),
+            // Nobody holds the lease any more: the engine is gone already.
+            Ok(None) => Ok(()),
+            Err(err) => Err(err.to_string()),
+        }
+    }
 }
 
 /// GET /api/infra/storage/files/count

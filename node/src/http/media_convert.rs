@@ -87,9 +87,9 @@ async fn convert(
     let stored = match (url, base64) {
         (Some(url), None) => {
             let proxy = ctx.sessions.record(&id).await?.proxy_url;
-            ctx.media.put_url(&url, proxy.as_deref()).await
+            ctx.media.put_url(&id, &url, proxy.as_deref()).await
         }
-        (None, Some(data)) => ctx.media.put_base64(&data).await,
+        (None, Some(data)) => ctx.media.put_base64(&id, &data).await,
         _ => {
             return Err(ApiError::bad_request(
                 "exactly one of url or base64 is required",
@@ -97,18 +97,14 @@ async fn convert(
         }
     }
     .map_err(input_error)?;
-    let input = ctx
-        .media
-        .path(&stored.key)
-        .ok_or_else(|| ApiError::internal("stored media has no path"))?;
-    let converted = ctx.converter.convert(&input, target).await?;
-    let bytes = tokio::fs::read(&converted.file)
-        .await
-        .map_err(ApiError::internal)?;
+    let (bytes, mimetype) = ctx
+        .converter
+        .convert_to_bytes(&ctx.media, &stored.key, target)
+        .await?;
     Ok(Json(ConvertedMedia {
         base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
-        mimetype: converted.mimetype.to_string(),
-        bytes: converted.size,
+        mimetype: mimetype.to_string(),
+        bytes: bytes.len() as u64,
     }))
 }
 
@@ -116,6 +112,7 @@ async fn convert(
 fn input_error(err: MediaError) -> ApiError {
     match err {
         MediaError::Io(cause) => ApiError::internal(cause),
+        MediaError::Unavailable(_) => err.into(),
         other => ApiError::bad_request(other.to_string()),
     }
 }

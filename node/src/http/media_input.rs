@@ -6,6 +6,7 @@ use wagate_proto::dto::status::MediaInput;
 use super::error::ApiResult;
 use crate::app::ApiContext;
 use crate::engine::MediaSource;
+use crate::messaging::ResourceMedia;
 
 /// The content and mimetype of `input` for session `session_id`; `default_mimetype` when none was given.
 pub(crate) async fn load_media(
@@ -14,6 +15,17 @@ pub(crate) async fn load_media(
     input: &MediaInput,
     default_mimetype: &str,
 ) -> ApiResult<(MediaSource, String)> {
+    let media = load_stored_media(ctx, session_id, input, default_mimetype).await?;
+    Ok((media.source, media.mimetype))
+}
+
+/// Like `load_media`, with the media object too (status posts keep its key to serve it again).
+pub(crate) async fn load_stored_media(
+    ctx: &ApiContext,
+    session_id: &str,
+    input: &MediaInput,
+    default_mimetype: &str,
+) -> ApiResult<ResourceMedia> {
     Ok(ctx
         .messaging
         .resource_media(session_id, input, default_mimetype)

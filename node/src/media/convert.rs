@@ -95,6 +95,9 @@ pub(crate) enum ConvertError {
     /// ffmpeg refused the input (not media, or no stream to convert).
     #[error("Media could not be converted: {0}")]
     BadInput(String),
+    /// The media store failed reading the input or writing the output.
+    #[error(transparent)]
+    Media(#[from] super::MediaError),
     #[error("media conversion failed: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -112,6 +115,12 @@ pub(crate) struct ConvertLimits {
     pub scratch_dir: PathBuf,
 }
 
+/// A conversion stored back into the media store.
+pub(crate) struct ConvertedObject {
+    pub stored: super::StoredMedia,
+    pub mimetype: &'static str,
+}
+
 /// The converter; cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Converter {
@@ -122,10 +131,9 @@ pub(crate) struct Converter {
 }
 
 /// A finished conversion's output file (deleted when dropped).
-pub(crate) struct Converted {
-    pub file: tempfile::TempPath,
-    pub size: u64,
-    pub mimetype: &'static str,
+struct Converted {
+    file: tempfile::TempPath,
+    mimetype: &'static str,
 }
 
 /// Gives the admission back when the conversion ends, however it ends.
@@ -175,12 +183,56 @@ impl Converter {
         }
     }
 
-    /// Converts the file at `input`; waits for a slot in the bounded queue (refused when it is full).
-    pub(crate) async fn convert(
+    /// Converts the stored object `key` into a new object of `session_id` (a send's media). The input is
+    /// streamed from the store into a scratch file (ffmpeg needs a seekable file), the output streamed back.
+    pub(crate) async fn convert_object(
         &self,
-        input: &Path,
+        store: &super::MediaStore,
+        session_id: &str,
+        key: &str,
+        target: Target,
+    ) -> Result<ConvertedObject, ConvertError> {
+        let converted = self.convert_stored(store, key, target).await?;
+        let file = tokio::fs::File::open(&converted.file).await?;
+        let stored = store.put_reader(session_id, file, u64::MAX).await?;
+        Ok(ConvertedObject {
+            stored,
+            mimetype: converted.mimetype,
+        })
+    }
+
+    /// Converts the stored object `key` and answers the output's bytes (at most
+    /// `MEDIA_CONVERSION_MAX_OUTPUT_BYTES`) and mimetype: the conversion route answers them inline.
+    pub(crate) async fn convert_to_bytes(
+        &self,
+        store: &super::MediaStore,
+        key: &str,
+        target: Target,
+    ) -> Result<(Vec<u8>, &'static str), ConvertError> {
+        let converted = self.convert_stored(store, key, target).await?;
+        let bytes = tokio::fs::read(&converted.file).await?;
+        Ok((bytes, converted.mimetype))
+    }
+
+    async fn convert_stored(
+        &self,
+        store: &super::MediaStore,
+        key: &str,
         target: Target,
     ) -> Result<Converted, ConvertError> {
+        // Not the full check (`convert` runs it): only spare the copy when conversion is off.
+        if !self.limits.enabled {
+            return Err(ConvertError::Disabled);
+        }
+        let input = store
+            .scratch_copy(key, &self.limits.scratch_dir)
+            .await?
+            .ok_or_else(|| ConvertError::BadInput(format!("media object {key} is not stored")))?;
+        self.convert(&input, target).await
+    }
+
+    /// Converts the file at `input`; waits for a slot in the bounded queue (refused when it is full).
+    async fn convert(&self, input: &Path, target: Target) -> Result<Converted, ConvertError> {
         self.check().await?;
         let limit = self.limits.concurrency.max(1) + self.limits.queue;
         let admitted = self.admitted.fetch_add(1, Ordering::AcqRel);
@@ -247,7 +299,6 @@ impl Converter {
         }
         Ok(Converted {
             file: output,
-            size,
             mimetype: target.mimetype(),
         })
     }

@@ -1,17 +1,15 @@
-//! `IncomingFile`: a blocking, size-capped temporary file under the media directory for engines whose
-//! download code writes synchronously (the socket engine's library decrypts into a `Write + Seek` sink on
-//! a blocking thread). The store adopts a finished file under its content address; a dropped one is
-//! removed.
+//! `IncomingFile`: a blocking, size-capped scratch file for engines whose download code writes
+//! synchronously (the socket engine's library decrypts into a `Write + Seek` sink on a blocking
+//! thread). The store streams a finished file into the backend (`MediaStore::adopt`); the scratch file
+//! is removed when this value drops.
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
-use sha2::{Digest, Sha256};
-
-use super::{MediaError, StoredMedia};
+use super::MediaError;
 
 pub(crate) struct IncomingFile {
-    pub(super) path: PathBuf,
+    path: PathBuf,
     file: std::fs::File,
     max: u64,
 }
@@ -33,28 +31,17 @@ impl IncomingFile {
         self.file.set_len(len)
     }
 
-    /// Hashes what was written and renames the file to its content address.
-    pub(super) fn finish(mut self, dir: &std::path::Path) -> Result<StoredMedia, MediaError> {
-        self.file.flush()?;
-        self.file.seek(SeekFrom::Start(0))?;
-        let mut hasher = Sha256::new();
-        let mut size = 0u64;
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = self.file.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            size += n as u64;
-            hasher.update(&buf[..n]);
-        }
-        let key = hex::encode(hasher.finalize());
-        std::fs::rename(&self.path, dir.join(&key))?;
-        Ok(StoredMedia {
-            key,
-            size,
-            content_type: None,
-        })
+    #[cfg(test)]
+    pub(super) fn path_for_tests(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// A reader over what was written, from the start.
+    pub(super) async fn reader(&self) -> std::io::Result<tokio::fs::File> {
+        let mut file = self.file.try_clone()?;
+        file.flush()?;
+        file.seek(SeekFrom::Start(0))?;
+        Ok(tokio::fs::File::from_std(file))
     }
 }
 
@@ -81,7 +68,6 @@ impl Seek for IncomingFile {
 
 impl Drop for IncomingFile {
     fn drop(&mut self) {
-        // After `finish` renamed it, the temp name is gone and this is a no-op.
         let _ = std::fs::remove_file(&self.path);
     }
 }

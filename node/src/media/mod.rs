@@ -1,32 +1,49 @@
-//! The media store: the only code that reads or writes media files. Files live under `DATA_DIR/media`,
-//! named by the SHA-256 of their content, and are written as they stream in (base64 decoded in chunks,
-//! URL bodies chunk by chunk), so no blob is held whole twice. Input: send bodies, engine downloads.
-//! It does not decide which messages have media (that is `messaging`) and serves no HTTP.
+//! The media store: the only code that reads or writes media. Objects live in one `object_store` backend
+//! chosen by `STORAGE_TYPE`: `local` (files under `DATA_DIR/media`) or `s3` (a bucket every node of a
+//! cluster shares). Keys are content-addressed per session, `{sessionId}/{sha256}`, so the same file
+//! stored twice in a session is one object, and deleting a session deletes one prefix. Writes stream
+//! (base64 decoded in chunks, URL bodies chunk by chunk, multipart upload past one part) and are capped
+//! at `MEDIA_DOWNLOAD_MAX_BYTES` while streaming. It does not decide which messages have media (that is
+//! `messaging`) and serves no HTTP.
+//!
+//! Keys written before per-session keys existed are a bare `{sha256}`; they still read (on the local
+//! backend they are the old `DATA_DIR/media/{sha256}` files).
 //!
 //! # Layout
-//! - `fetch`: URL download through the outbound-address guard and the session proxy (into a file, or a
-//!   small capped read into memory for link previews).
-//! - `sink`: a size-capped, hashing writer that lands a file under its content address.
-//! - `incoming`: a size-capped blocking temp file for engines that download synchronously.
-//! - `objects`: `MediaObjects`, the narrow list/open/put interface administrative code uses.
+//! - `backend`: builds the `object_store` client from the config and classifies its errors.
+//! - `fetch`: URL download through the outbound-address guard and the session proxy (into the store, or
+//!   a small capped read into memory for link previews).
+//! - `sink`: a size-capped, hashing writer that lands an object under its content address.
+//! - `incoming`: a size-capped blocking scratch file for engines that download synchronously.
 //! - `convert`: server-side conversion with the system `ffmpeg` (voice notes, phone-playable video).
 
+mod backend;
 pub(crate) mod convert;
 mod fetch;
 mod incoming;
-mod objects;
 mod sink;
 
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;
+
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use base64::Engine as _;
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt};
 
+use crate::config::StorageConfig;
 pub(crate) use fetch::{FetchOptions, Fetched};
 pub(crate) use incoming::IncomingFile;
-pub(crate) use objects::{MediaObject, MediaObjects, ObjectReader};
 use sink::Sink;
 
-/// Why media could not be taken in.
+/// Why media could not be taken in or read.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum MediaError {
     /// Over `MEDIA_DOWNLOAD_MAX_BYTES` (413 without a code).
@@ -39,11 +56,14 @@ pub(crate) enum MediaError {
     Blocked(String),
     #[error("Media URL could not be fetched: {0}")]
     Unreachable(String),
+    /// The storage backend refused or could not be reached (bad credentials, endpoint down): 503.
+    #[error("Media storage is unavailable: {0}")]
+    Unavailable(String),
     #[error("media storage failed: {0}")]
     Io(#[from] std::io::Error),
 }
 
-/// A stored media file: its content address and size.
+/// A stored media object: its key (`{sessionId}/{sha256}`) and size.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct StoredMedia {
     pub key: String,
@@ -52,70 +72,340 @@ pub(crate) struct StoredMedia {
     pub content_type: Option<String>,
 }
 
-/// Handle to the media directory; cheap to clone.
+/// One object as `list` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MediaObject {
+    pub key: String,
+    pub size: u64,
+}
+
+/// An object being read: its size and its body in chunks.
+pub(crate) struct MediaStream {
+    pub size: u64,
+    pub body: BoxStream<'static, Result<Bytes, MediaError>>,
+}
+
+impl MediaStream {
+    /// Bytes already in memory (a status row written before its media moved to the store).
+    pub(crate) fn from_bytes(bytes: Vec<u8>) -> MediaStream {
+        MediaStream {
+            size: bytes.len() as u64,
+            body: futures::stream::once(async move { Ok(Bytes::from(bytes)) }).boxed(),
+        }
+    }
+}
+
+/// Which backend holds the media (`storageType` of the admin routes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StorageType {
+    Local,
+    S3,
+}
+
+impl StorageType {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            StorageType::Local => "local",
+            StorageType::S3 => "s3",
+        }
+    }
+}
+
+/// Handle to the media backend; cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct MediaStore {
-    dir: PathBuf,
+    objects: Arc<dyn ObjectStore>,
+    storage_type: StorageType,
+    /// Local scratch directory for `IncomingFile`s (never holds stored media).
+    scratch: PathBuf,
     max_bytes: u64,
     fetch: FetchOptions,
 }
 
 /// Base64 characters decoded per chunk (a multiple of 4).
 const B64_CHUNK: usize = 64 * 1024;
+/// Bytes read from a scratch file per write into the sink.
+const READ_CHUNK: usize = 64 * 1024;
 
 impl MediaStore {
+    /// A local store rooted at `dir` (unit tests; boot uses `from_config`).
+    #[cfg(test)]
     pub(crate) fn new(dir: PathBuf, max_bytes: u64, fetch: FetchOptions) -> MediaStore {
         MediaStore {
-            dir,
+            objects: backend::local(&dir).expect("test media directory"),
+            storage_type: StorageType::Local,
+            scratch: dir.join(".incoming"),
             max_bytes,
             fetch,
         }
     }
 
-    /// Where the file of `key` lives (keys are hex digests, so they cannot escape the directory).
-    pub(crate) fn path(&self, key: &str) -> Option<PathBuf> {
-        let valid = key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit());
-        valid.then(|| self.dir.join(key))
-    }
-
-    pub(crate) async fn read(&self, key: &str) -> Result<Option<Vec<u8>>, MediaError> {
-        let Some(path) = self.path(key) else {
-            return Ok(None);
+    /// The store `STORAGE_TYPE` selects: `DATA_DIR/media`, or the S3 bucket (scratch files for engine
+    /// downloads stay under `DATA_DIR/media-incoming`).
+    pub(crate) fn from_config(
+        storage: &StorageConfig,
+        data_dir: &std::path::Path,
+        max_bytes: u64,
+        fetch: FetchOptions,
+    ) -> Result<MediaStore, MediaError> {
+        let (objects, storage_type, scratch) = match storage {
+            StorageConfig::Local => {
+                let dir = data_dir.join("media");
+                (
+                    backend::local(&dir)?,
+                    StorageType::Local,
+                    dir.join(".incoming"),
+                )
+            }
+            StorageConfig::S3(s3) => (
+                backend::s3(s3)?,
+                StorageType::S3,
+                data_dir.join("media-incoming"),
+            ),
         };
-        match tokio::fs::read(path).await {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(err) => Err(err.into()),
-        }
+        Ok(MediaStore {
+            objects,
+            storage_type,
+            scratch,
+            max_bytes,
+            fetch,
+        })
     }
 
-    /// Stores bytes an engine already downloaded (inbound media); no cap, the engine bounded them.
-    pub(crate) async fn put_bytes(&self, bytes: &[u8]) -> Result<StoredMedia, MediaError> {
-        let mut sink = Sink::create(&self.dir, u64::MAX).await?;
-        sink.write(bytes).await?;
-        sink.finish(None).await
+    pub(crate) fn storage_type(&self) -> StorageType {
+        self.storage_type
     }
 
-    /// The cap on any one media file (`MEDIA_DOWNLOAD_MAX_BYTES`).
+    /// Local scratch space for work on media that needs files (engine downloads, ffmpeg); never holds
+    /// stored media.
+    pub(crate) fn scratch_dir(&self) -> &std::path::Path {
+        &self.scratch
+    }
+
+    /// The cap on any one media object (`MEDIA_DOWNLOAD_MAX_BYTES`).
     pub(crate) fn max_bytes(&self) -> u64 {
         self.max_bytes
     }
 
-    /// A temporary file an engine downloads into (capped at `MEDIA_DOWNLOAD_MAX_BYTES`); blocking I/O.
-    pub(crate) fn incoming(&self) -> Result<IncomingFile, MediaError> {
-        Ok(IncomingFile::create(&self.dir, self.max_bytes)?)
+    /// The whole object, or `None` when it does not exist (or the key is not a media key).
+    pub(crate) async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, MediaError> {
+        let Some(path) = object_path(key) else {
+            return Ok(None);
+        };
+        match self.objects.get(&path).await {
+            Ok(result) => Ok(Some(
+                result.bytes().await.map_err(backend::classify)?.to_vec(),
+            )),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(err) => Err(backend::classify(err)),
+        }
     }
 
-    /// Lands a finished download under its content address (hashing it off the async threads).
-    pub(crate) async fn adopt(&self, file: IncomingFile) -> Result<StoredMedia, MediaError> {
-        let dir = self.dir.clone();
-        tokio::task::spawn_blocking(move || file.finish(&dir))
+    /// The object as a stream of chunks (never held whole), or `None` when it does not exist.
+    pub(crate) async fn stream(&self, key: &str) -> Result<Option<MediaStream>, MediaError> {
+        let Some(path) = object_path(key) else {
+            return Ok(None);
+        };
+        match self.objects.get(&path).await {
+            Ok(result) => Ok(Some(MediaStream {
+                size: result.meta.size,
+                body: result.into_stream().map_err(backend::classify).boxed(),
+            })),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(err) => Err(backend::classify(err)),
+        }
+    }
+
+    /// The size of the object, or `None` when it does not exist.
+    pub(crate) async fn head(&self, key: &str) -> Result<Option<u64>, MediaError> {
+        let Some(path) = object_path(key) else {
+            return Ok(None);
+        };
+        match self.objects.head(&path).await {
+            Ok(meta) => Ok(Some(meta.size)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(err) => Err(backend::classify(err)),
+        }
+    }
+
+    /// Removes one object; a missing one is not an error.
+    #[cfg_attr(not(test), allow(dead_code))] // part of the put/get/stream/delete API the engine seam uses
+    pub(crate) async fn delete(&self, key: &str) -> Result<(), MediaError> {
+        let Some(path) = object_path(key) else {
+            return Ok(());
+        };
+        match self.objects.delete(&path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(err) => Err(backend::classify(err)),
+        }
+    }
+
+    /// Removes every object of a session; returns how many went.
+    pub(crate) async fn delete_session(&self, session_id: &str) -> Result<u64, MediaError> {
+        let prefix = ObjectPath::from_iter([session_id]);
+        let mut listed = self.objects.list(Some(&prefix));
+        let mut removed = 0u64;
+        while let Some(meta) = listed.next().await {
+            let meta = match meta {
+                Ok(meta) => meta,
+                Err(object_store::Error::NotFound { .. }) => continue,
+                Err(err) => return Err(backend::classify(err)),
+            };
+            match self.objects.delete(&meta.location).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => removed += 1,
+                Err(err) => return Err(backend::classify(err)),
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Every stored object (optionally of one session), scratch and unfinished uploads left out.
+    pub(crate) async fn list(
+        &self,
+        session_id: Option<&str>,
+    ) -> Result<Vec<MediaObject>, MediaError> {
+        let prefix = session_id.map(|s| ObjectPath::from_iter([s]));
+        self.objects
+            .list(prefix.as_ref())
+            .map_err(backend::classify)
+            .try_filter_map(|meta| async move {
+                let key = meta.location.as_ref().to_string();
+                Ok(object_path(&key).map(|_| MediaObject {
+                    key,
+                    size: meta.size,
+                }))
+            })
+            .try_collect()
             .await
-            .map_err(|e| MediaError::Io(std::io::Error::other(e)))?
     }
 
-    /// Decodes raw base64 (no data-URL prefix) straight into a file, chunk by chunk.
-    pub(crate) async fn put_base64(&self, text: &str) -> Result<StoredMedia, MediaError> {
+    /// Stores bytes already in memory (inbound media an engine downloaded; status media). Uncapped: the
+    /// producer bounded them.
+    pub(crate) async fn put_bytes(
+        &self,
+        session_id: &str,
+        bytes: &[u8],
+    ) -> Result<StoredMedia, MediaError> {
+        let mut sink = self.sink(session_id, u64::MAX)?;
+        sink.write(bytes).await?;
+        sink.finish(None).await
+    }
+
+    /// Stores a stream of chunks under its content address, capped at `MEDIA_DOWNLOAD_MAX_BYTES`
+    /// (conversion output, imports).
+    #[cfg_attr(not(test), allow(dead_code))] // part of the put/get/stream/delete API the engine seam uses
+    pub(crate) async fn put_stream<E: std::fmt::Display>(
+        &self,
+        session_id: &str,
+        mut body: impl futures::Stream<Item = Result<Bytes, E>> + Unpin,
+    ) -> Result<StoredMedia, MediaError> {
+        let mut sink = self.sink(session_id, self.max_bytes)?;
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| MediaError::BadInput(e.to_string()))?;
+            sink.write(&chunk).await?;
+        }
+        sink.finish(None).await
+    }
+
+    /// Writes an object an archive names (storage import), streamed. A `{sessionId}/{sha256}` key is
+    /// stored by its content under that session (an entry whose bytes do not match its name cannot take
+    /// another object's key: the answer says where it went); a bare `{sha256}` written before per-session
+    /// keys is stored as named. Uncapped: an archive holds what the store held.
+    pub(crate) async fn import_object<E: std::fmt::Display>(
+        &self,
+        key: &str,
+        mut body: impl futures::Stream<Item = Result<Bytes, E>> + Unpin,
+    ) -> Result<StoredMedia, MediaError> {
+        let path = object_path(key)
+            .ok_or_else(|| MediaError::BadInput(format!("'{key}' is not a media key")))?;
+        if let Some((session_id, _)) = key.rsplit_once('/') {
+            let mut sink = self.sink(session_id, u64::MAX)?;
+            while let Some(chunk) = body.next().await {
+                let chunk = chunk.map_err(|e| MediaError::BadInput(e.to_string()))?;
+                sink.write(&chunk).await?;
+            }
+            return sink.finish(None).await;
+        }
+        let mut upload = sink::Upload::new(self.objects.clone(), path);
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| MediaError::BadInput(e.to_string()))?;
+            upload.write(&chunk).await?;
+        }
+        let size = upload.finish().await?;
+        Ok(StoredMedia {
+            key: key.to_string(),
+            size,
+            content_type: None,
+        })
+    }
+
+    /// A scratch file an engine downloads into (capped at `MEDIA_DOWNLOAD_MAX_BYTES`); blocking I/O.
+    pub(crate) fn incoming(&self) -> Result<IncomingFile, MediaError> {
+        Ok(IncomingFile::create(&self.scratch, self.max_bytes)?)
+    }
+
+    /// Streams a finished download into the store under its content address; the scratch file goes.
+    pub(crate) async fn adopt(
+        &self,
+        session_id: &str,
+        file: IncomingFile,
+    ) -> Result<StoredMedia, MediaError> {
+        let reader = file.reader().await?;
+        let stored = self.put_reader(session_id, reader, self.max_bytes).await;
+        drop(file);
+        stored
+    }
+
+    /// Streams what `reader` yields into the store under its content address, capped at `max`.
+    async fn put_reader(
+        &self,
+        session_id: &str,
+        mut reader: impl tokio::io::AsyncRead + Unpin,
+        max: u64,
+    ) -> Result<StoredMedia, MediaError> {
+        use tokio::io::AsyncReadExt;
+        let mut sink = self.sink(session_id, max)?;
+        let mut buf = vec![0u8; READ_CHUNK];
+        loop {
+            let n = reader.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            sink.write(&buf[..n]).await?;
+        }
+        sink.finish(None).await
+    }
+
+    /// Copies an object into a scratch file under `dir` (for a tool that needs a local, seekable file:
+    /// ffmpeg); `None` when the object does not exist. The file is deleted when the path is dropped.
+    async fn scratch_copy(
+        &self,
+        key: &str,
+        dir: &std::path::Path,
+    ) -> Result<Option<tempfile::TempPath>, MediaError> {
+        use tokio::io::AsyncWriteExt;
+        let Some(mut object) = self.stream(key).await? else {
+            return Ok(None);
+        };
+        tokio::fs::create_dir_all(dir).await?;
+        let path = tempfile::Builder::new()
+            .prefix(".scratch-")
+            .tempfile_in(dir)?
+            .into_temp_path();
+        let mut file = tokio::fs::File::create(&path).await?;
+        while let Some(chunk) = object.body.next().await {
+            file.write_all(&chunk?).await?;
+        }
+        file.flush().await?;
+        Ok(Some(path))
+    }
+
+    /// Decodes raw base64 (no data-URL prefix) straight into the store, chunk by chunk.
+    pub(crate) async fn put_base64(
+        &self,
+        session_id: &str,
+        text: &str,
+    ) -> Result<StoredMedia, MediaError> {
         let text = text.trim();
         if text.starts_with("data:") {
             return Err(MediaError::BadInput(
@@ -125,7 +415,7 @@ impl MediaStore {
         if (text.len() as u64 / 4).saturating_mul(3) > self.max_bytes.saturating_add(3) {
             return Err(MediaError::TooLarge(self.max_bytes));
         }
-        let mut sink = Sink::create(&self.dir, self.max_bytes).await?;
+        let mut sink = self.sink(session_id, self.max_bytes)?;
         let mut chunk = Vec::with_capacity(B64_CHUNK);
         for byte in text.bytes().filter(|b| !b.is_ascii_whitespace()) {
             chunk.push(byte);
@@ -141,18 +431,17 @@ impl MediaStore {
         sink.finish(None).await
     }
 
-    /// Downloads a URL through the guard (and the session's proxy) into a file.
+    /// Downloads a URL through the guard (and the session's proxy) into the store.
     pub(crate) async fn put_url(
         &self,
+        session_id: &str,
         url: &str,
         proxy_url: Option<&str>,
     ) -> Result<StoredMedia, MediaError> {
-        let sink = Sink::create(&self.dir, self.max_bytes).await?;
+        let sink = self.sink(session_id, self.max_bytes)?;
         fetch::download(&self.fetch, url, proxy_url, sink).await
     }
-}
 
-impl MediaStore {
     /// A small resource read into memory through the same guard and proxy as `put_url`, cut at
     /// `max_bytes` and abandoned after `budget` (link-preview pages and their images; nothing is stored).
     pub(crate) async fn fetch_small(
@@ -164,45 +453,52 @@ impl MediaStore {
     ) -> Result<Fetched, MediaError> {
         fetch::fetch_small(&self.fetch, url, proxy_url, max_bytes, budget).await
     }
+
+    fn sink(&self, session_id: &str, max: u64) -> Result<Sink, MediaError> {
+        if !is_session_segment(session_id) {
+            return Err(MediaError::BadInput(format!(
+                "'{session_id}' cannot name a media folder"
+            )));
+        }
+        Ok(Sink::new(self.objects.clone(), session_id, max))
+    }
+}
+
+/// Whether `key` names a media object (`{sessionId}/{sha256}`, or a bare legacy `{sha256}`).
+pub(crate) fn is_media_key(key: &str) -> bool {
+    object_path(key).is_some()
+}
+
+/// The object path of a media key: `{sessionId}/{sha256}`, or a bare `{sha256}` written before
+/// per-session keys. Anything else (temporary uploads, scratch, foreign files) is not media.
+fn object_path(key: &str) -> Option<ObjectPath> {
+    let (session, digest) = match key.rsplit_once('/') {
+        Some((session, digest)) => (Some(session), digest),
+        None => (None, key),
+    };
+    let is_digest = digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit());
+    match session {
+        _ if !is_digest => None,
+        None => Some(ObjectPath::from_iter([digest])),
+        Some(session) if is_session_segment(session) => {
+            Some(ObjectPath::from_iter([session, digest]))
+        }
+        Some(_) => None,
+    }
+}
+
+/// A session id usable as one path segment: no separators, nothing hidden or relative.
+fn is_session_segment(session_id: &str) -> bool {
+    !session_id.is_empty()
+        && session_id.len() <= 256
+        && !session_id.starts_with('.')
+        && session_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.@+=".contains(&b))
 }
 
 fn decode(chunk: &[u8]) -> Result<Vec<u8>, MediaError> {
     base64::engine::general_purpose::STANDARD
         .decode(chunk)
         .map_err(|e| MediaError::BadInput(format!("base64 is not valid base64: {e}")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn store(dir: &std::path::Path, max: u64) -> MediaStore {
-        MediaStore::new(dir.to_path_buf(), max, FetchOptions::default())
-    }
-
-    #[tokio::test]
-    async fn base64_lands_under_its_content_address() {
-        let dir = tempfile::tempdir().unwrap();
-        let media = store(dir.path(), 1024);
-        let stored = media.put_base64("aGVsbG8=").await.unwrap();
-        assert_eq!(stored.size, 5);
-        assert_eq!(media.read(&stored.key).await.unwrap().unwrap(), b"hello");
-        let again = media.put_bytes(b"hello").await.unwrap();
-        assert_eq!(again.key, stored.key);
-    }
-
-    #[tokio::test]
-    async fn oversized_and_prefixed_base64_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let media = store(dir.path(), 4);
-        assert!(matches!(
-            media.put_base64("aGVsbG8gd29ybGQ=").await,
-            Err(MediaError::TooLarge(4))
-        ));
-        assert!(matches!(
-            media.put_base64("data:image/png;base64,AAAA").await,
-            Err(MediaError::BadInput(_))
-        ));
-        assert!(media.path("../etc/passwd").is_none());
-    }
 }

@@ -26,6 +26,7 @@ pub(crate) mod reads;
 pub(crate) mod record;
 mod resource_media;
 mod search;
+pub(crate) use resource_media::ResourceMedia;
 pub(crate) mod send;
 mod statuses;
 pub(crate) mod templates;

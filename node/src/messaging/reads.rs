@@ -171,23 +171,22 @@ impl MessagingService {
             .collect())
     }
 
-    /// The media bytes of a stored message and their mimetype; 404 when it has none.
-    pub(crate) async fn media_bytes(
+    /// The media of a stored message as a stream, with its mimetype; 404 when it has none or its object
+    /// is missing (logged), 503 when the store cannot be reached.
+    pub(crate) async fn media_stream(
         &self,
         session_id: &str,
         message_id: &str,
-    ) -> MessagingResult<(String, Vec<u8>)> {
+    ) -> MessagingResult<(String, crate::media::MediaStream)> {
         self.check_session(session_id).await?;
         let row = self.find_message(session_id, message_id).await?;
         let none =
             || super::error::MessagingError::NotFound(format!("Message {message_id} has no media"));
         let meta: MediaMeta = from_json(row.media.as_deref().ok_or_else(none)?)?;
-        let bytes = self
-            .recorder
-            .media()
-            .read(&meta.key)
-            .await?
-            .ok_or_else(none)?;
-        Ok((meta.mimetype, bytes))
+        let Some(stream) = self.recorder.media().stream(&meta.key).await? else {
+            tracing::warn!(session_id, key = %meta.key, "media object missing");
+            return Err(none());
+        };
+        Ok((meta.mimetype, stream))
     }
 }

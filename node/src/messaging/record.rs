@@ -295,7 +295,7 @@ impl Recorder {
                 filename: media.filename.clone(),
                 size_bytes: file.size,
             }),
-            Some(media) => match self.media.put_bytes(&media.data).await {
+            Some(media) => match self.media.put_bytes(session_id, &media.data).await {
                 Ok(stored) => Some(MediaMeta::new(
                     &stored,
                     media.mimetype.clone(),
@@ -320,7 +320,17 @@ impl Recorder {
     pub(crate) async fn media_json(&self, meta: &MediaMeta, inline: bool) -> Value {
         let mut out = json!({ "mimetype": meta.mimetype, "filename": meta.filename, "sizeBytes": meta.size_bytes });
         let data = if inline && meta.size_bytes as usize <= INLINE_MEDIA_MAX_BYTES {
-            self.media.read(&meta.key).await.ok().flatten()
+            match self.media.get(&meta.key).await {
+                Ok(Some(bytes)) => Some(bytes),
+                Ok(None) => {
+                    tracing::warn!(key = %meta.key, "media object missing; shown as omitted");
+                    None
+                }
+                Err(err) => {
+                    tracing::warn!(key = %meta.key, error = %err, "media object unreadable; shown as omitted");
+                    None
+                }
+            }
         } else {
             None
         };

@@ -1,13 +1,20 @@
 //! Media handed to a resource route (status posts, group and profile pictures) as `{url|base64, mimetype?}`.
-//! It takes the same road as a send's media: the media store streams it under `DATA_DIR/media` with the
+//! It takes the same road as a send's media: the media store streams it into the session's objects with the
 //! `MEDIA_DOWNLOAD_MAX_BYTES` cap, and a URL is fetched through the outbound-address guard and the session's
-//! proxy. Those engines take the content as bytes, so the stored file is read back once.
+//! proxy. Those engines take the content as bytes, so the stored object is read back once.
 
 use wagate_proto::dto::status::MediaInput;
 
 use super::{MessagingError, MessagingResult, MessagingService};
 use crate::engine::MediaSource;
-use crate::media::MediaError;
+use crate::media::{MediaError, StoredMedia};
+
+/// Media taken in for a resource route: the content, its mimetype and the object that holds it.
+pub(crate) struct ResourceMedia {
+    pub source: MediaSource,
+    pub mimetype: String,
+    pub stored: StoredMedia,
+}
 
 impl MessagingService {
     /// The content and mimetype of `input` (`default_mimetype` when none was given or served).
@@ -16,25 +23,31 @@ impl MessagingService {
         session_id: &str,
         input: &MediaInput,
         default_mimetype: &str,
-    ) -> MessagingResult<(MediaSource, String)> {
+    ) -> MessagingResult<ResourceMedia> {
         let media = self.recorder.media();
         let stored = match (non_empty(&input.base64), non_empty(&input.url)) {
-            (Some(b64), _) => media.put_base64(strip_data_url(b64)).await?,
+            (Some(b64), _) => media.put_base64(session_id, strip_data_url(b64)).await?,
             (None, Some(url)) => {
                 let record = self.sessions.record(session_id).await?;
-                media.put_url(url, record.proxy_url.as_deref()).await?
+                media
+                    .put_url(session_id, url, record.proxy_url.as_deref())
+                    .await?
             }
             (None, None) => return Err(bad_input("media needs url or base64")),
         };
         let bytes = media
-            .read(&stored.key)
+            .get(&stored.key)
             .await?
             .ok_or_else(|| bad_input("stored media vanished; send it again"))?;
         let mimetype = non_empty(&input.mimetype)
             .map(str::to_string)
-            .or(stored.content_type)
+            .or_else(|| stored.content_type.clone())
             .unwrap_or_else(|| default_mimetype.to_string());
-        Ok((MediaSource::Bytes(bytes), mimetype))
+        Ok(ResourceMedia {
+            source: MediaSource::Bytes(bytes),
+            mimetype,
+            stored,
+        })
     }
 }
 

@@ -10,7 +10,7 @@ use super::error::{MessagingResult, message_not_found};
 use super::record::MediaMeta;
 use crate::engine::{
     InboundMessage, MediaMessage, MediaSource, MessageContent, OutgoingMessage, QuotedRef,
-    SentMessage,
+    SentMessage, StoredBlob,
 };
 use crate::store::messages::{self as message_store, MessageRow};
 
@@ -52,7 +52,7 @@ impl MessagingService {
             None => None,
         };
         let (content, meta) = self
-            .materialise(draft.content, proxy_url.as_deref())
+            .materialise(session_id, draft.content, proxy_url.as_deref())
             .await?;
         let msg = OutgoingMessage {
             to: draft.to,
@@ -96,6 +96,7 @@ impl MessagingService {
 
     async fn materialise(
         &self,
+        session_id: &str,
         content: DraftContent,
         proxy_url: Option<&str>,
     ) -> MessagingResult<(MessageContent, Option<MediaMeta>)> {
@@ -105,8 +106,8 @@ impl MessagingService {
         };
         let media = self.recorder.media();
         let stored = match draft.input {
-            MediaInput::Base64(data) => media.put_base64(&data).await?,
-            MediaInput::Url(url) => media.put_url(&url, proxy_url).await?,
+            MediaInput::Base64(data) => media.put_base64(session_id, &data).await?,
+            MediaInput::Url(url) => media.put_url(session_id, &url, proxy_url).await?,
         };
         let mut mimetype = draft
             .mimetype
@@ -114,23 +115,22 @@ impl MessagingService {
             .unwrap_or_else(|| "application/octet-stream".to_string());
         let stored = match (draft.convert, &self.converter) {
             (Some(target), Some(converter)) => {
-                let input = media.path(&stored.key).unwrap_or_default();
-                let converted = converter.convert(&input, target).await?;
-                let file = tokio::fs::File::open(&converted.file)
-                    .await
-                    .map_err(crate::media::MediaError::Io)?;
+                let converted = converter
+                    .convert_object(media, session_id, &stored.key, target)
+                    .await?;
                 mimetype = converted.mimetype.to_string();
-                use crate::media::MediaObjects as _;
-                media.put_reader(Box::pin(file)).await?
+                converted.stored
             }
             (Some(_), None) => return Err(crate::media::convert::ConvertError::Disabled.into()),
             (None, _) => stored,
         };
         let meta = MediaMeta::new(&stored, mimetype.clone(), draft.filename.clone());
-        let path = media.path(&stored.key).unwrap_or_default();
         let message = MediaMessage {
             kind: draft.kind,
-            source: MediaSource::File(path),
+            source: MediaSource::Stored(StoredBlob {
+                store: media.clone(),
+                key: stored.key.clone(),
+            }),
             mimetype,
             filename: draft.filename,
             caption: draft.caption,

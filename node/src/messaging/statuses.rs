@@ -1,22 +1,24 @@
-//! The session's own status posts: post through the ready engine, keep the post (its media and audience)
-//! for the status routes, forget it, read its media back. The rows are written by `events::statuses`.
+//! The session's own status posts: post through the ready engine, keep the post (the key of its media
+//! object and its audience) for the status routes, forget it, stream its media back from the media store.
+//! The rows are written by `events::statuses`.
 
 use wagate_proto::Jid;
 
 use super::{MessagingResult, MessagingService};
 use crate::engine::{StatusPost, StatusUpdate};
-use crate::events::statuses;
+use crate::events::statuses::{self, StatusMedia};
+use crate::media::{MediaStream, StoredMedia};
 use crate::store::StoreResult;
 
 impl MessagingService {
-    /// Posts `post` and records it; `media` (mimetype, bytes) is what `status_media` answers later. A post
-    /// that is live but could not be recorded still answers the update: failing the request would invite a
-    /// duplicate retry.
+    /// Posts `post` and records it; `media` (mimetype, the object already in the media store) is what
+    /// `status_media` answers later. A post that is live but could not be recorded still answers the
+    /// update: failing the request would invite a duplicate retry.
     pub(crate) async fn post_status(
         &self,
         session: &str,
         post: StatusPost,
-        media: Option<(&str, &[u8])>,
+        media: Option<(&str, &StoredMedia)>,
     ) -> MessagingResult<StatusUpdate> {
         let engine = self.sessions.ready_engine(session)?;
         let audience: Vec<Jid> = post.recipients.clone();
@@ -32,12 +34,28 @@ impl MessagingService {
         statuses::forget(&self.db, session, status_id).await
     }
 
-    /// The stored media of one of the session's statuses as (mimetype, bytes); `None` when there is none.
+    /// The stored media of one of the session's statuses as (mimetype, stream); `None` when there is none,
+    /// or when its object is missing from the media store (logged: the row outlived its object). A store
+    /// that cannot be reached is an error (503), never a 404.
     pub(crate) async fn status_media(
         &self,
         session: &str,
         status_id: &str,
-    ) -> StoreResult<Option<(String, Vec<u8>)>> {
-        statuses::media(&self.db, session, status_id).await
+    ) -> MessagingResult<Option<(String, MediaStream)>> {
+        match statuses::media(&self.db, session, status_id).await? {
+            None => Ok(None),
+            Some(StatusMedia::Inline { mimetype, bytes }) => {
+                Ok(Some((mimetype, MediaStream::from_bytes(bytes))))
+            }
+            Some(StatusMedia::Stored { mimetype, key }) => {
+                match self.recorder.media().stream(&key).await? {
+                    Some(stream) => Ok(Some((mimetype, stream))),
+                    None => {
+                        tracing::warn!(session_id = session, status_id, %key, "status media object missing from the media store");
+                        Ok(None)
+                    }
+                }
+            }
+        }
     }
 }

@@ -10,6 +10,7 @@ use crate::cluster::lease::Leases;
 use crate::engine::EngineFactory;
 use crate::events::Pipeline;
 use crate::events::ingest::Ingest;
+use crate::media::MediaStore;
 use crate::store::DataPool;
 
 pub(crate) struct Deps {
@@ -28,4 +29,6 @@ pub(crate) struct Deps {
     pub ack_on_receipt: bool,
     /// Session records for the read routes (embedded mode only); every session-row write here invalidates.
     pub records: super::cache::RecordCache,
+    /// The session's media objects go with it on delete.
+    pub media: MediaStore,
 }

@@ -17,7 +17,8 @@ pub(super) async fn before_ingest(runtime: &Runtime, event: &EngineEvent) {
         }
         EngineEvent::Status(update) => {
             let db = &runtime.deps.db;
-            if let Err(err) = statuses::persist_received(db, &runtime.id, update).await {
+            let media = &runtime.deps.media;
+            if let Err(err) = statuses::persist_received(db, media, &runtime.id, update).await {
                 tracing::warn!(session_id = %runtime.id, error = %err, "received status not persisted");
             }
         }

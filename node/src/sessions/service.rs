@@ -15,6 +15,13 @@ use crate::engine::{Capabilities, EngineKind};
 use crate::store::StoreError;
 use crate::store::sessions::{self as session_store, SessionRecord};
 
+/// Where engines run, as `running_engines_everywhere` found them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct RunningEngines {
+    pub here: Vec<String>,
+    pub elsewhere: Vec<String>,
+}
+
 /// A session as the API shows it: the stored row plus whether an engine is loaded here.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionView {
@@ -99,6 +106,22 @@ impl SessionService {
             .collect();
         ids.sort();
         ids
+    }
+
+    /// Ids of the sessions with an engine running anywhere: on this node, or (in a cluster) on another
+    /// live node that holds the session's lease. `elsewhere` are those of other nodes.
+    pub(crate) async fn running_engines_everywhere(&self) -> SessionResult<RunningEngines> {
+        let all: Vec<String> = session_store::list(&self.deps.db, i64::MAX, 0)
+            .await?
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        let mut elsewhere = self.leases.held_elsewhere(&all).await;
+        elsewhere.sort();
+        Ok(RunningEngines {
+            here: self.running_engine_ids(),
+            elsewhere,
+        })
     }
 
     pub(super) fn view(&self, record: SessionRecord) -> SessionView {
@@ -227,7 +250,7 @@ impl SessionService {
         Ok(url.map(str::to_string))
     }
 
-    /// Deletes the session, its engine and its credentials (both engines' auth data).
+    /// Deletes the session, its engine, its credentials (both engines' auth data) and its media objects.
     pub(crate) async fn delete(&self, id: &str) -> SessionResult<()> {
         self.record(id).await?;
         let _teardown = self.begin_teardown(id)?;
@@ -245,6 +268,12 @@ impl SessionService {
             && err.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(session_id = id, error = %err, "engine auth directory not removed");
+        }
+        // The rows are gone, so an object left behind is unreachable garbage, not lost data: a
+        // storage failure here is logged rather than failing a delete that already happened.
+        match self.deps.media.delete_session(id).await {
+            Ok(removed) => tracing::debug!(session_id = id, removed, "session media deleted"),
+            Err(err) => tracing::warn!(session_id = id, error = %err, "session media not deleted"),
         }
         Ok(())
     }

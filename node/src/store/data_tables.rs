@@ -33,6 +33,13 @@ const fn text(name: &'static str) -> Column {
         fallback: None,
     }
 }
+const fn text_or(name: &'static str, fallback: &'static str) -> Column {
+    Column {
+        name,
+        kind: Kind::Text,
+        fallback: Some(fallback),
+    }
+}
 const fn int(name: &'static str) -> Column {
     Column {
         name,
@@ -244,14 +251,19 @@ pub(crate) static TABLES: [TableSpec; 16] = [
         ],
         order_by: "session_id, message_id",
     },
+    // The socket engine's own LID <-> phone-number table (the placeholder `lid_mappings` of 0001 is never
+    // written). Rows of another source without the engine's bookkeeping columns get their defaults.
     TableSpec {
         key: "lidMappings",
-        name: "lid_mappings",
+        name: "socket_lid_mappings",
         columns: &[
             text("session_id"),
             text("lid"),
-            text("pn"),
+            text("phone_number"),
             int("created_at"),
+            int_or("updated_at", "0"),
+            text_or("learning_source", "\"import\""),
+            flag("pn_current", "true"),
         ],
         order_by: "session_id, lid",
     },
@@ -384,6 +396,8 @@ pub(crate) static TABLES: [TableSpec; 16] = [
             text("caption"),
             flag("has_media", "false"),
             json("media"),
+            // The media store object of the status's media (migration 0060); `media` keeps its metadata.
+            text("media_key"),
             json("recipients"),
             int("posted_at"),
             int("expires_at"),

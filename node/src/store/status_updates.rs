@@ -1,15 +1,19 @@
-//! The `status_updates` table: status posts the session made (with their media, so they can be served
-//! again) and statuses it received. Rows are written after the engine posted or reported them; reads
+//! The `status_updates` table: status posts the session made (with the key of their media object, so it
+//! can be served again) and statuses it received. Rows are written after the engine posted or reported them; reads
 //! of live statuses go to the engine, only media is served from here.
 
 use super::{DataPool, StoreResult, execute, now_ms, with_pool};
 
 const INSERT: &str = "INSERT INTO status_updates (id, session_id, status_id, contact, direction, type, \
-     caption, has_media, media, recipients, posted_at, expires_at, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+     caption, has_media, media, media_key, recipients, posted_at, expires_at, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
      ON CONFLICT (session_id, status_id) DO NOTHING";
 const SELECT_MEDIA: &str =
-    "SELECT media FROM status_updates WHERE session_id = $1 AND status_id = $2";
+    "SELECT media, media_key FROM status_updates WHERE session_id = $1 AND status_id = $2";
+const SELECT_INLINE_MEDIA: &str = "SELECT id, session_id, media FROM status_updates \
+     WHERE media_key IS NULL AND media IS NOT NULL ORDER BY id LIMIT $1";
+const SET_MEDIA_KEY: &str =
+    "UPDATE status_updates SET media = $2, media_key = $3 WHERE id = $1 AND media_key IS NULL";
 const DELETE: &str = "DELETE FROM status_updates WHERE session_id = $1 AND status_id = $2";
 
 /// Whether the session posted the status or received it.
@@ -39,6 +43,8 @@ pub(crate) struct NewStatus {
     pub caption: Option<String>,
     pub has_media: bool,
     pub media: Option<String>,
+    /// The media object's key in the media store.
+    pub media_key: Option<String>,
     pub recipients: Option<String>,
     pub posted_at_ms: i64,
     pub expires_at_ms: i64,
@@ -59,6 +65,7 @@ pub(crate) async fn insert(db: &DataPool, row: &NewStatus) -> StoreResult<()> {
             .bind(&row.caption)
             .bind(row.has_media)
             .bind(&row.media)
+            .bind(&row.media_key)
             .bind(&row.recipients)
             .bind(row.posted_at_ms)
             .bind(row.expires_at_ms)
@@ -67,18 +74,48 @@ pub(crate) async fn insert(db: &DataPool, row: &NewStatus) -> StoreResult<()> {
     Ok(())
 }
 
-/// The stored media JSON of a status, `None` when the status or its media is unknown.
+/// The stored media JSON of a status and its object key, `None` when the status or its media is unknown.
 pub(crate) async fn media(
     db: &DataPool,
     session_id: &str,
     status_id: &str,
-) -> StoreResult<Option<String>> {
-    let found: Option<Option<String>> = with_pool!(db, p => sqlx::query_scalar(SELECT_MEDIA)
-        .bind(session_id)
-        .bind(status_id)
-        .fetch_optional(p)
-        .await)?;
-    Ok(found.flatten())
+) -> StoreResult<Option<(String, Option<String>)>> {
+    let found: Option<(Option<String>, Option<String>)> = with_pool!(db, p => sqlx::query_as(SELECT_MEDIA)
+            .bind(session_id)
+            .bind(status_id)
+            .fetch_optional(p)
+            .await)?;
+    Ok(found.and_then(|(media, key)| media.map(|m| (m, key))))
+}
+
+/// A row whose media is still inline base64 (written before the media store held status media).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub(crate) struct InlineMediaRow {
+    pub id: String,
+    pub session_id: String,
+    pub media: String,
+}
+
+/// Up to `limit` rows whose media has not moved to the media store yet.
+pub(crate) async fn inline_media(db: &DataPool, limit: i64) -> StoreResult<Vec<InlineMediaRow>> {
+    Ok(with_pool!(db, p => sqlx::query_as(SELECT_INLINE_MEDIA)
+        .bind(limit)
+        .fetch_all(p)
+        .await)?)
+}
+
+/// Points a row at its media object and replaces the inline base64 with `media` (the metadata).
+pub(crate) async fn set_media_key(
+    db: &DataPool,
+    id: &str,
+    media: &str,
+    key: &str,
+) -> StoreResult<()> {
+    execute!(
+        db,
+        sqlx::query(SET_MEDIA_KEY).bind(id).bind(media).bind(key)
+    )?;
+    Ok(())
 }
 
 pub(crate) async fn delete(db: &DataPool, session_id: &str, status_id: &str) -> StoreResult<()> {

@@ -36,9 +36,10 @@ pub struct Restriction {
     pub expires_at: Option<String>,
 }
 
-/// Effective session configuration; `null` means unlimited or default.
+/// Effective session configuration; `null` means unlimited or default. A stored config lacking a field
+/// (an imported row, one written before the field existed) reads it as its default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct SessionConfig {
     pub auto_reject_calls: bool,
     pub max_reconnect_attempts: Option<u32>,
@@ -176,4 +177,24 @@ pub struct MemoryUsage {
     pub heap_used: f64,
     pub heap_total: f64,
     pub rss: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SessionConfig;
+
+    #[test]
+    fn a_stored_config_lacking_fields_reads_them_as_defaults() {
+        let partial: SessionConfig =
+            serde_json::from_str(r#"{"autoRejectCalls":true}"#).expect("partial config");
+        assert_eq!(
+            partial,
+            SessionConfig {
+                auto_reject_calls: true,
+                ..SessionConfig::default()
+            }
+        );
+        let empty: SessionConfig = serde_json::from_str("{}").expect("empty config");
+        assert_eq!(empty, SessionConfig::default());
+    }
 }

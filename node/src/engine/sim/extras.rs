@@ -77,10 +77,7 @@ impl SimNetwork {
                 mimetype,
                 caption,
             } => {
-                let data = source
-                    .load()
-                    .await
-                    .map_err(|e| EngineError::BadInput(e.to_string()))?;
+                let data = source.load().await?;
                 let media = StatusMedia {
                     mimetype: mimetype.clone(),
                     data,

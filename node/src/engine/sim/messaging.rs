@@ -23,11 +23,7 @@ impl SimNetwork {
             MessageContent::Media(media) => Some(ReceivedMedia {
                 mimetype: media.mimetype.clone(),
                 filename: media.filename.clone(),
-                data: media
-                    .source
-                    .load()
-                    .await
-                    .map_err(|e| EngineError::BadInput(e.to_string()))?,
+                data: media.source.load().await?,
                 stored: None,
             }),
             _ => None,

@@ -403,10 +403,7 @@ impl Engine for SimEngine {
             .group_picture(self.group_query().await, group, None)
     }
     async fn set_group_picture(&self, group: &Jid, image: MediaSource) -> EngineResult<()> {
-        image
-            .load()
-            .await
-            .map_err(|e| EngineError::BadInput(e.to_string()))?;
+        image.load().await?;
         let set = self
             .net
             .group_picture(self.group_query().await, group, Some(true))
@@ -519,10 +516,7 @@ impl Engine for SimEngine {
         self.shared(changed).await
     }
     async fn set_profile_picture(&self, image: MediaSource) -> EngineResult<()> {
-        image
-            .load()
-            .await
-            .map_err(|e| EngineError::BadInput(e.to_string()))?;
+        image.load().await?;
         let url = |seq| Some(format!("https://pps.sim.invalid/u/{}/{seq}.jpg", self.id()));
         let set = |a: &mut network::Account, seq| a.picture = url(seq);
         let changed = self.net.update_profile(self.query().await, set);

@@ -114,6 +114,7 @@ fn part(message: &wa::Message) -> Option<Part<'_>> {
 pub(super) async fn download(
     fetch: &dyn Fetch,
     store: &MediaStore,
+    session_id: &str,
     payload: &wa::Message,
 ) -> Result<ReceivedMedia, String> {
     let part = part(payload).ok_or("the message carries no downloadable media")?;
@@ -128,11 +129,14 @@ pub(super) async fn download(
         .to_sink(part.media, Sink(file))
         .await
         .map_err(|e| format!("{e:#}"))?;
-    let stored = store.adopt(file).await.map_err(|e| e.to_string())?;
+    let stored = store
+        .adopt(session_id, file)
+        .await
+        .map_err(|e| e.to_string())?;
     // Small media is inlined in the event (the spec's inline limit), so it is read back once.
     let data = if stored.size <= INLINE_MEDIA_MAX_BYTES as u64 {
         store
-            .read(&stored.key)
+            .get(&stored.key)
             .await
             .map_err(|e| e.to_string())?
             .unwrap_or_default()

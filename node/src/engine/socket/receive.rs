@@ -147,7 +147,7 @@ impl Receiver {
             (None, None) => None,
         };
         let result = match fetch {
-            Some(fetch) => media::download(fetch, &self.media, payload).await,
+            Some(fetch) => media::download(fetch, &self.media, &self.session_id, payload).await,
             None => Err("the client is gone".to_string()),
         };
         match result {

@@ -98,10 +98,12 @@ async fn message_media(
     ApiPath(path): ApiPath<MessagePath>,
 ) -> ApiResult<Response> {
     authorise(&caller, &id, Role::Viewer)?;
-    let (mimetype, bytes) = ctx.messaging.media_bytes(&id.0, &path.message_id).await?;
-    let mut resp = bytes.into_response();
+    let (mimetype, stream) = ctx.messaging.media_stream(&id.0, &path.message_id).await?;
+    let mut resp = axum::body::Body::from_stream(stream.body).into_response();
     if let Ok(value) = HeaderValue::from_str(&mimetype) {
         resp.headers_mut().insert(header::CONTENT_TYPE, value);
     }
+    resp.headers_mut()
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(stream.size));
     Ok(resp)
 }

@@ -102,13 +102,14 @@ async fn get_status_media(
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Response> {
-    let (mimetype, bytes) = ctx
+    let (mimetype, stream) = ctx
         .messaging
         .status_media(&session.id.0, &path.1)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("Status {} has no stored media", path.1)))?;
     Response::builder()
         .header(header::CONTENT_TYPE, mimetype)
-        .body(Body::from(bytes))
+        .header(header::CONTENT_LENGTH, stream.size)
+        .body(Body::from_stream(stream.body))
         .map_err(ApiError::internal)
 }

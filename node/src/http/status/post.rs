@@ -12,12 +12,14 @@ use wagate_proto::dto::status::{
 use wagate_proto::{Jid, Role, iso_ms};
 
 use crate::app::ApiContext;
-use crate::engine::{MediaSource, MessageType, StatusContent, StatusPost, StatusUpdate};
+use crate::engine::{MessageType, StatusContent, StatusPost, StatusUpdate};
 use crate::http::auth::Caller;
 use crate::http::engine_call::{jid, ready_engine};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{ApiJson, SessionId};
-use crate::http::media_input::load_media;
+use crate::http::media_input::load_stored_media;
+use crate::media::StoredMedia;
+use crate::messaging::ResourceMedia;
 
 const MAX_RECIPIENTS: usize = 256;
 const FONTS: [u8; 8] = [0, 1, 2, 6, 7, 8, 9, 10];
@@ -73,7 +75,7 @@ async fn publish(
     ctx: &ApiContext,
     session: &str,
     post: StatusPost,
-    media: Option<(&str, &[u8])>,
+    media: Option<(&str, &StoredMedia)>,
 ) -> ApiResult<(StatusCode, Json<StatusResult>)> {
     let update = ctx.messaging.post_status(session, post, media).await?;
     Ok(accepted(&update))
@@ -129,11 +131,11 @@ async fn send_media(
     });
     let audience = recipients(&ctx, body.recipients.as_deref())?;
     ready_engine(&ctx, &caller, &id, Role::Operator).await?;
-    let (source, mimetype) = load_media(&ctx, &id.0, &input, default_mimetype).await?;
-    let bytes = match &source {
-        MediaSource::Bytes(bytes) => bytes.clone(),
-        MediaSource::File(_) => Vec::new(),
-    };
+    let ResourceMedia {
+        source,
+        mimetype,
+        stored,
+    } = load_stored_media(&ctx, &id.0, &input, default_mimetype).await?;
     let content = StatusContent::Media {
         kind,
         source,
@@ -144,7 +146,7 @@ async fn send_media(
         content,
         recipients: audience,
     };
-    publish(&ctx, &id.0, post, Some((&mimetype, &bytes))).await
+    publish(&ctx, &id.0, post, Some((&mimetype, &stored))).await
 }
 
 /// POST /api/sessions/{sessionId}/status/send-image

@@ -341,10 +341,7 @@ pub(crate) async fn set_picture(
     group: &Jid,
     image: MediaSource,
 ) -> EngineResult<()> {
-    let bytes = image
-        .load()
-        .await
-        .map_err(|e| EngineError::BadInput(format!("picture could not be read: {e}")))?;
+    let bytes = image.load().await?;
     client
         .groups()
         .set_profile_picture(wa(group)?, bytes)

@@ -85,7 +85,7 @@ pub(crate) async fn revoke(
 
 /// Re-sends a stored message's content to another chat, marked as forwarded (the library's forward
 /// copy). We keep no protocol message, so the content is rebuilt from our row; media is uploaded
-/// again from our media directory (`media_dir`, content-addressed by the row's media key).
+/// again from the media store object the row's media key names.
 pub(crate) async fn forward(
     client: &Client,
     store: Store<'_>,

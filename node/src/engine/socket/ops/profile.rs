@@ -1,7 +1,7 @@
 //! The account's profile: push name, about text, picture.
 
 use super::{Client, fail};
-use crate::engine::{EngineError, EngineResult, MediaSource};
+use crate::engine::{EngineResult, MediaSource};
 
 pub(crate) async fn set_name(client: &Client, name: &str) -> EngineResult<()> {
     client.profile().set_push_name(name).await.map_err(fail)
@@ -12,10 +12,7 @@ pub(crate) async fn set_status(client: &Client, status: &str) -> EngineResult<()
 }
 
 pub(crate) async fn set_picture(client: &Client, image: MediaSource) -> EngineResult<()> {
-    let bytes = image
-        .load()
-        .await
-        .map_err(|e| EngineError::BadInput(format!("picture could not be read: {e}")))?;
+    let bytes = image.load().await?;
     client
         .profile()
         .set_profile_picture(bytes)

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::engine::{
     EngineError, EngineResult, LinkPreview, Location, MediaKind, MediaMessage, MediaSource,
-    MessageContent, MessageType, OutgoingMessage, Poll, SentMessage,
+    MessageContent, MessageType, OutgoingMessage, Poll, SentMessage, StoredBlob,
 };
 use crate::store::messages::MessageRow;
 
@@ -165,11 +165,7 @@ pub(crate) async fn upload(
     media: MediaMessage,
     ctx: Option<proto::ContextInfo>,
 ) -> EngineResult<proto::Message> {
-    let bytes = media
-        .source
-        .load()
-        .await
-        .map_err(|e| EngineError::BadInput(format!("media could not be read: {e}")))?;
+    let bytes = media.source.load().await?;
     let kind = leaf_kind(media.kind);
     let uploaded = client
         .upload(bytes, build::media_type(kind), UploadOptions::default())
@@ -241,8 +237,8 @@ pub(crate) async fn stored_content(
     })
 }
 
-/// A stored message's media as a file of the media store; a row without a stored blob (media never
-/// downloaded, or the file removed) cannot be forwarded: 404.
+/// A stored message's media as an object of the media store; a row without a stored object (media never
+/// downloaded, or the object removed) cannot be forwarded: 404; a store that cannot be reached: 503.
 pub(crate) async fn stored_media(
     row: &MessageRow,
     kind: MessageType,
@@ -253,12 +249,12 @@ pub(crate) async fn stored_media(
         .as_deref()
         .and_then(|m| serde_json::from_str(m).ok())
         .unwrap_or_default();
-    let path = meta["key"].as_str().and_then(|key| media.store.path(key));
-    let present = match &path {
-        Some(path) => tokio::fs::try_exists(path).await.unwrap_or(false),
-        None => false,
+    let key = meta["key"].as_str().unwrap_or_default().to_string();
+    let present = match media.store.head(&key).await {
+        Ok(size) => size.is_some(),
+        Err(err) => return Err(EngineError::Network(err.to_string())),
     };
-    let (Some(path), true) = (path, present) else {
+    if !present {
         return Err(EngineError::NotFound(format!(
             "The media of message {} is not stored",
             row.wa_message_id
@@ -274,7 +270,10 @@ pub(crate) async fn stored_media(
     };
     Ok(MediaMessage {
         kind: media_kind,
-        source: MediaSource::File(path),
+        source: MediaSource::Stored(StoredBlob {
+            store: media.store.clone(),
+            key,
+        }),
         mimetype: meta["mimetype"]
             .as_str()
             .unwrap_or("application/octet-stream")
@@ -353,7 +352,7 @@ mod tests {
             FetchOptions::default(),
         );
         let blob = media_store
-            .put_bytes(b"\xFF\xD8\xFFjpeg bytes")
+            .put_bytes(SID, b"\xFF\xD8\xFFjpeg bytes")
             .await
             .unwrap();
         let mut tx = store::begin(&db).await.unwrap();
