@@ -16,6 +16,7 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY proto proto
 COPY node node
+COPY db db
 COPY queue-workers queue-workers
 COPY loadtest loadtest
 COPY migrations migrations

@@ -21,8 +21,7 @@ use crate::cluster::lease::{Leases, LocalLeases};
 use crate::cluster::{self, Cluster};
 use crate::config::{Config, DatabaseType, EngineType};
 use crate::engine::browser::BrowserFactory;
-use crate::engine::sim::peers_redis::RedisPeers;
-use crate::engine::sim::{SimFactory, SimNetwork, network::SimConfig};
+use crate::engine::node_store::NodeStore;
 use crate::engine::socket::{SocketConfig, SocketFactory};
 use crate::engine::unavailable::UnavailableFactory;
 use crate::engine::{EngineFactory, EngineKind};
@@ -42,6 +41,8 @@ use crate::sessions::SessionService;
 use crate::sessions::deps::Deps;
 use crate::store::{DataPool, backends};
 use crate::webhooks::WebhookService;
+use wagate_engine_sim::peers_redis::RedisPeers;
+use wagate_engine_sim::{SimFactory, SimNetwork, network::SimConfig};
 
 fn init_tracing(config: &Config) -> anyhow::Result<TracingGuard> {
     let level = if config.log_level == "verbose" {
@@ -179,16 +180,16 @@ fn engine_factory(
             let socket = SocketConfig {
                 endpoint: config.socket_ws_url.clone(),
             };
-            let factory = SocketFactory::new(data_db.clone(), media_store(config), socket);
+            let factory = SocketFactory::new(data_db.clone(), socket);
             (Arc::new(factory), None)
         }
-        EngineType::Browser => (browser_factory(config, data_db), None),
+        EngineType::Browser => (browser_factory(config), None),
     }
 }
 
 /// The browser engine over one node-wide launcher; without its wa-js bundle every start fails with the
 /// reason (the node still boots: other routes and the sessions' records stay usable).
-fn browser_factory(config: &Config, data_db: &DataPool) -> Arc<dyn EngineFactory> {
+fn browser_factory(config: &Config) -> Arc<dyn EngineFactory> {
     let browser = wagate_engine_browser::BrowserConfig {
         chromium_path: config.chromium_path.clone(),
         bundle_path: config.browser_wajs_path.clone(),
@@ -200,7 +201,10 @@ fn browser_factory(config: &Config, data_db: &DataPool) -> Arc<dyn EngineFactory
         ..wagate_engine_browser::BrowserConfig::default()
     };
     match wagate_engine_browser::Launcher::new(browser) {
-        Ok(launcher) => Arc::new(BrowserFactory::new(launcher, data_db.clone())),
+        Ok(launcher) => Arc::new(BrowserFactory::new(
+            launcher,
+            config.data_dir.join("sessions"),
+        )),
         Err(err) => {
             tracing::error!(error = %err, "browser engine unavailable");
             Arc::new(UnavailableFactory::broken(
@@ -225,6 +229,8 @@ fn session_service(
         pipeline: pipeline.clone(),
         ingest: Ingest::new(pipeline.clone(), recorder.clone()),
         factory,
+        engine_store: Arc::new(NodeStore::new(data_db.clone())),
+        engine_media: Arc::new(media_store(config)),
         sessions_dir: config.data_dir.join("sessions"),
         shutdown: shutdown.clone(),
         leases: leases.clone(),
@@ -393,7 +399,7 @@ async fn build_context(
         // stale device: the fence is the same deadline the session's fenced writes check.
         let leases = cluster.leases.clone();
         let peers = peers.with_fence(Box::new(move |session| leases.holds(session)));
-        crate::engine::sim::peers::attach(net, Arc::new(peers));
+        wagate_engine_sim::peers::attach(net, Arc::new(peers));
     }
     let converter = converter(&config);
     let messaging = Arc::new(

@@ -129,7 +129,7 @@ async fn rows_roll_back_with_the_transaction_and_cache_needs_invalidation() {
     );
     p.subscriptions().invalidate(SID);
     let mut tx = crate::store::begin(&db).await.unwrap();
-    p.publish_in(&mut tx, &[received()]).await.unwrap();
+    let _rolled_back = p.publish_in(&mut tx, &[received()]).await.unwrap();
     drop(tx);
     assert!(outbox(&db).await.is_empty());
     p.publish(received()).await.unwrap();

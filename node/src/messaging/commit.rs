@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 use crate::engine::{Ack, AckStatus};
-use crate::events::pipeline::settle;
+use crate::events::pipeline::{OutboxIds, settle};
 use crate::events::{Event, Pipeline};
 use std::collections::HashMap;
 
@@ -137,8 +137,8 @@ async fn run(db: DataPool, pipeline: Pipeline, mut rx: mpsc::Receiver<Waiting>) 
         let span = group_span(&group);
         let writes: Vec<&Write> = group.iter().map(|w| &w.write).collect();
         match commit_group(&db, &pipeline, &writes).instrument(span).await {
-            Ok(events) => {
-                pipeline.after_commit(events).await;
+            Ok((events, outbox)) => {
+                pipeline.after_commit(events, outbox).await;
                 for w in group {
                     w.finish(Ok(()));
                 }
@@ -147,8 +147,8 @@ async fn run(db: DataPool, pipeline: Pipeline, mut rx: mpsc::Receiver<Waiting>) 
                 tracing::debug!(error = %e, writes = group.len(), "group commit failed; writing one by one");
                 for w in group {
                     let result = match commit_group(&db, &pipeline, &[&w.write]).await {
-                        Ok(events) => {
-                            pipeline.after_commit(events).await;
+                        Ok((events, outbox)) => {
+                            pipeline.after_commit(events, outbox).await;
                             Ok(())
                         }
                         Err(e) => Err(e),
@@ -180,12 +180,13 @@ fn group_span(group: &[Waiting]) -> tracing::Span {
     span
 }
 
-/// Applies the writes in one transaction with their outbox rows; returns the events to publish.
+/// Applies the writes in one transaction with their outbox rows; returns the events to publish and the
+/// outbox ids to enqueue.
 async fn commit_group(
     db: &DataPool,
     pipeline: &Pipeline,
     writes: &[&Write],
-) -> StoreResult<Vec<Event>> {
+) -> StoreResult<(Vec<Event>, OutboxIds)> {
     let mut tx = store::begin(db).await?;
     let effective = apply_all(&mut tx, writes).await?;
     let events: Vec<Event> = writes
@@ -194,9 +195,9 @@ async fn commit_group(
         .filter(|(_, took)| *took)
         .filter_map(|(w, _)| w.event.clone())
         .collect();
-    pipeline.publish_in(&mut tx, &events).await?;
+    let outbox = pipeline.publish_in(&mut tx, &events).await?;
     tx.commit().await?;
-    Ok(events)
+    Ok((events, outbox))
 }
 
 /// The message a change is about.

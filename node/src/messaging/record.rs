@@ -116,6 +116,7 @@ impl Recorder {
         let change = match event {
             EngineEvent::Message(msg) => {
                 if !msg.from_me {
+                    crate::hooks::hooks().message_received(session_id, msg);
                     metrics::counter!(
                         wagate_workers::telemetry::metrics::MESSAGES_RECEIVED,
                         "type" => msg.kind.as_str()

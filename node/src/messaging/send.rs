@@ -60,7 +60,7 @@ impl MessagingService {
             quoted_id: quoted.as_ref().map(|q| q.wa_message_id.clone()),
             mentions: draft.mentions,
         };
-        super::hooks::message_sending(session_id, &msg);
+        crate::hooks::hooks().message_sending(session_id, &msg);
         self.pace(session_id, &msg.to).await?;
         let result = tracing::Instrument::instrument(
             engine.send(msg.clone()),
@@ -127,10 +127,11 @@ impl MessagingService {
             (None, _) => stored,
         };
         let meta = MediaMeta::new(&stored, mimetype.clone(), draft.filename.clone());
-        let path = media.path(&stored.key).unwrap_or_default();
         let message = MediaMessage {
             kind: draft.kind,
-            source: MediaSource::File(path),
+            source: MediaSource::Stored {
+                key: stored.key.clone(),
+            },
             mimetype,
             filename: draft.filename,
             caption: draft.caption,

@@ -8,15 +8,24 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cluster::lease::Leases;
 use crate::engine::EngineFactory;
+use crate::engine::media::EngineMedia;
+use crate::engine::store::EngineStore;
 use crate::events::Pipeline;
 use crate::events::ingest::Ingest;
 use crate::store::DataPool;
+use crate::store::sessions as session_store;
+
+use super::error::SessionResult;
 
 pub(crate) struct Deps {
     pub db: DataPool,
     pub pipeline: Pipeline,
     pub ingest: Ingest,
     pub factory: Arc<dyn EngineFactory>,
+    /// What every engine context carries of the node: its data and its media (the engine API's
+    /// interfaces, implemented by `engine/node_store.rs` and `engine/node_media.rs`).
+    pub engine_store: Arc<dyn EngineStore>,
+    pub engine_media: Arc<dyn EngineMedia>,
     /// `DATA_DIR/sessions`: engine auth directories, keyed by session id.
     pub sessions_dir: PathBuf,
     pub shutdown: CancellationToken,
@@ -28,4 +37,14 @@ pub(crate) struct Deps {
     pub ack_on_receipt: bool,
     /// Session records for the read routes (embedded mode only); every session-row write here invalidates.
     pub records: super::cache::RecordCache,
+}
+
+impl Deps {
+    /// Forgets a session's credentials everywhere they live: the `LinkedAccount` rows the node stores
+    /// (`engine_auth`), then whatever the engine kind keeps on its own (the factory's wipe).
+    pub(crate) async fn forget_credentials(&self, id: &str) -> SessionResult<()> {
+        session_store::delete_engine_auth(&self.db, id).await?;
+        self.factory.wipe_credentials(id).await?;
+        Ok(())
+    }
 }

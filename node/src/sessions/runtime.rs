@@ -230,6 +230,8 @@ impl Runtime {
             data_dir,
             proxy_url: st.proxy_url.clone(),
             linked,
+            store: self.deps.engine_store.clone(),
+            media: self.deps.engine_media.clone(),
         };
         let engine = self.deps.factory.create(ctx);
         *self.engine.lock() = Some(engine.clone());
@@ -251,6 +253,8 @@ impl Runtime {
                 tracing::warn!(session_id = %self.id, error = %err, "could not load engine credentials");
                 None
             }),
+            store: self.deps.engine_store.clone(),
+            media: self.deps.engine_media.clone(),
         };
         self.deps.factory.create(ctx)
     }

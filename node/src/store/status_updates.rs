@@ -11,6 +11,37 @@ const INSERT: &str = "INSERT INTO status_updates (id, session_id, status_id, con
 const SELECT_MEDIA: &str =
     "SELECT media FROM status_updates WHERE session_id = $1 AND status_id = $2";
 const DELETE: &str = "DELETE FROM status_updates WHERE session_id = $1 AND status_id = $2";
+const LIVE: &str = "SELECT status_id, contact, type, caption, has_media, posted_at, expires_at \
+     FROM status_updates WHERE session_id = $1 AND direction = $2 AND expires_at > $3 \
+     AND ($4 IS NULL OR contact = $4) ORDER BY posted_at DESC";
+const RECIPIENTS: &str = "SELECT recipients FROM status_updates \
+     WHERE session_id = $1 AND status_id = $2 AND direction = 'outgoing'";
+
+/// A live status: `(status id, contact, type, caption, has media, posted at ms, expires at ms)`.
+pub(crate) type LiveStatusRow = (String, String, String, Option<String>, bool, i64, i64);
+
+/// Statuses of `direction` not expired at `now_ms`, newest first; `contact` narrows to one account.
+pub(crate) async fn live(
+    db: &DataPool,
+    session_id: &str,
+    direction: StatusDirection,
+    now_ms: i64,
+    contact: Option<&str>,
+) -> StoreResult<Vec<LiveStatusRow>> {
+    Ok(with_pool!(db, p => sqlx::query_as(LIVE)
+        .bind(session_id).bind(direction.as_str()).bind(now_ms).bind(contact).fetch_all(p).await)?)
+}
+
+/// The recipients (JSON array) of an own status post; outer `None` when no such post is stored.
+pub(crate) async fn recipients(
+    db: &DataPool,
+    session_id: &str,
+    status_id: &str,
+) -> StoreResult<Option<Option<String>>> {
+    let row: Option<(Option<String>,)> = with_pool!(db, p => sqlx::query_as(RECIPIENTS)
+        .bind(session_id).bind(status_id).fetch_optional(p).await)?;
+    Ok(row.map(|(r,)| r))
+}
 
 /// Whether the session posted the status or received it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

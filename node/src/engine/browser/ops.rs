@@ -183,7 +183,7 @@ impl Engine for BrowserEngine {
                 }
                 let bytes = media
                     .source
-                    .load()
+                    .load(self.ctx.media.as_ref())
                     .await
                     .map_err(|e| EngineError::BadInput(format!("media not readable: {e}")))?;
                 let data_url = format!("data:{};base64,{}", media.mimetype, STANDARD.encode(bytes));

@@ -132,7 +132,7 @@ async fn send_media(
     let (source, mimetype) = load_media(&ctx, &id.0, &input, default_mimetype).await?;
     let bytes = match &source {
         MediaSource::Bytes(bytes) => bytes.clone(),
-        MediaSource::File(_) => Vec::new(),
+        MediaSource::Stored { .. } => Vec::new(),
     };
     let content = StatusContent::Media {
         kind,

@@ -10,6 +10,7 @@ use wagate_engine_socket::whatsapp_rust::features::{
 use wagate_proto::Jid;
 
 use super::{Client, contacts, fail, wa, was, wire};
+use crate::engine::media::EngineMedia;
 use crate::engine::{
     EngineError, EngineResult, GroupInfo, GroupParticipant, GroupSettings, GroupSettingsUpdate,
     GroupSummary, MediaSource, MembershipRequest, NewGroup, ParticipantAction, ParticipantResult,
@@ -338,11 +339,12 @@ pub(crate) async fn picture(client: &Client, group: &Jid) -> EngineResult<Option
 
 pub(crate) async fn set_picture(
     client: &Client,
+    media: &dyn EngineMedia,
     group: &Jid,
     image: MediaSource,
 ) -> EngineResult<()> {
     let bytes = image
-        .load()
+        .load(media)
         .await
         .map_err(|e| EngineError::BadInput(format!("picture could not be read: {e}")))?;
     client

@@ -9,11 +9,12 @@ use wagate_engine_socket::whatsapp_rust::upload::UploadOptions;
 use super::{
     Client, Media, Store, author_of, catalog, fail, fail_any, now_secs, preview, stored, wa, was,
 };
+use crate::engine::media::EngineMedia;
+use crate::engine::store::StoredMessage;
 use crate::engine::{
     EngineError, EngineResult, LinkPreview, Location, MediaKind, MediaMessage, MediaSource,
     MessageContent, MessageType, OutgoingMessage, Poll, SentMessage,
 };
-use crate::store::messages::MessageRow;
 
 pub(crate) async fn send(
     client: &Client,
@@ -63,7 +64,7 @@ async fn content(
             link_preview,
             custom_preview,
         } => text(media, &body, link_preview, custom_preview.as_ref(), ctx).await,
-        MessageContent::Media(m) => upload(client, m, ctx).await?,
+        MessageContent::Media(m) => upload(client, media.store, m, ctx).await?,
         MessageContent::Location(loc) => {
             build::location(loc.latitude, loc.longitude, loc.description.as_deref(), ctx)
         }
@@ -162,12 +163,13 @@ async fn product_image(
 /// Uploads the bytes through the library (it encrypts them) and builds the media message.
 pub(crate) async fn upload(
     client: &Client,
+    store: &dyn EngineMedia,
     media: MediaMessage,
     ctx: Option<proto::ContextInfo>,
 ) -> EngineResult<proto::Message> {
     let bytes = media
         .source
-        .load()
+        .load(store)
         .await
         .map_err(|e| EngineError::BadInput(format!("media could not be read: {e}")))?;
     let kind = leaf_kind(media.kind);
@@ -199,7 +201,7 @@ pub(crate) fn leaf_kind(kind: MediaKind) -> build::MediaKind {
 /// location and poll from the row's `extra`, media re-uploaded from the media store.
 pub(crate) async fn stored_content(
     client: &Client,
-    row: &MessageRow,
+    row: &StoredMessage,
     media: Media<'_>,
 ) -> EngineResult<proto::Message> {
     let body = row.body.clone().unwrap_or_default();
@@ -212,7 +214,7 @@ pub(crate) async fn stored_content(
         serde_json::from_value(serde_json::json!(row.kind)).unwrap_or(MessageType::Unknown);
     if kind.has_media() {
         let stored = stored_media(row, kind, media).await?;
-        return upload(client, stored, None).await;
+        return upload(client, media.store, stored, None).await;
     }
     Ok(match kind {
         MessageType::Location => {
@@ -241,10 +243,10 @@ pub(crate) async fn stored_content(
     })
 }
 
-/// A stored message's media as a file of the media store; a row without a stored blob (media never
-/// downloaded, or the file removed) cannot be forwarded: 404.
+/// A stored message's media, read back from the media store by key; a row without a stored blob (media
+/// never downloaded, or the blob removed) cannot be forwarded: 404.
 pub(crate) async fn stored_media(
-    row: &MessageRow,
+    row: &StoredMessage,
     kind: MessageType,
     media: Media<'_>,
 ) -> EngineResult<MediaMessage> {
@@ -253,12 +255,12 @@ pub(crate) async fn stored_media(
         .as_deref()
         .and_then(|m| serde_json::from_str(m).ok())
         .unwrap_or_default();
-    let path = meta["key"].as_str().and_then(|key| media.store.path(key));
-    let present = match &path {
-        Some(path) => tokio::fs::try_exists(path).await.unwrap_or(false),
-        None => false,
+    let bytes = match meta["key"].as_str() {
+        // A store that cannot be read is the same 404 as a blob that is gone (as before: a missing file).
+        Some(key) => media.store.get(key).await.ok().flatten(),
+        None => None,
     };
-    let (Some(path), true) = (path, present) else {
+    let Some(bytes) = bytes else {
         return Err(EngineError::NotFound(format!(
             "The media of message {} is not stored",
             row.wa_message_id
@@ -274,7 +276,7 @@ pub(crate) async fn stored_media(
     };
     Ok(MediaMessage {
         kind: media_kind,
-        source: MediaSource::File(path),
+        source: MediaSource::Bytes(bytes),
         mimetype: meta["mimetype"]
             .as_str()
             .unwrap_or("application/octet-stream")
@@ -299,7 +301,9 @@ mod tests {
     use wagate_proto::dto::sessions::SessionConfig;
 
     use super::*;
+    use crate::engine::node_store::NodeStore;
     use crate::media::{FetchOptions, MediaStore};
+    use crate::store::messages::MessageRow;
     use crate::store::{self, DataPool, backends, messages, sessions};
 
     const SID: &str = "11111111-1111-4111-8111-111111111111";
@@ -369,8 +373,9 @@ mod tests {
         messages::insert(&mut tx, &missing).await.unwrap();
         tx.commit().await.unwrap();
 
+        let node_store = NodeStore::new(db.clone());
         let ours = Store {
-            db: &db,
+            db: &node_store,
             session_id: SID,
         };
         let media = Media {
@@ -385,7 +390,7 @@ mod tests {
         assert_eq!(message.mimetype, "image/jpeg");
         assert_eq!(message.caption.as_deref(), Some("the caption"));
         assert_eq!(
-            message.source.load().await.unwrap(),
+            message.source.load(&media_store).await.unwrap(),
             b"\xFF\xD8\xFFjpeg bytes".to_vec()
         );
 
