@@ -1,6 +1,8 @@
-//! Status (story) persistence: the session's own posts (with their media, to serve it again) and the
-//! statuses it receives (`EngineEvent::Status`, written before the `status.received` event goes out).
-//! Maps engine records to `status_updates` rows; the SQL is in `store/status_updates.rs`.
+//! Status (story) rows: the session's own posts (with their media, to serve it again) and the statuses it
+//! receives (`EngineEvent::Status`). Maps engine records to `status_updates` rows, which the event path's
+//! one writer (`messaging/record.rs` -> `messaging/commit.rs`) writes: a received status in the same
+//! transaction as its `status.received` outbox rows. Reads media back; the SQL is in
+//! `store/status_updates.rs`.
 
 use base64::Engine as _;
 use serde_json::json;
@@ -29,18 +31,14 @@ fn row(session_id: &str, update: &StatusUpdate, direction: StatusDirection) -> N
     }
 }
 
-/// Records a status a contact posted and this session may see.
-pub(crate) async fn persist_received(
-    db: &DataPool,
-    session_id: &str,
-    update: &StatusUpdate,
-) -> StoreResult<()> {
+/// The row of a status a contact posted and this session may see.
+pub(crate) fn received_row(session_id: &str, update: &StatusUpdate) -> NewStatus {
     let mut new = row(session_id, update, StatusDirection::Incoming);
     new.media = update
         .media
         .as_ref()
         .map(|m| media_json(&m.mimetype, &m.data));
-    status_updates::insert(db, &new).await
+    new
 }
 
 fn media_json(mimetype: &str, bytes: &[u8]) -> String {
@@ -48,18 +46,17 @@ fn media_json(mimetype: &str, bytes: &[u8]) -> String {
     json!({ "mimetype": mimetype, "data": data }).to_string()
 }
 
-/// Records the session's own post, with its media (`mimetype`, bytes) and audience.
-pub(crate) async fn persist_own(
-    db: &DataPool,
+/// The row of the session's own post, with its media (`mimetype`, bytes) and audience.
+pub(crate) fn own_row(
     session_id: &str,
     update: &StatusUpdate,
     media: Option<(&str, &[u8])>,
     recipients: &[Jid],
-) -> StoreResult<()> {
+) -> NewStatus {
     let mut new = row(session_id, update, StatusDirection::Outgoing);
     new.media = media.map(|(mimetype, bytes)| media_json(mimetype, bytes));
     new.recipients = Some(json!(recipients).to_string());
-    status_updates::insert(db, &new).await
+    new
 }
 
 /// The stored media of a status as (mimetype, bytes); `None` when there is none.

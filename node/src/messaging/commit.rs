@@ -20,6 +20,7 @@ use std::collections::HashMap;
 
 use crate::store::messages::{self as message_store, MessageRow, StatusMove};
 use crate::store::reactions::{self, ReactionRow};
+use crate::store::status_updates::{self, NewStatus};
 use crate::store::{self, DataPool, DataTx, StoreError, StoreResult};
 
 /// Writes committed together at most.
@@ -45,6 +46,8 @@ pub(crate) enum Change {
         body: String,
     },
     Reaction(ReactionRow),
+    /// A status post (received, or the session's own); a repeat of a stored one publishes nothing.
+    StatusPost(Box<NewStatus>),
 }
 
 pub(crate) struct Write {
@@ -219,14 +222,15 @@ fn key(change: &Change) -> (&str, &str) {
             ..
         } => (session_id, message_id),
         Change::Reaction(row) => (&row.session_id, &row.wa_message_id),
+        Change::StatusPost(row) => (&row.session_id, &row.status_id),
     }
 }
 
 /// Whether the group may be applied as: every insert first (a few multi-row statements), then every status
 /// move (one statement), then the rest in order. That gives the same rows as applying them one by one unless
 /// a change comes before an insert of its own message (it would have found no row), so then the group is
-/// applied in order. Status moves, revokes, edits and reactions touch different columns or tables, so they
-/// commute with each other, and a message's status moves add up to the highest one.
+/// applied in order. Status moves, revokes, edits, reactions and status posts touch different columns or
+/// tables, so they commute with each other, and a message's status moves add up to the highest one.
 fn batchable(writes: &[&Write]) -> bool {
     let mut last_insert: HashMap<(&str, &str), usize> = HashMap::new();
     for (i, w) in writes.iter().enumerate() {
@@ -335,5 +339,6 @@ async fn apply(tx: &mut DataTx, change: &Change) -> StoreResult<bool> {
             reactions::apply(tx, row).await?;
             Ok(true)
         }
+        Change::StatusPost(row) => status_updates::insert_in(tx, row).await,
     }
 }

@@ -1,8 +1,9 @@
 //! The `status_updates` table: status posts the session made (with their media, so they can be served
-//! again) and statuses it received. Rows are written after the engine posted or reported them; reads
-//! of live statuses go to the engine, only media is served from here.
+//! again) and statuses it received. Rows are written inside the event path's transaction
+//! (`messaging/commit.rs`) after the engine posted or reported them; reads of live statuses go to the
+//! engine, only media is served from here.
 
-use super::{DataPool, StoreResult, execute, now_ms, with_pool};
+use super::{DataPool, DataTx, StoreResult, execute, execute_tx, now_ms, with_pool};
 
 const INSERT: &str = "INSERT INTO status_updates (id, session_id, status_id, contact, direction, type, \
      caption, has_media, media, recipients, posted_at, expires_at, created_at) \
@@ -75,11 +76,12 @@ pub(crate) struct NewStatus {
     pub expires_at_ms: i64,
 }
 
-/// Writes a status once; a repeat of the same `(session, status id)` is ignored.
-pub(crate) async fn insert(db: &DataPool, row: &NewStatus) -> StoreResult<()> {
+/// Writes a status once inside `tx`; a repeat of the same `(session, status id)` is ignored. Answers
+/// whether the row was new.
+pub(crate) async fn insert_in(tx: &mut DataTx, row: &NewStatus) -> StoreResult<bool> {
     let id = uuid::Uuid::now_v7().to_string();
-    execute!(
-        db,
+    let written = execute_tx!(
+        tx,
         sqlx::query(INSERT)
             .bind(&id)
             .bind(&row.session_id)
@@ -95,7 +97,7 @@ pub(crate) async fn insert(db: &DataPool, row: &NewStatus) -> StoreResult<()> {
             .bind(row.expires_at_ms)
             .bind(now_ms())
     )?;
-    Ok(())
+    Ok(written > 0)
 }
 
 /// The stored media JSON of a status, `None` when the status or its media is unknown.
