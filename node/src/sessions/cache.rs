@@ -35,11 +35,7 @@ const TOKEN_READ_TIMEOUT: Duration = Duration::from_millis(250);
 /// Tokens expire (an absent token is seeded again): keys of deleted sessions do not stay in Redis.
 const TOKEN_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 /// Pauses between a writer's attempts to change the tokens before it acknowledges anyway.
-const BUMP_RETRIES: [Duration; 3] = [
-    Duration::from_millis(20),
-    Duration::from_millis(100),
-    Duration::from_millis(250),
-];
+const BUMP_RETRIES: [Duration; 2] = [Duration::from_millis(20), Duration::from_millis(100)];
 /// A writer that could not reach Redis keeps trying in the background for this long.
 const BUMP_BACKGROUND: Duration = Duration::from_secs(60);
 /// Distinct list pages kept (a dashboard polls one or two); more clears the lot.
@@ -353,7 +349,7 @@ impl Shared {
                 .await
                 .map_err(|e| e.to_string())
         };
-        match tokio::time::timeout(Duration::from_secs(1), write).await {
+        match tokio::time::timeout(Duration::from_millis(500), write).await {
             Ok(done) => done,
             Err(_) => Err("timed out".to_string()),
         }
