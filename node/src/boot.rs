@@ -38,8 +38,8 @@ use crate::messaging::bulk::BulkRunner;
 use crate::messaging::pacing::{Pacer, PacingLimits};
 use crate::messaging::{MessagingService, Recorder};
 use crate::raft::RaftNode;
-use crate::sessions::cache::RecordCache;
 use crate::sessions::SessionService;
+use crate::sessions::cache::RecordCache;
 use crate::sessions::deps::Deps;
 use crate::store::{DataPool, backends};
 use crate::webhooks::WebhookService;
@@ -380,8 +380,15 @@ async fn build_context(
         None => Arc::new(LocalLeases::new(data_db.clone(), config.node_id.clone())),
     };
     let recorder = Recorder::new(data_db.clone(), pipeline.clone(), media_store(&config));
-    let (sessions, sim) =
-        session_service(&config, &data_db, &pipeline, &recorder, shutdown, leases, cluster.as_deref());
+    let (sessions, sim) = session_service(
+        &config,
+        &data_db,
+        &pipeline,
+        &recorder,
+        shutdown,
+        leases,
+        cluster.as_deref(),
+    );
     if let Some(cluster) = &cluster {
         sessions.join_cluster(cluster.clone());
     }

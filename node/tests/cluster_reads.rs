@@ -194,16 +194,14 @@ async fn a_cached_row_is_never_served_after_a_write_through_another_node() {
             .await
             .expect("patch config");
         assert_eq!(patched.status, 200, "{}", patched.text);
-        let updated_at = c
-            .client(writer)
-            .get(&session)
-            .await
-            .expect("read")
-            .body["updatedAt"]
-            .clone();
+        let updated_at =
+            c.client(writer).get(&session).await.expect("read").body["updatedAt"].clone();
         for node in (0..3).filter(|n| *n != writer) {
             let r = c.client(node).get(&config).await.expect("read");
-            assert_eq!(r.body["reconnectBaseDelay"], delay, "round {round} node {node}");
+            assert_eq!(
+                r.body["reconnectBaseDelay"], delay,
+                "round {round} node {node}"
+            );
             let r = c.client(node).get(&session).await.expect("read");
             assert_eq!(r.body["updatedAt"], updated_at, "round {round} node {node}");
         }

@@ -228,7 +228,9 @@ impl RecordCache {
         self.entries.remove(id);
         self.lists.clear();
         if let Some(shared) = &self.shared {
-            shared.bump(vec![shared.record_key(id), shared.list_key()]).await;
+            shared
+                .bump(vec![shared.record_key(id), shared.list_key()])
+                .await;
         }
     }
 
@@ -329,7 +331,10 @@ impl Shared {
                     return;
                 }
             }
-            tracing::error!(?keys, "record tokens not changed after a write: other nodes may serve the old row until its next write");
+            tracing::error!(
+                ?keys,
+                "record tokens not changed after a write: other nodes may serve the old row until its next write"
+            );
         });
     }
 
@@ -423,15 +428,9 @@ mod tests {
             panic!("empty cache hit");
         };
         cache.fill_list(t, (100, 0), Arc::new(vec![]));
-        assert!(matches!(
-            cache.lookup_list((100, 0)).await,
-            Lookup::Hit(_)
-        ));
+        assert!(matches!(cache.lookup_list((100, 0)).await, Lookup::Hit(_)));
         cache.invalidate("b").await;
-        assert!(matches!(
-            cache.lookup_list((100, 0)).await,
-            Lookup::Miss(_)
-        ));
+        assert!(matches!(cache.lookup_list((100, 0)).await, Lookup::Miss(_)));
     }
 
     fn redis_pool() -> Pool {
@@ -458,7 +457,10 @@ mod tests {
         assert!(matches!(b.lookup_list((10, 0)).await, Lookup::Hit(_)));
 
         a.invalidate("s").await;
-        assert!(status(b.lookup("s").await).is_none(), "stale after a write elsewhere");
+        assert!(
+            status(b.lookup("s").await).is_none(),
+            "stale after a write elsewhere"
+        );
         assert!(matches!(b.lookup_list((10, 0)).await, Lookup::Miss(_)));
 
         // A fill that read its tokens before the write stores under the old tokens: never served.

@@ -77,7 +77,10 @@ pub async fn connect_data_sqlite(path: &Path) -> StoreResult<DataPool> {
             .test_before_acquire(false)
             .connect_lazy_with(options);
         if let DataPool::Sqlite(writers) = &db {
-            READ_POOLS.insert(writers.connect_options().get_filename().to_path_buf(), readers);
+            READ_POOLS.insert(
+                writers.connect_options().get_filename().to_path_buf(),
+                readers,
+            );
         }
     }
     Ok(db)

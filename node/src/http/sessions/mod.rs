@@ -3,10 +3,10 @@
 //! `SessionService`, and audit what changed.
 
 use axum::Json;
+use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::body::Bytes;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Role;
 use wagate_proto::dto::sessions::{
