@@ -39,6 +39,7 @@ use crate::messaging::pacing::{Pacer, PacingLimits};
 use crate::messaging::{MessagingService, Recorder};
 use crate::raft::RaftNode;
 use crate::sessions::SessionService;
+use crate::sessions::cache::RecordCache;
 use crate::sessions::deps::Deps;
 use crate::store::{DataPool, backends};
 use crate::webhooks::WebhookService;
@@ -219,6 +220,7 @@ fn session_service(
     recorder: &Recorder,
     shutdown: &CancellationToken,
     leases: Arc<dyn Leases>,
+    cluster: Option<&Cluster>,
 ) -> (Arc<SessionService>, Option<SimNetwork>) {
     let (factory, sim) = engine_factory(config, data_db, recorder.media());
     let deps = Arc::new(Deps {
@@ -232,8 +234,11 @@ fn session_service(
         leases: leases.clone(),
         // Read here and only here: a benchmark's baseline, not a setting (docs/architecture.md "Measured").
         ack_on_receipt: std::env::var("WAGATE_BENCH_ACK_ON_RECEIPT").is_ok_and(|v| v == "true"),
-        // In a cluster other nodes write the same rows: no record cache there.
-        records: crate::sessions::cache::RecordCache::new(!config.redis_enabled),
+        // In a cluster other nodes write the same rows: entries are checked against tokens in Redis.
+        records: match cluster {
+            Some(cluster) => RecordCache::shared(cluster.pool.clone(), &cluster.prefix),
+            None => RecordCache::local(),
+        },
     });
     (
         Arc::new(SessionService::new(
@@ -395,8 +400,15 @@ async fn build_context(
         }
     }
     let recorder = Recorder::new(data_db.clone(), pipeline.clone(), media.clone());
-    let (sessions, sim) =
-        session_service(&config, &data_db, &pipeline, &recorder, shutdown, leases);
+    let (sessions, sim) = session_service(
+        &config,
+        &data_db,
+        &pipeline,
+        &recorder,
+        shutdown,
+        leases,
+        cluster.as_deref(),
+    );
     if let Some(cluster) = &cluster {
         sessions.join_cluster(cluster.clone());
     }

@@ -169,3 +169,72 @@ async fn a_revoked_key_is_refused_on_its_next_request() {
         assert_eq!(r.body["statusCode"], 401);
     }
 }
+
+/// The record cache itself: rows nobody runs are read on the node asked (no owner to forward to), from
+/// memory once warm. Each round writes through one node and at once reads through the other two, which
+/// have just served the old row from memory; the session list likewise sees a row created or deleted
+/// through another node at the next read.
+#[tokio::test]
+async fn a_cached_row_is_never_served_after_a_write_through_another_node() {
+    let c = cluster().await;
+    let id = create(&c.client(0), "reads-cached").await.expect("create");
+    let session = format!("/api/sessions/{id}");
+    let config = format!("{session}/config");
+    let list = "/api/sessions?limit=1000";
+    for round in 0..6u64 {
+        let writer = usize::try_from(round % 3).expect("node index");
+        // Warm every node's memory with the current row and list.
+        read_everywhere(&c, &session).await;
+        read_everywhere(&c, &config).await;
+        read_everywhere(&c, list).await;
+        let delay = 1000 + round * 1000;
+        let patched = c
+            .client(writer)
+            .patch(&config, json!({ "reconnectBaseDelay": delay }))
+            .await
+            .expect("patch config");
+        assert_eq!(patched.status, 200, "{}", patched.text);
+        let updated_at =
+            c.client(writer).get(&session).await.expect("read").body["updatedAt"].clone();
+        for node in (0..3).filter(|n| *n != writer) {
+            let r = c.client(node).get(&config).await.expect("read");
+            assert_eq!(
+                r.body["reconnectBaseDelay"], delay,
+                "round {round} node {node}"
+            );
+            let r = c.client(node).get(&session).await.expect("read");
+            assert_eq!(r.body["updatedAt"], updated_at, "round {round} node {node}");
+        }
+
+        // A row created through the writer is in every node's next list; deleted, it is gone from it.
+        let extra = create(&c.client(writer), &format!("reads-extra-{round}"))
+            .await
+            .expect("create");
+        let listed = |body: &serde_json::Value| {
+            body.as_array()
+                .is_some_and(|all| all.iter().any(|s| s["id"] == extra.as_str()))
+        };
+        for node in (0..3).filter(|n| *n != writer) {
+            let r = c.client(node).get(list).await.expect("list");
+            assert!(listed(&r.body), "round {round} node {node}: {}", r.text);
+        }
+        read_everywhere(&c, list).await;
+        read_everywhere(&c, &format!("/api/sessions/{extra}")).await;
+        let deleted = c
+            .client(writer)
+            .delete(&format!("/api/sessions/{extra}"))
+            .await
+            .expect("delete");
+        assert_eq!(deleted.status, 204, "{}", deleted.text);
+        for node in (0..3).filter(|n| *n != writer) {
+            let r = c.client(node).get(list).await.expect("list");
+            assert!(!listed(&r.body), "round {round} node {node}: {}", r.text);
+            let r = c
+                .client(node)
+                .get(&format!("/api/sessions/{extra}"))
+                .await
+                .expect("read");
+            assert_eq!(r.status, 404, "round {round} node {node}: {}", r.text);
+        }
+    }
+}

@@ -103,7 +103,7 @@ impl DataAdmin {
         self.take_in_inline_media(&mut req.tables, &mut result.warnings)
             .await;
         let replaced = self.replace_tables(&req.tables, &payload_sessions).await;
-        self.sessions.forget_cached_records();
+        self.sessions.forget_cached_records().await;
         match replaced {
             Ok(normalised) => {
                 result.imported = true;

@@ -36,7 +36,8 @@ impl FromRequestParts<ApiContext> for ScopedSession {
 /// Scope (403), then existence (404): the check every session-scoped path goes through.
 pub(crate) async fn check(ctx: &ApiContext, caller: &Caller, id: &str) -> ApiResult<SessionRecord> {
     caller.require_session(id)?;
-    Ok(ctx.sessions.record(id).await?)
+    let record = ctx.sessions.cached_record(id).await?;
+    Ok(record.record.clone())
 }
 
 /// For routes whose session id is read as a plain string: the id must be a UUID (400), then [`check`];

@@ -27,7 +27,7 @@ pub(crate) struct Deps {
     /// Benchmark only (`WAGATE_BENCH_ACK_ON_RECEIPT=true`, not a product setting): acknowledge received
     /// traffic as it arrives, as before acknowledgement after commit, to measure what the ordering costs.
     pub ack_on_receipt: bool,
-    /// Session records for the read routes (embedded mode only); every session-row write here invalidates.
+    /// Session records for the read routes; every session-row write invalidates (`cache.rs`).
     pub records: super::cache::RecordCache,
     /// The session's media objects go with it on delete.
     pub media: MediaStore,

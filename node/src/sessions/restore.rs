@@ -30,7 +30,7 @@ impl SessionService {
         state.status = Some(SessionStatus::Disconnected);
         let saved =
             session_store::save_runtime(&self.deps.db, &record.id, lease.generation, &state).await;
-        self.deps.records.invalidate(&record.id);
+        self.deps.records.invalidate(&record.id).await;
         if let Err(err) = saved {
             tracing::warn!(session_id = %record.id, error = %err, "could not normalise session status at boot");
         }

@@ -178,7 +178,7 @@ impl Runtime {
                 &st.to_runtime(),
             )
             .await;
-            self.deps.records.invalidate(&self.id);
+            self.deps.records.invalidate(&self.id).await;
             saved
         };
         match saved {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use dashmap::{DashMap, DashSet};
 use wagate_proto::dto::sessions::SessionConfig;
 
+use super::cache::{CachedRecord, Lookup};
 use super::deps::Deps;
 use super::error::{SessionError, SessionResult};
 use super::proxy;
@@ -143,25 +144,32 @@ impl SessionService {
             })
     }
 
-    /// The record for the read routes: from memory when cached (embedded mode), else from the data DB.
-    pub(crate) async fn cached_record(&self, id: &str) -> SessionResult<Arc<SessionRecord>> {
-        if let Some(record) = self.deps.records.get(id) {
-            return Ok(record);
-        }
-        let ticket = self.deps.records.ticket();
-        let record = Arc::new(self.record(id).await?);
+    /// The record for the read routes: from memory when current (`cache.rs`), else from the data DB.
+    pub(crate) async fn cached_record(&self, id: &str) -> SessionResult<Arc<CachedRecord>> {
+        let ticket = match self.deps.records.lookup(id).await {
+            Lookup::Hit(record) => return Ok(record),
+            Lookup::Miss(ticket) => ticket,
+        };
+        let record = Arc::new(CachedRecord::new(self.record(id).await?));
         self.deps.records.fill(ticket, record.clone());
         Ok(record)
     }
 
     pub(crate) async fn get(&self, id: &str) -> SessionResult<SessionView> {
-        let record = self.cached_record(id).await?;
-        Ok(self.view(Arc::unwrap_or_clone(record)))
+        let cached = self.cached_record(id).await?;
+        Ok(self.view(cached.record.clone()))
+    }
+
+    /// The cached record and whether an engine runs it here (not cached: the runtimes say so).
+    pub(crate) async fn get_cached(&self, id: &str) -> SessionResult<(Arc<CachedRecord>, bool)> {
+        let cached = self.cached_record(id).await?;
+        let engine_loaded = self.runtime(id).is_some_and(|r| r.engine().is_some());
+        Ok((cached, engine_loaded))
     }
 
     /// After a data import, which may have changed any session row.
-    pub(crate) fn forget_cached_records(&self) {
-        self.deps.records.invalidate_all();
+    pub(crate) async fn forget_cached_records(&self) {
+        self.deps.records.invalidate_all().await;
     }
 
     pub(crate) async fn create(
@@ -177,7 +185,10 @@ impl SessionService {
         let mut config = SessionConfig::default();
         change.apply(&mut config);
         let id = uuid::Uuid::new_v4().to_string();
-        match session_store::insert(&self.deps.db, &id, name, &config, proxy_url).await {
+        let inserted = session_store::insert(&self.deps.db, &id, name, &config, proxy_url).await;
+        // A new row changes the list.
+        self.deps.records.invalidate(&id).await;
+        match inserted {
             Err(StoreError::Conflict { .. }) => Err(SessionError::NameTaken(name.to_string())),
             other => Ok(self.view(other?)),
         }
@@ -195,7 +206,7 @@ impl SessionService {
                 .await?
                 .into_iter()
                 .collect(),
-            None => session_store::list(&self.deps.db, limit, offset).await?,
+            None => Arc::unwrap_or_clone(self.cached_list(limit, offset).await?),
         };
         // In a cluster a list is answered here, but an engine may run on another node: its lease says so.
         let ids: Vec<String> = records.iter().map(|r| r.id.clone()).collect();
@@ -210,6 +221,19 @@ impl SessionService {
                 view
             })
             .collect())
+    }
+
+    /// A page of the session list: from memory when current (`cache.rs`), else from the data DB.
+    async fn cached_list(&self, limit: i64, offset: i64) -> SessionResult<Arc<Vec<SessionRecord>>> {
+        let ticket = match self.deps.records.lookup_list((limit, offset)).await {
+            Lookup::Hit(records) => return Ok(records),
+            Lookup::Miss(ticket) => ticket,
+        };
+        let records = Arc::new(session_store::list(&self.deps.db, limit, offset).await?);
+        self.deps
+            .records
+            .fill_list(ticket, (limit, offset), records.clone());
+        Ok(records)
     }
 
     /// The status of every session loaded on this node.
@@ -229,7 +253,7 @@ impl SessionService {
         let mut config = self.record(id).await?.config;
         change.apply(&mut config);
         let written = session_store::update_config(&self.deps.db, id, &config).await;
-        self.deps.records.invalidate(id);
+        self.deps.records.invalidate(id).await;
         written?;
         Ok(config)
     }
@@ -245,7 +269,7 @@ impl SessionService {
             proxy::parse(url)?;
         }
         let written = session_store::update_proxy(&self.deps.db, id, url).await;
-        self.deps.records.invalidate(id);
+        self.deps.records.invalidate(id).await;
         written?;
         Ok(url.map(str::to_string))
     }
@@ -260,7 +284,7 @@ impl SessionService {
         }
         session_store::delete_engine_auth(&self.deps.db, id).await?;
         let deleted = session_store::delete(&self.deps.db, id).await;
-        self.deps.records.invalidate(id);
+        self.deps.records.invalidate(id).await;
         deleted?;
         self.leases.forget_session(id).await;
         let dir = self.deps.sessions_dir.join(id);

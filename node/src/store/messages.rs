@@ -361,15 +361,18 @@ pub(crate) async fn find(
     session_id: &str,
     id: &str,
 ) -> StoreResult<Option<MessageRow>> {
+    let db = &super::backends::read_pool(db);
     Ok(with_pool!(db, p => sqlx::query_as(FIND).bind(session_id).bind(id).fetch_optional(p).await)?)
 }
 
-/// A page, newest first.
+/// A page, newest first. Read on the read-only pool (see `backends::read_pool`), whose connections keep
+/// the statement prepared (the text is constant: absent filters are bound as NULL, not left out).
 pub(crate) async fn page(
     db: &DataPool,
     session_id: &str,
     q: &PageQuery,
 ) -> StoreResult<Vec<MessageRow>> {
+    let db = &super::backends::read_pool(db);
     let (after_at, after_id) = match &q.after {
         Some((at, id)) => (Some(*at), Some(id.as_str())),
         None => (None, None),

@@ -3,8 +3,10 @@
 //! `SessionService`, and audit what changed.
 
 use axum::Json;
+use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Role;
 use wagate_proto::dto::sessions::{
@@ -177,9 +179,19 @@ async fn get_session(
     caller: Caller,
     id: SessionId,
     State(ctx): State<ApiContext>,
-) -> ApiResult<Json<Session>> {
+) -> ApiResult<Response> {
     authorise(&caller, &id, Role::Viewer)?;
-    Ok(Json(ctx.sessions.get(&id.0).await?.into()))
+    let (cached, engine_loaded) = ctx.sessions.get_cached(&id.0).await?;
+    // Built once per row version (and engine state), then reused until the row's next write.
+    let body = cached.json(engine_loaded, |record| {
+        let view = SessionView {
+            record: record.clone(),
+            engine_loaded,
+        };
+        serde_json::to_vec(&Session::from(view)).map(Bytes::from)
+    });
+    let body = body.map_err(|err| ApiError::internal(format!("session not serialised: {err}")))?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 /// DELETE /api/sessions/{sessionId}
