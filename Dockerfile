@@ -27,6 +27,7 @@ COPY Cargo.toml Cargo.lock ./
 COPY proto proto
 COPY config config
 COPY node node
+COPY db db
 COPY queue-workers queue-workers
 COPY loadtest loadtest
 COPY migrations migrations

@@ -62,7 +62,7 @@ pub enum NodeEnv {
     Test,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum)]
 pub enum EngineType {
     Browser,
     Socket,
@@ -76,6 +76,12 @@ impl EngineType {
             Self::Socket => "socket",
             Self::Sim => "sim",
         }
+    }
+}
+
+impl std::fmt::Display for EngineType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

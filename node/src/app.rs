@@ -9,7 +9,6 @@ use crate::audit::AuditLog;
 use crate::automation::AutomationService;
 use crate::cluster::Cluster;
 use crate::config::Config;
-use crate::engine::sim::SimNetwork;
 use crate::events::Pipeline;
 use crate::http::limits::Limiter;
 use crate::keys::KeyService;
@@ -18,6 +17,7 @@ use crate::messaging::bulk::BulkRunner;
 use crate::sessions::SessionService;
 use crate::store::DataPool;
 use crate::webhooks::WebhookService;
+use wagate_engine_sim::SimNetwork;
 
 /// Cloned for every request by each layer and extractor that takes the state, so it is one `Arc`.
 #[derive(Clone)]

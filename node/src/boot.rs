@@ -21,8 +21,7 @@ use crate::cluster::lease::{Leases, LocalLeases};
 use crate::cluster::{self, Cluster};
 use crate::config::{Config, DatabaseType, EngineType};
 use crate::engine::browser::BrowserFactory;
-use crate::engine::sim::peers_redis::RedisPeers;
-use crate::engine::sim::{SimFactory, SimNetwork, network::SimConfig};
+use crate::engine::node_store::NodeStore;
 use crate::engine::socket::{SocketConfig, SocketFactory};
 use crate::engine::unavailable::UnavailableFactory;
 use crate::engine::{EngineFactory, EngineKind};
@@ -43,6 +42,8 @@ use crate::sessions::cache::RecordCache;
 use crate::sessions::deps::Deps;
 use crate::store::{DataPool, backends};
 use crate::webhooks::WebhookService;
+use wagate_engine_sim::peers_redis::RedisPeers;
+use wagate_engine_sim::{SimFactory, SimNetwork, network::SimConfig};
 
 fn init_tracing(config: &Config) -> anyhow::Result<TracingGuard> {
     let level = if config.log_level == "verbose" {
@@ -162,7 +163,6 @@ fn spawn_raft_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &Cancellat
 fn engine_factory(
     config: &Config,
     data_db: &DataPool,
-    media: &MediaStore,
 ) -> (Arc<dyn EngineFactory>, Option<SimNetwork>) {
     match config.engine_type {
         EngineType::Sim => {
@@ -181,16 +181,16 @@ fn engine_factory(
             let socket = SocketConfig {
                 endpoint: config.socket_ws_url.clone(),
             };
-            let factory = SocketFactory::new(data_db.clone(), media.clone(), socket);
+            let factory = SocketFactory::new(data_db.clone(), socket);
             (Arc::new(factory), None)
         }
-        EngineType::Browser => (browser_factory(config, data_db), None),
+        EngineType::Browser => (browser_factory(config), None),
     }
 }
 
 /// The browser engine over one node-wide launcher; without its wa-js bundle every start fails with the
 /// reason (the node still boots: other routes and the sessions' records stay usable).
-fn browser_factory(config: &Config, data_db: &DataPool) -> Arc<dyn EngineFactory> {
+fn browser_factory(config: &Config) -> Arc<dyn EngineFactory> {
     let browser = wagate_engine_browser::BrowserConfig {
         chromium_path: config.chromium_path.clone(),
         bundle_path: config.browser_wajs_path.clone(),
@@ -202,7 +202,10 @@ fn browser_factory(config: &Config, data_db: &DataPool) -> Arc<dyn EngineFactory
         ..wagate_engine_browser::BrowserConfig::default()
     };
     match wagate_engine_browser::Launcher::new(browser) {
-        Ok(launcher) => Arc::new(BrowserFactory::new(launcher, data_db.clone())),
+        Ok(launcher) => Arc::new(BrowserFactory::new(
+            launcher,
+            config.data_dir.join("sessions"),
+        )),
         Err(err) => {
             tracing::error!(error = %err, "browser engine unavailable");
             Arc::new(UnavailableFactory::broken(
@@ -222,13 +225,14 @@ fn session_service(
     leases: Arc<dyn Leases>,
     cluster: Option<&Cluster>,
 ) -> (Arc<SessionService>, Option<SimNetwork>) {
-    let (factory, sim) = engine_factory(config, data_db, recorder.media());
+    let (factory, sim) = engine_factory(config, data_db);
     let deps = Arc::new(Deps {
         db: data_db.clone(),
         pipeline: pipeline.clone(),
         ingest: Ingest::new(pipeline.clone(), recorder.clone()),
         media: recorder.media().clone(),
         factory,
+        engine_store: Arc::new(NodeStore::new(data_db.clone())),
         sessions_dir: config.data_dir.join("sessions"),
         shutdown: shutdown.clone(),
         leases: leases.clone(),
@@ -425,7 +429,7 @@ async fn build_context(
         // stale device: the fence is the same deadline the session's fenced writes check.
         let leases = cluster.leases.clone();
         let peers = peers.with_fence(Box::new(move |session| leases.holds(session)));
-        crate::engine::sim::peers::attach(net, Arc::new(peers));
+        wagate_engine_sim::peers::attach(net, Arc::new(peers));
     }
     let converter = converter(&config, &media);
     let messaging = Arc::new(

@@ -31,6 +31,7 @@ pub(crate) mod cluster;
 pub mod config;
 pub(crate) mod engine;
 pub(crate) mod events;
+pub(crate) mod hooks;
 pub mod http;
 pub mod keys;
 pub mod maindb;

@@ -14,12 +14,12 @@ use sqlx::SqlitePool;
 use sqlx::sqlite::SqliteConnectOptions;
 use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::Message;
+use wagate_db::DataPool;
 use wagate_engine_socket::store::{SqlBackend, has_device};
 use wagate_engine_socket::whatsapp_rust::wacore::store::Device;
 use wagate_engine_socket::whatsapp_rust::wacore::store::traits::DeviceStore;
 use wagate_loadtest::harness::sessions::create;
 use wagate_loadtest::harness::{Client, Node, NodeOptions};
-use wagate_workers::DataPool;
 
 /// Upper bound for the retries to reach the fifth failure (the library's Fibonacci backoff: 1+1+2+3+5 s).
 const RETRY_WAIT: Duration = Duration::from_secs(60);

@@ -3,7 +3,7 @@
 //!
 //! # Layout
 //! - `config`: environment parsing and validation for `wagate-worker`.
-//! - `db`: `DataPool` (SQLite | PostgreSQL), the `on_pool!` dispatch macro, data-DB migrations.
+//! - `db`: the `wagate-db` crate re-exported (`DataPool`, the `on_pool!` dispatch macro, data-DB migrations).
 //! - `queue`: `QueueClient` and the queue backends (apalis-sqlite file, apalis-redis).
 //! - `workers`: `spawn_workers`, the apalis worker loops for both queues.
 //! - `webhook`: signing, the SSRF guard, one delivery attempt, the outbox state machine, the reconciler.
@@ -20,7 +20,9 @@
 //! The worker generates the delivery id on first dispatch and keeps it across retries (column `delivery_id`).
 
 pub mod config;
-pub mod db;
+/// `DataPool` and its dialect macro live in `wagate-db`; re-exported under the old path for the workers' code.
+pub use wagate_db as db;
+pub use wagate_db::on_pool;
 pub mod ingress;
 pub mod queue;
 pub mod queue_view;

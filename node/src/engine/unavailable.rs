@@ -1,5 +1,6 @@
-//! The engine of a kind this build does not carry yet (`browser`, `socket`): every start fails with a
-//! message that says so, so the session lands in `failed` with a `lastError` instead of hanging.
+//! The engine of a kind this build carries but this host cannot run (the browser engine without its
+//! Chromium or wa-js bundle): every start fails with the reason, so the session lands in `failed` with a
+//! `lastError` instead of hanging, and the node's other routes stay usable.
 
 use std::sync::Arc;
 
@@ -11,38 +12,24 @@ use super::{
 
 pub(crate) struct UnavailableFactory {
     kind: EngineKind,
-    reason: Option<String>,
+    reason: String,
 }
 
 impl UnavailableFactory {
-    pub(crate) fn new(kind: EngineKind) -> UnavailableFactory {
-        UnavailableFactory { kind, reason: None }
-    }
-
     /// An engine kind this build carries but cannot run on this host (`reason` becomes `lastError`).
     pub(crate) fn broken(kind: EngineKind, reason: String) -> UnavailableFactory {
-        UnavailableFactory {
-            kind,
-            reason: Some(reason),
-        }
+        UnavailableFactory { kind, reason }
     }
 }
 
 struct UnavailableEngine {
-    kind: EngineKind,
-    reason: Option<String>,
+    reason: String,
 }
 
 #[async_trait]
 impl Engine for UnavailableEngine {
     async fn start(&self) -> EngineResult<()> {
-        if let Some(reason) = &self.reason {
-            return Err(EngineError::Rejected(reason.clone()));
-        }
-        Err(EngineError::Rejected(format!(
-            "The {} engine is not available in this build; run with ENGINE_TYPE=sim",
-            self.kind
-        )))
+        Err(EngineError::Rejected(self.reason.clone()))
     }
     async fn stop(&self) -> EngineResult<()> {
         Ok(())
@@ -55,10 +42,10 @@ impl Engine for UnavailableEngine {
     }
 }
 
+#[async_trait]
 impl EngineFactory for UnavailableFactory {
     fn create(&self, _ctx: EngineContext) -> Arc<dyn Engine> {
         Arc::new(UnavailableEngine {
-            kind: self.kind,
             reason: self.reason.clone(),
         })
     }
@@ -66,11 +53,17 @@ impl EngineFactory for UnavailableFactory {
     fn capabilities(&self) -> &Capabilities {
         match self.kind {
             EngineKind::Browser => &Capabilities::BROWSER,
-            _ => &Capabilities::SOCKET,
+            // The sim follows the socket column.
+            EngineKind::Socket | EngineKind::Sim => &Capabilities::SOCKET,
         }
     }
 
     fn kind(&self) -> EngineKind {
         self.kind
+    }
+
+    /// An engine that never started never stored anything.
+    async fn wipe_credentials(&self, _session_id: &str) -> EngineResult<()> {
+        Ok(())
     }
 }

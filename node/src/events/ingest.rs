@@ -1,6 +1,7 @@
 //! `Ingest`: what happens to an engine event that is not about the session's lifecycle (messages, acks,
-//! reactions, groups, calls, presence, statuses). Message-related events go to the message store's
-//! `Recorder` (row + outbox rows in one transaction); the rest are normalised and published as they are.
+//! reactions, groups, calls, presence, statuses). Events with a row (messages and their acks, revokes,
+//! edits, reactions, history, poll votes, status posts) go to the message store's `Recorder` (row +
+//! outbox rows in one transaction); the rest are normalised and published as they are.
 
 use super::Pipeline;
 use super::normalise::normalise;

@@ -10,8 +10,8 @@ use crate::engine::{
     CallEvent, CallPhase, EngineEvent, GroupAction, GroupEvent, InboundMessage, ReceivedMedia,
 };
 
-/// Inline media above this reaches consumers as the omitted marker (the spec's "about 768 KiB").
-pub(crate) const INLINE_MEDIA_MAX_BYTES: usize = 768 * 1024;
+/// Inline media above this reaches consumers as the omitted marker (one limit with the engines').
+pub(crate) use crate::engine::INLINE_MEDIA_MAX_BYTES;
 
 /// The event an engine event becomes; `None` for lifecycle events, which the supervisor handles.
 pub(crate) fn normalise(session_id: &str, event: &EngineEvent) -> Option<Event> {

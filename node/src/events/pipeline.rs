@@ -1,5 +1,6 @@
 //! `Pipeline`: where every event goes. `publish_in` writes the event's outbox rows inside the caller's
-//! transaction (so the event and whatever it reports commit together); `after_commit` enqueues the
+//! transaction (so the event and whatever it reports commit together) and returns their ids
+//! (`OutboxIds`); the caller hands those to `after_commit` once it committed, which enqueues the
 //! deliveries and publishes to live subscribers. `publish` does both for events with nothing else to persist.
 //! Delivering is the workers' job; a row whose enqueue is lost is found by the outbox reconciler.
 //! `settle` is the one rule for the network's acknowledgement of received traffic (`engine::Ack`): taken once
@@ -8,7 +9,6 @@
 
 use std::sync::Arc;
 
-use dashmap::DashMap;
 use serde::Serialize;
 use tokio::sync::broadcast;
 use wagate_workers::telemetry::propagation;
@@ -22,10 +22,6 @@ use crate::engine::Ack;
 use crate::store::outbox::{self as outbox_store, NewOutboxRow};
 use crate::store::{DataPool, DataTx, StoreError, StoreResult, now_ms, to_json};
 
-/// Rows written by `publish_in` whose `after_commit` never came (the transaction rolled back) are forgotten
-/// after this long.
-const PENDING_TTL_MS: i64 = 5 * 60 * 1000;
-
 #[derive(Clone)]
 pub(crate) struct Pipeline {
     db: DataPool,
@@ -33,12 +29,14 @@ pub(crate) struct Pipeline {
     enqueuer: Option<Enqueuer>,
     hub: Hub,
     subscriptions: Arc<SubscriptionCache>,
-    /// Outbox ids written per event (by idempotency key) and not yet enqueued: `after_commit` takes them.
-    pending: Arc<DashMap<String, PendingRows>>,
 }
 
-/// An event's outbox ids waiting for the commit: when written, the ids, and the `traceparent` their jobs carry.
-type PendingRows = (i64, Vec<String>, Option<String>);
+/// The outbox rows one transaction wrote, per event that got any: the ids and the `traceparent` their
+/// delivery jobs carry. `publish_in` returns them; the transaction's owner hands them to `after_commit`
+/// once it committed (a rolled-back transaction just drops them: its rows never existed).
+#[derive(Debug, Default)]
+#[must_use = "outbox ids are enqueued only when handed to after_commit"]
+pub(crate) struct OutboxIds(Vec<(Vec<String>, Option<String>)>);
 
 /// The trace context an event's delivery jobs carry: a span for the outbox write, in the event's trace.
 fn outbox_trace(event: &Event, rows: usize) -> Option<String> {
@@ -66,7 +64,6 @@ impl Pipeline {
             db,
             enqueuer: None,
             hub: Hub::default(),
-            pending: Arc::new(DashMap::new()),
         }
     }
 
@@ -83,10 +80,15 @@ impl Pipeline {
 
     /// Writes the outbox rows of `events` for every subscribed, active webhook whose filters pass, all of them
     /// in a few multi-row statements.
-    pub(crate) async fn publish_in(&self, tx: &mut DataTx, events: &[Event]) -> StoreResult<()> {
+    pub(crate) async fn publish_in(
+        &self,
+        tx: &mut DataTx,
+        events: &[Event],
+    ) -> StoreResult<OutboxIds> {
         // Per event with at least one row: the event, its envelope, and (outbox id, webhook id) per row.
         let mut planned: Vec<Planned<'_>> = Vec::new();
         for event in events {
+            crate::hooks::hooks().webhook_before(event);
             let subs = self
                 .subscriptions
                 .for_session_in(tx, &event.session_id)
@@ -108,7 +110,7 @@ impl Pipeline {
             }
         }
         if planned.is_empty() {
-            return Ok(());
+            return Ok(OutboxIds::default());
         }
         let now = now_ms();
         let rows: Vec<NewOutboxRow<'_>> = planned
@@ -126,22 +128,20 @@ impl Pipeline {
             })
             .collect();
         outbox_store::insert_many_in(tx, &rows, self.enqueuer.is_some()).await?;
-        for (event, _, targets) in planned {
-            let trace = outbox_trace(event, targets.len());
-            let ids = targets.into_iter().map(|(id, _)| id).collect();
-            self.pending
-                .insert(event.idempotency_key.clone(), (now, ids, trace));
-        }
-        Ok(())
+        let written = planned
+            .into_iter()
+            .map(|(event, _, targets)| {
+                let trace = outbox_trace(event, targets.len());
+                (targets.into_iter().map(|(id, _)| id).collect(), trace)
+            })
+            .collect();
+        Ok(OutboxIds(written))
     }
 
     /// After the transaction committed: hand the deliveries to the enqueuer (it never waits) and publish to
     /// live subscribers.
-    pub(crate) async fn after_commit(&self, events: Vec<Event>) {
-        let rows = events
-            .iter()
-            .filter_map(|e| self.pending.remove(&e.idempotency_key))
-            .map(|(_, (_, ids, trace))| (ids, trace));
+    pub(crate) async fn after_commit(&self, events: Vec<Event>, outbox: OutboxIds) {
+        let rows = outbox.0.into_iter();
         if let Some(enqueuer) = &self.enqueuer {
             if wagate_workers::telemetry::tracing_enabled() {
                 for (ids, trace) in rows {
@@ -159,10 +159,11 @@ impl Pipeline {
     /// Persists and publishes one event that carries nothing else to persist.
     pub(crate) async fn publish(&self, event: Event) -> StoreResult<()> {
         let mut tx = crate::store::begin(&self.db).await?;
-        self.publish_in(&mut tx, std::slice::from_ref(&event))
+        let outbox = self
+            .publish_in(&mut tx, std::slice::from_ref(&event))
             .await?;
         tx.commit().await?;
-        self.after_commit(vec![event]).await;
+        self.after_commit(vec![event], outbox).await;
         Ok(())
     }
 
@@ -176,10 +177,8 @@ impl Pipeline {
         &self.hub
     }
 
-    /// Drops bookkeeping of rows whose transaction never committed; then prunes settled outbox rows.
+    /// Prunes settled outbox rows.
     pub(crate) async fn housekeep(&self, keep_settled_ms: i64) -> StoreResult<u64> {
-        let cutoff = now_ms() - PENDING_TTL_MS;
-        self.pending.retain(|_, (at, _, _)| *at > cutoff);
         outbox_store::prune_settled(&self.db, now_ms() - keep_settled_ms).await
     }
 }

@@ -1,6 +1,8 @@
-//! Status (story) persistence: the session's own posts (with their media, to serve it again) and the
-//! statuses it receives (`EngineEvent::Status`, written before the `status.received` event goes out).
-//! Maps engine records to `status_updates` rows; the SQL is in `store/status_updates.rs`.
+//! Status (story) rows: the session's own posts (with their media, to serve it again) and the statuses it
+//! receives (`EngineEvent::Status`). Maps engine records to `status_updates` rows, which the event path's
+//! one writer (`messaging/record.rs` -> `messaging/commit.rs`) writes: a received status in the same
+//! transaction as its `status.received` outbox rows. Reads media back; the SQL is in
+//! `store/status_updates.rs`.
 
 use base64::Engine as _;
 use serde_json::json;
@@ -31,49 +33,57 @@ fn row(session_id: &str, update: &StatusUpdate, direction: StatusDirection) -> N
     }
 }
 
-/// Records a status a contact posted and this session may see; its media (downloaded by the engine)
-/// goes into the media store first. A store that cannot take it leaves the status without media, logged.
-pub(crate) async fn persist_received(
-    db: &DataPool,
+/// Puts the media of a received status (downloaded by the engine) into the media store, before its row
+/// is recorded. A store that cannot take it leaves the status without media, logged.
+pub(crate) async fn store_received_media(
     media: &MediaStore,
     session_id: &str,
     update: &StatusUpdate,
-) -> StoreResult<()> {
-    let mut new = row(session_id, update, StatusDirection::Incoming);
-    if let Some(m) = &update.media {
-        match media.put_bytes(session_id, &m.data).await {
-            Ok(stored) => {
-                new.media = Some(media_meta(&m.mimetype, &stored));
-                new.media_key = Some(stored.key);
-            }
-            Err(err) => {
-                tracing::warn!(session_id, status_id = %update.status_id, error = %err, "received status media not stored");
-            }
+) -> Option<StoredMedia> {
+    let m = update.media.as_ref()?;
+    match media.put_bytes(session_id, &m.data).await {
+        Ok(stored) => Some(stored),
+        Err(err) => {
+            tracing::warn!(session_id, status_id = %update.status_id, error = %err, "received status media not stored");
+            None
         }
     }
-    status_updates::insert(db, &new).await
+}
+
+/// The row of a status a contact posted and this session may see, pointing at its media object when
+/// `store_received_media` stored one.
+pub(crate) fn received_row(
+    session_id: &str,
+    update: &StatusUpdate,
+    stored: Option<&StoredMedia>,
+) -> NewStatus {
+    let mut new = row(session_id, update, StatusDirection::Incoming);
+    if let (Some(m), Some(stored)) = (&update.media, stored) {
+        new.media = Some(media_meta(&m.mimetype, stored));
+        new.media_key = Some(stored.key.clone());
+    }
+    new
 }
 
 fn media_meta(mimetype: &str, stored: &StoredMedia) -> String {
     json!({ "mimetype": mimetype, "sizeBytes": stored.size }).to_string()
 }
 
-/// Records the session's own post, with its media (`mimetype` and the object already in the media
+/// The row of the session's own post, with its media (`mimetype` and the object already in the media
 /// store) and audience.
-pub(crate) async fn persist_own(
-    db: &DataPool,
+pub(crate) fn own_row(
     session_id: &str,
     update: &StatusUpdate,
     media: Option<(&str, &StoredMedia)>,
     recipients: &[Jid],
-) -> StoreResult<()> {
+) -> NewStatus {
     let mut new = row(session_id, update, StatusDirection::Outgoing);
     if let Some((mimetype, stored)) = media {
         new.media = Some(media_meta(mimetype, stored));
         new.media_key = Some(stored.key.clone());
     }
     new.recipients = Some(json!(recipients).to_string());
-    status_updates::insert(db, &new).await
+    new
 }
 
 /// Where a status's media is: an object of the media store, or (a row not moved yet) inline.

@@ -1,5 +1,6 @@
 //! Pipeline tests on a real SQLite file: outbox rows per matching webhook inside the transaction, filters,
-//! inactive webhooks, cache invalidation, and the stored envelope's shape.
+//! inactive webhooks, cache invalidation, the stored envelope's shape, and a received status's row
+//! committed with its outbox rows by the event path's writer.
 
 use serde_json::json;
 use wagate_proto::EventName;
@@ -129,9 +130,51 @@ async fn rows_roll_back_with_the_transaction_and_cache_needs_invalidation() {
     );
     p.subscriptions().invalidate(SID);
     let mut tx = crate::store::begin(&db).await.unwrap();
-    p.publish_in(&mut tx, &[received()]).await.unwrap();
+    let _rolled_back = p.publish_in(&mut tx, &[received()]).await.unwrap();
     drop(tx);
     assert!(outbox(&db).await.is_empty());
     p.publish(received()).await.unwrap();
     assert_eq!(outbox(&db).await.len(), 1);
+}
+
+/// A received status is recorded by the event path's one writer: its row and its `status.received` outbox
+/// row commit together, the network's ack is taken only after that commit, and the same status handed over
+/// again (a redelivery) writes and publishes nothing more.
+#[tokio::test]
+async fn a_received_status_commits_with_its_outbox_rows_once() {
+    use crate::engine::{Ack, EngineEvent, MessageType, StatusUpdate};
+    use crate::media::{FetchOptions, MediaStore};
+    use crate::messaging::Recorder;
+
+    let (dir, db) = db().await;
+    webhook_store::insert(&db, &hook("a", &["status.received"], None))
+        .await
+        .unwrap();
+    let media = MediaStore::new(dir.path().join("media"), 1 << 20, FetchOptions::default());
+    let recorder = Recorder::new(db.clone(), Pipeline::new(db.clone()), media);
+    let update = StatusUpdate {
+        status_id: "st1".into(),
+        contact: wagate_proto::Jid::parse("111@c.us").unwrap(),
+        kind: MessageType::Text,
+        caption: Some("hi".into()),
+        has_media: false,
+        posted_at: 1,
+        expires_at: 86_401,
+        media: None,
+    };
+    for _ in 0..2 {
+        let (taken, settled) = tokio::sync::oneshot::channel();
+        let ack = Ack::new(move |ok: bool| {
+            let _ = taken.send(ok);
+        });
+        let event = EngineEvent::Status(update.clone());
+        recorder.record_event(SID, &event, ack).await;
+        assert_eq!(settled.await.ok(), Some(true), "ack taken after the commit");
+    }
+    let statuses: Vec<(String, String)> = with_pool!(&db, p => sqlx::query_as(
+        "SELECT status_id, direction FROM status_updates").fetch_all(p).await)
+    .unwrap();
+    assert_eq!(statuses, [("st1".to_string(), "incoming".to_string())]);
+    let events: Vec<String> = outbox(&db).await.into_iter().map(|r| r.1).collect();
+    assert_eq!(events, ["status.received"]);
 }

@@ -17,7 +17,6 @@ use super::engine_call::{bounded, jid, ready_engine};
 use super::error::{ApiError, ApiResult};
 use super::extract::{ApiJson, ApiPath, ApiQuery, SessionId};
 use crate::app::ApiContext;
-use crate::engine;
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
@@ -29,21 +28,6 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
         .routes(routes!(mute_channel))
         .routes(routes!(demote_channel_admin))
         .routes(routes!(transfer_channel_owner))
-}
-
-impl From<engine::Channel> for Channel {
-    fn from(c: engine::Channel) -> Channel {
-        Channel {
-            id: c.id.to_string(),
-            name: c.name,
-            description: c.description,
-            invite_code: c.invite_code,
-            subscriber_count: c.subscriber_count,
-            picture: c.picture,
-            verified: c.verified,
-            created_at: c.created_at,
-        }
-    }
 }
 
 fn path_channel(path: &(String, String)) -> ApiResult<Jid> {

@@ -16,7 +16,7 @@ use super::engine_call::{Page, bounded, jid, ready_engine};
 use super::error::{ApiError, ApiResult};
 use super::extract::{ApiJson, ApiPath, SessionId};
 use crate::app::ApiContext;
-use crate::engine::{self, ChatState};
+use crate::engine::ChatState;
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
@@ -28,24 +28,6 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
         .routes(routes!(set_chat_typing))
         .routes(routes!(clear_chat))
         .routes(routes!(delete_chat))
-}
-
-impl From<engine::ChatSummary> for ChatSummary {
-    fn from(c: engine::ChatSummary) -> ChatSummary {
-        ChatSummary {
-            is_group: c.id.is_group(),
-            kind: c.id.kind().as_str().to_string(),
-            id: c.id.to_string(),
-            name: c.name,
-            unread_count: c.unread_count,
-            timestamp: c.timestamp,
-            last_message: c.last_message,
-            archived: c.archived,
-            pinned: c.pinned,
-            muted: c.muted,
-            mute_expiration: if c.muted { c.mute_expiration } else { 0 },
-        }
-    }
 }
 
 /// GET /api/sessions/{sessionId}/chats

@@ -18,7 +18,7 @@ use super::engine_call::{bounded, jid, ready_engine};
 use super::error::{ApiError, ApiResult};
 use super::extract::{ApiJson, ApiPath, ApiQuery, SessionId};
 use crate::app::ApiContext;
-use crate::engine::{self, EngineError};
+use crate::engine::EngineError;
 
 /// At most this many ids are looked up by one profile-pictures request.
 const MAX_PICTURE_IDS: usize = 50;
@@ -33,20 +33,6 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
         .routes(routes!(get_profile_picture))
         .routes(routes!(get_contact_phone))
         .routes(routes!(block_contact, unblock_contact))
-}
-
-impl From<engine::Contact> for ContactRecord {
-    fn from(c: engine::Contact) -> ContactRecord {
-        ContactRecord {
-            number: (c.id.server() == "c.us").then(|| c.id.user().to_string()),
-            id: c.id.to_string(),
-            name: c.name,
-            push_name: c.push_name,
-            is_my_contact: c.is_my_contact,
-            is_blocked: c.is_blocked,
-            profile_pic_url: c.profile_pic_url,
-        }
-    }
 }
 
 fn path_contact(path: &(String, String)) -> ApiResult<Jid> {

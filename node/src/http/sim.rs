@@ -15,9 +15,9 @@ use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
 use super::extract::{ApiJson, ApiQuery, SessionId};
 use crate::app::ApiContext;
-use crate::engine::sim::SimNetwork;
-use crate::engine::sim::control::InboundSpec;
 use crate::engine::{AckStatus, CallPhase, GroupAction, GroupChanges, MessageType, ReceivedMedia};
+use wagate_engine_sim::SimNetwork;
+use wagate_engine_sim::control::InboundSpec;
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()

@@ -14,12 +14,13 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 use crate::engine::{Ack, AckStatus};
-use crate::events::pipeline::settle;
+use crate::events::pipeline::{OutboxIds, settle};
 use crate::events::{Event, Pipeline};
 use std::collections::HashMap;
 
 use crate::store::messages::{self as message_store, MessageRow, StatusMove};
 use crate::store::reactions::{self, ReactionRow};
+use crate::store::status_updates::{self, NewStatus};
 use crate::store::{self, DataPool, DataTx, StoreError, StoreResult};
 
 /// Writes committed together at most.
@@ -45,6 +46,8 @@ pub(crate) enum Change {
         body: String,
     },
     Reaction(ReactionRow),
+    /// A status post (received, or the session's own); a repeat of a stored one publishes nothing.
+    StatusPost(Box<NewStatus>),
 }
 
 pub(crate) struct Write {
@@ -137,8 +140,8 @@ async fn run(db: DataPool, pipeline: Pipeline, mut rx: mpsc::Receiver<Waiting>) 
         let span = group_span(&group);
         let writes: Vec<&Write> = group.iter().map(|w| &w.write).collect();
         match commit_group(&db, &pipeline, &writes).instrument(span).await {
-            Ok(events) => {
-                pipeline.after_commit(events).await;
+            Ok((events, outbox)) => {
+                pipeline.after_commit(events, outbox).await;
                 for w in group {
                     w.finish(Ok(()));
                 }
@@ -147,8 +150,8 @@ async fn run(db: DataPool, pipeline: Pipeline, mut rx: mpsc::Receiver<Waiting>) 
                 tracing::debug!(error = %e, writes = group.len(), "group commit failed; writing one by one");
                 for w in group {
                     let result = match commit_group(&db, &pipeline, &[&w.write]).await {
-                        Ok(events) => {
-                            pipeline.after_commit(events).await;
+                        Ok((events, outbox)) => {
+                            pipeline.after_commit(events, outbox).await;
                             Ok(())
                         }
                         Err(e) => Err(e),
@@ -180,12 +183,13 @@ fn group_span(group: &[Waiting]) -> tracing::Span {
     span
 }
 
-/// Applies the writes in one transaction with their outbox rows; returns the events to publish.
+/// Applies the writes in one transaction with their outbox rows; returns the events to publish and the
+/// outbox ids to enqueue.
 async fn commit_group(
     db: &DataPool,
     pipeline: &Pipeline,
     writes: &[&Write],
-) -> StoreResult<Vec<Event>> {
+) -> StoreResult<(Vec<Event>, OutboxIds)> {
     let mut tx = store::begin(db).await?;
     let effective = apply_all(&mut tx, writes).await?;
     let events: Vec<Event> = writes
@@ -194,9 +198,9 @@ async fn commit_group(
         .filter(|(_, took)| *took)
         .filter_map(|(w, _)| w.event.clone())
         .collect();
-    pipeline.publish_in(&mut tx, &events).await?;
+    let outbox = pipeline.publish_in(&mut tx, &events).await?;
     tx.commit().await?;
-    Ok(events)
+    Ok((events, outbox))
 }
 
 /// The message a change is about.
@@ -218,14 +222,15 @@ fn key(change: &Change) -> (&str, &str) {
             ..
         } => (session_id, message_id),
         Change::Reaction(row) => (&row.session_id, &row.wa_message_id),
+        Change::StatusPost(row) => (&row.session_id, &row.status_id),
     }
 }
 
 /// Whether the group may be applied as: every insert first (a few multi-row statements), then every status
 /// move (one statement), then the rest in order. That gives the same rows as applying them one by one unless
 /// a change comes before an insert of its own message (it would have found no row), so then the group is
-/// applied in order. Status moves, revokes, edits and reactions touch different columns or tables, so they
-/// commute with each other, and a message's status moves add up to the highest one.
+/// applied in order. Status moves, revokes, edits, reactions and status posts touch different columns or
+/// tables, so they commute with each other, and a message's status moves add up to the highest one.
 fn batchable(writes: &[&Write]) -> bool {
     let mut last_insert: HashMap<(&str, &str), usize> = HashMap::new();
     for (i, w) in writes.iter().enumerate() {
@@ -334,5 +339,6 @@ async fn apply(tx: &mut DataTx, change: &Change) -> StoreResult<bool> {
             reactions::apply(tx, row).await?;
             Ok(true)
         }
+        Change::StatusPost(row) => status_updates::insert_in(tx, row).await,
     }
 }

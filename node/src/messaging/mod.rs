@@ -18,7 +18,6 @@ pub(crate) mod commit;
 pub(crate) mod draft;
 pub(crate) mod error;
 pub(crate) mod forward;
-pub(crate) mod hooks;
 pub(crate) mod idempotency;
 pub(crate) mod ops;
 pub(crate) mod pacing;

@@ -1,7 +1,9 @@
 //! `Recorder`: the message store's write path. An inbound message (or ack, revoke, edit, reaction) is
 //! persisted and its event's outbox rows written in ONE transaction, then published after commit; a
 //! message already stored (same `(session, waMessageId)`) produces no second event. Sends record the
-//! outgoing message and `message.sent` the same way. Input: `events::ingest` and the send path.
+//! outgoing message and `message.sent` the same way; a received status post (`status.received`) and the
+//! session's own posts go through the same writer. Input: `events::ingest`, the send path and
+//! `messaging/statuses.rs`.
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -11,6 +13,7 @@ use super::commit::{Change, GroupCommit, Write};
 use crate::engine::{Ack, AckStatus, EngineEvent, HistoryBatch, InboundMessage, PollVote};
 use crate::events::normalise::{INLINE_MEDIA_MAX_BYTES, normalise};
 use crate::events::pipeline::{PERSIST_FAILED_METRIC, settle};
+use crate::events::statuses;
 use crate::events::{Event, Pipeline};
 use crate::media::{MediaStore, StoredMedia};
 use crate::store::chat_states::{self, ChatFacts};
@@ -18,6 +21,7 @@ use crate::store::contact_names;
 use crate::store::messages::MessageRow;
 use crate::store::poll_votes::{self, PollVoteRow};
 use crate::store::reactions::ReactionRow;
+use crate::store::status_updates::NewStatus;
 use crate::store::{DataPool, StoreResult, now_ms, to_json};
 
 /// What the `media` column holds: the file's content address and how to present it.
@@ -91,6 +95,7 @@ impl Recorder {
                 | EngineEvent::Reaction { .. }
                 | EngineEvent::History(_)
                 | EngineEvent::PollVote(_)
+                | EngineEvent::Status(_)
         )
     }
 
@@ -116,6 +121,7 @@ impl Recorder {
         let change = match event {
             EngineEvent::Message(msg) => {
                 if !msg.from_me {
+                    crate::hooks::hooks().message_received(session_id, msg);
                     metrics::counter!(
                         wagate_workers::telemetry::metrics::MESSAGES_RECEIVED,
                         "type" => msg.kind.as_str()
@@ -158,6 +164,11 @@ impl Recorder {
                 sender_id.to_string(),
                 reaction,
             )),
+            EngineEvent::Status(update) => {
+                let stored = statuses::store_received_media(&self.media, session_id, update).await;
+                let row = statuses::received_row(session_id, update, stored.as_ref());
+                Change::StatusPost(Box::new(row))
+            }
             _ => {
                 let result = self.pipeline.publish(normalised).await;
                 return settle(ack, session_id, &result);
@@ -190,6 +201,16 @@ impl Recorder {
             .commit(Write {
                 change: Change::Insert(Box::new(row)),
                 event: Some(event),
+            })
+            .await
+    }
+
+    /// Records a status post the session made (no event: the route answers it).
+    pub(crate) async fn record_own_status(&self, row: NewStatus) -> StoreResult<()> {
+        self.writer
+            .commit(Write {
+                change: Change::StatusPost(Box::new(row)),
+                event: None,
             })
             .await
     }

@@ -10,7 +10,7 @@ use super::error::{MessagingResult, message_not_found};
 use super::record::MediaMeta;
 use crate::engine::{
     InboundMessage, MediaMessage, MediaSource, MessageContent, OutgoingMessage, QuotedRef,
-    SentMessage, StoredBlob,
+    SentMessage,
 };
 use crate::store::messages::{self as message_store, MessageRow};
 
@@ -60,7 +60,7 @@ impl MessagingService {
             quoted_id: quoted.as_ref().map(|q| q.wa_message_id.clone()),
             mentions: draft.mentions,
         };
-        super::hooks::message_sending(session_id, &msg);
+        crate::hooks::hooks().message_sending(session_id, &msg);
         self.pace(session_id, &msg.to).await?;
         let result = tracing::Instrument::instrument(
             engine.send(msg.clone()),
@@ -127,10 +127,9 @@ impl MessagingService {
         let meta = MediaMeta::new(&stored, mimetype.clone(), draft.filename.clone());
         let message = MediaMessage {
             kind: draft.kind,
-            source: MediaSource::Stored(StoredBlob {
-                store: media.clone(),
+            source: MediaSource::Stored {
                 key: stored.key.clone(),
-            }),
+            },
             mimetype,
             filename: draft.filename,
             caption: draft.caption,

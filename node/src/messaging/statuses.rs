@@ -1,6 +1,7 @@
 //! The session's own status posts: post through the ready engine, keep the post (the key of its media
 //! object and its audience) for the status routes, forget it, stream its media back from the media store.
-//! The rows are written by `events::statuses`.
+//! The row is built by `events::statuses` and written by the event path's one writer
+//! (`Recorder::record_own_status`).
 
 use wagate_proto::Jid;
 
@@ -23,8 +24,8 @@ impl MessagingService {
         let engine = self.sessions.ready_engine(session)?;
         let audience: Vec<Jid> = post.recipients.clone();
         let update = engine.post_status(post).await?;
-        if let Err(err) = statuses::persist_own(&self.db, session, &update, media, &audience).await
-        {
+        let row = statuses::own_row(session, &update, media, &audience);
+        if let Err(err) = self.recorder.record_own_status(row).await {
             tracing::warn!(session_id = session, error = %err, "own status post not persisted");
         }
         Ok(update)

@@ -8,16 +8,24 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cluster::lease::Leases;
 use crate::engine::EngineFactory;
+use crate::engine::store::EngineStore;
 use crate::events::Pipeline;
 use crate::events::ingest::Ingest;
 use crate::media::MediaStore;
 use crate::store::DataPool;
+use crate::store::sessions as session_store;
+
+use super::error::SessionResult;
 
 pub(crate) struct Deps {
     pub db: DataPool,
     pub pipeline: Pipeline,
     pub ingest: Ingest,
     pub factory: Arc<dyn EngineFactory>,
+    /// What every engine context carries of the node's data (the engine API's store interface,
+    /// implemented by `engine/node_store.rs`); its media is `media` bound to the session
+    /// (`engine/node_media.rs`).
+    pub engine_store: Arc<dyn EngineStore>,
     /// `DATA_DIR/sessions`: engine auth directories, keyed by session id.
     pub sessions_dir: PathBuf,
     pub shutdown: CancellationToken,
@@ -29,6 +37,17 @@ pub(crate) struct Deps {
     pub ack_on_receipt: bool,
     /// Session records for the read routes; every session-row write invalidates (`cache.rs`).
     pub records: super::cache::RecordCache,
-    /// The session's media objects go with it on delete.
+    /// The media store: engines reach it bound to their session; the session's objects go with it on
+    /// delete.
     pub media: MediaStore,
+}
+
+impl Deps {
+    /// Forgets a session's credentials everywhere they live: the `LinkedAccount` rows the node stores
+    /// (`engine_auth`), then whatever the engine kind keeps on its own (the factory's wipe).
+    pub(crate) async fn forget_credentials(&self, id: &str) -> SessionResult<()> {
+        session_store::delete_engine_auth(&self.db, id).await?;
+        self.factory.wipe_credentials(id).await?;
+        Ok(())
+    }
 }

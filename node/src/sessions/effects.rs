@@ -109,7 +109,9 @@ pub(crate) async fn apply_local(
             st.push_name = None;
         }
         Effect::ForgetCredentials => {
-            session_store::delete_engine_auth(&rt.deps.db, &rt.id).await?;
+            rt.deps.forget_credentials(&rt.id).await.map_err(|err| {
+                crate::store::StoreError::Corrupt(format!("credentials not wiped: {err}"))
+            })?;
             st.has_credentials = false;
             st.desired_running = false;
         }
@@ -134,7 +136,7 @@ pub(crate) async fn apply_local(
             tracing::warn!(session_id = %rt.id, "relink_required: a previously linked session asks for a QR again");
         }
         Effect::FireErrorHook => {
-            tracing::debug!(session_id = %rt.id, hook = "session:error", "plugin hook point")
+            crate::hooks::hooks().session_error(&rt.id, st.last_error.as_deref());
         }
         _ => {}
     }
@@ -159,10 +161,13 @@ fn set_phone(st: &mut RunState) {
 pub(crate) async fn emit(rt: &Runtime, st: &RunState, effect: &Effect, trigger: &Trigger) {
     let id = rt.id.as_str();
     let (name, data) = match effect {
-        Effect::EmitStatus => (
-            EventName::SessionStatus,
-            json!({ "sessionId": id, "status": st.status }),
-        ),
+        Effect::EmitStatus => {
+            crate::hooks::hooks().session_status(id, st.status);
+            (
+                EventName::SessionStatus,
+                json!({ "sessionId": id, "status": st.status }),
+            )
+        }
         Effect::EmitQr => (
             EventName::SessionQr,
             json!({ "sessionId": id, "qr": st.qr }),

@@ -1,12 +1,12 @@
 //! What a session does itself with a non-lifecycle engine event, before the event pipeline sees it:
 //! reject an incoming call when the session's config says `autoRejectCalls` (re-read from the store on
-//! every call, so a config change applies to the next ring), and persist a received status post.
+//! every call, so a config change applies to the next ring). A received status post is recorded by the
+//! event path with its event (`messaging/record.rs`).
 
 use std::sync::Arc;
 
 use super::runtime::Runtime;
 use crate::engine::{CallEvent, CallPhase, EngineEvent};
-use crate::events::statuses;
 use crate::store::sessions as session_store;
 
 /// Runs the session-side effects of `event`; failures are logged, never returned to the engine.
@@ -14,13 +14,6 @@ pub(super) async fn before_ingest(runtime: &Runtime, event: &EngineEvent) {
     match event {
         EngineEvent::Call(call) if call.phase == CallPhase::Received => {
             auto_reject_call(runtime, call).await;
-        }
-        EngineEvent::Status(update) => {
-            let db = &runtime.deps.db;
-            let media = &runtime.deps.media;
-            if let Err(err) = statuses::persist_received(db, media, &runtime.id, update).await {
-                tracing::warn!(session_id = %runtime.id, error = %err, "received status not persisted");
-            }
         }
         _ => {}
     }

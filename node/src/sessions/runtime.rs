@@ -19,6 +19,8 @@ use super::error::{SessionError, SessionResult};
 use super::run_state::RunState;
 use super::state::{Context, Effect, Trigger, transition};
 use crate::cluster::lease::Lease;
+use crate::engine::media::EngineMedia;
+use crate::engine::node_media::SessionMedia;
 use crate::engine::{
     Ack, Engine, EngineContext, EngineError, EventSender, Incoming, LinkedAccount, event_channel,
 };
@@ -230,6 +232,8 @@ impl Runtime {
             data_dir,
             proxy_url: st.proxy_url.clone(),
             linked,
+            store: self.deps.engine_store.clone(),
+            media: self.engine_media(),
         };
         let engine = self.deps.factory.create(ctx);
         *self.engine.lock() = Some(engine.clone());
@@ -251,8 +255,15 @@ impl Runtime {
                 tracing::warn!(session_id = %self.id, error = %err, "could not load engine credentials");
                 None
             }),
+            store: self.deps.engine_store.clone(),
+            media: self.engine_media(),
         };
         self.deps.factory.create(ctx)
+    }
+
+    /// The media store as this session's engine reaches it (`EngineContext::media`).
+    fn engine_media(&self) -> Arc<dyn EngineMedia> {
+        Arc::new(SessionMedia::new(self.deps.media.clone(), self.id.as_str()))
     }
 
     async fn load_credentials(&self) -> Result<Option<LinkedAccount>, StoreError> {

@@ -282,7 +282,7 @@ impl SessionService {
             runtime.unload().await;
             self.leases.release(id, runtime.lease).await;
         }
-        session_store::delete_engine_auth(&self.deps.db, id).await?;
+        self.deps.forget_credentials(id).await?;
         let deleted = session_store::delete(&self.deps.db, id).await;
         self.deps.records.invalidate(id).await;
         deleted?;

@@ -16,7 +16,7 @@ use sqlx::{Executor, SqlitePool};
 
 use super::{DataPool, StoreError, StoreResult, with_pool};
 
-fn migrate_error(err: wagate_workers::db::DbError) -> StoreError {
+fn migrate_error(err: wagate_db::DbError) -> StoreError {
     StoreError::Corrupt(format!("data database migration failed: {err}"))
 }
 

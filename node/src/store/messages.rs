@@ -65,6 +65,14 @@ const PAGE: &str = "SELECT * FROM messages WHERE session_id = $1 \
      AND ($4 IS NULL OR direction = $4) AND ($5 IS NULL OR type = $5) \
      AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) \
      ORDER BY created_at DESC, id DESC LIMIT $8 OFFSET $9";
+/// One row per chat: its name, newest message time and body, and inbound messages not read yet.
+const CHATS: &str = "SELECT chat_id, MAX(chat_name) AS name, MAX(timestamp) AS ts, \
+     SUM(CASE WHEN direction = 'incoming' AND status <> 'read' THEN 1 ELSE 0 END) AS unread, \
+     (SELECT body FROM messages l WHERE l.session_id = $1 AND l.chat_id = m.chat_id \
+      ORDER BY l.timestamp DESC, l.id DESC LIMIT 1) AS last_body \
+     FROM messages m WHERE session_id = $1 GROUP BY chat_id ORDER BY ts DESC";
+const DIRECT_CHATS: &str = "SELECT chat_id, MAX(chat_name) FROM messages \
+     WHERE session_id = $1 AND is_group = FALSE GROUP BY chat_id ORDER BY chat_id";
 const CHAT_EXISTS: &str =
     "SELECT COUNT(*) FROM messages WHERE session_id = $1 AND chat_id = $2 AND id <> $3";
 
@@ -363,6 +371,22 @@ pub(crate) async fn find(
 ) -> StoreResult<Option<MessageRow>> {
     let db = &super::backends::read_pool(db);
     Ok(with_pool!(db, p => sqlx::query_as(FIND).bind(session_id).bind(id).fetch_optional(p).await)?)
+}
+
+/// Per chat of the session: `(chat id, name, newest time, unread inbound count, newest body)`, newest
+/// first (the chat list of engines that cannot ask the network for it).
+pub(crate) type ChatRow = (String, Option<String>, i64, i64, Option<String>);
+
+pub(crate) async fn chats(db: &DataPool, session_id: &str) -> StoreResult<Vec<ChatRow>> {
+    Ok(with_pool!(db, p => sqlx::query_as(CHATS).bind(session_id).fetch_all(p).await)?)
+}
+
+/// `(chat id, name)` of the session's one-to-one chats, by id.
+pub(crate) async fn direct_chats(
+    db: &DataPool,
+    session_id: &str,
+) -> StoreResult<Vec<(String, Option<String>)>> {
+    Ok(with_pool!(db, p => sqlx::query_as(DIRECT_CHATS).bind(session_id).fetch_all(p).await)?)
 }
 
 /// A page, newest first. Read on the read-only pool (see `backends::read_pool`), whose connections keep

@@ -25,7 +25,7 @@ pub(crate) mod webhooks;
 /// The data database, on either backend (shared with the workers crate, which links the same tables).
 /// Queries are written once and compiled for both arms by [`with_pool!`]: `$n` placeholders,
 /// `ON CONFLICT` and `RETURNING` mean the same on both.
-pub use wagate_workers::db::DataPool;
+pub use wagate_db::DataPool;
 
 /// Runs `$body` with `$p` bound to the concrete pool of either backend.
 macro_rules! with_pool {
@@ -56,7 +56,7 @@ pub(crate) use execute;
 /// An open transaction on the data DB, on either backend. Store functions that must share one
 /// transaction (persist an event and its outbox rows) take `&mut DataTx`.
 pub enum DataTx {
-    /// The transaction, then this process's write turn (`wagate_workers::db::write_turn`): fields drop in
+    /// The transaction, then this process's write turn (`wagate_db::write_turn`): fields drop in
     /// order, so the turn passes on only once the transaction is finished.
     Sqlite(
         sqlx::Transaction<'static, sqlx::Sqlite>,
@@ -74,7 +74,7 @@ pub enum DataTx {
 pub async fn begin(db: &DataPool) -> StoreResult<DataTx> {
     Ok(match db {
         DataPool::Sqlite(p) => {
-            let turn = wagate_workers::db::write_turn(db).await;
+            let turn = wagate_db::write_turn(db).await;
             DataTx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?, turn)
         }
         DataPool::Postgres(p) => DataTx::Postgres(p.begin().await?),

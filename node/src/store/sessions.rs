@@ -282,15 +282,9 @@ pub(crate) async fn load_engine_auth(
     )
 }
 
-/// Forgets every engine's credentials of the session (logout, delete): the `engine_auth` rows and the
-/// socket engine's auth state, whose tables and SQL belong to `wagate_engine_socket::store`.
+/// Forgets the credentials the node stored for the session (logout, delete). What an engine keeps on its
+/// own is wiped by its factory (`EngineFactory::wipe_credentials`, called next by the session service).
 pub(crate) async fn delete_engine_auth(db: &DataPool, id: &str) -> StoreResult<()> {
     execute!(db, sqlx::query(DELETE_AUTH).bind(id))?;
-    wagate_engine_socket::store::delete_session_state(db, id)
-        .await
-        .map_err(|err| match err.downcast::<sqlx::Error>() {
-            Ok(db_err) => StoreError::from(db_err),
-            Err(other) => StoreError::Corrupt(format!("{other:#}")),
-        })?;
     Ok(())
 }

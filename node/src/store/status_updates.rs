@@ -1,8 +1,10 @@
-//! The `status_updates` table: status posts the session made (with the key of their media object, so it
-//! can be served again) and statuses it received. Rows are written after the engine posted or reported them; reads
-//! of live statuses go to the engine, only media is served from here.
+//! The `status_updates` table: status posts the session made (with the key of their media object in the
+//! media store, so it can be served again) and statuses it received. Rows are written inside the event
+//! path's transaction (`messaging/commit.rs`) after the engine posted or reported them; reads of live
+//! statuses go to the engine, only media is served from here. Rows written before migration 0060 still
+//! hold their media inline until the boot pass moves it (`inline_media`, `set_media_key`).
 
-use super::{DataPool, StoreResult, execute, now_ms, with_pool};
+use super::{DataPool, DataTx, StoreResult, execute, execute_tx, now_ms, with_pool};
 
 const INSERT: &str = "INSERT INTO status_updates (id, session_id, status_id, contact, direction, type, \
      caption, has_media, media, media_key, recipients, posted_at, expires_at, created_at) \
@@ -15,6 +17,37 @@ const SELECT_INLINE_MEDIA: &str = "SELECT id, session_id, media FROM status_upda
 const SET_MEDIA_KEY: &str =
     "UPDATE status_updates SET media = $2, media_key = $3 WHERE id = $1 AND media_key IS NULL";
 const DELETE: &str = "DELETE FROM status_updates WHERE session_id = $1 AND status_id = $2";
+const LIVE: &str = "SELECT status_id, contact, type, caption, has_media, posted_at, expires_at \
+     FROM status_updates WHERE session_id = $1 AND direction = $2 AND expires_at > $3 \
+     AND ($4 IS NULL OR contact = $4) ORDER BY posted_at DESC";
+const RECIPIENTS: &str = "SELECT recipients FROM status_updates \
+     WHERE session_id = $1 AND status_id = $2 AND direction = 'outgoing'";
+
+/// A live status: `(status id, contact, type, caption, has media, posted at ms, expires at ms)`.
+pub(crate) type LiveStatusRow = (String, String, String, Option<String>, bool, i64, i64);
+
+/// Statuses of `direction` not expired at `now_ms`, newest first; `contact` narrows to one account.
+pub(crate) async fn live(
+    db: &DataPool,
+    session_id: &str,
+    direction: StatusDirection,
+    now_ms: i64,
+    contact: Option<&str>,
+) -> StoreResult<Vec<LiveStatusRow>> {
+    Ok(with_pool!(db, p => sqlx::query_as(LIVE)
+        .bind(session_id).bind(direction.as_str()).bind(now_ms).bind(contact).fetch_all(p).await)?)
+}
+
+/// The recipients (JSON array) of an own status post; outer `None` when no such post is stored.
+pub(crate) async fn recipients(
+    db: &DataPool,
+    session_id: &str,
+    status_id: &str,
+) -> StoreResult<Option<Option<String>>> {
+    let row: Option<(Option<String>,)> = with_pool!(db, p => sqlx::query_as(RECIPIENTS)
+        .bind(session_id).bind(status_id).fetch_optional(p).await)?;
+    Ok(row.map(|(r,)| r))
+}
 
 /// Whether the session posted the status or received it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,11 +83,12 @@ pub(crate) struct NewStatus {
     pub expires_at_ms: i64,
 }
 
-/// Writes a status once; a repeat of the same `(session, status id)` is ignored.
-pub(crate) async fn insert(db: &DataPool, row: &NewStatus) -> StoreResult<()> {
+/// Writes a status once inside `tx`; a repeat of the same `(session, status id)` is ignored. Answers
+/// whether the row was new.
+pub(crate) async fn insert_in(tx: &mut DataTx, row: &NewStatus) -> StoreResult<bool> {
     let id = uuid::Uuid::now_v7().to_string();
-    execute!(
-        db,
+    let written = execute_tx!(
+        tx,
         sqlx::query(INSERT)
             .bind(&id)
             .bind(&row.session_id)
@@ -71,7 +105,7 @@ pub(crate) async fn insert(db: &DataPool, row: &NewStatus) -> StoreResult<()> {
             .bind(row.expires_at_ms)
             .bind(now_ms())
     )?;
-    Ok(())
+    Ok(written > 0)
 }
 
 /// The stored media JSON of a status and its object key, `None` when the status or its media is unknown.

@@ -149,8 +149,8 @@ async fn engine_auth_goes_with_the_session(db: &DataPool) {
     ));
 }
 
-/// Logout (`delete_engine_auth`) forgets the socket engine's auth state but keeps the session; deleting
-/// the session takes whatever the engine wrote since.
+/// Logout (the socket factory's credential wipe) forgets the socket engine's auth state but keeps the
+/// session; deleting the session takes whatever the engine wrote since.
 async fn socket_state_goes_with_logout_and_delete(db: &DataPool) {
     use wagate_engine_socket::store::SqlBackend;
     use wagate_engine_socket::whatsapp_rust::wacore::store::traits::SignalStore;
@@ -168,7 +168,9 @@ async fn socket_state_goes_with_logout_and_delete(db: &DataPool) {
         .put_identity("15550001111:2@s.whatsapp.net", [7; 32])
         .await
         .expect("put");
-    sessions::delete_engine_auth(db, id).await.expect("logout");
+    crate::engine::socket::wipe_auth_state(db, id)
+        .await
+        .expect("logout");
     assert!(
         !backend
             .has_session("15550001111:2@s.whatsapp.net")

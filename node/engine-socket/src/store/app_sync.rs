@@ -173,7 +173,7 @@ impl AppSyncStore for SqlBackend {
             return Ok(out);
         }
         match &self.pool {
-            wagate_workers::db::DataPool::Postgres(p) => {
+            wagate_db::DataPool::Postgres(p) => {
                 let wanted: Vec<Vec<u8>> = index_macs.iter().map(|m| m.to_vec()).collect();
                 let rows: Vec<(Vec<u8>, Vec<u8>)> = sqlx::query_as(GET_MUTATION_MACS_PG)
                     .bind(&*self.session_id)
@@ -188,7 +188,7 @@ impl AppSyncStore for SqlBackend {
                     }
                 }
             }
-            wagate_workers::db::DataPool::Sqlite(p) => {
+            wagate_db::DataPool::Sqlite(p) => {
                 let mut conn = p
                     .acquire()
                     .await

@@ -55,7 +55,7 @@ impl DeviceStore for SqlBackend {
             .bind(&*self.session_id)
             .bind(&json)
             .bind(device.pn.is_some())
-            .bind(wagate_workers::db::now_ms())
+            .bind(wagate_db::now_ms())
             .execute(p)
             .await
             .map(|r| r.rows_affected()))?;
@@ -94,7 +94,7 @@ impl DeviceStore for SqlBackend {
     /// calls (1, 2, ...): the library only logs this id; one session has exactly one device row.
     async fn create(&self) -> Result<i32> {
         let fresh = self.encode_device("create", &Device::new())?;
-        let now = wagate_workers::db::now_ms();
+        let now = wagate_db::now_ms();
         let creates: i64 = in_tx!(self, "create", |tx| {
             sqlx::query(CREATE_DEVICE)
                 .bind(&*self.session_id)

@@ -21,7 +21,7 @@ mod tests;
 use std::sync::Arc;
 
 use anyhow::Context;
-use wagate_workers::db::DataPool;
+use wagate_db::DataPool;
 use whatsapp_rust::wacore::store::error::StoreError;
 
 /// The socket engine's storage backend for one session. `Arc<SqlBackend>` coerces to the library's
@@ -136,7 +136,7 @@ const DELETE_SESSION_STATE: [&str; 19] = [
 /// session delete). The session row itself is the caller's; deleting it would cascade here too.
 /// Call it once the session's client has stopped: a client still running could write again.
 pub async fn delete_session_state(pool: &DataPool, session_id: &str) -> anyhow::Result<()> {
-    let _turn = wagate_workers::db::write_turn(pool).await;
+    let _turn = wagate_db::write_turn(pool).await;
     let result: Result<(), sqlx::Error> = match pool {
         DataPool::Sqlite(p) => {
             let mut tx = p.begin_with("BEGIN IMMEDIATE").await?;
@@ -162,7 +162,7 @@ const HAS_LINKED_DEVICE: &str =
 /// Whether the session holds linked credentials: a stored device that completed pairing (it has a phone
 /// JID). A device row created for a QR attempt that never paired does not count.
 pub async fn has_device(pool: &DataPool, session_id: &str) -> anyhow::Result<bool> {
-    let found: Result<bool, sqlx::Error> = wagate_workers::on_pool!(pool, |p| {
+    let found: Result<bool, sqlx::Error> = wagate_db::on_pool!(pool, |p| {
         sqlx::query_scalar(HAS_LINKED_DEVICE)
             .bind(session_id)
             .fetch_one(p)
@@ -179,9 +179,9 @@ macro_rules! in_tx {
     ($self:expr, $op:expr, |$tx:ident| $body:expr) => {{
         // The process-wide SQLite write turn every other writer takes: without it this writer would spin in
         // SQLite's busy handler holding a pooled connection while a gated writer holds the lock.
-        let _turn = wagate_workers::db::write_turn(&$self.pool).await;
+        let _turn = wagate_db::write_turn(&$self.pool).await;
         let result = match &$self.pool {
-            wagate_workers::db::DataPool::Sqlite(p) => {
+            wagate_db::DataPool::Sqlite(p) => {
                 match p.begin_with("BEGIN IMMEDIATE").await {
                     Ok(mut $tx) => match async { $body }.await {
                         Ok(value) => $tx.commit().await.map(|()| value),
@@ -190,7 +190,7 @@ macro_rules! in_tx {
                     Err(err) => Err(err),
                 }
             }
-            wagate_workers::db::DataPool::Postgres(p) => match p.begin().await {
+            wagate_db::DataPool::Postgres(p) => match p.begin().await {
                 Ok(mut $tx) => match async { $body }.await {
                     Ok(value) => $tx.commit().await.map(|()| value),
                     Err(err) => Err(err),
@@ -206,7 +206,7 @@ pub(crate) use in_tx;
 /// Runs `$body` against the bare pool `$p` (one statement) and maps the error like [`in_tx!`].
 macro_rules! on_db {
     ($self:expr, $op:expr, |$p:ident| $body:expr) => {{
-        let result = wagate_workers::on_pool!(&$self.pool, |$p| $body);
+        let result = wagate_db::on_pool!(&$self.pool, |$p| $body);
         result.map_err(|e| $self.db_err($op, e))
     }};
 }

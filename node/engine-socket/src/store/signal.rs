@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use wagate_workers::db::DataPool;
+use wagate_db::DataPool;
 use whatsapp_rust::bytes::Bytes;
 use whatsapp_rust::wacore::store::error::Result;
 use whatsapp_rust::wacore::store::traits::SignalStore;

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use wagate_db::{DataPool, DatabaseKind};
 use wagate_loadtest::harness::pg::PgDatabase;
-use wagate_workers::db::{DataPool, DatabaseKind};
 use whatsapp_rust::bytes::Bytes;
 use whatsapp_rust::wacore::appstate::hash::HashState;
 use whatsapp_rust::wacore::appstate::processor::AppStateMutationMAC;
@@ -1110,9 +1110,9 @@ fn fixed_device() -> Device {
 }
 
 async fn insert_session(pool: &DataPool, id: &str) {
-    let now = wagate_workers::db::now_ms();
+    let now = wagate_db::now_ms();
     let sql = "INSERT INTO sessions (id, name, created_at, updated_at) VALUES ($1, $2, $3, $3)";
-    wagate_workers::on_pool!(pool, |p| sqlx::query(sql)
+    wagate_db::on_pool!(pool, |p| sqlx::query(sql)
         .bind(id)
         .bind(format!("name-{id}"))
         .bind(now)
@@ -1148,7 +1148,7 @@ async fn rows_of(pool: &DataPool, session_id: &str) -> BTreeMap<&'static str, i6
     let mut out = BTreeMap::new();
     for table in SOCKET_TABLES {
         let sql = format!("SELECT COUNT(*) FROM {table} WHERE session_id = $1");
-        let n: i64 = wagate_workers::on_pool!(pool, |p| sqlx::query_scalar(sqlx::AssertSqlSafe(
+        let n: i64 = wagate_db::on_pool!(pool, |p| sqlx::query_scalar(sqlx::AssertSqlSafe(
             sql.clone()
         ))
         .bind(session_id)
@@ -1236,7 +1236,7 @@ async fn conformance(pool: DataPool) {
 
     // Deleting the session row cascades (proves foreign keys are enforced on this pool).
     let sql = "DELETE FROM sessions WHERE id = $1";
-    wagate_workers::on_pool!(&pool, |p| sqlx::query(sql)
+    wagate_db::on_pool!(&pool, |p| sqlx::query(sql)
         .bind(SESSION_B)
         .execute(p)
         .await
@@ -1273,7 +1273,7 @@ async fn expiry_boundaries(pool: DataPool) {
         "UPDATE socket_pending_inbound SET created_at = 100 WHERE message_id = 'old'",
         "UPDATE socket_pending_inbound SET created_at = 200 WHERE message_id = 'new'",
     ] {
-        wagate_workers::on_pool!(&pool, |p| sqlx::query(sql).execute(p).await.map(|_| ()))
+        wagate_db::on_pool!(&pool, |p| sqlx::query(sql).execute(p).await.map(|_| ()))
             .expect("backdate");
     }
     assert_eq!(b.delete_expired_sent_messages(100).await.expect("sweep"), 0);
@@ -1297,7 +1297,7 @@ async fn expiry_boundaries(pool: DataPool) {
 
     // A corrupt row surfaces as the library's validation error, not a panic or a wrong key.
     let sql = "INSERT INTO socket_identities (session_id, address, identity_key) VALUES ($1, 'bad@lid', $2)";
-    wagate_workers::on_pool!(&pool, |p| sqlx::query(sql)
+    wagate_db::on_pool!(&pool, |p| sqlx::query(sql)
         .bind(SESSION_A)
         .bind(vec![1u8, 2, 3])
         .execute(p)

@@ -1,7 +1,8 @@
 //! The `browser` engine adapter: today's `Engine` trait over the `wagate-engine-browser` crate (one
 //! Chromium per session driving WhatsApp Web). This folder only translates: lifecycle and the profile
 //! archive here, events in `events.rs`, operations and error mapping in `ops.rs`. Everything about
-//! Chromium, the page and the bridge lives in the crate.
+//! Chromium, the page and the bridge lives in the crate. It names only the engine API (through the
+//! `crate::engine` re-export): the profile archive is stored through `EngineContext::store`.
 
 mod events;
 mod ops;
@@ -15,15 +16,16 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use parking_lot::Mutex;
+use std::path::PathBuf;
 use tokio::task::JoinHandle;
+
+use async_trait::async_trait;
 use wagate_engine_browser::{BrowserSession, Launcher, SessionOptions, profile};
-use wagate_workers::DataPool;
 
 use crate::engine::{
     Capabilities, Engine, EngineContext, EngineError, EngineFactory, EngineKind, EngineResult,
     LinkedAccount,
 };
-use crate::store::sessions as session_store;
 
 /// How often a running session's memory is published.
 const MEMORY_EVERY: Duration = Duration::from_secs(15);
@@ -31,12 +33,17 @@ const MEMORY_EVERY: Duration = Duration::from_secs(15);
 /// Builds browser engines over one node-wide launcher (config, wa-js bundle, launch limit).
 pub(crate) struct BrowserFactory {
     launcher: Launcher,
-    pool: DataPool,
+    /// The node's sessions directory: a session's profile is `<sessions_dir>/<id>/browser`, the data dir
+    /// the supervisor hands this kind of engine.
+    sessions_dir: PathBuf,
 }
 
 impl BrowserFactory {
-    pub(crate) fn new(launcher: Launcher, pool: DataPool) -> Self {
-        Self { launcher, pool }
+    pub(crate) fn new(launcher: Launcher, sessions_dir: PathBuf) -> Self {
+        Self {
+            launcher,
+            sessions_dir,
+        }
     }
 }
 
@@ -61,12 +68,12 @@ impl BrowserFactory {
             ctx,
             session,
             account,
-            pool: self.pool.clone(),
             tasks: Mutex::new(vec![pump]),
         })
     }
 }
 
+#[async_trait]
 impl EngineFactory for BrowserFactory {
     fn create(&self, ctx: EngineContext) -> Arc<dyn Engine> {
         self.build(ctx)
@@ -79,6 +86,19 @@ impl EngineFactory for BrowserFactory {
     fn kind(&self) -> EngineKind {
         EngineKind::Browser
     }
+
+    /// The profile directory is the browser's own credential (the archive of it in the node's store is
+    /// deleted by the node): without it the next start shows a QR.
+    async fn wipe_credentials(&self, session_id: &str) -> EngineResult<()> {
+        let dir = self
+            .sessions_dir
+            .join(session_id)
+            .join(EngineKind::Browser.as_str());
+        tokio::task::spawn_blocking(move || profile::delete(&dir))
+            .await
+            .map_err(|e| EngineError::Network(e.to_string()))?
+            .map_err(|e| EngineError::Network(format!("browser profile not deleted: {e}")))
+    }
 }
 
 /// One session's browser engine; a fresh instance per launch (the supervisor's rule).
@@ -87,7 +107,6 @@ pub(crate) struct BrowserEngine {
     session: BrowserSession,
     /// The linked account (stored credentials, or what the page reported), for the profile archive.
     account: Arc<Mutex<Option<LinkedAccount>>>,
-    pool: DataPool,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -165,14 +184,11 @@ impl BrowserEngine {
             }
         };
         account.credentials = STANDARD.encode(bytes);
-        let stored = crate::store::to_json(&account);
-        let saved = match stored {
-            Ok(text) => {
-                session_store::save_engine_auth(&self.pool, &self.ctx.session_id, "browser", &text)
-                    .await
-            }
-            Err(err) => Err(err),
-        };
+        let saved = self
+            .ctx
+            .store
+            .save_credentials(&self.ctx.session_id, EngineKind::Browser, &account)
+            .await;
         if let Err(err) = saved {
             tracing::warn!(session_id = %self.ctx.session_id, error = %err, "browser profile archive not stored");
         }

@@ -91,6 +91,33 @@ impl BrowserEngine {
             .map(|a| a.phone.clone())
             .ok_or(EngineError::NotReady)
     }
+
+    /// Media bytes as the data URL the page takes.
+    async fn data_url(&self, source: &MediaSource, mimetype: &str) -> EngineResult<String> {
+        let bytes = source
+            .load(self.ctx.media.as_ref())
+            .await
+            .map_err(|e| EngineError::BadInput(format!("media not readable: {e}")))?;
+        Ok(format!("data:{mimetype};base64,{}", STANDARD.encode(bytes)))
+    }
+
+    /// A picture (profile or group) as a data URL, its type read from the bytes: WhatsApp takes JPEG and PNG.
+    async fn picture_url(&self, source: &MediaSource) -> EngineResult<String> {
+        let bytes = source
+            .load(self.ctx.media.as_ref())
+            .await
+            .map_err(|e| EngineError::BadInput(format!("image not readable: {e}")))?;
+        let mimetype = if bytes.starts_with(&[0x89, b'P', b'N', b'G']) {
+            "image/png"
+        } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+            "image/jpeg"
+        } else {
+            return Err(EngineError::BadInput(
+                "the picture must be a JPEG or PNG image".into(),
+            ));
+        };
+        Ok(format!("data:{mimetype};base64,{}", STANDARD.encode(bytes)))
+    }
 }
 
 fn sent(value: Value) -> EngineResult<SentMessage> {
@@ -99,33 +126,6 @@ fn sent(value: Value) -> EngineResult<SentMessage> {
         id: sent.id,
         timestamp: sent.timestamp,
     })
-}
-
-/// Media bytes as the data URL the page takes.
-async fn data_url(source: &MediaSource, mimetype: &str) -> EngineResult<String> {
-    let bytes = source
-        .load()
-        .await
-        .map_err(|e| EngineError::BadInput(format!("media not readable: {e}")))?;
-    Ok(format!("data:{mimetype};base64,{}", STANDARD.encode(bytes)))
-}
-
-/// A picture (profile or group) as a data URL, its type read from the bytes: WhatsApp takes JPEG and PNG.
-async fn picture_url(source: &MediaSource) -> EngineResult<String> {
-    let bytes = source
-        .load()
-        .await
-        .map_err(|e| EngineError::BadInput(format!("image not readable: {e}")))?;
-    let mimetype = if bytes.starts_with(&[0x89, b'P', b'N', b'G']) {
-        "image/png"
-    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        "image/jpeg"
-    } else {
-        return Err(EngineError::BadInput(
-            "the picture must be a JPEG or PNG image".into(),
-        ));
-    };
-    Ok(format!("data:{mimetype};base64,{}", STANDARD.encode(bytes)))
 }
 
 fn ids(list: &[Jid]) -> Vec<String> {
@@ -193,7 +193,7 @@ impl Engine for BrowserEngine {
                 if msg.to.kind() == ChatKind::Channel {
                     return Err(EngineError::NotSupported(op));
                 }
-                let url = data_url(&media.source, &media.mimetype).await?;
+                let url = self.data_url(&media.source, &media.mimetype).await?;
                 let opts = json!({
                     "type": media_type(media.kind),
                     "filename": media.filename,
@@ -520,7 +520,10 @@ impl Engine for BrowserEngine {
         decode(url)
     }
     async fn set_group_picture(&self, group: &Jid, image: MediaSource) -> EngineResult<()> {
-        let args = [json!(group.to_string()), json!(picture_url(&image).await?)];
+        let args = [
+            json!(group.to_string()),
+            json!(self.picture_url(&image).await?),
+        ];
         self.act(Op::SetGroupPicture, "setGroupPicture", &args)
             .await
     }
@@ -625,7 +628,7 @@ impl Engine for BrowserEngine {
                         )));
                     }
                 };
-                let url = data_url(&source, &mimetype).await?;
+                let url = self.data_url(&source, &mimetype).await?;
                 let args = [json!(page_kind), json!(url), json!({"caption": caption})];
                 let answer = self
                     .call_unbounded(Op::PostStatus, "postStatus", &args)
@@ -675,7 +678,7 @@ impl Engine for BrowserEngine {
             .await
     }
     async fn set_profile_picture(&self, image: MediaSource) -> EngineResult<()> {
-        let args = [json!(picture_url(&image).await?)];
+        let args = [json!(self.picture_url(&image).await?)];
         self.act(Op::SetProfilePicture, "setProfilePicture", &args)
             .await
     }

@@ -9,12 +9,13 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
+use wagate_db::{DataPool, DatabaseKind};
 use wagate_engine_browser::{BrowserConfig, Launcher, default_chromium_path};
 use wagate_proto::Jid;
-use wagate_workers::DataPool;
-use wagate_workers::db::DatabaseKind;
 
 use super::{BrowserEngine, BrowserFactory};
+use crate::engine::media::MemoryMedia;
+use crate::engine::node_store::NodeStore;
 use crate::engine::{
     CallKind, ChatState, Engine, EngineContext, EngineError, EngineEvent, Incoming, MediaKind,
     MediaMessage, MediaSource, MessageContent, MessageType, Op, OutgoingMessage, ParticipantAction,
@@ -66,12 +67,14 @@ async fn linked_engine(
         .unwrap();
     pool.migrate().await.unwrap();
     let (events, mut rx) = event_channel();
-    let engine = BrowserFactory::new(launcher, pool).build(EngineContext {
+    let engine = BrowserFactory::new(launcher, dir.join("sessions")).build(EngineContext {
         session_id: "b1".into(),
         events,
         data_dir: dir.join("b1"),
         proxy_url: None,
         linked: None,
+        store: Arc::new(NodeStore::new(pool)),
+        media: Arc::new(MemoryMedia::default()),
     });
     engine.start().await.unwrap();
     loop {

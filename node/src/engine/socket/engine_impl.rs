@@ -197,7 +197,7 @@ impl Engine for SocketEngine {
         groups::picture(&*self.client()?, group).await
     }
     async fn set_group_picture(&self, group: &Jid, image: MediaSource) -> EngineResult<()> {
-        groups::set_picture(&*self.client()?, group, image).await
+        groups::set_picture(&*self.client()?, self.ctx.media.as_ref(), group, image).await
     }
     async fn remove_group_picture(&self, group: &Jid) -> EngineResult<()> {
         groups::remove_picture(&*self.client()?, group).await
@@ -242,7 +242,7 @@ impl Engine for SocketEngine {
     }
 
     async fn post_status(&self, post: StatusPost) -> EngineResult<StatusUpdate> {
-        status::post(&*self.client()?, post).await
+        status::post(&*self.client()?, self.ctx.media.as_ref(), post).await
     }
     async fn list_statuses(&self) -> EngineResult<Vec<StatusUpdate>> {
         self.client()?;
@@ -270,7 +270,7 @@ impl Engine for SocketEngine {
         profile::set_status(&*self.client()?, status).await
     }
     async fn set_profile_picture(&self, image: MediaSource) -> EngineResult<()> {
-        profile::set_picture(&*self.client()?, image).await
+        profile::set_picture(&*self.client()?, self.ctx.media.as_ref(), image).await
     }
     async fn remove_profile_picture(&self) -> EngineResult<()> {
         profile::remove_picture(&*self.client()?).await

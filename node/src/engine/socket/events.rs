@@ -163,6 +163,7 @@ fn jid_str(raw: &str) -> Option<Jid> {
     jid(&lib)
 }
 
+#[cfg(test)]
 /// The engine events one library event stands for without any I/O: media messages come without their
 /// media, poll votes and history are left out (tests and callers that only need the mapping).
 pub(super) fn map_event(event: &Event) -> Vec<EngineEvent> {

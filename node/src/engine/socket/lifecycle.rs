@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use wagate_db::DataPool;
 use wagate_engine_socket::http::ReqwestHttpClient;
 use wagate_engine_socket::proxy::ProxyConfig;
 use wagate_engine_socket::store::{SqlBackend, delete_session_state, has_device};
@@ -16,7 +17,6 @@ use wagate_engine_socket::whatsapp_rust::pair_code::PairCodeOptions;
 use wagate_engine_socket::whatsapp_rust::store::Backend;
 use wagate_engine_socket::whatsapp_rust::types::events::{Event, EventHandler};
 use wagate_engine_socket::whatsapp_rust::wacore::iq::devices::RemoveCompanionDeviceSpec;
-use wagate_workers::DataPool;
 
 use super::SocketEngine;
 use super::link::LinkTracker;
@@ -77,7 +77,8 @@ impl SocketEngine {
             session_id: self.session_id().to_string(),
             events: self.ctx.events.clone(),
             pool: self.pool.clone(),
-            media: self.media.clone(),
+            store: self.ctx.store.clone(),
+            media: self.ctx.media.clone(),
             client: slot.clone(),
             own: None,
             fetch: None,

@@ -90,11 +90,13 @@ impl LinkTracker {
         self.state.lock().logged_out
     }
 
+    #[cfg(test)]
     /// Consecutive failed attempts so far (tests and the benchmark read it).
     pub(super) fn failures(&self) -> u32 {
         self.state.lock().failures
     }
 
+    #[cfg(test)]
     pub(super) fn attempts(&self) -> u32 {
         self.state.lock().attempts
     }

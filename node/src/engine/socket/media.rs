@@ -13,9 +13,8 @@ use wagate_engine_socket::whatsapp_rust::download::{
 use wagate_engine_socket::whatsapp_rust::wacore::proto_helpers::MessageExt;
 use wagate_engine_socket::whatsapp_rust::waproto::whatsapp as wa;
 
-use crate::engine::{ReceivedMedia, StoredFile};
-use crate::events::normalise::INLINE_MEDIA_MAX_BYTES;
-use crate::media::{IncomingFile, MediaStore};
+use crate::engine::media::{EngineMedia, MediaUpload};
+use crate::engine::{INLINE_MEDIA_MAX_BYTES, ReceivedMedia};
 
 /// Who fetches from the CDN: the live client (it asks the server for hosts and credentials), or a
 /// `MediaDownloader` with hosts of its own (static URLs, tests).
@@ -38,8 +37,8 @@ impl Fetch for MediaDownloader {
     }
 }
 
-/// The library's writer contract over our capped temporary file.
-pub(super) struct Sink(IncomingFile);
+/// The library's writer contract over an upload into the node's media store.
+pub(super) struct Sink(Box<dyn MediaUpload>);
 
 impl Write for Sink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -113,8 +112,7 @@ fn part(message: &wa::Message) -> Option<Part<'_>> {
 /// Downloads the payload's media into the store. `Err` says why there is none (logged by the caller).
 pub(super) async fn download(
     fetch: &dyn Fetch,
-    store: &MediaStore,
-    session_id: &str,
+    store: &dyn EngineMedia,
     payload: &wa::Message,
 ) -> Result<ReceivedMedia, String> {
     let part = part(payload).ok_or("the message carries no downloadable media")?;
@@ -124,15 +122,12 @@ pub(super) async fn download(
             "declared size {declared} exceeds MEDIA_DOWNLOAD_MAX_BYTES ({max})"
         ));
     }
-    let file = store.incoming().map_err(|e| e.to_string())?;
-    let Sink(file) = fetch
-        .to_sink(part.media, Sink(file))
+    let upload = store.begin().map_err(|e| e.to_string())?;
+    let Sink(upload) = fetch
+        .to_sink(part.media, Sink(upload))
         .await
         .map_err(|e| format!("{e:#}"))?;
-    let stored = store
-        .adopt(session_id, file)
-        .await
-        .map_err(|e| e.to_string())?;
+    let stored = store.finish(upload).await.map_err(|e| e.to_string())?;
     // Small media is inlined in the event (the spec's inline limit), so it is read back once.
     let data = if stored.size <= INLINE_MEDIA_MAX_BYTES as u64 {
         store
@@ -151,9 +146,6 @@ pub(super) async fn download(
             .to_string(),
         filename: part.filename.map(str::to_string),
         data,
-        stored: Some(Box::new(StoredFile {
-            key: stored.key,
-            size: stored.size,
-        })),
+        stored: Some(Box::new(stored)),
     })
 }

@@ -24,14 +24,13 @@ use std::sync::Arc;
 
 use parking_lot::Mutex as SyncMutex;
 use tokio::sync::Mutex;
+use wagate_db::DataPool;
 use wagate_engine_socket::transport::Endpoint;
 use wagate_engine_socket::whatsapp_rust::Client;
-use wagate_workers::DataPool;
 
 use crate::engine::{
     Capabilities, Engine, EngineContext, EngineError, EngineFactory, EngineKind, EngineResult,
 };
-use crate::media::MediaStore;
 
 pub(crate) use lifecycle::Running;
 use link::LinkTracker;
@@ -43,31 +42,35 @@ pub(crate) struct SocketConfig {
     pub endpoint: Endpoint,
 }
 
-/// Builds socket engines. Holds the data DB (the engines' auth state lives there), the media store
-/// (received media is streamed into it; forwards re-upload stored media; link previews and catalog images
-/// are fetched through its guard) and the config.
+/// Builds socket engines. Holds the data DB, where the engine's own tables (auth state, message
+/// secrets) live, and the config; the node's data and media come with each engine's context.
 pub(crate) struct SocketFactory {
     pool: DataPool,
-    media: MediaStore,
     config: Arc<SocketConfig>,
 }
 
 impl SocketFactory {
-    pub(crate) fn new(pool: DataPool, media: MediaStore, config: SocketConfig) -> Self {
+    pub(crate) fn new(pool: DataPool, config: SocketConfig) -> Self {
         Self {
             pool,
-            media,
             config: Arc::new(config),
         }
     }
 }
 
+/// Forgets a session's socket auth state (its tables and SQL belong to `wagate_engine_socket::store`).
+pub(crate) async fn wipe_auth_state(pool: &DataPool, session_id: &str) -> EngineResult<()> {
+    wagate_engine_socket::store::delete_session_state(pool, session_id)
+        .await
+        .map_err(|err| EngineError::Network(format!("data store: {err:#}")))
+}
+
+#[async_trait::async_trait]
 impl EngineFactory for SocketFactory {
     fn create(&self, ctx: EngineContext) -> Arc<dyn Engine> {
         Arc::new(SocketEngine::new(
             ctx,
             self.pool.clone(),
-            self.media.clone(),
             self.config.clone(),
         ))
     }
@@ -79,6 +82,10 @@ impl EngineFactory for SocketFactory {
     fn kind(&self) -> EngineKind {
         EngineKind::Socket
     }
+
+    async fn wipe_credentials(&self, session_id: &str) -> EngineResult<()> {
+        wipe_auth_state(&self.pool, session_id).await
+    }
 }
 
 /// One session's socket engine. A fresh instance per launch (the supervisor's rule); it runs at most one
@@ -86,7 +93,6 @@ impl EngineFactory for SocketFactory {
 pub(crate) struct SocketEngine {
     ctx: EngineContext,
     pool: DataPool,
-    media: MediaStore,
     config: Arc<SocketConfig>,
     /// The live client, for operations (a sync lock: only held to clone the Arc).
     client: SyncMutex<Option<Arc<Client>>>,
@@ -100,17 +106,11 @@ pub(crate) struct SocketEngine {
 }
 
 impl SocketEngine {
-    fn new(
-        ctx: EngineContext,
-        pool: DataPool,
-        media: MediaStore,
-        config: Arc<SocketConfig>,
-    ) -> Self {
+    fn new(ctx: EngineContext, pool: DataPool, config: Arc<SocketConfig>) -> Self {
         let link = Arc::new(LinkTracker::new(ctx.session_id.clone(), ctx.events.clone()));
         Self {
             ctx,
             pool,
-            media,
             config,
             client: SyncMutex::new(None),
             running: Mutex::new(None),
@@ -134,15 +134,10 @@ impl SocketEngine {
         &self.ctx.session_id
     }
 
-    /// The data DB, for operations answered from our store.
-    pub(super) fn pool(&self) -> &DataPool {
-        &self.pool
-    }
-
     /// The media store with this session's proxy, for operations that read stored media or fetch URLs.
     pub(super) fn media(&self) -> ops::Media<'_> {
         ops::Media {
-            store: &self.media,
+            store: self.ctx.media.as_ref(),
             proxy_url: self.ctx.proxy_url.as_deref(),
         }
     }
@@ -150,7 +145,7 @@ impl SocketEngine {
     /// This session's rows in the data DB, for the operations.
     pub(super) fn store(&self) -> ops::Store<'_> {
         ops::Store {
-            db: &self.pool,
+            db: self.ctx.store.as_ref(),
             session_id: &self.ctx.session_id,
         }
     }

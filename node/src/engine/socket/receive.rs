@@ -9,19 +9,19 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex as SyncMutex;
 use tokio::sync::mpsc::UnboundedReceiver;
+use wagate_db::DataPool;
 use wagate_engine_socket::store::SqlBackend;
 use wagate_engine_socket::whatsapp_rust::Client;
 use wagate_engine_socket::whatsapp_rust::Jid as LibJid;
 use wagate_engine_socket::whatsapp_rust::types::events::Event;
-use wagate_workers::DataPool;
 
 use super::events::{EncryptedVote, Work};
 use super::media::{self, Fetch};
 use super::ops::Store;
 use super::{history, votes};
+use crate::engine::media::EngineMedia;
+use crate::engine::store::EngineStore;
 use crate::engine::{EngineEvent, InboundMessage};
-use crate::media::MediaStore;
-use crate::store::contact_names;
 use wagate_proto::Jid;
 
 /// The client, once built (the event handler exists before it). Weak: the engine owns the client.
@@ -31,8 +31,11 @@ pub(super) type ClientSlot = Arc<SyncMutex<Weak<Client>>>;
 pub(super) struct Receiver {
     pub session_id: String,
     pub events: crate::engine::EventSender,
+    /// The engine's own tables (message secrets of poll votes).
     pub pool: DataPool,
-    pub media: MediaStore,
+    /// The node's data (push names, stored messages) and media store.
+    pub store: Arc<dyn EngineStore>,
+    pub media: Arc<dyn EngineMedia>,
     pub client: ClientSlot,
     /// The account's JID while no client is there to ask (tests); the sender of its own history messages.
     pub own: Option<LibJid>,
@@ -114,7 +117,7 @@ impl Receiver {
             return;
         }
         let row = [(jid.to_string(), name.clone())];
-        match contact_names::upsert(&self.pool, &self.session_id, &row).await {
+        match self.store.save_push_names(&self.session_id, &row).await {
             Ok(()) => {
                 seen.insert(jid, name);
             }
@@ -130,7 +133,7 @@ impl Receiver {
 
     fn store(&self) -> Store<'_> {
         Store {
-            db: &self.pool,
+            db: self.store.as_ref(),
             session_id: &self.session_id,
         }
     }
@@ -147,7 +150,7 @@ impl Receiver {
             (None, None) => None,
         };
         let result = match fetch {
-            Some(fetch) => media::download(fetch, &self.media, &self.session_id, payload).await,
+            Some(fetch) => media::download(fetch, self.media.as_ref(), payload).await,
             None => Err("the client is gone".to_string()),
         };
         match result {

@@ -33,6 +33,8 @@ use super::ops::Store;
 use super::ops::calls::RecentCalls;
 use super::ops::presence::PresenceBook;
 use super::receive::{ClientSlot, Receiver};
+use crate::engine::node_media::SessionMedia;
+use crate::engine::node_store::NodeStore;
 use crate::engine::{AckStatus, EngineEvent, InboundMessage, MessageType, Poll};
 use crate::events::Pipeline;
 use crate::media::{FetchOptions, MediaStore};
@@ -90,7 +92,8 @@ impl Rig {
             session_id: SID.into(),
             events: out,
             pool: self.db.clone(),
-            media: self.media.clone(),
+            store: Arc::new(NodeStore::new(self.db.clone())),
+            media: Arc::new(SessionMedia::new(self.media.clone(), SID)),
             client: ClientSlot::default(),
             own: Some(lib(US)),
             fetch,
@@ -335,8 +338,9 @@ async fn history_sync_fills_messages_chats_and_contacts_once_without_events() {
     assert_eq!(rig.count(OUTBOX).await, 1, "history raised events");
 
     // The chat list: history's name and flags, the newest message, the unread count.
+    let node_store = NodeStore::new(rig.db.clone());
     let chats = super::ops::chats::list(Store {
-        db: &rig.db,
+        db: &node_store,
         session_id: SID,
     })
     .await
@@ -690,7 +694,8 @@ async fn gated_messages_are_answered_only_after_their_commit() {
             session_id: SID.into(),
             events: out,
             pool: rig.db.clone(),
-            media: rig.media.clone(),
+            store: Arc::new(NodeStore::new(rig.db.clone())),
+            media: Arc::new(SessionMedia::new(rig.media.clone(), SID)),
             client: ClientSlot::default(),
             own: Some(lib(US)),
             fetch: None,

@@ -9,20 +9,12 @@ use wagate_engine_socket::whatsapp_rust::Jid as WaJid;
 use wagate_engine_socket::whatsapp_rust::schemas;
 use wagate_proto::Jid;
 
-use super::{Client, Store, fail, store_err, wa, wire};
+use super::{Client, Store, fail, wa, wire};
 use crate::engine::{Contact, ContactCheck, EngineError, EngineResult};
-use crate::store::contact_names;
-use crate::store::with_pool;
-
-const CONTACTS: &str = "SELECT chat_id, MAX(chat_name) FROM messages \
-     WHERE session_id = $1 AND is_group = FALSE GROUP BY chat_id ORDER BY chat_id";
 
 pub(crate) async fn list(client: &Client, store: Store<'_>) -> EngineResult<Vec<Contact>> {
-    let rows: Vec<(String, Option<String>)> = with_pool!(store.db, p => sqlx::query_as(CONTACTS)
-        .bind(store.session_id).fetch_all(p).await)
-    .map_err(|e| store_err(e.into()))?;
     let blocked: HashSet<Jid> = blocked(client).await?.into_iter().collect();
-    let rows = with_push_names(store, rows).await?;
+    let rows = store.db.contact_names(store.session_id).await?;
     Ok(rows
         .into_iter()
         .filter_map(|(id, name)| Jid::parse(&id).ok().map(|id| (id, name)))
@@ -36,21 +28,6 @@ pub(crate) async fn list(client: &Client, store: Store<'_>) -> EngineResult<Vec<
             profile_pic_url: None,
         })
         .collect())
-}
-
-/// Push names from history sync name the chats' accounts and add the accounts named without a chat.
-async fn with_push_names(
-    store: Store<'_>,
-    rows: Vec<(String, Option<String>)>,
-) -> EngineResult<Vec<(String, Option<String>)>> {
-    let names = contact_names::list(store.db, store.session_id)
-        .await
-        .map_err(store_err)?;
-    let mut merged: std::collections::BTreeMap<String, Option<String>> = rows.into_iter().collect();
-    for (jid, push_name) in names {
-        merged.insert(jid, Some(push_name));
-    }
-    Ok(merged.into_iter().collect())
 }
 
 pub(crate) async fn get(client: &Client, store: Store<'_>, id: &Jid) -> EngineResult<Contact> {

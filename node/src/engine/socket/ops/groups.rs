@@ -10,6 +10,7 @@ use wagate_engine_socket::whatsapp_rust::features::{
 use wagate_proto::Jid;
 
 use super::{Client, contacts, fail, wa, was, wire};
+use crate::engine::media::EngineMedia;
 use crate::engine::{
     EngineError, EngineResult, GroupInfo, GroupParticipant, GroupSettings, GroupSettingsUpdate,
     GroupSummary, MediaSource, MembershipRequest, NewGroup, ParticipantAction, ParticipantResult,
@@ -338,10 +339,11 @@ pub(crate) async fn picture(client: &Client, group: &Jid) -> EngineResult<Option
 
 pub(crate) async fn set_picture(
     client: &Client,
+    media: &dyn EngineMedia,
     group: &Jid,
     image: MediaSource,
 ) -> EngineResult<()> {
-    let bytes = image.load().await?;
+    let bytes = image.load(media).await?;
     client
         .groups()
         .set_profile_picture(wa(group)?, bytes)

@@ -24,17 +24,16 @@ use wagate_engine_socket::jid as wajid;
 use wagate_engine_socket::whatsapp_rust::Jid as WaJid;
 use wagate_proto::Jid;
 
+use crate::engine::media::EngineMedia;
+use crate::engine::store::{EngineStore, StoredMessage};
 use crate::engine::{EngineError, EngineResult};
-use crate::media::MediaStore;
-use crate::store::DataPool;
-use crate::store::messages::{self as message_store, MessageRow};
 
 pub(crate) use wagate_engine_socket::whatsapp_rust::Client;
 
-/// Where this session's rows live: the data DB and the session id they are keyed by.
+/// The node's data (the engine API's store interface) and the session id its rows are keyed by.
 #[derive(Clone, Copy)]
 pub(crate) struct Store<'a> {
-    pub db: &'a DataPool,
+    pub db: &'a dyn EngineStore,
     pub session_id: &'a str,
 }
 
@@ -42,7 +41,7 @@ pub(crate) struct Store<'a> {
 /// previews, catalog images) through the store's outbound-address guard.
 #[derive(Clone, Copy)]
 pub(crate) struct Media<'a> {
-    pub store: &'a MediaStore,
+    pub store: &'a dyn EngineMedia,
     pub proxy_url: Option<&'a str>,
 }
 
@@ -86,15 +85,9 @@ pub(crate) fn now_secs() -> i64 {
     chrono::Utc::now().timestamp()
 }
 
-pub(crate) fn store_err(err: crate::store::StoreError) -> EngineError {
-    EngineError::Network(format!("data store: {err}"))
-}
-
 /// A stored message of this session by network (or row) id.
-pub(crate) async fn stored(store: Store<'_>, id: &str) -> EngineResult<Option<MessageRow>> {
-    message_store::find(store.db, store.session_id, id)
-        .await
-        .map_err(store_err)
+pub(crate) async fn stored(store: Store<'_>, id: &str) -> EngineResult<Option<StoredMessage>> {
+    Ok(store.db.message(store.session_id, id).await?)
 }
 
 /// The protocol key of message `id` in `chat`: who sent it comes from our store. A message we never
@@ -112,10 +105,10 @@ pub(crate) async fn message_key(
 pub(crate) fn key_for(
     chat: &Jid,
     id: &str,
-    row: Option<&MessageRow>,
+    row: Option<&StoredMessage>,
 ) -> EngineResult<wa::MessageKey> {
     let remote = wa(chat)?.to_string();
-    let from_me = row.is_some_and(|r| r.direction == "outgoing");
+    let from_me = row.is_some_and(|r| r.from_me);
     let participant = if chat.is_group() && !from_me {
         let author = row
             .and_then(|r| r.author.clone().or_else(|| Some(r.from_jid.clone())))
@@ -137,8 +130,8 @@ pub(crate) fn key_for(
 }
 
 /// Who wrote a stored message, as the library's JID (own account for our messages).
-pub(crate) fn author_of(client: &Client, chat: &Jid, row: &MessageRow) -> EngineResult<WaJid> {
-    if row.direction == "outgoing" {
+pub(crate) fn author_of(client: &Client, chat: &Jid, row: &StoredMessage) -> EngineResult<WaJid> {
+    if row.from_me {
         return client
             .pn()
             .map(|j| j.to_non_ad())

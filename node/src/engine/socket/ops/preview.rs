@@ -111,6 +111,8 @@ async fn thumbnail(media: Media<'_>, image: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::media::EngineMedia as _;
+    use crate::engine::node_media::SessionMedia;
 
     #[test]
     fn a_custom_card_takes_the_texts_first_link_and_decodes_its_thumbnail() {
@@ -186,15 +188,16 @@ mod tests {
         }
     }
 
-    fn store(dir: &std::path::Path, guarded: bool) -> crate::media::MediaStore {
-        crate::media::MediaStore::new(
+    fn store(dir: &std::path::Path, guarded: bool) -> SessionMedia {
+        let store = crate::media::MediaStore::new(
             dir.to_path_buf(),
             1024 * 1024,
             crate::media::FetchOptions {
                 is_guarded: guarded,
                 use_session_proxy: true,
             },
-        )
+        );
+        SessionMedia::new(store, "s1")
     }
 
     #[tokio::test]

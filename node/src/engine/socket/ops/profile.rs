@@ -1,6 +1,7 @@
 //! The account's profile: push name, about text, picture.
 
 use super::{Client, fail};
+use crate::engine::media::EngineMedia;
 use crate::engine::{EngineResult, MediaSource};
 
 pub(crate) async fn set_name(client: &Client, name: &str) -> EngineResult<()> {
@@ -11,8 +12,12 @@ pub(crate) async fn set_status(client: &Client, status: &str) -> EngineResult<()
     client.profile().set_status_text(status).await.map_err(fail)
 }
 
-pub(crate) async fn set_picture(client: &Client, image: MediaSource) -> EngineResult<()> {
-    let bytes = image.load().await?;
+pub(crate) async fn set_picture(
+    client: &Client,
+    media: &dyn EngineMedia,
+    image: MediaSource,
+) -> EngineResult<()> {
+    let bytes = image.load(media).await?;
     client
         .profile()
         .set_profile_picture(bytes)

@@ -9,11 +9,12 @@ use wagate_engine_socket::whatsapp_rust::upload::UploadOptions;
 use super::{
     Client, Media, Store, author_of, catalog, fail, fail_any, now_secs, preview, stored, wa, was,
 };
+use crate::engine::media::EngineMedia;
+use crate::engine::store::StoredMessage;
 use crate::engine::{
     EngineError, EngineResult, LinkPreview, Location, MediaKind, MediaMessage, MediaSource,
-    MessageContent, MessageType, OutgoingMessage, Poll, SentMessage, StoredBlob,
+    MessageContent, MessageType, OutgoingMessage, Poll, SentMessage,
 };
-use crate::store::messages::MessageRow;
 
 pub(crate) async fn send(
     client: &Client,
@@ -63,7 +64,7 @@ async fn content(
             link_preview,
             custom_preview,
         } => text(media, &body, link_preview, custom_preview.as_ref(), ctx).await,
-        MessageContent::Media(m) => upload(client, m, ctx).await?,
+        MessageContent::Media(m) => upload(client, media.store, m, ctx).await?,
         MessageContent::Location(loc) => {
             build::location(loc.latitude, loc.longitude, loc.description.as_deref(), ctx)
         }
@@ -162,10 +163,11 @@ async fn product_image(
 /// Uploads the bytes through the library (it encrypts them) and builds the media message.
 pub(crate) async fn upload(
     client: &Client,
+    store: &dyn EngineMedia,
     media: MediaMessage,
     ctx: Option<proto::ContextInfo>,
 ) -> EngineResult<proto::Message> {
-    let bytes = media.source.load().await?;
+    let bytes = media.source.load(store).await?;
     let kind = leaf_kind(media.kind);
     let uploaded = client
         .upload(bytes, build::media_type(kind), UploadOptions::default())
@@ -195,7 +197,7 @@ pub(crate) fn leaf_kind(kind: MediaKind) -> build::MediaKind {
 /// location and poll from the row's `extra`, media re-uploaded from the media store.
 pub(crate) async fn stored_content(
     client: &Client,
-    row: &MessageRow,
+    row: &StoredMessage,
     media: Media<'_>,
 ) -> EngineResult<proto::Message> {
     let body = row.body.clone().unwrap_or_default();
@@ -208,7 +210,7 @@ pub(crate) async fn stored_content(
         serde_json::from_value(serde_json::json!(row.kind)).unwrap_or(MessageType::Unknown);
     if kind.has_media() {
         let stored = stored_media(row, kind, media).await?;
-        return upload(client, stored, None).await;
+        return upload(client, media.store, stored, None).await;
     }
     Ok(match kind {
         MessageType::Location => {
@@ -237,10 +239,10 @@ pub(crate) async fn stored_content(
     })
 }
 
-/// A stored message's media as an object of the media store; a row without a stored object (media never
-/// downloaded, or the object removed) cannot be forwarded: 404; a store that cannot be reached: 503.
+/// A stored message's media as an object of the media store, by key; a row without a stored object (media
+/// never downloaded, or the object removed) cannot be forwarded: 404; a store that cannot be reached: 503.
 pub(crate) async fn stored_media(
-    row: &MessageRow,
+    row: &StoredMessage,
     kind: MessageType,
     media: Media<'_>,
 ) -> EngineResult<MediaMessage> {
@@ -250,10 +252,7 @@ pub(crate) async fn stored_media(
         .and_then(|m| serde_json::from_str(m).ok())
         .unwrap_or_default();
     let key = meta["key"].as_str().unwrap_or_default().to_string();
-    let present = match media.store.head(&key).await {
-        Ok(size) => size.is_some(),
-        Err(err) => return Err(EngineError::Network(err.to_string())),
-    };
+    let present = media.store.head(&key).await?.is_some();
     if !present {
         return Err(EngineError::NotFound(format!(
             "The media of message {} is not stored",
@@ -270,10 +269,7 @@ pub(crate) async fn stored_media(
     };
     Ok(MediaMessage {
         kind: media_kind,
-        source: MediaSource::Stored(StoredBlob {
-            store: media.store.clone(),
-            key,
-        }),
+        source: MediaSource::Stored { key },
         mimetype: meta["mimetype"]
             .as_str()
             .unwrap_or("application/octet-stream")
@@ -298,7 +294,10 @@ mod tests {
     use wagate_proto::dto::sessions::SessionConfig;
 
     use super::*;
+    use crate::engine::node_media::SessionMedia;
+    use crate::engine::node_store::NodeStore;
     use crate::media::{FetchOptions, MediaStore};
+    use crate::store::messages::MessageRow;
     use crate::store::{self, DataPool, backends, messages, sessions};
 
     const SID: &str = "11111111-1111-4111-8111-111111111111";
@@ -346,12 +345,13 @@ mod tests {
     async fn a_stored_media_message_is_forwarded_from_the_media_stores_blob() {
         let dir = tempfile::tempdir().unwrap();
         let db = db(dir.path()).await;
-        let media_store = MediaStore::new(
+        let store = MediaStore::new(
             dir.path().join("media"),
             1024 * 1024,
             FetchOptions::default(),
         );
-        let blob = media_store
+        let media_store = SessionMedia::new(store.clone(), SID);
+        let blob = store
             .put_bytes(SID, b"\xFF\xD8\xFFjpeg bytes")
             .await
             .unwrap();
@@ -368,8 +368,9 @@ mod tests {
         messages::insert(&mut tx, &missing).await.unwrap();
         tx.commit().await.unwrap();
 
+        let node_store = NodeStore::new(db.clone());
         let ours = Store {
-            db: &db,
+            db: &node_store,
             session_id: SID,
         };
         let media = Media {
@@ -384,7 +385,7 @@ mod tests {
         assert_eq!(message.mimetype, "image/jpeg");
         assert_eq!(message.caption.as_deref(), Some("the caption"));
         assert_eq!(
-            message.source.load().await.unwrap(),
+            message.source.load(&media_store).await.unwrap(),
             b"\xFF\xD8\xFFjpeg bytes".to_vec()
         );
 

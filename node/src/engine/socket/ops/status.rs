@@ -7,18 +7,22 @@ use wagate_engine_socket::whatsapp_rust::features::StatusSendOptions;
 use wagate_engine_socket::whatsapp_rust::waproto::whatsapp::message::extended_text_message::FontType;
 use wagate_proto::Jid;
 
-use super::{Client, Store, fail, now_secs, send, store_err, was};
+use super::{Client, Store, fail, now_secs, send, was};
+use crate::engine::media::EngineMedia;
 use crate::engine::{
     EngineError, EngineResult, MediaKind, MediaMessage, MessageType, StatusContent, StatusPost,
     StatusUpdate,
 };
-use crate::store::with_pool;
 
 /// A status lives 24 hours.
 const STATUS_TTL_S: i64 = 24 * 60 * 60;
 const DEFAULT_BACKGROUND: u32 = 0xFF1E_6E4F;
 
-pub(crate) async fn post(client: &Client, post: StatusPost) -> EngineResult<StatusUpdate> {
+pub(crate) async fn post(
+    client: &Client,
+    store: &dyn EngineMedia,
+    post: StatusPost,
+) -> EngineResult<StatusUpdate> {
     if post.recipients.is_empty() {
         return Err(EngineError::BadInput(
             "recipients must be a non-empty array".into(),
@@ -61,7 +65,7 @@ pub(crate) async fn post(client: &Client, post: StatusPost) -> EngineResult<Stat
                 filename: None,
                 caption: caption.clone(),
             };
-            let message = send::upload(client, media, None).await?;
+            let message = send::upload(client, store, media, None).await?;
             let sent = client
                 .status()
                 .send_raw(message, &recipients, StatusSendOptions::default())
@@ -83,59 +87,25 @@ pub(crate) async fn post(client: &Client, post: StatusPost) -> EngineResult<Stat
     })
 }
 
-const LIVE: &str = "SELECT status_id, contact, type, caption, has_media, posted_at, expires_at \
-     FROM status_updates WHERE session_id = $1 AND direction = $2 AND expires_at > $3 \
-     AND ($4 IS NULL OR contact = $4) ORDER BY posted_at DESC";
-
-type StatusRow = (String, String, String, Option<String>, bool, i64, i64);
-
-/// Live statuses from our rows: own posts (`contact = None`) or one contact's.
+/// Live statuses from the node's rows: own posts (`contact = None`) or one contact's.
 pub(crate) async fn live(
     store: Store<'_>,
     contact: Option<&Jid>,
 ) -> EngineResult<Vec<StatusUpdate>> {
-    let direction = if contact.is_some() {
-        "incoming"
-    } else {
-        "outgoing"
-    };
     let now_ms = chrono::Utc::now().timestamp_millis();
-    let contact = contact.map(|c| c.to_string());
-    let rows: Vec<StatusRow> = with_pool!(store.db, p => sqlx::query_as(LIVE)
-        .bind(store.session_id).bind(direction).bind(now_ms).bind(&contact).fetch_all(p).await)
-    .map_err(|e| store_err(e.into()))?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|(id, contact, kind, caption, has_media, posted, expires)| {
-            Some(StatusUpdate {
-                status_id: id,
-                contact: Jid::parse(&contact).ok()?,
-                kind: serde_json::from_value(serde_json::json!(kind))
-                    .unwrap_or(MessageType::Unknown),
-                caption,
-                has_media,
-                posted_at: posted / 1000,
-                expires_at: expires / 1000,
-                media: None,
-            })
-        })
-        .collect())
+    Ok(store
+        .db
+        .live_statuses(store.session_id, contact, now_ms)
+        .await?)
 }
-
-const RECIPIENTS: &str = "SELECT recipients FROM status_updates \
-     WHERE session_id = $1 AND status_id = $2 AND direction = 'outgoing'";
 
 /// Revokes our post for the recipients it was sent to.
 pub(crate) async fn delete(client: &Client, store: Store<'_>, status_id: &str) -> EngineResult<()> {
-    let row: Option<(Option<String>,)> = with_pool!(store.db, p => sqlx::query_as(RECIPIENTS)
-        .bind(store.session_id).bind(status_id).fetch_optional(p).await)
-    .map_err(|e| store_err(e.into()))?;
-    let (recipients,) =
-        row.ok_or_else(|| EngineError::NotFound(format!("Status {status_id} not found")))?;
-    let recipients: Vec<Jid> = recipients
-        .as_deref()
-        .and_then(|r| serde_json::from_str(r).ok())
-        .unwrap_or_default();
+    let recipients = store
+        .db
+        .status_recipients(store.session_id, status_id)
+        .await?
+        .ok_or_else(|| EngineError::NotFound(format!("Status {status_id} not found")))?;
     client
         .status()
         .revoke(status_id, &was(&recipients)?, StatusSendOptions::default())

@@ -1,0 +1,120 @@
+//! The data-database handle shared by the node, the workers and the engines: one enum over the SQLite and
+//! PostgreSQL pools, the `on_pool!` dispatch that runs one body against either, the SQLite write turn, and
+//! the data-DB migrations. Input: a URL from configuration (or a pool the node already opened). It holds no
+//! SQL of its own beyond the migrations: each table's statements live in the one crate that owns the table.
+
+use std::str::FromStr;
+
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+
+static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// A failure opening or migrating the data database.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("cannot open the data database: {0}")]
+    Connect(sqlx::Error),
+    #[error("cannot migrate the data database: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Which database holds the data tables (`DATABASE_TYPE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatabaseKind {
+    Sqlite,
+    Postgres,
+}
+
+/// The data database. Created by the binary at boot (or handed over by the node) and cloned into every store
+/// call; both variants are cheap `Arc` clones. SQL text is shared where the dialects agree (`$1` placeholders,
+/// `RETURNING`), and [`on_pool!`] runs one body against whichever pool is inside.
+#[derive(Debug, Clone)]
+pub enum DataPool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs `$body` with `$p` bound to the concrete pool of a [`DataPool`]; the body is compiled once per backend,
+/// so runtime `sqlx::query(..)` calls type-check against both.
+#[macro_export]
+macro_rules! on_pool {
+    ($pool:expr, |$p:ident| $body:expr) => {
+        match $pool {
+            $crate::DataPool::Sqlite($p) => $body,
+            $crate::DataPool::Postgres($p) => $body,
+        }
+    };
+}
+
+impl DataPool {
+    /// Opens the data database. For SQLite `url` is a file path (created when missing) or a `sqlite:` URL.
+    pub async fn connect(kind: DatabaseKind, url: &str) -> Result<DataPool, DbError> {
+        match kind {
+            DatabaseKind::Sqlite => {
+                let opts = SqliteConnectOptions::from_str(url)
+                    .or_else(|_| SqliteConnectOptions::from_str(&format!("sqlite://{url}")))
+                    .map_err(DbError::Connect)?
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .busy_timeout(std::time::Duration::from_secs(5))
+                    .foreign_keys(true);
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(8)
+                    .test_before_acquire(false) // a local file: no liveness round trip per acquire
+                    .connect_with(opts)
+                    .await
+                    .map_err(DbError::Connect)?;
+                Ok(DataPool::Sqlite(pool))
+            }
+            DatabaseKind::Postgres => {
+                let pool = PgPoolOptions::new()
+                    .max_connections(16)
+                    .connect(url)
+                    .await
+                    .map_err(DbError::Connect)?;
+                Ok(DataPool::Postgres(pool))
+            }
+        }
+    }
+
+    /// Applies the data-DB migrations embedded from `migrations/sqlite` or `migrations/postgres`.
+    pub async fn migrate(&self) -> Result<(), DbError> {
+        match self {
+            DataPool::Sqlite(p) => SQLITE_MIGRATOR.run(p).await?,
+            DataPool::Postgres(p) => POSTGRES_MIGRATOR.run(p).await?,
+        }
+        Ok(())
+    }
+
+    pub fn kind(&self) -> DatabaseKind {
+        match self {
+            DataPool::Sqlite(_) => DatabaseKind::Sqlite,
+            DataPool::Postgres(_) => DatabaseKind::Postgres,
+        }
+    }
+}
+
+/// One writer at a time on an SQLite data DB within this process. SQLite itself admits one writer; a second
+/// one spins in its busy handler (sleeps of 1, 2, 5, 10 ms ...) while holding a pooled connection, which both
+/// adds latency and, when every pooled connection is spinning, starves the writer that holds the lock of a
+/// connection it needs: a stall until the busy timeout. Waiting here instead costs no connection and is FIFO.
+/// The node's event transactions and the workers' outbox writes take it; PostgreSQL never does.
+static SQLITE_WRITE_GATE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// The turn to write on an SQLite data DB (see [`SQLITE_WRITE_GATE`]); `None` for PostgreSQL. Hold it until
+/// the write (or its transaction) has finished.
+pub async fn write_turn(pool: &DataPool) -> Option<tokio::sync::SemaphorePermit<'static>> {
+    match pool {
+        // The gate is never closed, so acquiring cannot fail; were it closed, writes would go ungated.
+        DataPool::Sqlite(_) => SQLITE_WRITE_GATE.acquire().await.ok(),
+        DataPool::Postgres(_) => None,
+    }
+}
+
+/// Milliseconds since the Unix epoch, the unit of every timestamp column.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
