@@ -65,7 +65,7 @@ impl DeliveryContext {
     ) -> DeliveryContext {
         let slots = Arc::new(Semaphore::new(settings.dispatch_concurrency.max(1)));
         DeliveryContext {
-            writer: OutboxWriter::spawn(pool.clone()),
+            writer: OutboxWriter::spawn(pool.clone(), settings.claimer.clone()),
             pool,
             queue,
             client,
