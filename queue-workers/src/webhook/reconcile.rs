@@ -225,7 +225,7 @@ pub async fn release_claims_of_past_life(
         released = ids.len(),
         "attempts a past life of this node left claimed are waiting again"
     );
-    Ok(enqueue_outbox(pool, queue, &ids).await?)
+    enqueue_outbox(pool, queue, &ids).await
 }
 
 /// Runs [`reconcile_outbox`] now and then every `interval` until `shutdown`.
