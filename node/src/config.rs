@@ -383,6 +383,7 @@ impl Config {
                 .unwrap_or(usize::MAX),
             is_ssrf_protected: self.webhook_ssrf_protect,
             is_redirect_followed: self.webhook_ssrf_redirects,
+            claimer: self.node_id.clone(),
         }
     }
 

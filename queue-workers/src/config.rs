@@ -72,6 +72,7 @@ impl WorkerConfig {
                     .unwrap_or(usize::MAX),
                 is_ssrf_protected: w.webhook_ssrf_protect,
                 is_redirect_followed: w.webhook_ssrf_redirects,
+                claimer: shared.node_id("wagate-worker"),
             },
             reconcile_every: Duration::from_millis(w.outbox_reconcile_ms),
             stale_after: Duration::from_millis(w.outbox_stale_ms),

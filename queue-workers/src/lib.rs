@@ -35,6 +35,7 @@ pub use queue::{JobCounts, QueueBackend, QueueClient, QueueConfig, QueueError};
 pub use webhook::WebhookSettings;
 pub use webhook::guard::{GuardError, resolve_check};
 pub use webhook::reconcile::{
-    Enqueuer, enqueue_outbox, reconcile_outbox, release_claims_of_past_life, spawn_reconciler,
+    Enqueuer, PastClaims, enqueue_outbox, reconcile_outbox, release_claims_of_past_life,
+    spawn_reconciler,
 };
 pub use workers::spawn_workers;

@@ -7,7 +7,10 @@ use tokio_util::sync::CancellationToken;
 use wagate_config::{Source, Stop};
 use wagate_workers::config::WorkerConfig;
 use wagate_workers::telemetry::{self, BuildInfo, LogSettings, Recorder};
-use wagate_workers::{DataPool, QueueBackend, QueueClient, spawn_reconciler, spawn_workers};
+use wagate_workers::{
+    DataPool, PastClaims, QueueBackend, QueueClient, release_claims_of_past_life, spawn_reconciler,
+    spawn_workers,
+};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -78,6 +81,17 @@ async fn run(config: WorkerConfig) -> anyhow::Result<()> {
         }
         _ => None,
     };
+    let boot_ms = wagate_workers::db::now_ms();
+    let released = release_claims_of_past_life(
+        &pool,
+        &queue,
+        PastClaims::MadeBy(&config.webhook.claimer),
+        boot_ms,
+    )
+    .await;
+    if let Err(e) = released {
+        tracing::warn!(error = %e, op = "reconcile_outbox", "cannot release past claims");
+    }
     let workers = spawn_workers(
         config.webhook.clone(),
         pool.clone(),

@@ -11,7 +11,9 @@ use wagate_proto::jobs::IngressJob;
 use wagate_workers::db::now_ms;
 use wagate_workers::on_pool;
 use wagate_workers::webhook::sign::verify;
-use wagate_workers::{enqueue_outbox, reconcile_outbox};
+use wagate_workers::{
+    DataPool, PastClaims, enqueue_outbox, reconcile_outbox, release_claims_of_past_life,
+};
 
 const SECRET: &str = "a-secret-of-16-chars";
 
@@ -267,6 +269,87 @@ async fn reconcile_requeues_a_lost_row(kind: Kind) {
     env.finish().await;
 }
 
+/// Marks a seeded row as an attempt `claimer` holds since `at_ms`, as a worker's claim leaves it.
+async fn claim_as(pool: &DataPool, id: &str, claimer: &str, at_ms: i64) {
+    on_pool!(pool, |p| sqlx::query(
+        "UPDATE webhook_outbox_events SET status = 'delivering', attempts = attempts + 1, \
+         claimed_by = $2, updated_at = $3 WHERE id = $1"
+    )
+    .bind(id)
+    .bind(claimer)
+    .bind(at_ms)
+    .execute(p)
+    .await
+    .map(|_| ())
+    .unwrap());
+}
+
+async fn a_stale_claim_is_released_and_delivered_in_one_sweep(kind: Kind) {
+    let env = TestEnv::start(kind, test_settings()).await;
+    let rx = Receiver::start(vec![], None).await;
+    let (sid, wid) = seed_webhook(&env.pool, &WebhookSeed::new(&rx.url)).await;
+    let (held, _) = seed_outbox(&env.pool, &sid, &wid, json!({"held": true})).await;
+    claim_as(&env.pool, &held, "dead-worker", now_ms() - 120_000).await;
+
+    let report = reconcile_outbox(
+        &env.pool,
+        &env.queue,
+        &env.settings,
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.released_inflight, 1);
+    assert_eq!(report.requeued, 1, "released and pushed by the same sweep");
+    wait_for("delivered", || async {
+        outbox_status(&env.pool, &held).await.as_deref() == Some("delivered")
+    })
+    .await;
+    assert_eq!(rx.requests().len(), 1);
+    env.finish().await;
+}
+
+async fn a_restarted_node_releases_its_own_past_claims_only(kind: Kind) {
+    let env = TestEnv::start(kind, test_settings()).await;
+    let rx = Receiver::start(vec![], None).await;
+    let (sid, wid) = seed_webhook(&env.pool, &WebhookSeed::new(&rx.url)).await;
+    let (mine, _) = seed_outbox(&env.pool, &sid, &wid, json!({"mine": true})).await;
+    let (theirs, _) = seed_outbox(&env.pool, &sid, &wid, json!({"theirs": true})).await;
+    // Claimed a second ago: far inside the stale window, so only the claimer's identity can release them.
+    let claimed_at = now_ms() - 1_000;
+    claim_as(&env.pool, &mine, "node-a", claimed_at).await;
+    claim_as(&env.pool, &theirs, "node-b", claimed_at).await;
+
+    let pushed = release_claims_of_past_life(
+        &env.pool,
+        &env.queue,
+        PastClaims::MadeBy("node-a"),
+        now_ms(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(pushed, 1);
+    wait_for("delivered", || async {
+        outbox_status(&env.pool, &mine).await.as_deref() == Some("delivered")
+    })
+    .await;
+    assert_eq!(
+        outbox_status(&env.pool, &theirs).await.as_deref(),
+        Some("delivering"),
+        "another node's live claim is left alone"
+    );
+    let everyone = release_claims_of_past_life(&env.pool, &env.queue, PastClaims::All, now_ms())
+        .await
+        .unwrap();
+    assert_eq!(everyone, 1, "the sole deliverer releases every past claim");
+    wait_for("delivered", || async {
+        outbox_status(&env.pool, &theirs).await.as_deref() == Some("delivered")
+    })
+    .await;
+    assert_eq!(rx.requests().len(), 2);
+    env.finish().await;
+}
+
 async fn ingress_job_marks_the_event_processed(kind: Kind) {
     let env = TestEnv::start(kind, test_settings()).await;
     let id = uuid::Uuid::new_v4().to_string();
@@ -357,6 +440,14 @@ macro_rules! suite {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn reconcile_requeues_a_lost_row() {
                 super::reconcile_requeues_a_lost_row($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_stale_claim_is_released_and_delivered_in_one_sweep() {
+                super::a_stale_claim_is_released_and_delivered_in_one_sweep($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_restarted_node_releases_its_own_past_claims_only() {
+                super::a_restarted_node_releases_its_own_past_claims_only($kind).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn finished_jobs_are_vacuumed() {

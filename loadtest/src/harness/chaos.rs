@@ -21,7 +21,9 @@ use super::{Client, Node, NodeOptions, Receiver};
 /// How long everything accepted may take to reach the receiver once the stream stopped.
 const SETTLE: Duration = Duration::from_secs(90);
 
-/// Requests of the stream in flight at most; also the bound the duplicates are held to per kill.
+/// Requests of the stream in flight at most; also the bound the duplicates are held to per kill: a delivering
+/// process has at most `WEBHOOK_DISPATCH_CONCURRENCY` (64 by default) attempts made and not yet recorded, and
+/// only those are delivered again after a kill -9.
 pub const IN_FLIGHT: usize = 64;
 
 #[derive(Debug, Clone)]

@@ -358,6 +358,17 @@ pub struct TelemetryArgs {
     /// Pairs of phases (off then on, then on then off, ...)
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     pub rounds: u64,
+    /// Share of traces the node with telemetry on samples (OpenTelemetry's `OTEL_TRACES_SAMPLER=
+    /// parentbased_traceidratio` with this `OTEL_TRACES_SAMPLER_ARG`); 1 keeps the SDK's default, every trace
+    #[arg(long, default_value_t = 1.0, value_parser = ratio)]
+    pub trace_ratio: f64,
+}
+
+fn ratio(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!("{text:?} is not a ratio between 0 and 1")),
+    }
 }
 
 impl TelemetryArgs {
@@ -375,6 +386,8 @@ impl TelemetryArgs {
             self.concurrency.to_string(),
             "--rounds".into(),
             self.rounds.to_string(),
+            "--trace-ratio".into(),
+            self.trace_ratio.to_string(),
         ]
     }
 }

@@ -38,6 +38,13 @@ async fn otlp_sink() -> anyhow::Result<(String, Arc<AtomicU64>)> {
 
 const METRICS_TOKEN: &str = "bench-token";
 
+/// Where the node with telemetry on exports its spans, and the share of traces it samples.
+#[derive(Clone, Copy)]
+struct Traces<'a> {
+    endpoint: &'a str,
+    ratio: f64,
+}
+
 /// One node of the comparison, with a linked session to read and send from.
 struct Subject {
     node: Node,
@@ -47,16 +54,25 @@ struct Subject {
 }
 
 impl Subject {
-    async fn start(binary: &str, telemetry_on: Option<&str>, tag: &str) -> anyhow::Result<Subject> {
+    async fn start(
+        binary: &str,
+        telemetry_on: Option<Traces<'_>>,
+        tag: &str,
+    ) -> anyhow::Result<Subject> {
         let mut options = NodeOptions::new(binary)
             .env("LOG_LEVEL", "warn")
             .env("RATE_LIMIT_SHORT_LIMIT", "1000000")
             .env("RATE_LIMIT_MEDIUM_LIMIT", "100000000")
             .env("RATE_LIMIT_LONG_LIMIT", "1000000000");
-        if let Some(endpoint) = telemetry_on {
+        if let Some(traces) = telemetry_on {
             options = options
                 .env("METRICS_TOKEN", METRICS_TOKEN)
-                .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", traces.endpoint);
+            if traces.ratio < 1.0 {
+                options = options
+                    .env("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+                    .env("OTEL_TRACES_SAMPLER_ARG", traces.ratio.to_string());
+            }
         }
         let node = Node::start(options).await?;
         let client = node.client();
@@ -126,7 +142,7 @@ impl Totals {
 }
 
 /// `wagate-loadtest telemetry [--binary PATH] [--seconds N] [--connections N] [--count N]
-/// [--concurrency N] [--rounds N]`
+/// [--concurrency N] [--rounds N] [--trace-ratio R]`
 pub async fn run(args: &[String]) -> anyhow::Result<()> {
     let binary = arg(args, "--binary", "target/release/wagate");
     let seconds: u64 = arg(args, "--seconds", "5").parse()?;
@@ -134,10 +150,15 @@ pub async fn run(args: &[String]) -> anyhow::Result<()> {
     let count: usize = arg(args, "--count", "3000").parse()?;
     let concurrency: usize = arg(args, "--concurrency", "32").parse()?;
     let rounds: usize = arg(args, "--rounds", "3").parse()?;
+    let ratio: f64 = arg(args, "--trace-ratio", "1").parse()?;
     let (sink, exported) = otlp_sink().await?;
+    let traces = Traces {
+        endpoint: &sink,
+        ratio,
+    };
     let mut subjects = [
         Subject::start(&binary, None, "off").await?,
-        Subject::start(&binary, Some(&sink), "on").await?,
+        Subject::start(&binary, Some(traces), "on").await?,
     ];
     // The node with telemetry on is scraped every second for the whole run, as a Prometheus server would.
     let scraper = reqwest::Client::new();
@@ -184,7 +205,12 @@ pub async fn run(args: &[String]) -> anyhow::Result<()> {
     let change = |on: f64, off: f64| (on - off) / off.max(f64::MIN_POSITIVE) * 100.0;
     let [off, on] = &totals;
     println!(
-        "binary {binary}; {rounds} rounds of {seconds}s reads ({connections} connections) and {count} sends ({concurrency} in flight) per node"
+        "binary {binary}; {rounds} rounds of {seconds}s reads ({connections} connections) and {count} sends ({concurrency} in flight) per node; traces sampled: {}",
+        if ratio < 1.0 {
+            format!("{ratio} (parentbased_traceidratio)")
+        } else {
+            "every one (SDK default)".to_owned()
+        }
     );
     println!(
         "telemetry off (no METRICS_TOKEN, no OTLP endpoint): reads {:.0}/s, sends {:.0}/s",

@@ -4,6 +4,7 @@
 
 use async_trait::async_trait;
 
+use crate::sessions::cache::RecordCache;
 use crate::store::{DataPool, StoreError, sessions};
 
 /// A held lease on one session.
@@ -28,8 +29,10 @@ pub(crate) enum LeaseError {
 
 #[async_trait]
 pub(crate) trait Leases: Send + Sync {
-    /// Claims the session for this node with a generation newer than any before it.
-    async fn acquire(&self, session_id: &str) -> Result<Lease, LeaseError>;
+    /// Claims the session for this node with a generation newer than any before it. The claim writes the
+    /// row's lease generation and owner, so it bumps the row's version in `records` before it returns
+    /// (other nodes' cached records of it go stale with it).
+    async fn acquire(&self, session_id: &str, records: &RecordCache) -> Result<Lease, LeaseError>;
     /// Gives the session up (stop, logout, shutdown) so another node may take it at once.
     async fn release(&self, session_id: &str, lease: Lease);
     /// Whether `lease` is still this node's to write with (false once its deadline passed or it was lost).
@@ -59,10 +62,11 @@ impl LocalLeases {
 
 #[async_trait]
 impl Leases for LocalLeases {
-    async fn acquire(&self, session_id: &str) -> Result<Lease, LeaseError> {
+    async fn acquire(&self, session_id: &str, records: &RecordCache) -> Result<Lease, LeaseError> {
         let current = sessions::get(&self.db, session_id).await?.lease_generation;
         let generation = current + 1;
-        match sessions::claim(&self.db, session_id, generation, &self.node_id).await {
+        let claimed = claim(&self.db, records, session_id, generation, &self.node_id).await;
+        match claimed {
             Ok(()) => Ok(Lease { generation }),
             Err(StoreError::StaleLease) => Err(LeaseError::HeldElsewhere),
             Err(other) => Err(other.into()),
@@ -70,4 +74,20 @@ impl Leases for LocalLeases {
     }
 
     async fn release(&self, _session_id: &str, _lease: Lease) {}
+}
+
+/// Writes a claim to the session's row and bumps the row's version in `records` before answering, whatever
+/// the claim's outcome but a fenced refusal (which wrote nothing): an error may come after a commit.
+pub(crate) async fn claim(
+    db: &DataPool,
+    records: &RecordCache,
+    session_id: &str,
+    generation: i64,
+    node_id: &str,
+) -> Result<(), StoreError> {
+    let claimed = sessions::claim(db, session_id, generation, node_id).await;
+    if !matches!(claimed, Err(StoreError::StaleLease)) {
+        records.invalidate(session_id).await;
+    }
+    claimed
 }

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use dashmap::DashMap;
 use deadpool_redis::{Pool, redis};
 
-use super::lease::{Lease, LeaseError, Leases};
+use super::lease::{self, Lease, LeaseError, Leases};
+use crate::sessions::cache::RecordCache;
 use crate::store::{DataPool, StoreError, sessions};
 
 /// Refuses (-1) when another node holds the key; otherwise bumps the fence (never below the row's
@@ -371,7 +372,7 @@ impl Leases for RedisLeases {
         }
     }
 
-    async fn acquire(&self, session_id: &str) -> Result<Lease, LeaseError> {
+    async fn acquire(&self, session_id: &str, records: &RecordCache) -> Result<Lease, LeaseError> {
         if self.is_closed.load(Ordering::SeqCst) {
             return Err(LeaseError::Draining);
         }
@@ -381,7 +382,7 @@ impl Leases for RedisLeases {
         if generation < 0 {
             return Err(LeaseError::HeldElsewhere);
         }
-        match sessions::claim(&self.db, session_id, generation, &self.node_id).await {
+        match lease::claim(&self.db, records, session_id, generation, &self.node_id).await {
             Ok(()) => {}
             Err(err) => {
                 if let Err(redis) = self.release_key(session_id, generation).await {

@@ -7,7 +7,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use wagate_workers::db::now_ms;
-use wagate_workers::{DatabaseKind, reconcile_outbox, release_claims_of_past_life, spawn_workers};
+use wagate_workers::{
+    DatabaseKind, PastClaims, reconcile_outbox, release_claims_of_past_life, spawn_workers,
+};
 
 use crate::app::ApiContext;
 use crate::config::NodeRole;
@@ -27,6 +29,20 @@ pub(crate) fn spawn(
     let sole_deliverer =
         ctx.config.role == NodeRole::All && ctx.data_db.kind() == DatabaseKind::Sqlite;
     if matches!(ctx.config.role, NodeRole::All | NodeRole::Worker) {
+        let (db, queue, node_id) = (
+            ctx.data_db.clone(),
+            ctx.queue.clone(),
+            ctx.config.node_id.clone(),
+        );
+        tasks.spawn(async move {
+            let whose = match sole_deliverer {
+                true => PastClaims::All,
+                false => PastClaims::MadeBy(&node_id),
+            };
+            if let Err(e) = release_claims_of_past_life(&db, &queue, whose, boot_ms).await {
+                tracing::warn!(error = %e, op = "reconcile_outbox", "cannot release past claims");
+            }
+        });
         let workers = spawn_workers(
             settings.clone(),
             ctx.data_db.clone(),
@@ -42,9 +58,6 @@ pub(crate) fn spawn(
         let every = Duration::from_millis(ctx.config.outbox_reconcile_ms);
         let stale = Duration::from_millis(ctx.config.outbox_stale_ms);
         tasks.spawn(async move {
-            if sole_deliverer && let Err(e) = release_claims_of_past_life(&db, boot_ms).await {
-                tracing::warn!(error = %e, op = "reconcile_outbox", "cannot release past claims");
-            }
             // At boot every pending row of this node's past life is an orphan: sweep them all at once.
             let mut stale_after = Duration::ZERO;
             loop {

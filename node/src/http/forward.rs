@@ -152,6 +152,20 @@ pub(crate) async fn post_to_owner(
     if let Some(key) = api_key {
         headers.insert(HeaderName::from_static("x-api-key"), key.clone());
     }
+    mark_forwarded(ctx, &mut headers);
+    let sent = ctx
+        .forwarder
+        .post(format!("{url}{path}"))
+        .headers(headers)
+        .send()
+        .await
+        .map_err(classify)?;
+    Ok(Some(sent.status()))
+}
+
+/// Marks a request this node sends to a session's owner: who forwarded it (the owner never forwards it again)
+/// and the cluster secret that lets the owner trust the forwarded client address.
+fn mark_forwarded(ctx: &ApiContext, headers: &mut HeaderMap) {
     if let Ok(me) = HeaderValue::from_str(&ctx.config.node_id) {
         headers.insert(FORWARDED, me);
     }
@@ -163,14 +177,6 @@ pub(crate) async fn post_to_owner(
     {
         headers.insert(CLUSTER_SECRET_HEADER, secret);
     }
-    let sent = ctx
-        .forwarder
-        .post(format!("{url}{path}"))
-        .headers(headers)
-        .send()
-        .await
-        .map_err(classify)?;
-    Ok(Some(sent.status()))
 }
 
 /// Headers that describe one hop, not the message; never copied across a forward.
@@ -279,18 +285,8 @@ async fn forward(
         .unwrap_or("/");
     let mut headers = HeaderMap::new();
     copy_headers(&parts.headers, &mut headers);
-    if let Ok(me) = HeaderValue::from_str(&ctx.config.node_id) {
-        headers.insert(FORWARDED, me);
-    }
+    mark_forwarded(ctx, &mut headers);
     wagate_workers::telemetry::propagation::inject_into_headers(span, &mut headers);
-    if let Some(secret) = ctx
-        .config
-        .cluster_secret
-        .as_deref()
-        .and_then(|s| HeaderValue::from_str(s).ok())
-    {
-        headers.insert(CLUSTER_SECRET_HEADER, secret);
-    }
     if let Some(client) =
         client_ip_from(&parts.extensions).and_then(|ip| HeaderValue::from_str(&ip.to_string()).ok())
     {

@@ -81,6 +81,7 @@ pub(crate) async fn observe(
         http.route = %route,
         request_id = %request_id,
         trace_id = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
     );
     if wagate_workers::telemetry::tracing_enabled() {
         span.record("otel.name", format!("{method} {route}"));
@@ -90,6 +91,7 @@ pub(crate) async fn observe(
     let response = next.run(req).instrument(span.clone()).await;
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
+    span.record("http.response.status_code", status);
     metrics::counter!(
         HTTP_REQUESTS,
         "route" => route.clone(),

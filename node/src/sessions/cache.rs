@@ -1,8 +1,9 @@
 //! Session records served from memory for the read routes (`GET /api/sessions/{id}`, the session list, the
 //! session check of every session-scoped route and of message and chat reads).
 //!
-//! Every write to a session row (create, config, proxy, delete, each fenced runtime-state write, the
-//! normalisation at boot, a data import) calls `invalidate` after the write and before it is acknowledged.
+//! Every write to a session row (create, config, proxy, delete, each lease claim, each fenced runtime-state
+//! write, the normalisation at boot, a data import) calls `invalidate` after the write and before it is
+//! acknowledged.
 //!
 //! Embedded mode (`Local`): this process is the only writer, so removing the entry is enough. A fill that
 //! read the row before an invalidation must not store what it read: every invalidation bumps

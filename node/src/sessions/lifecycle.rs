@@ -68,7 +68,7 @@ impl SessionService {
         if let Some(runtime) = self.runtime(id) {
             return Ok(runtime);
         }
-        let lease = self.leases.acquire(id).await?;
+        let lease = self.leases.acquire(id, &self.deps.records).await?;
         let record = match self.record(id).await {
             Ok(record) => record,
             Err(err) => {

@@ -23,7 +23,7 @@ fn was_active(status: SessionStatus) -> bool {
 
 impl SessionService {
     async fn normalise_after_restart(&self, record: &SessionRecord) {
-        let Ok(lease) = self.leases.acquire(&record.id).await else {
+        let Ok(lease) = self.leases.acquire(&record.id, &self.deps.records).await else {
             return;
         };
         let mut state = super::run_state::RunState::from_record(record).to_runtime();

@@ -211,7 +211,8 @@ pub(crate) async fn update_proxy(
     Ok(())
 }
 
-/// Records a newer lease generation; `StaleLease` when the row already carries a newer one.
+/// Records a newer lease generation; `StaleLease` when the row already carries a newer one. The leases call
+/// it through `cluster::lease::claim`, which bumps the row's cached version.
 pub(crate) async fn claim(db: &DataPool, id: &str, generation: i64, node: &str) -> StoreResult<()> {
     let done = execute!(db, sqlx::query(CLAIM).bind(id).bind(generation).bind(node))?;
     if done == 0 {

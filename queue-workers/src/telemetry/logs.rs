@@ -55,8 +55,11 @@ impl LogSettings {
             "debug" | "trace" => self.level.as_str(),
             _ => "info",
         };
+        // The access log line repeats the request span's own fields: exported as a span event it doubled
+        // what every request costs the exporter, so it stays in the logs only.
         format!(
-            "{level},sqlx=warn,hyper=warn,h2=warn,tower=warn,tower_http={level},opentelemetry=warn,reqwest=warn"
+            "{level},sqlx=warn,hyper=warn,h2=warn,tower=warn,tower_http={level},opentelemetry=warn,reqwest=warn,\
+             wagate::access=off"
         )
     }
 }

@@ -26,6 +26,9 @@ pub struct WebhookSettings {
     pub is_ssrf_protected: bool,
     /// `WEBHOOK_SSRF_REDIRECTS`: only honoured when the guard is off.
     pub is_redirect_followed: bool,
+    /// `NODE_ID` of this process, written on every attempt it claims: restarted under the same id, it releases
+    /// at once the attempts its past life died in instead of waiting out the stale window.
+    pub claimer: String,
 }
 
 /// Deliveries in flight per process by default. Each attempt waits on the receiver's round trip, so the rate is
@@ -43,6 +46,7 @@ impl Default for WebhookSettings {
             dispatch_concurrency: DEFAULT_DISPATCH_CONCURRENCY,
             is_ssrf_protected: true,
             is_redirect_followed: false,
+            claimer: String::new(),
         }
     }
 }

@@ -165,8 +165,9 @@ impl Enqueuer {
 }
 
 /// One sweep: rows claimed by a worker that never finished (older than `WEBHOOK_TIMEOUT` + `stale_after`) go
-/// back to waiting, then every waiting row that has been due and untouched for `stale_after` is re-enqueued.
-/// Safe to run on every node at once: a duplicate job finds the row claimed or not due and does nothing.
+/// back to waiting and are re-enqueued at once (they have no job left), then every waiting row that has been
+/// due and untouched for `stale_after` is re-enqueued. Safe to run on every node at once: a duplicate job
+/// finds the row claimed or not due and does nothing.
 pub async fn reconcile_outbox(
     pool: &DataPool,
     queue: &QueueClient,
@@ -177,9 +178,12 @@ pub async fn reconcile_outbox(
     let stale_ms = i64::try_from(stale_after.as_millis()).unwrap_or(i64::MAX);
     let inflight_ms =
         stale_ms.saturating_add(i64::try_from(settings.timeout_ms).unwrap_or(i64::MAX));
-    let released_inflight =
-        store::reset_stale_inflight(pool, now.saturating_sub(inflight_ms), now).await?;
-    let ids = store::stale_waiting(pool, now.saturating_sub(stale_ms), SWEEP_BATCH).await?;
+    let mut ids = store::reset_stale_inflight(pool, now.saturating_sub(inflight_ms), now).await?;
+    let released_inflight = u64::try_from(ids.len()).unwrap_or(u64::MAX);
+    let waiting = store::stale_waiting(pool, now.saturating_sub(stale_ms), SWEEP_BATCH).await?;
+    ids.extend(waiting);
+    ids.sort_unstable();
+    ids.dedup();
     let requeued = enqueue_outbox(pool, queue, &ids).await?;
     if requeued > 0 || released_inflight > 0 {
         tracing::info!(requeued, released_inflight, "outbox reconciled");
@@ -190,19 +194,38 @@ pub async fn reconcile_outbox(
     })
 }
 
-/// Sends back to waiting every attempt claimed before `boot_ms`, however recent, and returns how many. Only
-/// for a process that is the sole deliverer of its data DB (an embedded node on SQLite): there every claim
-/// older than the process was made by a past life that died mid-attempt, and waiting out the stale window
-/// (`WEBHOOK_TIMEOUT` + `OUTBOX_STALE_MS`) would hold those events back for minutes.
-pub async fn release_claims_of_past_life(pool: &DataPool, boot_ms: i64) -> Result<u64, StoreError> {
-    let released = store::reset_stale_inflight(pool, boot_ms.saturating_sub(1), now_ms()).await?;
-    if released > 0 {
-        tracing::info!(
-            released,
-            "attempts a past life of this node left claimed are waiting again"
-        );
+/// Whose claims a process releases when it boots (see [`release_claims_of_past_life`]).
+#[derive(Debug, Clone, Copy)]
+pub enum PastClaims<'a> {
+    /// Those made under this `NODE_ID`: a process restarted under its id finds what its past life held.
+    MadeBy(&'a str),
+    /// Every claim: only for the sole deliverer of its data DB (an embedded node on SQLite), whose id may
+    /// have changed with the host name.
+    All,
+}
+
+/// Sends back to waiting, and enqueues at once, every attempt claimed before `boot_ms` by `whose`, however
+/// recent; returns how many. Such a claim was made by a past life that died mid-attempt: waiting out the
+/// stale window (`WEBHOOK_TIMEOUT` + `OUTBOX_STALE_MS`) would hold those events back for over a minute.
+pub async fn release_claims_of_past_life(
+    pool: &DataPool,
+    queue: &QueueClient,
+    whose: PastClaims<'_>,
+    boot_ms: i64,
+) -> Result<usize, ReconcileError> {
+    let claimer = match whose {
+        PastClaims::MadeBy(id) => Some(id),
+        PastClaims::All => None,
+    };
+    let ids = store::release_claims_before(pool, claimer, boot_ms, now_ms()).await?;
+    if ids.is_empty() {
+        return Ok(0);
     }
-    Ok(released)
+    tracing::info!(
+        released = ids.len(),
+        "attempts a past life of this node left claimed are waiting again"
+    );
+    enqueue_outbox(pool, queue, &ids).await
 }
 
 /// Runs [`reconcile_outbox`] now and then every `interval` until `shutdown`.

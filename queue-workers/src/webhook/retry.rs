@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tracing::Instrument;
 
 use crate::db::{DataPool, now_ms};
@@ -65,7 +65,7 @@ impl DeliveryContext {
     ) -> DeliveryContext {
         let slots = Arc::new(Semaphore::new(settings.dispatch_concurrency.max(1)));
         DeliveryContext {
-            writer: OutboxWriter::spawn(pool.clone()),
+            writer: OutboxWriter::spawn(pool.clone(), settings.claimer.clone()),
             pool,
             queue,
             client,
@@ -139,7 +139,9 @@ pub async fn process_traced_batch(
 
 /// What became of one claimed row's attempt.
 enum Attempted {
-    Sent(AttemptOutcome),
+    /// Sent, holding its dispatch slot until its outcome is committed: attempts made and not yet recorded
+    /// (the events a kill -9 delivers twice) stay within `WEBHOOK_DISPATCH_CONCURRENCY` per process.
+    Sent(AttemptOutcome, Option<OwnedSemaphorePermit>),
     /// The body can never be sent (oversize or unreadable stored payload).
     NeverSent(String),
 }
@@ -246,8 +248,9 @@ async fn attempt_one(
         ));
     }
     // A closed semaphore never happens (it is never closed); then the attempt simply runs unbounded.
-    let _slot = ctx.slots.acquire().await.ok();
-    Attempted::Sent(attempt(ctx, claimed, target, &delivery_id, &body).await)
+    let slot = ctx.slots.clone().acquire_owned().await.ok();
+    let outcome = attempt(ctx, claimed, target, &delivery_id, &body).await;
+    Attempted::Sent(outcome, slot)
 }
 
 /// The claim sets the delivery id; a row claimed by an older worker may lack one.
@@ -275,12 +278,14 @@ fn observe_lag(claimed: &ClaimedAttempt, now: i64) {
 
 async fn settle_all(ctx: &DeliveryContext, done: Vec<Finished>) -> Result<(), StoreError> {
     let mut successes = Vec::new();
+    let mut slots = Vec::with_capacity(done.len());
     let mut result = Ok(());
     let now = now_ms();
     for (claimed, target, attempted, trace, span) in done {
         let delivery_id = delivery_id_of(&claimed);
         let settled = match attempted {
-            Attempted::Sent(AttemptOutcome::Delivered { status_code }) => {
+            Attempted::Sent(AttemptOutcome::Delivered { status_code }, slot) => {
+                slots.push(slot);
                 observe_lag(&claimed, now);
                 successes.push(Success {
                     outbox_id: claimed.id,
@@ -289,7 +294,8 @@ async fn settle_all(ctx: &DeliveryContext, done: Vec<Finished>) -> Result<(), St
                 });
                 Ok(())
             }
-            Attempted::Sent(outcome) => {
+            Attempted::Sent(outcome, slot) => {
+                slots.push(slot);
                 let attempt = Settling {
                     claimed: &claimed,
                     target: &target,
@@ -314,6 +320,7 @@ async fn settle_all(ctx: &DeliveryContext, done: Vec<Finished>) -> Result<(), St
         ctx.writer.settle(successes).await?;
         metrics::counter!(WEBHOOK_DELIVERIES, "outcome" => delivery_outcome::SUCCESS).increment(n);
     }
+    drop(slots);
     result
 }
 

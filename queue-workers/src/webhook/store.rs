@@ -29,7 +29,11 @@ const SELECT_STALE_WAITING: &str = "SELECT id FROM webhook_outbox_events \
      ORDER BY next_attempt_at LIMIT $2";
 const RESET_STALE_INFLIGHT: &str = "UPDATE webhook_outbox_events \
      SET status = 'retrying', attempts = attempts - 1, updated_at = $2 \
-     WHERE status = 'delivering' AND updated_at <= $1";
+     WHERE status = 'delivering' AND updated_at <= $1 RETURNING id";
+/// `$3` NULL: every claim, whoever made it.
+const RELEASE_CLAIMS_BEFORE: &str = "UPDATE webhook_outbox_events \
+     SET status = 'retrying', attempts = attempts - 1, updated_at = $2 \
+     WHERE status = 'delivering' AND updated_at < $1 AND ($3 IS NULL OR claimed_by = $3) RETURNING id";
 
 /// A database failure in the outbox store.
 #[derive(Debug, thiserror::Error)]
@@ -234,14 +238,34 @@ pub async fn reset_stale_inflight(
     pool: &DataPool,
     stale_before_ms: i64,
     now_ms: i64,
-) -> Result<u64, StoreError> {
+) -> Result<Vec<String>, StoreError> {
     let _turn = write_turn(pool).await;
-    Ok(on_pool!(pool, |p| sqlx::query(RESET_STALE_INFLIGHT)
-        .bind(stale_before_ms)
-        .bind(now_ms)
-        .execute(p)
-        .await
-        .map(|r| r.rows_affected()))?)
+    Ok(on_pool!(pool, |p| sqlx::query_scalar::<_, String>(
+        RESET_STALE_INFLIGHT
+    )
+    .bind(stale_before_ms)
+    .bind(now_ms)
+    .fetch_all(p)
+    .await)?)
+}
+
+/// Sends back to waiting every attempt claimed before `before_ms` by `claimer` (by anyone when `None`),
+/// however recent, and returns their ids.
+pub async fn release_claims_before(
+    pool: &DataPool,
+    claimer: Option<&str>,
+    before_ms: i64,
+    now_ms: i64,
+) -> Result<Vec<String>, StoreError> {
+    let _turn = write_turn(pool).await;
+    Ok(on_pool!(pool, |p| sqlx::query_scalar::<_, String>(
+        RELEASE_CLAIMS_BEFORE
+    )
+    .bind(before_ms)
+    .bind(now_ms)
+    .bind(claimer)
+    .fetch_all(p)
+    .await)?)
 }
 
 // Statements over a set of rows. The id set is one parameter (a JSON array on SQLite, a `text[]` on
@@ -261,7 +285,7 @@ macro_rules! over_ids {
 const CLAIM_MANY: (&str, &str) = over_ids!(
     "UPDATE webhook_outbox_events \
      SET status = 'delivering', attempts = attempts + 1, delivery_id = COALESCE(delivery_id, 'dlv_' || id), \
-     updated_at = $2 WHERE",
+     updated_at = $2, claimed_by = $3 WHERE",
     "AND status IN ('pending', 'queued', 'retrying') AND next_attempt_at <= $2 \
      RETURNING id, webhook_id, session_id, event, idempotency_key, payload, attempts, delivery_id, created_at"
 );
@@ -306,9 +330,12 @@ macro_rules! with_ids {
 
 /// Claims one attempt of every due, waiting row among `ids`; rows not returned are gone, not waiting, not due,
 /// or claimed by someone else first: the conditional UPDATE lets exactly one claimer through per row.
+/// `claimer` is the claiming process's `NODE_ID`, kept on the row so that process, restarted, can release the
+/// attempts its past life died in (see [`release_claims_before`]).
 pub async fn claim_many(
     pool: &DataPool,
     ids: &[String],
+    claimer: &str,
     now_ms: i64,
 ) -> Result<Vec<ClaimedAttempt>, StoreError> {
     let _turn = write_turn(pool).await;
@@ -318,6 +345,7 @@ pub async fn claim_many(
     >(q.2)
     .bind(q.1)
     .bind(now_ms)
+    .bind(claimer)
     .fetch_all(q.0)
     .await)?)
 }
@@ -442,6 +470,7 @@ pub async fn record_successes(
 pub async fn claim_and_settle(
     pool: &DataPool,
     claim_ids: &[String],
+    claimer: &str,
     done: &[Success],
     now_ms: i64,
 ) -> Result<Vec<ClaimedAttempt>, StoreError> {
@@ -464,6 +493,7 @@ pub async fn claim_and_settle(
                 sqlx::query_as::<_, ClaimedAttempt>($claim)
                     .bind($bind(claim_ids))
                     .bind(now_ms)
+                    .bind(claimer)
                     .fetch_all(&mut *tx)
                     .await?
             };

@@ -31,15 +31,22 @@ pub struct OutboxWriter {
     ops: mpsc::UnboundedSender<Op>,
 }
 
+/// What the writing task owns: the pool and the name its claims are made in.
+struct Target {
+    pool: DataPool,
+    claimer: String,
+}
+
 fn stopped() -> StoreError {
     StoreError::WriterStopped
 }
 
 impl OutboxWriter {
-    /// Starts the writing task (inside a tokio runtime); it ends when every handle is dropped.
-    pub fn spawn(pool: DataPool) -> OutboxWriter {
+    /// Starts the writing task (inside a tokio runtime); it ends when every handle is dropped. Claims are made
+    /// in the name of `claimer` (this process's `NODE_ID`).
+    pub fn spawn(pool: DataPool, claimer: String) -> OutboxWriter {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run(pool, rx));
+        tokio::spawn(run(Target { pool, claimer }, rx));
         OutboxWriter { ops: tx }
     }
 
@@ -65,13 +72,13 @@ impl OutboxWriter {
     }
 }
 
-async fn run(pool: DataPool, mut rx: mpsc::UnboundedReceiver<Op>) {
+async fn run(target: Target, mut rx: mpsc::UnboundedReceiver<Op>) {
     let mut group = Vec::with_capacity(MAX_GROUP);
     while rx.recv_many(&mut group, MAX_GROUP).await > 0 {
         let ops = std::mem::take(&mut group);
         if ops.len() == 1 {
             for op in ops {
-                apply_alone(&pool, op).await;
+                apply_alone(&target, op).await;
             }
             continue;
         }
@@ -83,12 +90,13 @@ async fn run(pool: DataPool, mut rx: mpsc::UnboundedReceiver<Op>) {
                 Op::Settle { successes: s, .. } => successes.extend(s.iter().cloned()),
             }
         }
-        match store::claim_and_settle(&pool, &claim_ids, &successes, now_ms()).await {
+        let (pool, claimer) = (&target.pool, target.claimer.as_str());
+        match store::claim_and_settle(pool, &claim_ids, claimer, &successes, now_ms()).await {
             Ok(claimed) => hand_out(ops, claimed),
             Err(e) => {
                 tracing::debug!(error = %e, ops = ops.len(), "outbox group failed; writing op by op");
                 for op in ops {
-                    apply_alone(&pool, op).await;
+                    apply_alone(&target, op).await;
                 }
             }
         }
@@ -112,13 +120,14 @@ fn hand_out(ops: Vec<Op>, claimed: Vec<ClaimedAttempt>) {
     }
 }
 
-async fn apply_alone(pool: &DataPool, op: Op) {
+async fn apply_alone(target: &Target, op: Op) {
+    let (pool, claimer) = (&target.pool, target.claimer.as_str());
     match op {
         Op::Claim { ids, done } => {
-            let _ = done.send(store::claim_and_settle(pool, &ids, &[], now_ms()).await);
+            let _ = done.send(store::claim_and_settle(pool, &ids, claimer, &[], now_ms()).await);
         }
         Op::Settle { successes, done } => {
-            let result = store::claim_and_settle(pool, &[], &successes, now_ms())
+            let result = store::claim_and_settle(pool, &[], claimer, &successes, now_ms())
                 .await
                 .map(|_| ());
             let _ = done.send(result);

@@ -14,6 +14,8 @@ struct Fixture {
     pool: Pool,
     prefix: String,
     session: String,
+    /// The acquiring nodes' record cache (the claims bump it; `a_claim_*` tests what that does).
+    records: RecordCache,
 }
 
 async fn fixture() -> Fixture {
@@ -35,6 +37,7 @@ async fn fixture() -> Fixture {
         _dir: dir,
         db,
         pool,
+        records: RecordCache::local(),
         prefix,
         session,
     }
@@ -61,9 +64,9 @@ impl Fixture {
 async fn a_held_lease_refuses_other_nodes_and_is_written_to_the_row() {
     let f = fixture().await;
     let (a, b) = (f.node("a", 10_000), f.node("b", 10_000));
-    let lease = a.acquire(&f.session).await.expect("a acquires");
+    let lease = a.acquire(&f.session, &f.records).await.expect("a acquires");
     assert!(matches!(
-        b.acquire(&f.session).await,
+        b.acquire(&f.session, &f.records).await,
         Err(LeaseError::HeldElsewhere)
     ));
     assert_eq!(f.row().await, (lease.generation, Some("a".into())));
@@ -77,9 +80,9 @@ async fn a_held_lease_refuses_other_nodes_and_is_written_to_the_row() {
 async fn release_hands_over_with_a_newer_generation_and_the_old_holder_cannot_renew() {
     let f = fixture().await;
     let (a, b) = (f.node("a", 10_000), f.node("b", 10_000));
-    let first = a.acquire(&f.session).await.expect("a acquires");
+    let first = a.acquire(&f.session, &f.records).await.expect("a acquires");
     a.release(&f.session, first).await;
-    let second = b.acquire(&f.session).await.expect("b acquires");
+    let second = b.acquire(&f.session, &f.records).await.expect("b acquires");
     assert!(second.generation > first.generation);
     assert!(!a.renew(&f.session, first.generation).await.expect("renew"));
     a.release(&f.session, first).await;
@@ -98,7 +101,7 @@ async fn the_generation_never_falls_below_the_rows() {
         .expect("claim");
     let lease = f
         .node("a", 10_000)
-        .acquire(&f.session)
+        .acquire(&f.session, &f.records)
         .await
         .expect("acquire");
     assert_eq!(lease.generation, 42);
@@ -108,11 +111,11 @@ async fn the_generation_never_falls_below_the_rows() {
 async fn an_expired_lease_is_taken_and_its_holder_knows_it_is_not_current() {
     let f = fixture().await;
     let (a, b) = (f.node("a", 200), f.node("b", 10_000));
-    let old = a.acquire(&f.session).await.expect("a acquires");
+    let old = a.acquire(&f.session, &f.records).await.expect("a acquires");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!a.is_current(&f.session, old));
     let new = b
-        .acquire(&f.session)
+        .acquire(&f.session, &f.records)
         .await
         .expect("b takes the expired lease");
     assert!(new.generation > old.generation);
@@ -136,7 +139,7 @@ async fn an_expired_lease_is_taken_and_its_holder_knows_it_is_not_current() {
 async fn other_nodes_see_a_held_lease_as_loaded_and_a_deleted_session_leaves_no_counter() {
     let f = fixture().await;
     let (a, b) = (f.node("a", 10_000), f.node("b", 10_000));
-    let lease = a.acquire(&f.session).await.expect("a acquires");
+    let lease = a.acquire(&f.session, &f.records).await.expect("a acquires");
     let ids = vec![f.session.clone(), "never-held".to_string()];
     assert_eq!(b.held_elsewhere(&ids).await, vec![f.session.clone()]);
     assert!(a.held_elsewhere(&ids).await.is_empty(), "its own lease");
@@ -164,7 +167,7 @@ async fn owner_with_reads_the_holder_and_its_announcement_in_one_call() {
             .expect("read"),
         (None, false)
     );
-    let lease = a.acquire(&f.session).await.expect("a acquires");
+    let lease = a.acquire(&f.session, &f.records).await.expect("a acquires");
     let (owner, announcement) = b
         .owner_with(&f.session, &node_prefix, &mark)
         .await
@@ -220,8 +223,8 @@ async fn renew_many_renews_only_what_is_still_ours() {
     )
     .await
     .expect("session");
-    let first = a.acquire(&f.session).await.expect("first");
-    let second = a.acquire(&other).await.expect("second");
+    let first = a.acquire(&f.session, &f.records).await.expect("first");
+    let second = a.acquire(&other, &f.records).await.expect("second");
     let asked = vec![
         (f.session.clone(), first.generation),
         (other.clone(), second.generation + 1),
@@ -231,4 +234,79 @@ async fn renew_many_renews_only_what_is_still_ours() {
         vec![true, false]
     );
     assert!(a.renew_many(&[]).await.expect("nothing").is_empty());
+}
+
+/// A claim writes the row's owner and generation: another node's cached record of the session is a miss
+/// at its next read (and the claiming node's own entry is gone), so no node shows the former owner.
+#[tokio::test]
+async fn a_claim_makes_every_nodes_cached_record_stale() {
+    use crate::sessions::cache::{CachedRecord, Lookup};
+    let f = fixture().await;
+    let tokens = format!("{}records:", f.prefix);
+    let (cache_a, cache_b) = (
+        RecordCache::shared(f.pool.clone(), &tokens),
+        RecordCache::shared(f.pool.clone(), &tokens),
+    );
+    for cache in [&cache_a, &cache_b] {
+        let Lookup::Miss(ticket) = cache.lookup(&f.session).await else {
+            panic!("a cold cache hit");
+        };
+        let row = sessions::get(&f.db, &f.session).await.expect("row");
+        cache.fill(ticket, std::sync::Arc::new(CachedRecord::new(row)));
+        let Lookup::Hit(cached) = cache.lookup(&f.session).await else {
+            panic!("a filled cache missed");
+        };
+        assert_eq!(cached.record.owner_node, None);
+    }
+    let lease = f
+        .node("a", 10_000)
+        .acquire(&f.session, &cache_a)
+        .await
+        .expect("a acquires");
+    for (name, cache) in [("a", &cache_a), ("b", &cache_b)] {
+        assert!(
+            matches!(cache.lookup(&f.session).await, Lookup::Miss(_)),
+            "node {name} still serves the record from before the claim"
+        );
+    }
+    assert_eq!(f.row().await, (lease.generation, Some("a".into())));
+
+    // A claim refused by the fence wrote nothing and leaves the caches alone.
+    let Lookup::Miss(ticket) = cache_b.lookup(&f.session).await else {
+        panic!("stale entry served");
+    };
+    let row = sessions::get(&f.db, &f.session).await.expect("row");
+    cache_b.fill(ticket, std::sync::Arc::new(CachedRecord::new(row)));
+    assert!(matches!(
+        crate::cluster::lease::claim(&f.db, &cache_a, &f.session, lease.generation, "c").await,
+        Err(StoreError::StaleLease)
+    ));
+    let Lookup::Hit(cached) = cache_b.lookup(&f.session).await else {
+        panic!("a refused claim dropped the entry");
+    };
+    assert_eq!(cached.record.owner_node.as_deref(), Some("a"));
+}
+
+/// Embedded mode: the claim drops the node's own entry (the only cache there is).
+#[tokio::test]
+async fn a_local_claim_drops_the_cached_record() {
+    use crate::cluster::lease::LocalLeases;
+    use crate::sessions::cache::{CachedRecord, Lookup};
+    let f = fixture().await;
+    let Lookup::Miss(ticket) = f.records.lookup(&f.session).await else {
+        panic!("a cold cache hit");
+    };
+    let row = sessions::get(&f.db, &f.session).await.expect("row");
+    f.records
+        .fill(ticket, std::sync::Arc::new(CachedRecord::new(row)));
+    let leases = LocalLeases::new(f.db.clone(), "solo".into());
+    let lease = leases
+        .acquire(&f.session, &f.records)
+        .await
+        .expect("acquire");
+    assert!(matches!(
+        f.records.lookup(&f.session).await,
+        Lookup::Miss(_)
+    ));
+    assert_eq!(f.row().await, (lease.generation, Some("solo".into())));
 }
