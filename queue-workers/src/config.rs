@@ -110,7 +110,14 @@ mod tests {
                 path: "./data/queue.sqlite".into()
             }
         );
-        assert_eq!(c.webhook, WebhookSettings::default());
+        assert_eq!(
+            c.webhook,
+            WebhookSettings {
+                claimer: c.instance_id.clone(),
+                ..WebhookSettings::default()
+            },
+            "the spec's webhook defaults, claiming under this worker's id"
+        );
         assert_eq!(c.reconcile_every, Duration::from_secs(30));
         assert_eq!(
             c.stale_after,

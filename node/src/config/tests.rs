@@ -46,8 +46,11 @@ fn defaults_match_the_spec() {
     );
     assert_eq!(
         c.webhook_settings(),
-        wagate_workers::WebhookSettings::default(),
-        "one default for the webhook knobs"
+        wagate_workers::WebhookSettings {
+            claimer: c.node_id.clone(),
+            ..wagate_workers::WebhookSettings::default()
+        },
+        "one default for the webhook knobs; claims are made under the node's id"
     );
 }
 
