@@ -533,6 +533,26 @@ async fn shutdown_signal(
         cluster.leave(ctx.sessions.as_ref()).await;
     }
     shutdown.cancel();
+    tokio::spawn(exit_if_stuck(stop_grace(&ctx.config)));
+}
+
+/// How long open requests and background work (a webhook attempt runs up to `WEBHOOK_TIMEOUT`) may take to
+/// finish once the node is told to stop.
+fn stop_grace(config: &Config) -> Duration {
+    Duration::from_secs(30)
+        .max(Duration::from_millis(config.webhook_timeout_ms) + Duration::from_secs(5))
+}
+
+/// A node told to stop always stops: past the grace, whatever still runs (a connection that never closes, a
+/// task that missed the cancellation) is logged and the process exits, as a supervisor would kill it anyway.
+/// Everything acknowledged is committed already, so nothing is lost.
+async fn exit_if_stuck(grace: Duration) {
+    tokio::time::sleep(grace).await;
+    tracing::error!(
+        grace_ms = grace.as_millis() as u64,
+        "shutdown did not finish within its grace (a connection or a background task did not stop); exiting"
+    );
+    std::process::exit(1);
 }
 
 /// The secret a Redis cluster's nodes prove peer requests with when `CLUSTER_SECRET` is not set: the first
