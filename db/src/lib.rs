@@ -1,7 +1,15 @@
 //! The data-database handle shared by the node, the workers and the engines: one enum over the SQLite and
-//! PostgreSQL pools, the `on_pool!` dispatch that runs one body against either, the SQLite write turn, and
-//! the data-DB migrations. Input: a URL from configuration (or a pool the node already opened). It holds no
-//! SQL of its own beyond the migrations: each table's statements live in the one crate that owns the table.
+//! PostgreSQL pools, the dialect dispatch that runs one body against either (`on_pool!`, `execute!`, and for
+//! an open [`DataTx`] `on_tx!`, `execute_tx!`), multi-row statement texts ([`MultiRow`]), the SQLite write
+//! turn, and the data-DB migrations. Input: a URL from configuration (or a pool the node already opened). It
+//! holds no SQL of its own beyond the migrations: each table's statements live in the one crate that owns the
+//! table.
+
+mod multirow;
+mod tx;
+
+pub use multirow::{MultiRow, placeholders};
+pub use tx::{DataTx, begin};
 
 use std::str::FromStr;
 

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use wagate_proto::dto::admin::ImportResult;
 
 use super::{AdminError, AdminResult, DataAdmin, RemoteStop};
+use crate::store::StoreError;
 use crate::store::data_tables::{self, TABLES};
 
 /// A parsed import body.
@@ -270,7 +271,7 @@ impl DataAdmin {
             }
         }
         data_tables::reconcile_credentials(&mut tx).await?;
-        tx.commit().await?;
+        tx.commit().await.map_err(StoreError::from)?;
         Ok(normalised)
     }
 }

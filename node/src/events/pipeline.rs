@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use tokio::sync::broadcast;
 use wagate_workers::telemetry::propagation;
+use wagate_workers::webhook::store::outbox::{self as outbox_store, NewOutboxRow};
 use wagate_workers::{Enqueuer, QueueClient};
 
 use super::Event;
@@ -19,7 +20,6 @@ use super::filter;
 use super::hub::Hub;
 use super::subscriptions::SubscriptionCache;
 use crate::engine::Ack;
-use crate::store::outbox::{self as outbox_store, NewOutboxRow};
 use crate::store::{DataPool, DataTx, StoreError, StoreResult, now_ms, to_json};
 
 #[derive(Clone)]
@@ -179,7 +179,7 @@ impl Pipeline {
 
     /// Prunes settled outbox rows.
     pub(crate) async fn housekeep(&self, keep_settled_ms: i64) -> StoreResult<u64> {
-        outbox_store::prune_settled(&self.db, now_ms() - keep_settled_ms).await
+        Ok(outbox_store::prune_settled(&self.db, now_ms() - keep_settled_ms).await?)
     }
 }
 

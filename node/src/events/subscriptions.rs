@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use dashmap::DashMap;
 use wagate_proto::EventName;
 use wagate_proto::dto::webhooks::FilterCondition;
+use wagate_workers::webhook::store::webhooks as webhook_store;
 
-use crate::store::webhooks as webhook_store;
 use crate::store::{DataTx, StoreResult};
 
 /// The part of an active webhook that matching needs.

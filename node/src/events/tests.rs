@@ -8,8 +8,8 @@ use wagate_proto::dto::sessions::SessionConfig;
 use wagate_proto::dto::webhooks::WebhookFilters;
 
 use super::{Event, Pipeline};
-use crate::store::webhooks::{self as webhook_store, WebhookRecord};
-use crate::store::{DataPool, backends, sessions, with_pool};
+use crate::store::{DataPool, backends, on_pool, sessions};
+use wagate_workers::webhook::store::webhooks::{self as webhook_store, WebhookRecord};
 
 const SID: &str = "11111111-1111-4111-8111-111111111111";
 
@@ -42,7 +42,12 @@ fn hook(id: &str, events: &[&str], filters: Option<serde_json::Value>) -> Webhoo
 }
 
 async fn outbox(db: &DataPool) -> Vec<(String, String, String)> {
-    with_pool!(db, p => sqlx::query_as("SELECT webhook_id, event, payload FROM webhook_outbox_events ORDER BY webhook_id").fetch_all(p).await).unwrap()
+    on_pool!(db, |p| sqlx::query_as(
+        "SELECT webhook_id, event, payload FROM webhook_outbox_events ORDER BY webhook_id"
+    )
+    .fetch_all(p)
+    .await)
+    .unwrap()
 }
 
 fn received() -> Event {
@@ -171,8 +176,11 @@ async fn a_received_status_commits_with_its_outbox_rows_once() {
         recorder.record_event(SID, &event, ack).await;
         assert_eq!(settled.await.ok(), Some(true), "ack taken after the commit");
     }
-    let statuses: Vec<(String, String)> = with_pool!(&db, p => sqlx::query_as(
-        "SELECT status_id, direction FROM status_updates").fetch_all(p).await)
+    let statuses: Vec<(String, String)> = on_pool!(&db, |p| sqlx::query_as(
+        "SELECT status_id, direction FROM status_updates"
+    )
+    .fetch_all(p)
+    .await)
     .unwrap();
     assert_eq!(statuses, [("st1".to_string(), "incoming".to_string())]);
     let events: Vec<String> = outbox(&db).await.into_iter().map(|r| r.1).collect();

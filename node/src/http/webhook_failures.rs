@@ -13,8 +13,7 @@ use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
 use super::extract::{ApiJson, ApiQuery};
 use crate::app::ApiContext;
-use crate::store::outbox::FailureRow;
-use crate::webhooks::RedriveSelection;
+use crate::webhooks::{FailureRow, RedriveSelection};
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()

@@ -16,7 +16,7 @@ use super::error::ApiResult;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::session_scope::existing_session;
 use crate::app::ApiContext;
-use crate::store::webhooks::WebhookRecord;
+use crate::webhooks::WebhookRecord;
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()

@@ -3,7 +3,7 @@
 
 use wagate_proto::dto::webhooks::FilterCondition;
 
-use super::{DataPool, StoreError, StoreResult, execute, from_json, to_json, with_pool};
+use super::{DataPool, StoreError, StoreResult, execute, from_json, on_pool, to_json};
 
 const INSERT: &str = "INSERT INTO automation_rules (id, session_id, name, enabled, conditions, reply_text, \
      cooldown_seconds, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
@@ -100,7 +100,11 @@ pub(crate) async fn update(db: &DataPool, r: &RuleRecord) -> StoreResult<()> {
 }
 
 pub(crate) async fn get(db: &DataPool, session_id: &str, id: &str) -> StoreResult<RuleRecord> {
-    let row: Row = with_pool!(db, p => sqlx::query_as(SELECT_ONE).bind(id).bind(session_id).fetch_one(p).await)?;
+    let row: Row = on_pool!(db, |p| sqlx::query_as(SELECT_ONE)
+        .bind(id)
+        .bind(session_id)
+        .fetch_one(p)
+        .await)?;
     row.try_into()
 }
 
@@ -108,8 +112,10 @@ pub(crate) async fn list_for_session(
     db: &DataPool,
     session_id: &str,
 ) -> StoreResult<Vec<RuleRecord>> {
-    let rows: Vec<Row> =
-        with_pool!(db, p => sqlx::query_as(SELECT_SESSION).bind(session_id).fetch_all(p).await)?;
+    let rows: Vec<Row> = on_pool!(db, |p| sqlx::query_as(SELECT_SESSION)
+        .bind(session_id)
+        .fetch_all(p)
+        .await)?;
     rows.into_iter().map(RuleRecord::try_from).collect()
 }
 

@@ -14,7 +14,7 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Executor, SqlitePool};
 
-use super::{DataPool, StoreError, StoreResult, with_pool};
+use super::{DataPool, StoreError, StoreResult, on_pool};
 
 fn migrate_error(err: wagate_db::DbError) -> StoreError {
     StoreError::Corrupt(format!("data database migration failed: {err}"))
@@ -127,7 +127,7 @@ pub async fn connect_main(path: &Path) -> StoreResult<SqlitePool> {
 
 /// A bounded `SELECT 1`: true when the database answered in time.
 pub async fn probe_data(pool: &DataPool) -> bool {
-    let probe = async { with_pool!(pool, p => sqlx::query("SELECT 1").execute(p).await.is_ok()) };
+    let probe = async { on_pool!(pool, |p| sqlx::query("SELECT 1").execute(p).await.is_ok()) };
     tokio::time::timeout(PROBE_TIMEOUT, probe)
         .await
         .unwrap_or(false)

@@ -1,7 +1,7 @@
 //! The `message_batches` table: a bulk batch's items, options, per-item results and the index of the next
 //! item to send, so a runner can resume after a restart.
 
-use super::{DataPool, StoreError, StoreResult, execute, with_pool};
+use super::{DataPool, StoreError, StoreResult, execute, on_pool};
 
 const INSERT: &str = "INSERT INTO message_batches (id, session_id, status, items, options, results, next_index, \
      started_at, completed_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)";
@@ -75,16 +75,23 @@ pub(crate) async fn get(
     session_id: &str,
     id: &str,
 ) -> StoreResult<Option<BatchRow>> {
-    Ok(
-        with_pool!(db, p => sqlx::query_as(SELECT_ONE).bind(session_id).bind(id).fetch_optional(p).await)?,
-    )
+    Ok(on_pool!(db, |p| sqlx::query_as(SELECT_ONE)
+        .bind(session_id)
+        .bind(id)
+        .fetch_optional(p)
+        .await)?)
 }
 
 pub(crate) async fn get_by_id(db: &DataPool, id: &str) -> StoreResult<Option<BatchRow>> {
-    Ok(with_pool!(db, p => sqlx::query_as(SELECT_BY_ID).bind(id).fetch_optional(p).await)?)
+    Ok(on_pool!(db, |p| sqlx::query_as(SELECT_BY_ID)
+        .bind(id)
+        .fetch_optional(p)
+        .await)?)
 }
 
 /// Batches still running (resumed at boot).
 pub(crate) async fn processing(db: &DataPool) -> StoreResult<Vec<BatchRow>> {
-    Ok(with_pool!(db, p => sqlx::query_as(SELECT_PROCESSING).fetch_all(p).await)?)
+    Ok(on_pool!(db, |p| sqlx::query_as(SELECT_PROCESSING)
+        .fetch_all(p)
+        .await)?)
 }

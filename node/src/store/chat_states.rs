@@ -2,7 +2,7 @@
 //! unread count, archived/pinned/muted), written from history sync. Read by the socket engine's chat list,
 //! which merges them over what it derives from the stored messages.
 
-use super::{DataPool, StoreResult, now_ms, with_pool};
+use super::{DataPool, StoreResult, now_ms, on_pool};
 
 /// Only facts the sync carried overwrite a row: `COALESCE(excluded.x, ...)` keeps what a later, thinner
 /// chunk (one without a name, say) does not repeat.
@@ -81,9 +81,12 @@ pub(crate) async fn upsert(
                 .bind(now)
         )?;
     }
-    tx.commit().await
+    Ok(tx.commit().await?)
 }
 
 pub(crate) async fn list(db: &DataPool, session_id: &str) -> StoreResult<Vec<ChatStateRow>> {
-    Ok(with_pool!(db, p => sqlx::query_as(LIST).bind(session_id).fetch_all(p).await)?)
+    Ok(on_pool!(db, |p| sqlx::query_as(LIST)
+        .bind(session_id)
+        .fetch_all(p)
+        .await)?)
 }

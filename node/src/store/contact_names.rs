@@ -2,7 +2,7 @@
 //! pushnames, live messages and name changes), so the contact list can name accounts the session has no
 //! chat with yet.
 
-use super::{DataPool, StoreResult, now_ms, with_pool};
+use super::{DataPool, StoreResult, now_ms, on_pool};
 
 const UPSERT: &str = "INSERT INTO contact_names (session_id, jid, push_name, updated_at) \
      VALUES ($1, $2, $3, $4) ON CONFLICT (session_id, jid) \
@@ -30,10 +30,13 @@ pub(crate) async fn upsert(
                 .bind(now)
         )?;
     }
-    tx.commit().await
+    Ok(tx.commit().await?)
 }
 
 /// `(jid, push name)` of every named account of the session.
 pub(crate) async fn list(db: &DataPool, session_id: &str) -> StoreResult<Vec<(String, String)>> {
-    Ok(with_pool!(db, p => sqlx::query_as(LIST).bind(session_id).fetch_all(p).await)?)
+    Ok(on_pool!(db, |p| sqlx::query_as(LIST)
+        .bind(session_id)
+        .fetch_all(p)
+        .await)?)
 }

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::{DataPool, DataTx, StoreResult, execute_tx, with_tx};
+use super::{DataPool, DataTx, StoreResult, execute_tx, on_tx};
 
 /// How a column is read and bound. `Json` columns hold JSON text; the export shows them as JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -601,8 +601,10 @@ pub(crate) async fn for_each_media_candidate(
         let sql = format!(
             "SELECT id, CAST(created_at AS BIGINT), {column} FROM {table} WHERE {column} IS NOT NULL"
         );
-        with_tx!(tx, conn => {
-            let mut rows = sqlx::query_as::<_, (String, i64, String)>(sqlx::AssertSqlSafe(sql.clone())).fetch(conn);
+        on_tx!(tx, |conn| {
+            let mut rows =
+                sqlx::query_as::<_, (String, i64, String)>(sqlx::AssertSqlSafe(sql.clone()))
+                    .fetch(conn);
             while let Some((id, at, text)) = rows.try_next().await? {
                 each(key, id, at, text);
             }
@@ -613,8 +615,10 @@ pub(crate) async fn for_each_media_candidate(
 
 /// Session ids in the data DB.
 pub(crate) async fn session_ids(tx: &mut DataTx) -> StoreResult<Vec<String>> {
-    Ok(with_tx!(tx, conn => {
-        sqlx::query_scalar::<_, String>("SELECT id FROM sessions").fetch_all(conn).await?
+    Ok(on_tx!(tx, |conn| {
+        sqlx::query_scalar::<_, String>("SELECT id FROM sessions")
+            .fetch_all(conn)
+            .await?
     }))
 }
 

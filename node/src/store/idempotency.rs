@@ -1,7 +1,7 @@
 //! The `idempotency_keys` table: the first answer to a single send per `(session, Idempotency-Key)`, kept
 //! for replay. Expiry is the caller's rule (it passes the oldest time still valid).
 
-use super::{DataPool, StoreResult, execute, with_pool};
+use super::{DataPool, StoreResult, execute, on_pool};
 
 const SELECT: &str = "SELECT request_hash, status_code, response FROM idempotency_keys \
      WHERE session_id = $1 AND key = $2 AND created_at >= $3";
@@ -24,10 +24,12 @@ pub(crate) async fn get(
     key: &str,
     valid_since_ms: i64,
 ) -> StoreResult<Option<StoredReply>> {
-    Ok(
-        with_pool!(db, p => sqlx::query_as(SELECT).bind(session_id).bind(key).bind(valid_since_ms)
-        .fetch_optional(p).await)?,
-    )
+    Ok(on_pool!(db, |p| sqlx::query_as(SELECT)
+        .bind(session_id)
+        .bind(key)
+        .bind(valid_since_ms)
+        .fetch_optional(p)
+        .await)?)
 }
 
 /// Stores the first answer (an expired entry under the same key is replaced; a concurrent first wins).

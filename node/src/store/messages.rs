@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use super::{
-    DataPool, DataTx, MultiRow, StoreResult, execute, execute_tx, placeholders, with_pool, with_tx,
+    DataPool, DataTx, MultiRow, StoreResult, execute, execute_tx, on_pool, on_tx, placeholders,
 };
 
 const INSERT: &str = "INSERT INTO messages (id, session_id, wa_message_id, chat_id, from_jid, to_jid, chat_name, \
@@ -165,7 +165,7 @@ pub(crate) async fn insert_many(
     }
     let mut inserted = HashSet::with_capacity(rows.len());
     for (sql, chunk) in INSERT_MANY.chunks(tx, rows) {
-        let ids: Vec<String> = with_tx!(tx, c => {
+        let ids: Vec<String> = on_tx!(tx, |c| {
             let mut q = sqlx::query_scalar(sql);
             for m in chunk {
                 q = q
@@ -370,7 +370,11 @@ pub(crate) async fn find(
     id: &str,
 ) -> StoreResult<Option<MessageRow>> {
     let db = &super::backends::read_pool(db);
-    Ok(with_pool!(db, p => sqlx::query_as(FIND).bind(session_id).bind(id).fetch_optional(p).await)?)
+    Ok(on_pool!(db, |p| sqlx::query_as(FIND)
+        .bind(session_id)
+        .bind(id)
+        .fetch_optional(p)
+        .await)?)
 }
 
 /// Per chat of the session: `(chat id, name, newest time, unread inbound count, newest body)`, newest
@@ -378,7 +382,10 @@ pub(crate) async fn find(
 pub(crate) type ChatRow = (String, Option<String>, i64, i64, Option<String>);
 
 pub(crate) async fn chats(db: &DataPool, session_id: &str) -> StoreResult<Vec<ChatRow>> {
-    Ok(with_pool!(db, p => sqlx::query_as(CHATS).bind(session_id).fetch_all(p).await)?)
+    Ok(on_pool!(db, |p| sqlx::query_as(CHATS)
+        .bind(session_id)
+        .fetch_all(p)
+        .await)?)
 }
 
 /// `(chat id, name)` of the session's one-to-one chats, by id.
@@ -386,7 +393,10 @@ pub(crate) async fn direct_chats(
     db: &DataPool,
     session_id: &str,
 ) -> StoreResult<Vec<(String, Option<String>)>> {
-    Ok(with_pool!(db, p => sqlx::query_as(DIRECT_CHATS).bind(session_id).fetch_all(p).await)?)
+    Ok(on_pool!(db, |p| sqlx::query_as(DIRECT_CHATS)
+        .bind(session_id)
+        .fetch_all(p)
+        .await)?)
 }
 
 /// A page, newest first. Read on the read-only pool (see `backends::read_pool`), whose connections keep
@@ -401,11 +411,18 @@ pub(crate) async fn page(
         Some((at, id)) => (Some(*at), Some(id.as_str())),
         None => (None, None),
     };
-    Ok(
-        with_pool!(db, p => sqlx::query_as(PAGE).bind(session_id).bind(&q.chat_id).bind(&q.from)
-        .bind(&q.direction).bind(&q.kind).bind(after_at).bind(after_id).bind(q.limit).bind(q.offset)
-        .fetch_all(p).await)?,
-    )
+    Ok(on_pool!(db, |p| sqlx::query_as(PAGE)
+        .bind(session_id)
+        .bind(&q.chat_id)
+        .bind(&q.from)
+        .bind(&q.direction)
+        .bind(&q.kind)
+        .bind(after_at)
+        .bind(after_id)
+        .bind(q.limit)
+        .bind(q.offset)
+        .fetch_all(p)
+        .await)?)
 }
 
 /// Whether the chat has any stored message other than `except_id` (pacing's first-contact test).
@@ -415,7 +432,11 @@ pub(crate) async fn chat_has_history(
     chat_id: &str,
     except_id: &str,
 ) -> StoreResult<bool> {
-    let n: i64 = with_pool!(db, p => sqlx::query_scalar(CHAT_EXISTS).bind(session_id).bind(chat_id)
-        .bind(except_id).fetch_one(p).await)?;
+    let n: i64 = on_pool!(db, |p| sqlx::query_scalar(CHAT_EXISTS)
+        .bind(session_id)
+        .bind(chat_id)
+        .bind(except_id)
+        .fetch_one(p)
+        .await)?;
     Ok(n > 0)
 }

@@ -3,7 +3,7 @@
 
 use super::{DataPool, StoreResult, execute, to_json};
 #[cfg(test)]
-use super::{from_json, with_pool};
+use super::{from_json, on_pool};
 
 const UPSERT: &str = "INSERT INTO poll_votes (session_id, poll_message_id, chat_id, voter, options, timestamp) \
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (session_id, poll_message_id, voter) \
@@ -58,8 +58,11 @@ pub(crate) async fn list(
     session_id: &str,
     poll_message_id: &str,
 ) -> StoreResult<Vec<(String, Vec<String>, i64)>> {
-    let rows: Vec<(String, String, i64)> = with_pool!(db, p => sqlx::query_as(LIST)
-        .bind(session_id).bind(poll_message_id).fetch_all(p).await)?;
+    let rows: Vec<(String, String, i64)> = on_pool!(db, |p| sqlx::query_as(LIST)
+        .bind(session_id)
+        .bind(poll_message_id)
+        .fetch_all(p)
+        .await)?;
     rows.into_iter()
         .map(|(voter, options, ts)| Ok((voter, from_json(&options)?, ts)))
         .collect()

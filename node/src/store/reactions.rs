@@ -1,7 +1,7 @@
 //! The `message_reactions` table: the current reaction of each sender on a stored message.
 //! Written inside the reaction event's transaction; an empty emoji deletes the sender's row.
 
-use super::{DataPool, DataTx, StoreResult, execute_tx, with_pool};
+use super::{DataPool, DataTx, StoreResult, execute_tx, on_pool};
 
 const UPSERT: &str = "INSERT INTO message_reactions (session_id, wa_message_id, chat_id, sender_id, emoji, \
      timestamp) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (session_id, wa_message_id, sender_id) \
@@ -52,5 +52,9 @@ pub(crate) async fn list(
     session_id: &str,
     wa_id: &str,
 ) -> StoreResult<Vec<ReactionRow>> {
-    Ok(with_pool!(db, p => sqlx::query_as(LIST).bind(session_id).bind(wa_id).fetch_all(p).await)?)
+    Ok(on_pool!(db, |p| sqlx::query_as(LIST)
+        .bind(session_id)
+        .bind(wa_id)
+        .fetch_all(p)
+        .await)?)
 }

@@ -4,7 +4,7 @@
 use wagate_proto::SessionStatus;
 use wagate_proto::dto::sessions::SessionConfig;
 
-use super::{DataPool, StoreError, StoreResult, execute, from_json, now_ms, to_json, with_pool};
+use super::{DataPool, StoreError, StoreResult, execute, from_json, now_ms, on_pool, to_json};
 
 const INSERT: &str = "INSERT INTO sessions (id, name, status, config, proxy_url, created_at, updated_at) \
      VALUES ($1, $2, 'created', $3, $4, $5, $5)";
@@ -146,7 +146,10 @@ pub(crate) async fn insert(
 }
 
 pub(crate) async fn get(db: &DataPool, id: &str) -> StoreResult<SessionRecord> {
-    let row: Row = with_pool!(db, p => sqlx::query_as(SELECT_ONE).bind(id).fetch_one(p).await)?;
+    let row: Row = on_pool!(db, |p| sqlx::query_as(SELECT_ONE)
+        .bind(id)
+        .fetch_one(p)
+        .await)?;
     row.try_into()
 }
 
@@ -155,20 +158,27 @@ pub(crate) async fn list(
     limit: i64,
     offset: i64,
 ) -> StoreResult<Vec<SessionRecord>> {
-    let rows = with_pool!(db, p => sqlx::query_as(SELECT_PAGE).bind(limit).bind(offset).fetch_all(p).await)?;
+    let rows = on_pool!(db, |p| sqlx::query_as(SELECT_PAGE)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(p)
+        .await)?;
     records(rows)
 }
 
 pub(crate) async fn find_by_name(db: &DataPool, name: &str) -> StoreResult<Option<SessionRecord>> {
-    let row: Option<Row> =
-        with_pool!(db, p => sqlx::query_as(SELECT_BY_NAME).bind(name).fetch_optional(p).await)?;
+    let row: Option<Row> = on_pool!(db, |p| sqlx::query_as(SELECT_BY_NAME)
+        .bind(name)
+        .fetch_optional(p)
+        .await)?;
     row.map(SessionRecord::try_from).transpose()
 }
 
 /// Ids of the sessions the takeover sweep considers (see `SELECT_TAKEOVER_CANDIDATES`).
 pub(crate) async fn list_takeover_candidates(db: &DataPool) -> StoreResult<Vec<String>> {
-    let ids: Vec<(String,)> =
-        with_pool!(db, p => sqlx::query_as(SELECT_TAKEOVER_CANDIDATES).fetch_all(p).await)?;
+    let ids: Vec<(String,)> = on_pool!(db, |p| sqlx::query_as(SELECT_TAKEOVER_CANDIDATES)
+        .fetch_all(p)
+        .await)?;
     Ok(ids.into_iter().map(|(id,)| id).collect())
 }
 
@@ -253,7 +263,9 @@ pub(crate) async fn save_runtime(
 }
 
 pub(crate) async fn count_by_status(db: &DataPool) -> StoreResult<Vec<(String, i64)>> {
-    Ok(with_pool!(db, p => sqlx::query_as(COUNT_BY_STATUS).fetch_all(p).await)?)
+    Ok(on_pool!(db, |p| sqlx::query_as(COUNT_BY_STATUS)
+        .fetch_all(p)
+        .await)?)
 }
 
 pub(crate) async fn save_engine_auth(
@@ -278,9 +290,11 @@ pub(crate) async fn load_engine_auth(
     id: &str,
     engine: &str,
 ) -> StoreResult<Option<String>> {
-    Ok(
-        with_pool!(db, p => sqlx::query_scalar(SELECT_AUTH).bind(id).bind(engine).fetch_optional(p).await)?,
-    )
+    Ok(on_pool!(db, |p| sqlx::query_scalar(SELECT_AUTH)
+        .bind(id)
+        .bind(engine)
+        .fetch_optional(p)
+        .await)?)
 }
 
 /// Forgets the credentials the node stored for the session (logout, delete). What an engine keeps on its

@@ -2,23 +2,24 @@
 //! status, messages by direction, webhooks by state; whole-table for unrestricted keys, per session for
 //! session-restricted ones (which count only their own sessions).
 
-use super::{DataPool, StoreResult, with_pool};
+use wagate_workers::webhook::store::webhooks as webhook_store;
+
+use super::{DataPool, StoreResult, on_pool};
 
 const MESSAGES_BY_DIRECTION: &str =
     "SELECT direction, COUNT(*) AS n FROM messages GROUP BY direction";
-const WEBHOOKS_BY_ACTIVE: &str = "SELECT active, COUNT(*) AS n FROM webhooks GROUP BY active";
 const SESSION_STATUSES: &str = "SELECT id, status FROM sessions";
 const MESSAGES_BY_SESSION_DIRECTION: &str =
     "SELECT session_id, direction, COUNT(*) AS n FROM messages GROUP BY session_id, direction";
-const WEBHOOKS_BY_SESSION_ACTIVE: &str =
-    "SELECT session_id, active, COUNT(*) AS n FROM webhooks GROUP BY session_id, active";
 
 pub(crate) async fn messages_by_direction(db: &DataPool) -> StoreResult<Vec<(String, i64)>> {
-    Ok(with_pool!(db, p => sqlx::query_as(MESSAGES_BY_DIRECTION).fetch_all(p).await)?)
+    Ok(on_pool!(db, |p| sqlx::query_as(MESSAGES_BY_DIRECTION)
+        .fetch_all(p)
+        .await)?)
 }
 
 pub(crate) async fn webhooks_by_active(db: &DataPool) -> StoreResult<Vec<(bool, i64)>> {
-    Ok(with_pool!(db, p => sqlx::query_as(WEBHOOKS_BY_ACTIVE).fetch_all(p).await)?)
+    Ok(webhook_store::count_by_active(db).await?)
 }
 
 /// `(status, count)` over the sessions `include` accepts.
@@ -27,7 +28,7 @@ pub(crate) async fn sessions_by_status_where(
     include: impl Fn(&str) -> bool,
 ) -> StoreResult<Vec<(String, i64)>> {
     let rows: Vec<(String, String)> =
-        with_pool!(db, p => sqlx::query_as(SESSION_STATUSES).fetch_all(p).await)?;
+        on_pool!(db, |p| sqlx::query_as(SESSION_STATUSES).fetch_all(p).await)?;
     Ok(tally(
         rows.into_iter()
             .filter(|(id, _)| include(id))
@@ -41,7 +42,9 @@ pub(crate) async fn messages_by_direction_where(
     include: impl Fn(&str) -> bool,
 ) -> StoreResult<Vec<(String, i64)>> {
     let rows: Vec<(String, String, i64)> =
-        with_pool!(db, p => sqlx::query_as(MESSAGES_BY_SESSION_DIRECTION).fetch_all(p).await)?;
+        on_pool!(db, |p| sqlx::query_as(MESSAGES_BY_SESSION_DIRECTION)
+            .fetch_all(p)
+            .await)?;
     Ok(tally(
         rows.into_iter()
             .filter(|(id, _, _)| include(id))
@@ -54,8 +57,7 @@ pub(crate) async fn webhooks_by_active_where(
     db: &DataPool,
     include: impl Fn(&str) -> bool,
 ) -> StoreResult<Vec<(bool, i64)>> {
-    let rows: Vec<(String, bool, i64)> =
-        with_pool!(db, p => sqlx::query_as(WEBHOOKS_BY_SESSION_ACTIVE).fetch_all(p).await)?;
+    let rows = webhook_store::count_by_session_active(db).await?;
     Ok(tally(
         rows.into_iter()
             .filter(|(id, _, _)| include(id))

@@ -4,7 +4,7 @@
 //! statuses go to the engine, only media is served from here. Rows written before migration 0060 still
 //! hold their media inline until the boot pass moves it (`inline_media`, `set_media_key`).
 
-use super::{DataPool, DataTx, StoreResult, execute, execute_tx, now_ms, with_pool};
+use super::{DataPool, DataTx, StoreResult, execute, execute_tx, now_ms, on_pool};
 
 const INSERT: &str = "INSERT INTO status_updates (id, session_id, status_id, contact, direction, type, \
      caption, has_media, media, media_key, recipients, posted_at, expires_at, created_at) \
@@ -34,8 +34,13 @@ pub(crate) async fn live(
     now_ms: i64,
     contact: Option<&str>,
 ) -> StoreResult<Vec<LiveStatusRow>> {
-    Ok(with_pool!(db, p => sqlx::query_as(LIVE)
-        .bind(session_id).bind(direction.as_str()).bind(now_ms).bind(contact).fetch_all(p).await)?)
+    Ok(on_pool!(db, |p| sqlx::query_as(LIVE)
+        .bind(session_id)
+        .bind(direction.as_str())
+        .bind(now_ms)
+        .bind(contact)
+        .fetch_all(p)
+        .await)?)
 }
 
 /// The recipients (JSON array) of an own status post; outer `None` when no such post is stored.
@@ -44,8 +49,11 @@ pub(crate) async fn recipients(
     session_id: &str,
     status_id: &str,
 ) -> StoreResult<Option<Option<String>>> {
-    let row: Option<(Option<String>,)> = with_pool!(db, p => sqlx::query_as(RECIPIENTS)
-        .bind(session_id).bind(status_id).fetch_optional(p).await)?;
+    let row: Option<(Option<String>,)> = on_pool!(db, |p| sqlx::query_as(RECIPIENTS)
+        .bind(session_id)
+        .bind(status_id)
+        .fetch_optional(p)
+        .await)?;
     Ok(row.map(|(r,)| r))
 }
 
@@ -114,7 +122,8 @@ pub(crate) async fn media(
     session_id: &str,
     status_id: &str,
 ) -> StoreResult<Option<(String, Option<String>)>> {
-    let found: Option<(Option<String>, Option<String>)> = with_pool!(db, p => sqlx::query_as(SELECT_MEDIA)
+    let found: Option<(Option<String>, Option<String>)> =
+        on_pool!(db, |p| sqlx::query_as(SELECT_MEDIA)
             .bind(session_id)
             .bind(status_id)
             .fetch_optional(p)
@@ -132,7 +141,7 @@ pub(crate) struct InlineMediaRow {
 
 /// Up to `limit` rows whose media has not moved to the media store yet.
 pub(crate) async fn inline_media(db: &DataPool, limit: i64) -> StoreResult<Vec<InlineMediaRow>> {
-    Ok(with_pool!(db, p => sqlx::query_as(SELECT_INLINE_MEDIA)
+    Ok(on_pool!(db, |p| sqlx::query_as(SELECT_INLINE_MEDIA)
         .bind(limit)
         .fetch_all(p)
         .await)?)

@@ -1,6 +1,6 @@
 //! The `templates` table: per-session message templates, unique by name within a session.
 
-use super::{DataPool, StoreError, StoreResult, execute, now_ms, with_pool};
+use super::{DataPool, StoreError, StoreResult, execute, now_ms, on_pool};
 
 const INSERT: &str = "INSERT INTO templates (id, session_id, name, body, header, footer, created_at, updated_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $7)";
@@ -72,9 +72,11 @@ pub(crate) async fn get(
     session_id: &str,
     id: &str,
 ) -> StoreResult<Option<TemplateRow>> {
-    Ok(
-        with_pool!(db, p => sqlx::query_as(SELECT_ONE).bind(session_id).bind(id).fetch_optional(p).await)?,
-    )
+    Ok(on_pool!(db, |p| sqlx::query_as(SELECT_ONE)
+        .bind(session_id)
+        .bind(id)
+        .fetch_optional(p)
+        .await)?)
 }
 
 pub(crate) async fn find_by_name(
@@ -82,13 +84,18 @@ pub(crate) async fn find_by_name(
     session_id: &str,
     name: &str,
 ) -> StoreResult<Option<TemplateRow>> {
-    Ok(
-        with_pool!(db, p => sqlx::query_as(SELECT_BY_NAME).bind(session_id).bind(name).fetch_optional(p).await)?,
-    )
+    Ok(on_pool!(db, |p| sqlx::query_as(SELECT_BY_NAME)
+        .bind(session_id)
+        .bind(name)
+        .fetch_optional(p)
+        .await)?)
 }
 
 pub(crate) async fn list(db: &DataPool, session_id: &str) -> StoreResult<Vec<TemplateRow>> {
-    Ok(with_pool!(db, p => sqlx::query_as(SELECT_ALL).bind(session_id).fetch_all(p).await)?)
+    Ok(on_pool!(db, |p| sqlx::query_as(SELECT_ALL)
+        .bind(session_id)
+        .fetch_all(p)
+        .await)?)
 }
 
 /// False when no such template existed.

@@ -443,16 +443,3 @@ async fn store_suite_on_postgres() {
         pool.close().await;
     }
 }
-
-#[test]
-fn sqlite_texts_use_anonymous_placeholders_only_when_positions_match() {
-    use super::anonymous_placeholders as anon;
-    assert_eq!(
-        anon("INSERT INTO t VALUES ($1, $2), ($3, $4)").as_deref(),
-        Some("INSERT INTO t VALUES (?, ?), (?, ?)")
-    );
-    assert_eq!(anon("UPDATE t SET a = $1 WHERE id = $10").as_deref(), None);
-    assert_eq!(anon("SELECT $1, $1").as_deref(), None);
-    assert_eq!(anon("SELECT 1").as_deref(), Some("SELECT 1"));
-    assert_eq!(anon("SELECT $").as_deref(), None);
-}

@@ -7,10 +7,11 @@ use wagate_workers::webhook::deliver::{
     AttemptOutcome, Delivery, deliver_once, envelope_body, new_delivery_id,
 };
 
+use wagate_workers::webhook::store::failures::{self as failure_store, FailureRow};
+use wagate_workers::webhook::store::webhooks as webhook_store;
+
 use super::{WebhookError, WebhookResult, WebhookService};
 use crate::store::now_ms;
-use crate::store::outbox::{self as outbox_store, FailureRow};
-use crate::store::webhooks as webhook_store;
 
 /// Rows one redrive call attempts; `remaining` tells the caller to call again.
 const REDRIVE_BATCH: usize = 100;
@@ -66,7 +67,7 @@ impl WebhookService {
 
     /// Delivers selected failure rows again, oldest first; a row that succeeds leaves the log.
     pub(crate) async fn redrive(&self, sel: &RedriveSelection) -> WebhookResult<RedriveCounts> {
-        let mut rows = outbox_store::failures_for_redrive(
+        let mut rows = failure_store::for_redrive(
             &self.db,
             sel.session_id.as_deref(),
             sel.webhook_id.as_deref(),
@@ -91,7 +92,7 @@ impl WebhookService {
     async fn redrive_one(&self, row: &FailureRow) -> WebhookResult<AttemptOutcome> {
         let Some(w) = webhook_store::find(&self.db, &row.webhook_id).await? else {
             let error = "webhook was deleted".to_owned();
-            outbox_store::record_failed_redrive(&self.db, &row.id, None, &error).await?;
+            failure_store::record_failed_redrive(&self.db, &row.id, None, &error).await?;
             return Ok(AttemptOutcome::Failed {
                 status_code: None,
                 error,
@@ -124,12 +125,12 @@ impl WebhookService {
         };
         match &outcome {
             AttemptOutcome::Delivered { .. } => {
-                outbox_store::delete_failure(&self.db, &row.id).await?;
+                failure_store::delete(&self.db, &row.id).await?;
                 webhook_store::touch(&self.db, &w.id, now_ms()).await?;
             }
             AttemptOutcome::Failed { status_code, error } => {
                 let code = status_code.map(i32::from);
-                outbox_store::record_failed_redrive(&self.db, &row.id, code, error).await?;
+                failure_store::record_failed_redrive(&self.db, &row.id, code, error).await?;
             }
         }
         Ok(outcome)
@@ -142,6 +143,6 @@ impl WebhookService {
         limit: i64,
         offset: i64,
     ) -> WebhookResult<Vec<FailureRow>> {
-        Ok(outbox_store::list_failures(&self.db, session_id, limit, offset).await?)
+        Ok(failure_store::list(&self.db, session_id, limit, offset).await?)
     }
 }

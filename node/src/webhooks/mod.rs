@@ -1,6 +1,7 @@
 //! The webhook service: the rules of the webhook resource (validation, write-only fields, cache
 //! invalidation), the test delivery and the redrive of the delivery-failure log. Input: parsed requests from
-//! `http/webhooks.rs`. SQL stays in `store/`; signing and the HTTP attempt are the workers crate's.
+//! `http/webhooks.rs`. The SQL of the webhook tables, signing and the HTTP attempt are the workers crate's
+//! (`wagate_workers::webhook::store`, `deliver`).
 
 mod delivery;
 mod rules;
@@ -8,11 +9,14 @@ mod rules;
 use wagate_proto::dto::webhooks::{CreateWebhookRequest, UpdateWebhookRequest};
 use wagate_workers::WebhookSettings;
 use wagate_workers::webhook::deliver::{DeliverError, WebhookClient};
+use wagate_workers::webhook::store::StoreError as WebhookStoreError;
+use wagate_workers::webhook::store::webhooks as webhook_store;
 
 pub(crate) use delivery::RedriveSelection;
+pub(crate) use wagate_workers::webhook::store::failures::FailureRow;
+pub(crate) use wagate_workers::webhook::store::webhooks::WebhookRecord;
 
 use crate::events::Pipeline;
-use crate::store::webhooks::{self as webhook_store, WebhookRecord};
 use crate::store::{DataPool, StoreError, now_ms};
 
 /// Why a webhook operation was refused.
@@ -25,6 +29,12 @@ pub(crate) enum WebhookError {
     NotFound(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<WebhookStoreError> for WebhookError {
+    fn from(err: WebhookStoreError) -> Self {
+        WebhookError::Store(err.into())
+    }
 }
 
 pub(crate) type WebhookResult<T> = Result<T, WebhookError>;
@@ -79,7 +89,7 @@ impl WebhookService {
     pub(crate) async fn get(&self, session_id: &str, id: &str) -> WebhookResult<WebhookRecord> {
         webhook_store::get(&self.db, session_id, id)
             .await
-            .map_err(|e| not_found(e, id))
+            .map_err(|e| not_found(e.into(), id))
     }
 
     pub(crate) async fn list(&self, session_id: &str) -> WebhookResult<Vec<WebhookRecord>> {
@@ -133,7 +143,7 @@ impl WebhookService {
         w.updated_at = now_ms();
         webhook_store::update(&self.db, &w)
             .await
-            .map_err(|e| not_found(e, id))?;
+            .map_err(|e| not_found(e.into(), id))?;
         self.pipeline.subscriptions().invalidate(session_id);
         Ok(w)
     }
@@ -141,7 +151,7 @@ impl WebhookService {
     pub(crate) async fn delete(&self, session_id: &str, id: &str) -> WebhookResult<()> {
         webhook_store::delete(&self.db, session_id, id)
             .await
-            .map_err(|e| not_found(e, id))?;
+            .map_err(|e| not_found(e.into(), id))?;
         self.pipeline.subscriptions().invalidate(session_id);
         Ok(())
     }

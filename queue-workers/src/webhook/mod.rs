@@ -1,6 +1,7 @@
 //! Webhook delivery: signing, the SSRF guard, one HTTP attempt, and the outbox state machine that retries with
-//! backoff and records exhausted deliveries. Input: `WebhookDeliveryJob`s from the queue. Matching events to
-//! webhooks and writing outbox rows is the node's pipeline, not this module.
+//! backoff and records exhausted deliveries. Input: `WebhookDeliveryJob`s from the queue. `store` is the one
+//! home of the webhook tables' SQL, the node's included; matching events to webhooks and deciding to write
+//! outbox rows is the node's pipeline, not this module.
 
 pub mod deliver;
 pub mod guard;

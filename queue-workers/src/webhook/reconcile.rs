@@ -13,7 +13,8 @@ use crate::db::{DataPool, now_ms};
 use crate::queue::{QueueClient, QueueError};
 
 use super::WebhookSettings;
-use super::store::{self, StoreError};
+use super::store::StoreError;
+use super::store::outbox;
 
 /// How long a due row may sit untouched before the sweep re-enqueues it, by default.
 pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(60);
@@ -48,7 +49,7 @@ pub async fn enqueue_outbox(
 ) -> Result<usize, ReconcileError> {
     let mut pushed = 0;
     for part in outbox_ids.chunks(MAX_JOB_ROWS) {
-        let waiting = store::mark_queued_many(pool, part, now_ms()).await?;
+        let waiting = outbox::mark_queued_many(pool, part, now_ms()).await?;
         if waiting.is_empty() {
             continue;
         }
@@ -178,9 +179,9 @@ pub async fn reconcile_outbox(
     let stale_ms = i64::try_from(stale_after.as_millis()).unwrap_or(i64::MAX);
     let inflight_ms =
         stale_ms.saturating_add(i64::try_from(settings.timeout_ms).unwrap_or(i64::MAX));
-    let mut ids = store::reset_stale_inflight(pool, now.saturating_sub(inflight_ms), now).await?;
+    let mut ids = outbox::reset_stale_inflight(pool, now.saturating_sub(inflight_ms), now).await?;
     let released_inflight = u64::try_from(ids.len()).unwrap_or(u64::MAX);
-    let waiting = store::stale_waiting(pool, now.saturating_sub(stale_ms), SWEEP_BATCH).await?;
+    let waiting = outbox::stale_waiting(pool, now.saturating_sub(stale_ms), SWEEP_BATCH).await?;
     ids.extend(waiting);
     ids.sort_unstable();
     ids.dedup();
@@ -217,7 +218,7 @@ pub async fn release_claims_of_past_life(
         PastClaims::MadeBy(id) => Some(id),
         PastClaims::All => None,
     };
-    let ids = store::release_claims_before(pool, claimer, boot_ms, now_ms()).await?;
+    let ids = outbox::release_claims_before(pool, claimer, boot_ms, now_ms()).await?;
     if ids.is_empty() {
         return Ok(0);
     }

@@ -20,7 +20,9 @@ use super::deliver::{
     AttemptOutcome, Delivery, WebhookClient, deliver_once, envelope_body, is_blocked,
     new_delivery_id,
 };
-use super::store::{self, ClaimedAttempt, FailureRecord, StoreError, Success, WebhookTarget};
+use super::store::StoreError;
+use super::store::outbox::{self, ClaimedAttempt, FailureRecord, Success};
+use super::store::webhooks::{self, WebhookTarget};
 use super::writer::OutboxWriter;
 use crate::telemetry::metrics::{
     EVENT_DELIVERY_LAG, WEBHOOK_DELIVERIES, WEBHOOK_DURATION, outcome as delivery_outcome,
@@ -118,7 +120,7 @@ pub async fn process_traced_batch(
         let now = now_ms();
         // A row that became due since the claim missed it counts too (wait 0): dropping it would leave a
         // due row without a job until the reconciler's stale window.
-        let early: Vec<(String, i64)> = store::states_of(&ctx.pool, &left)
+        let early: Vec<(String, i64)> = outbox::states_of(&ctx.pool, &left)
             .await?
             .into_iter()
             .filter(|(_, status, due)| status.is_waiting() && *due - now <= EARLY_JOB_GRACE_MS)
@@ -159,11 +161,12 @@ async fn dispatch(
     let mut webhook_ids: Vec<String> = claimed.iter().map(|c| c.webhook_id.clone()).collect();
     webhook_ids.sort_unstable();
     webhook_ids.dedup();
-    let targets: HashMap<String, Arc<WebhookTarget>> = store::load_targets(&ctx.pool, &webhook_ids)
-        .await?
-        .into_iter()
-        .map(|(id, t)| (id, Arc::new(t)))
-        .collect();
+    let targets: HashMap<String, Arc<WebhookTarget>> =
+        webhooks::load_targets(&ctx.pool, &webhook_ids)
+            .await?
+            .into_iter()
+            .map(|(id, t)| (id, Arc::new(t)))
+            .collect();
     let mut live = Vec::with_capacity(claimed.len());
     let mut gone = Vec::new();
     for c in claimed {
@@ -175,7 +178,7 @@ async fn dispatch(
     if !gone.is_empty() {
         tracing::debug!(rows = gone.len(), "webhook gone or inactive; dropping rows");
         let ids: Vec<String> = gone.into_iter().map(|c| c.id).collect();
-        store::drop_rows(&ctx.pool, &ids).await?;
+        outbox::drop_rows(&ctx.pool, &ids).await?;
     }
     // Attempts and settling run side by side in this task: while a group of finished attempts waits for its
     // write turn and commit, the next attempts are still started and polled. (Settling inside the loop that
@@ -385,7 +388,7 @@ async fn settle(
             observe_lag(claimed, now_ms());
             metrics::counter!(WEBHOOK_DELIVERIES, "outcome" => delivery_outcome::SUCCESS)
                 .increment(1);
-            return store::record_success(&ctx.pool, claimed, status_code, now_ms()).await;
+            return outbox::record_success(&ctx.pool, claimed, status_code, now_ms()).await;
         }
         AttemptOutcome::Failed { error, .. } => error,
     };
@@ -417,7 +420,7 @@ async fn settle(
         last_status_code: code,
         last_error: &error,
     };
-    store::record_failure(&ctx.pool, &record, now_ms()).await
+    outbox::record_failure(&ctx.pool, &record, now_ms()).await
 }
 
 async fn schedule_retry(
@@ -431,7 +434,7 @@ async fn schedule_retry(
     let delay_ms = backoff_ms(ctx.settings.retry_delay_ms, failed);
     let now = now_ms();
     let due = now.saturating_add(i64::try_from(delay_ms).unwrap_or(i64::MAX));
-    store::schedule_retry(&ctx.pool, &claimed.id, due, code, error, now).await?;
+    outbox::schedule_retry(&ctx.pool, &claimed.id, due, code, error, now).await?;
     let traces: BTreeMap<String, String> = trace
         .map(|t| BTreeMap::from([(claimed.id.clone(), t.to_owned())]))
         .unwrap_or_default();
@@ -471,7 +474,7 @@ async fn never_dispatched(
         last_status_code: None,
         last_error: why,
     };
-    store::record_failure(&ctx.pool, &record, now_ms()).await
+    outbox::record_failure(&ctx.pool, &record, now_ms()).await
 }
 
 #[cfg(test)]

@@ -2,14 +2,15 @@
 //! successes; on SQLite each of those was a transaction of its own, and each commit waits for the process's
 //! one write turn and an fsync (about a millisecond here), so concurrent jobs queued behind each other's
 //! commits. `OutboxWriter` is one task that takes every claim and every settle waiting, applies them in ONE
-//! transaction (`store::claim_and_settle`), and answers each caller with its own part. A group that fails is
+//! transaction (`outbox::claim_and_settle`), and answers each caller with its own part. A group that fails is
 //! retried op by op, so one bad op fails alone. Failures and retries stay row by row in `retry.rs`.
 
 use tokio::sync::{mpsc, oneshot};
 
 use crate::db::{DataPool, now_ms};
 
-use super::store::{self, ClaimedAttempt, StoreError, Success};
+use super::store::StoreError;
+use super::store::outbox::{self, ClaimedAttempt, Success};
 
 /// Ops applied together at most.
 const MAX_GROUP: usize = 64;
@@ -50,7 +51,7 @@ impl OutboxWriter {
         OutboxWriter { ops: tx }
     }
 
-    /// Claims one attempt of every due, waiting row among `ids` (see `store::claim_many`).
+    /// Claims one attempt of every due, waiting row among `ids` (see `outbox::claim_many`).
     pub async fn claim(&self, ids: Vec<String>) -> Result<Vec<ClaimedAttempt>, StoreError> {
         let (done, answer) = oneshot::channel();
         self.ops
@@ -59,7 +60,7 @@ impl OutboxWriter {
         answer.await.map_err(|_| stopped())?
     }
 
-    /// Records 2xx attempts (see `store::record_successes`).
+    /// Records 2xx attempts (see `outbox::record_successes`).
     pub async fn settle(&self, successes: Vec<Success>) -> Result<(), StoreError> {
         if successes.is_empty() {
             return Ok(());
@@ -91,7 +92,7 @@ async fn run(target: Target, mut rx: mpsc::UnboundedReceiver<Op>) {
             }
         }
         let (pool, claimer) = (&target.pool, target.claimer.as_str());
-        match store::claim_and_settle(pool, &claim_ids, claimer, &successes, now_ms()).await {
+        match outbox::claim_and_settle(pool, &claim_ids, claimer, &successes, now_ms()).await {
             Ok(claimed) => hand_out(ops, claimed),
             Err(e) => {
                 tracing::debug!(error = %e, ops = ops.len(), "outbox group failed; writing op by op");
@@ -124,10 +125,10 @@ async fn apply_alone(target: &Target, op: Op) {
     let (pool, claimer) = (&target.pool, target.claimer.as_str());
     match op {
         Op::Claim { ids, done } => {
-            let _ = done.send(store::claim_and_settle(pool, &ids, claimer, &[], now_ms()).await);
+            let _ = done.send(outbox::claim_and_settle(pool, &ids, claimer, &[], now_ms()).await);
         }
         Op::Settle { successes, done } => {
-            let result = store::claim_and_settle(pool, &[], claimer, &successes, now_ms())
+            let result = outbox::claim_and_settle(pool, &[], claimer, &successes, now_ms())
                 .await
                 .map(|_| ());
             let _ = done.send(result);

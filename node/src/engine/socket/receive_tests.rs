@@ -40,8 +40,8 @@ use crate::events::Pipeline;
 use crate::media::{FetchOptions, MediaStore};
 use crate::messaging::Recorder;
 use crate::store::messages as message_store;
-use crate::store::webhooks::{self as webhook_store, WebhookRecord};
-use crate::store::{DataPool, backends, contact_names, poll_votes, sessions, with_pool};
+use crate::store::{DataPool, backends, contact_names, on_pool, poll_votes, sessions};
+use wagate_workers::webhook::store::webhooks::{self as webhook_store, WebhookRecord};
 
 const SID: &str = "22222222-2222-4222-8222-222222222222";
 const ANN: &str = "4915100000001@s.whatsapp.net";
@@ -119,8 +119,11 @@ impl Rig {
     }
 
     async fn count(&self, sql: &'static str) -> i64 {
-        with_pool!(&self.db, p => sqlx::query_scalar(sql).bind(SID).fetch_one(p).await)
-            .expect("count")
+        on_pool!(&self.db, |p| sqlx::query_scalar(sql)
+            .bind(SID)
+            .fetch_one(p)
+            .await)
+        .expect("count")
     }
 
     /// Message writes commit on the group-commit task; wait (bounded) until `n` rows are there.

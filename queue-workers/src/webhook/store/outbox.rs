@@ -1,29 +1,56 @@
-//! SQL for the webhook outbox state machine, the delivery-failure log and `webhooks.last_triggered_at`.
-//! Input: a [`DataPool`] (SQLite or PostgreSQL; one SQL text serves both, except where a set of ids is one
-//! parameter). Statements over many rows serve the batched jobs. It does not decide when to retry.
+//! SQL of `webhook_outbox_events`: the node's writes (rows inside its event transaction, pruning of settled
+//! rows) and the delivery state machine the workers run over them. Input: a [`DataPool`] or the node's open
+//! [`DataTx`] (one SQL text serves both backends, except where a set of ids is one parameter). Statements
+//! over many rows serve the batched jobs. It does not decide when to retry, nor which webhooks an event
+//! matches (the node's pipeline does).
 //!
-//! Outbox row status: `pending` (written by the node) -> `queued` (a job was pushed; the node writes its rows
+//! Row status: `pending` (written by the node) -> `queued` (a job was pushed; the node writes its rows
 //! `queued` straight away when it pushes their job right after the commit) -> `delivering` (claimed
 //! by one worker for one attempt) -> `delivered` | `retrying` (next job pushed with a delay) | `failed`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
+use std::sync::LazyLock;
 
+use wagate_db::{DataTx, MultiRow, on_pool, on_tx, placeholders};
+
+use super::{StoreError, failures, json_ids, webhooks};
 use crate::db::{DataPool, write_turn};
-use crate::on_pool;
 
+/// Rows of many events in one statement per chunk (see [`MultiRow`]): `(id, webhook_id, session_id, event,
+/// idempotency_key, payload, status, now, now, now)` per row
+/// (each placeholder once, see [`MultiRow::new`]).
+static INSERT_MANY: LazyLock<MultiRow> = LazyLock::new(|| {
+    MultiRow::new(
+        "INSERT INTO webhook_outbox_events (id, webhook_id, session_id, event, idempotency_key, payload, \
+         status, attempts, next_attempt_at, created_at, updated_at) VALUES",
+        10,
+        |n| {
+            format!(
+                "{}, 0, {}",
+                placeholders(n, 7).trim_end_matches(')'),
+                placeholders(n + 7, 3).trim_start_matches('(')
+            )
+        },
+        "",
+    )
+});
+/// [`INSERT_MANY`] in ONE statement on SQLite: `$1` is a JSON array of `[id, webhook_id, session_id, event,
+/// idempotency_key, payload, now]` rows, `$2` the status (one round trip to the connection's thread instead
+/// of one per 64/16/4/1-row chunk).
+const INSERT_MANY_SQLITE_JSON: &str = "INSERT INTO webhook_outbox_events (id, webhook_id, session_id, event, \
+     idempotency_key, payload, status, attempts, next_attempt_at, created_at, updated_at) \
+     SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, $2, 0, value ->> 6, \
+     value ->> 6, value ->> 6 FROM json_each($1) ORDER BY key";
+const PRUNE_SETTLED: &str = "DELETE FROM webhook_outbox_events \
+     WHERE status IN ('delivered', 'failed') AND updated_at <= $1";
 const MARK_DELIVERED: &str = "UPDATE webhook_outbox_events \
      SET status = 'delivered', last_status_code = $2, last_error = NULL, updated_at = $3 WHERE id = $1";
-const TOUCH_WEBHOOK: &str = "UPDATE webhooks SET last_triggered_at = $2 WHERE id = $1";
 const SCHEDULE_RETRY: &str = "UPDATE webhook_outbox_events \
      SET status = 'retrying', next_attempt_at = $2, last_status_code = $3, last_error = $4, updated_at = $5 \
      WHERE id = $1 AND status = 'delivering'";
 const MARK_FAILED: &str = "UPDATE webhook_outbox_events \
      SET status = 'failed', last_status_code = $2, last_error = $3, updated_at = $4 WHERE id = $1";
-const INSERT_FAILURE: &str = "INSERT INTO webhook_delivery_failures \
-     (id, webhook_id, session_id, event, url, idempotency_key, delivery_id, attempts, last_status_code, \
-      last_error, payload, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 const SELECT_STALE_WAITING: &str = "SELECT id FROM webhook_outbox_events \
      WHERE status IN ('pending', 'queued', 'retrying') AND next_attempt_at <= $1 AND updated_at <= $1 \
      ORDER BY next_attempt_at LIMIT $2";
@@ -34,17 +61,6 @@ const RESET_STALE_INFLIGHT: &str = "UPDATE webhook_outbox_events \
 const RELEASE_CLAIMS_BEFORE: &str = "UPDATE webhook_outbox_events \
      SET status = 'retrying', attempts = attempts - 1, updated_at = $2 \
      WHERE status = 'delivering' AND updated_at < $1 AND ($3 IS NULL OR claimed_by = $3) RETURNING id";
-
-/// A database failure in the outbox store.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("outbox database error: {0}")]
-    Db(#[from] sqlx::Error),
-    #[error("unknown outbox status {0:?}")]
-    UnknownStatus(String),
-    #[error("the outbox writer has stopped")]
-    WriterStopped,
-}
 
 /// The status column of `webhook_outbox_events`, spelled as the SQL above spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +109,85 @@ impl FromStr for OutboxStatus {
     }
 }
 
+// The node's writes.
+
+/// One outbox row to write: `payload` is the envelope without `deliveryId` (the worker inserts it).
+#[derive(Debug, Clone)]
+pub struct NewOutboxRow<'a> {
+    pub id: &'a str,
+    pub webhook_id: &'a str,
+    pub session_id: &'a str,
+    pub event: &'a str,
+    pub idempotency_key: &'a str,
+    pub payload: &'a str,
+    pub now_ms: i64,
+}
+
+/// Writes `rows` inside the node's event transaction, `queued` when a job will be pushed for them right after
+/// the commit (the enqueuer then pushes without touching the rows again), else `pending` (the reconciler's).
+pub async fn insert_many_in(
+    tx: &mut DataTx,
+    rows: &[NewOutboxRow<'_>],
+    queued: bool,
+) -> Result<(), StoreError> {
+    let status = if queued { "queued" } else { "pending" };
+    if let (DataTx::Sqlite(t, _), [_, _, ..]) = (&mut *tx, rows) {
+        // One JSON array per row, in the statement's `value ->> n` order.
+        let list: Vec<(&str, &str, &str, &str, &str, &str, i64)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.id,
+                    r.webhook_id,
+                    r.session_id,
+                    r.event,
+                    r.idempotency_key,
+                    r.payload,
+                    r.now_ms,
+                )
+            })
+            .collect();
+        sqlx::query(INSERT_MANY_SQLITE_JSON)
+            .bind(serde_json::to_string(&list)?)
+            .bind(status)
+            .execute(&mut **t)
+            .await?;
+        return Ok(());
+    }
+    for (sql, chunk) in INSERT_MANY.chunks(tx, rows) {
+        on_tx!(tx, |c| {
+            let mut q = sqlx::query(sql);
+            for row in chunk {
+                q = q
+                    .bind(row.id)
+                    .bind(row.webhook_id)
+                    .bind(row.session_id)
+                    .bind(row.event)
+                    .bind(row.idempotency_key)
+                    .bind(row.payload)
+                    .bind(status)
+                    .bind(row.now_ms)
+                    .bind(row.now_ms)
+                    .bind(row.now_ms);
+            }
+            q.execute(c).await.map(|_| ())
+        })?;
+    }
+    Ok(())
+}
+
+/// Deletes delivered and failed rows last touched before `before_ms` (a failed row's payload lives on in
+/// the failure log). Returns how many. The node's housekeeping calls it; unlike the state machine's writes it
+/// does not wait for the SQLite write turn.
+pub async fn prune_settled(pool: &DataPool, before_ms: i64) -> Result<u64, StoreError> {
+    Ok(wagate_db::execute!(
+        pool,
+        sqlx::query(PRUNE_SETTLED).bind(before_ms)
+    )?)
+}
+
+// The delivery state machine.
+
 /// An outbox row this worker has claimed for one attempt; `attempts` already counts this attempt.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ClaimedAttempt {
@@ -107,16 +202,6 @@ pub struct ClaimedAttempt {
     /// When the row (its event) was written; 0 when a statement did not return it.
     #[sqlx(default)]
     pub created_at: i64,
-}
-
-/// Where and how to deliver, read from `webhooks` for each attempt so edits apply to the next retry.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct WebhookTarget {
-    pub url: String,
-    pub secret: Option<String>,
-    pub headers: String,
-    pub active: bool,
-    pub retry_count: i32,
 }
 
 /// A delivery-failure row (wire-notes §12), written when a delivery is exhausted or never dispatchable.
@@ -147,7 +232,7 @@ pub async fn record_success(
             .bind(now_ms)
             .execute(&mut *tx)
             .await?;
-        sqlx::query(TOUCH_WEBHOOK)
+        sqlx::query(webhooks::TOUCH)
             .bind(&claimed.webhook_id)
             .bind(now_ms)
             .execute(&mut *tx)
@@ -190,7 +275,7 @@ pub async fn record_failure(
     let failure_id = uuid::Uuid::new_v4().to_string();
     on_pool!(pool, |p| {
         let mut tx = p.begin().await?;
-        sqlx::query(INSERT_FAILURE)
+        sqlx::query(failures::INSERT)
             .bind(&failure_id)
             .bind(&c.webhook_id)
             .bind(&c.session_id)
@@ -268,19 +353,6 @@ pub async fn release_claims_before(
     .await)?)
 }
 
-// Statements over a set of rows. The id set is one parameter (a JSON array on SQLite, a `text[]` on
-// PostgreSQL), so each statement has one text whatever the batch size and is prepared once per connection.
-
-/// A statement over a set of ids: `(SQLite text, PostgreSQL text)`, the set spliced in where `$1` goes.
-macro_rules! over_ids {
-    ($head:literal, $tail:literal) => {
-        (
-            concat!($head, " id IN (SELECT value FROM json_each($1)) ", $tail),
-            concat!($head, " id = ANY($1) ", $tail),
-        )
-    };
-}
-
 /// The delivery id is `dlv_<outbox id>` (a uuid): one per webhook and occurrence, kept across retries.
 const CLAIM_MANY: (&str, &str) = over_ids!(
     "UPDATE webhook_outbox_events \
@@ -293,10 +365,6 @@ const STATES_OF: (&str, &str) = over_ids!(
     "SELECT id, status, next_attempt_at FROM webhook_outbox_events WHERE",
     ""
 );
-const TARGETS_OF: (&str, &str) = over_ids!(
-    "SELECT id, url, secret, headers, active, retry_count FROM webhooks WHERE",
-    ""
-);
 const DELETE_MANY: (&str, &str) = over_ids!("DELETE FROM webhook_outbox_events WHERE", "");
 const MARK_DELIVERED_MANY: (&str, &str) = over_ids!(
     "UPDATE webhook_outbox_events \
@@ -307,26 +375,6 @@ const MARK_QUEUED_MANY: (&str, &str) = over_ids!(
     "UPDATE webhook_outbox_events SET status = 'queued', updated_at = $2 WHERE",
     "AND status IN ('pending', 'queued', 'retrying') RETURNING id"
 );
-
-fn json_ids(ids: &[String]) -> String {
-    serde_json::to_string(ids).unwrap_or_else(|_| "[]".to_owned())
-}
-
-/// Runs `$build(sql)` with the id set bound first, on whichever backend `$pool` is; `$run` finishes the query.
-macro_rules! with_ids {
-    ($pool:expr, $sql:expr, $ids:expr, |$q:ident| $run:expr) => {
-        match $pool {
-            DataPool::Sqlite(p) => {
-                let $q = (p, json_ids($ids), $sql.0);
-                $run
-            }
-            DataPool::Postgres(p) => {
-                let $q = (p, $ids.to_vec(), $sql.1);
-                $run
-            }
-        }
-    };
-}
 
 /// Claims one attempt of every due, waiting row among `ids`; rows not returned are gone, not waiting, not due,
 /// or claimed by someone else first: the conditional UPDATE lets exactly one claimer through per row.
@@ -371,28 +419,6 @@ pub async fn states_of(
     rows.into_iter()
         .map(|r| Ok((r.id, r.status.parse()?, r.next_attempt_at)))
         .collect()
-}
-
-#[derive(sqlx::FromRow)]
-struct TargetRow {
-    id: String,
-    #[sqlx(flatten)]
-    target: WebhookTarget,
-}
-
-/// The delivery targets of `webhook_ids`, by webhook id; a deleted webhook is absent.
-pub async fn load_targets(
-    pool: &DataPool,
-    webhook_ids: &[String],
-) -> Result<HashMap<String, WebhookTarget>, StoreError> {
-    let rows = with_ids!(pool, TARGETS_OF, webhook_ids, |q| sqlx::query_as::<
-        _,
-        TargetRow,
-    >(q.2)
-    .bind(q.1)
-    .fetch_all(q.0)
-    .await)?;
-    Ok(rows.into_iter().map(|r| (r.id, r.target)).collect())
 }
 
 /// Drops rows whose webhook was deleted or deactivated.
@@ -446,7 +472,7 @@ pub async fn record_successes(
                     .await?;
             }
             for webhook_id in &webhooks {
-                sqlx::query(TOUCH_WEBHOOK)
+                sqlx::query(webhooks::TOUCH)
                     .bind(*webhook_id)
                     .bind(now_ms)
                     .execute(&mut *tx)
@@ -506,7 +532,7 @@ pub async fn claim_and_settle(
                     .await?;
             }
             for webhook_id in &webhooks {
-                sqlx::query(TOUCH_WEBHOOK)
+                sqlx::query(webhooks::TOUCH)
                     .bind(*webhook_id)
                     .bind(now_ms)
                     .execute(&mut *tx)
