@@ -319,13 +319,13 @@ impl Spool {
         Ok(())
     }
 
-    /// The next part (at most `PART_SIZE` bytes) from the scratch file.
+    /// The next part (at most `PART_SIZE` bytes) from the scratch file, read into a buffer of exactly
+    /// its size (a growing read would double it past the budget).
     async fn read_part(&mut self) -> Result<PutPayload, MediaError> {
-        let mut part = Vec::with_capacity(PART_SIZE.min(self.size as usize));
-        (&mut self.file)
-            .take(PART_SIZE as u64)
-            .read_to_end(&mut part)
-            .await?;
+        let at = self.file.stream_position().await?;
+        let len = self.size.saturating_sub(at).min(PART_SIZE as u64);
+        let mut part = vec![0u8; usize::try_from(len).unwrap_or(PART_SIZE)];
+        self.file.read_exact(&mut part).await?;
         Ok(PutPayload::from(part))
     }
 }
