@@ -33,8 +33,8 @@ pub(super) const LOCAL_PART_SIZE: usize = 256 * 1024;
 pub(super) const PARTS_IN_FLIGHT: usize = 2;
 /// S3: bytes kept in memory before a write spills to a scratch file.
 const SPILL_AFTER: usize = 256 * 1024;
-/// S3: parts read back from scratch files and in memory at once, node-wide (about 30 MiB).
-pub(super) const S3_PARTS_BUDGET: usize = 6;
+/// S3: parts read back from scratch files and in memory at once, node-wide (15 MiB).
+pub(super) const S3_PARTS_BUDGET: usize = 3;
 
 /// How a backend takes a streamed write (see the module comment).
 #[derive(Debug, Clone)]
