@@ -263,6 +263,46 @@ async fn media_is_stored_once_read_back_and_deleted_with_its_session_on_both_bac
             "{name}: the missing object is logged"
         );
 
+        // A document too large to inline travels by key: the recipient's session keeps its own copy of
+        // the sender's object, byte-identical, which outlives the sender's session.
+        let doc: String = (0..(1024 * 1024 + 7))
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let sent_doc = p
+            .post(
+                "messages/send-document",
+                json!({ "chatId": to, "base64": b64(doc.as_bytes()), "mimetype": "application/pdf", "filename": "big.pdf" }),
+            )
+            .await;
+        assert_eq!(sent_doc.status, 201, "{name}: {}", sent_doc.text);
+        let doc_wa = sent_doc.str("messageId");
+        let got = p
+            .wait_message(&p.b, "type=document", |m| {
+                m["waMessageId"] == doc_wa.as_str()
+            })
+            .await;
+        assert_eq!(
+            (&got["media"]["omitted"], &got["media"]["sizeBytes"]),
+            (&json!(true), &json!(doc.len())),
+            "{name}: {got}"
+        );
+        let doc_route = media_route(&p.b, &from, got["id"].as_str().unwrap_or_default());
+        let objects = backend.objects(&p.node).await;
+        let copies: Vec<&String> = objects
+            .iter()
+            .filter(|(_, bytes)| bytes.as_slice() == doc.as_bytes())
+            .map(|(key, _)| key)
+            .collect();
+        assert_eq!(
+            copies.len(),
+            2,
+            "{name}: sender's and recipient's: {copies:?}"
+        );
+        assert!(
+            copies.iter().any(|k| k.starts_with(&format!("{}/", p.b))),
+            "{name}: {copies:?}"
+        );
+
         // Deleting a session deletes its objects, and only its.
         let deleted = p
             .client
@@ -274,6 +314,12 @@ async fn media_is_stored_once_read_back_and_deleted_with_its_session_on_both_bac
         assert!(
             left.iter().all(|k| !k.starts_with(&format!("{}/", p.a))),
             "{name}: {left:?}"
+        );
+        let raw = p.client.get(&doc_route).await.unwrap();
+        assert_eq!(raw.status, 200, "{name}: {}", raw.text);
+        assert!(
+            raw.text == doc,
+            "{name}: the recipient's copy reads back byte-identical"
         );
     }
 }

@@ -1,7 +1,7 @@
 //! `media-storage`: media through the media store on each backend, local directory and S3 (moto on
 //! loopback, started here). Per backend: N concurrent `send-document`s of an M MB file the node fetches by
-//! URL from a loopback server (end to end: fetch, store, the sim engine reading the object to send it, the
-//! recipient storing its copy), then a storage archive export and import of what was stored (the store
+//! URL from a loopback server (end to end: fetch, store, the sim engine passing the object on by key, the
+//! recipient's copy made by the backend), then a storage archive export and import of what was stored (the store
 //! alone: every object streamed out and back in). Prints MB/s and the node's anonymous RSS growth over
 //! idle, sampled every 20 ms. The local run is the baseline of the same run.
 

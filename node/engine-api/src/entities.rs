@@ -2,7 +2,7 @@
 //! calls, catalog and presence. Engines build them; the HTTP layer maps them to `proto` DTOs. They carry no
 //! wire naming and no storage types.
 
-use super::types::{MediaSource, MessageType};
+use super::types::{MediaSource, MessageType, StoredFile};
 use serde::{Deserialize, Serialize};
 use wagate_proto::Jid;
 
@@ -198,11 +198,16 @@ pub struct StatusUpdate {
     pub media: Option<StatusMedia>,
 }
 
-/// A status post's media: its type and bytes.
+/// A status post's media: its type and bytes, or the stored object holding them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusMedia {
     pub mimetype: String,
+    /// The content; empty when `stored` names it (as `ReceivedMedia::data`).
     pub data: Vec<u8>,
+    /// The object in the media store holding the content (another session's for the sim network, which
+    /// passes media on by key); the recorder keeps the session's own copy of it instead of storing `data`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored: Option<Box<StoredFile>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

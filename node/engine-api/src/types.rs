@@ -116,18 +116,40 @@ pub enum MediaSource {
 }
 
 impl MediaSource {
-    /// Reads the content through `media`; an object that vanished is the caller's bad input (400), a
-    /// storage backend that cannot be reached a network failure (503).
+    /// Reads the content through `media`, whole; an object that vanished is the caller's bad input (400),
+    /// a storage backend that cannot be reached a network failure (503).
     pub async fn load(&self, media: &dyn EngineMedia) -> Result<Vec<u8>, EngineError> {
         match self {
             Self::Bytes(bytes) => Ok(bytes.clone()),
-            Self::Stored { key } => media.get(key).await?.ok_or_else(|| {
-                EngineError::BadInput(format!(
-                    "media could not be read: object {key} is not stored"
-                ))
+            Self::Stored { key } => media.get(key).await?.ok_or_else(|| not_stored(key)),
+        }
+    }
+
+    /// The content's size, without reading it (errors as `load`).
+    pub async fn size(&self, media: &dyn EngineMedia) -> Result<u64, EngineError> {
+        match self {
+            Self::Bytes(bytes) => Ok(bytes.len() as u64),
+            Self::Stored { key } => media.head(key).await?.ok_or_else(|| not_stored(key)),
+        }
+    }
+
+    /// The stored object holding the content, read by `head` only (bytes in hand are put first), so an
+    /// engine can pass the content on by key (errors as `load`).
+    pub async fn stored(&self, media: &dyn EngineMedia) -> Result<StoredFile, EngineError> {
+        match self {
+            Self::Bytes(bytes) => Ok(media.put(bytes).await?),
+            Self::Stored { key } => Ok(StoredFile {
+                key: key.clone(),
+                size: self.size(media).await?,
             }),
         }
     }
+}
+
+fn not_stored(key: &str) -> EngineError {
+    EngineError::BadInput(format!(
+        "media could not be read: object {key} is not stored"
+    ))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -243,8 +265,11 @@ pub struct ReceivedMedia {
     pub filename: Option<String>,
     /// The content; with `stored` set, only kept when small enough to inline in events (else empty).
     pub data: Vec<u8>,
-    /// Set when the engine streamed the content straight into the media store (large downloads are never
-    /// held in memory); the recorder then uses this file instead of storing `data`.
+    /// Set when the content is in the media store already: streamed there by the session's own engine
+    /// (large downloads are never held in memory), or another session's object passed on by key (the sim
+    /// network carries a reference, never the bytes). The recorder then keeps this object instead of
+    /// storing `data`: as it is when it is the session's own, else as the session's own copy, made by the
+    /// store (server-side, no bytes through the node).
     /// Boxed: most media (every sim message) has none, and the message types embedding this stay small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stored: Option<Box<StoredFile>>,

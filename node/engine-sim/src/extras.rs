@@ -2,6 +2,7 @@
 //! socket rule) and reach their sessions as `Status` events; a ringing call can be rejected. Input:
 //! `SimEngine` and the control API's `call`. The catalog is fixed sample data, not editable.
 
+use super::messaging::carried_media;
 use super::network::{SimNetwork, now};
 use super::peers::Record;
 use serde::{Deserialize, Serialize};
@@ -78,10 +79,11 @@ impl SimNetwork {
                 mimetype,
                 caption,
             } => {
-                let data = source.load(media_store).await?;
+                let (data, file) = carried_media(media_store, source).await?;
                 let media = StatusMedia {
                     mimetype: mimetype.clone(),
                     data,
+                    stored: Some(Box::new(file)),
                 };
                 (*kind, caption.clone(), Some(media))
             }

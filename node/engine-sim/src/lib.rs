@@ -30,6 +30,8 @@ mod tests;
 mod tests_cluster;
 #[cfg(test)]
 mod tests_held;
+#[cfg(test)]
+mod tests_media;
 
 pub use network::SimNetwork;
 
@@ -413,7 +415,8 @@ impl Engine for SimEngine {
             .group_picture(self.group_query().await, group, None)
     }
     async fn set_group_picture(&self, group: &Jid, image: MediaSource) -> EngineResult<()> {
-        image.load(self.ctx.media.as_ref()).await?;
+        // Only checked: the sim shows a picture URL, never the image.
+        image.size(self.ctx.media.as_ref()).await?;
         let set = self
             .net
             .group_picture(self.group_query().await, group, Some(true))
@@ -529,7 +532,8 @@ impl Engine for SimEngine {
         self.shared(changed).await
     }
     async fn set_profile_picture(&self, image: MediaSource) -> EngineResult<()> {
-        image.load(self.ctx.media.as_ref()).await?;
+        // Only checked: the sim shows a picture URL, never the image.
+        image.size(self.ctx.media.as_ref()).await?;
         let url = |seq| Some(format!("https://pps.sim.invalid/u/{}/{seq}.jpg", self.id()));
         let set = |a: &mut network::Account, seq| a.picture = url(seq);
         let changed = self.net.update_profile(self.query().await, set);

@@ -1,13 +1,15 @@
 //! Messaging on the sim network: sends (routed to the recipient's linked sessions, fanned out to group
 //! members and channel subscribers) and the acks back to the sender. Input: `SimEngine`. The
 //! actions on existing messages are in `actions.rs`; persisting sent messages is the supervisor's job.
+//! Media crosses the network as the sender's stored object by key (`carried_media`), never as bytes.
 
 use super::control::resolve_quote;
 use super::network::{NetState, OutboxEntry, SimNetwork, StoredMessage, now};
 use super::peers::Record;
+use wagate_engine_api::media::EngineMedia;
 use wagate_engine_api::{
-    AckStatus, EngineError, EngineEvent, EngineResult, MessageContent, OutgoingMessage, QuotedRef,
-    ReceivedMedia, SentMessage,
+    AckStatus, EngineError, EngineEvent, EngineResult, INLINE_MEDIA_MAX_BYTES, MediaSource,
+    MessageContent, OutgoingMessage, QuotedRef, ReceivedMedia, SentMessage, StoredFile,
 };
 use wagate_proto::Jid;
 use wagate_proto::jid::ChatKind;
@@ -17,16 +19,19 @@ impl SimNetwork {
     pub async fn send(
         &self,
         session: &str,
-        media_store: &dyn wagate_engine_api::media::EngineMedia,
+        media_store: &dyn EngineMedia,
         msg: OutgoingMessage,
     ) -> EngineResult<SentMessage> {
         let media = match &msg.content {
-            MessageContent::Media(media) => Some(ReceivedMedia {
-                mimetype: media.mimetype.clone(),
-                filename: media.filename.clone(),
-                data: media.source.load(media_store).await?,
-                stored: None,
-            }),
+            MessageContent::Media(media) => {
+                let (data, file) = carried_media(media_store, &media.source).await?;
+                Some(ReceivedMedia {
+                    mimetype: media.mimetype.clone(),
+                    filename: media.filename.clone(),
+                    data,
+                    stored: Some(Box::new(file)),
+                })
+            }
             _ => None,
         };
         self.pull_for_send(session, &msg.to, msg.quoted_id.as_deref())
@@ -138,6 +143,23 @@ impl SimNetwork {
             }
         });
     }
+}
+
+/// What the network carries of a media send: the sender's stored object by key, never its bytes (each
+/// recipient's node keeps its session's own copy of that object, made by the store), and the content
+/// itself only when it is small enough to travel inline in events, as a downloaded one would. A large
+/// object is thus never read into memory to be sent, held by the network, or journalled.
+pub(super) async fn carried_media(
+    store: &dyn EngineMedia,
+    source: &MediaSource,
+) -> EngineResult<(Vec<u8>, StoredFile)> {
+    let file = source.stored(store).await?;
+    let data = if file.size <= INLINE_MEDIA_MAX_BYTES as u64 {
+        source.load(store).await?
+    } else {
+        Vec::new()
+    };
+    Ok((data, file))
 }
 
 /// The phones a message to `to` reaches, after checking `me` may write there.

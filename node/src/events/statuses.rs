@@ -33,16 +33,21 @@ fn row(session_id: &str, update: &StatusUpdate, direction: StatusDirection) -> N
     }
 }
 
-/// Puts the media of a received status (downloaded by the engine) into the media store, before its row
-/// is recorded. A store that cannot take it leaves the status without media, logged.
+/// Keeps the media of a received status in the media store (the bytes the engine downloaded, or the
+/// session's copy of the object it names), before its row is recorded. A store that cannot take it leaves the status without media, logged.
 pub(crate) async fn store_received_media(
     media: &MediaStore,
     session_id: &str,
     update: &StatusUpdate,
 ) -> Option<StoredMedia> {
     let m = update.media.as_ref()?;
-    match media.put_bytes(session_id, &m.data).await {
-        Ok(stored) => Some(stored),
+    let file = m.stored.as_deref().map(|f| (f.key.as_str(), f.size));
+    match media.keep_received(session_id, file, &m.data).await {
+        Ok(Some(stored)) => Some(stored),
+        Ok(None) => {
+            tracing::warn!(session_id, status_id = %update.status_id, "received status media object missing");
+            None
+        }
         Err(err) => {
             tracing::warn!(session_id, status_id = %update.status_id, error = %err, "received status media not stored");
             None

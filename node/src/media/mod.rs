@@ -120,6 +120,8 @@ pub(crate) struct MediaStore {
     scratch: PathBuf,
     max_bytes: u64,
     fetch: FetchOptions,
+    /// How writes reach the backend with bounded memory (`sink`).
+    layout: sink::Layout,
 }
 
 /// Base64 characters decoded per chunk (a multiple of 4).
@@ -137,6 +139,7 @@ impl MediaStore {
             scratch: dir.join(".incoming"),
             max_bytes,
             fetch,
+            layout: sink::Layout::Direct,
         }
     }
 
@@ -163,12 +166,17 @@ impl MediaStore {
                 data_dir.join("media-incoming"),
             ),
         };
+        let layout = match storage_type {
+            StorageType::Local => sink::Layout::Direct,
+            StorageType::S3 => sink::Layout::spooled(scratch.clone()),
+        };
         Ok(MediaStore {
             objects,
             storage_type,
             scratch,
             max_bytes,
             fetch,
+            layout,
         })
     }
 
@@ -291,6 +299,73 @@ impl MediaStore {
         sink.finish(None).await
     }
 
+    /// Keeps received media under `session_id`: `file` (key and size) when the engine stored it already,
+    /// as it is when it is the session's own object, else as the session's copy of it
+    /// (`copy_to_session`); otherwise `data`, and `data` too when that object is gone but `data` is
+    /// the whole content. `None`: the object is gone and the bytes are not in hand.
+    pub(crate) async fn keep_received(
+        &self,
+        session_id: &str,
+        file: Option<(&str, u64)>,
+        data: &[u8],
+    ) -> Result<Option<StoredMedia>, MediaError> {
+        let Some((key, size)) = file else {
+            return self.put_bytes(session_id, data).await.map(Some);
+        };
+        if key
+            .strip_prefix(session_id)
+            .is_some_and(|rest| rest.starts_with('/'))
+        {
+            return Ok(Some(StoredMedia {
+                key: key.to_string(),
+                size,
+                content_type: None,
+            }));
+        }
+        match self.copy_to_session(session_id, key).await? {
+            Some(stored) => Ok(Some(stored)),
+            None if data.len() as u64 == size => self.put_bytes(session_id, data).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Stores the object `key` (another session's, or a bare legacy one) under `session_id` as well, at
+    /// the same content address: a copy the backend makes itself (a hard link on the local disk, a
+    /// server-side copy on S3), so no byte passes through the node. Kept once: an existing copy is
+    /// reused. `None` when `key` names no object.
+    pub(crate) async fn copy_to_session(
+        &self,
+        session_id: &str,
+        key: &str,
+    ) -> Result<Option<StoredMedia>, MediaError> {
+        let (Some(from), Some(digest)) = (object_path(key), key.rsplit('/').next()) else {
+            return Ok(None);
+        };
+        if !is_session_segment(session_id) {
+            return Err(MediaError::BadInput(format!(
+                "'{session_id}' cannot name a media folder"
+            )));
+        }
+        let own = format!("{session_id}/{digest}");
+        let stored = |size| StoredMedia {
+            key: own.clone(),
+            size,
+            content_type: None,
+        };
+        if let Some(size) = self.head(&own).await? {
+            return Ok(Some(stored(size)));
+        }
+        let Some(size) = self.head(key).await? else {
+            return Ok(None);
+        };
+        let to = ObjectPath::from_iter([session_id, digest]);
+        match self.objects.copy(&from, &to).await {
+            Ok(()) => Ok(Some(stored(size))),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(err) => Err(backend::classify(err)),
+        }
+    }
+
     /// Stores a stream of chunks under its content address, capped at `MEDIA_DOWNLOAD_MAX_BYTES`
     /// (conversion output, imports).
     #[cfg_attr(not(test), allow(dead_code))] // part of the put/get/stream/delete API the engine seam uses
@@ -326,7 +401,7 @@ impl MediaStore {
             }
             return sink.finish(None).await;
         }
-        let mut upload = sink::Upload::new(self.objects.clone(), path);
+        let mut upload = sink::Upload::new(self.objects.clone(), self.layout.clone(), path);
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|e| MediaError::BadInput(e.to_string()))?;
             upload.write(&chunk).await?;
@@ -460,7 +535,12 @@ impl MediaStore {
                 "'{session_id}' cannot name a media folder"
             )));
         }
-        Ok(Sink::new(self.objects.clone(), session_id, max))
+        Ok(Sink::new(
+            self.objects.clone(),
+            self.layout.clone(),
+            session_id,
+            max,
+        ))
     }
 }
 

@@ -309,3 +309,82 @@ async fn objects_written_before_per_session_keys_still_read_locally() {
     std::fs::write(dir.path().join("media").join(&digest), b"legacy").unwrap();
     assert_eq!(media.get(&digest).await.unwrap().unwrap(), b"legacy");
 }
+
+/// Twelve MiB whose first bytes are `tag`: distinct objects of one size.
+fn large(tag: &[u8]) -> Vec<u8> {
+    let mut data: Vec<u8> = (0..(12 * 1024 * 1024u32))
+        .map(|i| (i % 251) as u8)
+        .collect();
+    data[..tag.len()].copy_from_slice(tag);
+    data
+}
+
+#[tokio::test]
+async fn received_media_becomes_the_sessions_own_copy_made_by_the_backend() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let data = large(b"passed on by key");
+    for b in backends(64 * 1024 * 1024).await {
+        let name = b.name;
+        let sent = b.store.put_stream("sender", chunks(&data)).await.unwrap();
+        let (store, traffic) = b.store.counted();
+        let file = Some((sent.key.as_str(), sent.size));
+        let kept = store.keep_received("recipient", file, &[]).await.unwrap();
+        let kept = kept.expect("copied");
+        assert_eq!(kept.key, format!("recipient/{}", sha(&data)), "{name}");
+        assert_eq!(kept.size, data.len() as u64, "{name}");
+        // Copied by the backend: no object body read or written through the node.
+        let through_node = [&traffic.reads, &traffic.put_bytes, &traffic.multiparts];
+        assert_eq!(through_node.map(|c| c.load(SeqCst)), [0, 0, 0], "{name}");
+        assert_eq!(traffic.copies.load(SeqCst), 1, "{name}");
+        // Kept once; the session's own object is kept as it is.
+        let again = store.keep_received("recipient", file, &[]).await.unwrap();
+        assert_eq!(again.as_ref(), Some(&kept), "{name}");
+        let own = Some((kept.key.as_str(), kept.size));
+        let same = store.keep_received("recipient", own, &[]).await.unwrap();
+        assert_eq!(same.as_ref(), Some(&kept), "{name}");
+        assert_eq!(traffic.copies.load(SeqCst), 1, "{name}");
+        // The copy is the recipient's: byte-identical, and it outlives the sender's session.
+        b.store.delete_session("sender").await.unwrap();
+        let back = b.store.get(&kept.key).await.unwrap().expect("stored");
+        assert!(back == data, "{name}: the copy is byte-identical");
+        // Gone before it was copied: the bytes in hand when they are the whole content, else nothing.
+        let gone = format!("sender/{}", sha(b"small"));
+        let small = store
+            .keep_received("r2", Some((gone.as_str(), 5)), b"small")
+            .await;
+        assert_eq!(small.unwrap().unwrap().key, format!("r2/{}", sha(b"small")));
+        let none = store.keep_received("r2", Some((sent.key.as_str(), sent.size)), &[]);
+        assert_eq!(none.await.unwrap(), None, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn concurrent_large_writes_keep_part_memory_bounded() {
+    use std::sync::atomic::Ordering::SeqCst;
+    const WRITERS: usize = 8;
+    let data: Vec<Vec<u8>> = (0..WRITERS).map(|i| large(&[b'w', i as u8])).collect();
+    for b in backends(64 * 1024 * 1024).await {
+        let (store, traffic) = b.store.counted();
+        let writes = data.iter().map(|d| store.put_stream("many", chunks(d)));
+        let stored = futures::future::join_all(writes).await;
+        for (written, d) in stored.into_iter().zip(&data) {
+            let written = written.unwrap();
+            assert_eq!(written.key, format!("many/{}", sha(d)), "{}", b.name);
+            let back = b.store.get(&written.key).await.unwrap().expect("stored");
+            assert!(back == *d, "{}: byte-identical", b.name);
+        }
+        // Unbounded, eight writers would hold up to 8 x 3 parts: 120 MiB of 5 MiB S3 parts.
+        let bound = match b.store.storage_type() {
+            StorageType::Local => WRITERS * (sink::PARTS_IN_FLIGHT + 1) * sink::LOCAL_PART_SIZE,
+            StorageType::S3 => sink::S3_PARTS_BUDGET * sink::PART_SIZE,
+        };
+        let peak = traffic.parts_in_flight_max.load(SeqCst);
+        assert!(
+            peak > 0 && peak <= bound as u64,
+            "{}: {peak} > {bound}",
+            b.name
+        );
+        let scratch = std::fs::read_dir(b.store.scratch_dir()).map_or(0, |d| d.count());
+        assert_eq!(scratch, 0, "{}: scratch files removed", b.name);
+    }
+}

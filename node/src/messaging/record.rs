@@ -309,24 +309,38 @@ impl Recorder {
 
     async fn inbound_row(&self, session_id: &str, msg: &InboundMessage) -> StoreResult<MessageRow> {
         let meta = match &msg.media {
-            // Streamed into the media store by the engine already.
-            Some(media) if media.stored.is_some() => media.stored.as_ref().map(|file| MediaMeta {
-                key: file.key.clone(),
-                mimetype: media.mimetype.clone(),
-                filename: media.filename.clone(),
-                size_bytes: file.size,
-            }),
-            Some(media) => match self.media.put_bytes(session_id, &media.data).await {
-                Ok(stored) => Some(MediaMeta::new(
-                    &stored,
-                    media.mimetype.clone(),
-                    media.filename.clone(),
-                )),
-                Err(err) => {
-                    tracing::warn!(session_id, error = %err, "inbound media not stored");
-                    None
+            Some(media) => {
+                let file = media.stored.as_deref();
+                let kept = self
+                    .media
+                    .keep_received(
+                        session_id,
+                        file.map(|f| (f.key.as_str(), f.size)),
+                        &media.data,
+                    )
+                    .await;
+                let meta = |stored: &StoredMedia| {
+                    MediaMeta::new(stored, media.mimetype.clone(), media.filename.clone())
+                };
+                match (kept, file) {
+                    (Ok(Some(stored)), _) => Some(meta(&stored)),
+                    // The object passed on by key went before this session copied it: the row keeps
+                    // its key, so the message reads as the omitted marker (logged) like any missing one.
+                    (Ok(None), Some(file)) => {
+                        tracing::warn!(session_id, key = %file.key, "received media object missing; kept as omitted");
+                        Some(meta(&StoredMedia {
+                            key: file.key.clone(),
+                            size: file.size,
+                            content_type: None,
+                        }))
+                    }
+                    (Ok(None), None) => None,
+                    (Err(err), _) => {
+                        tracing::warn!(session_id, error = %err, "inbound media not stored");
+                        None
+                    }
                 }
-            },
+            }
             None => None,
         };
         let status = if msg.from_me {

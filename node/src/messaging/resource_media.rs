@@ -35,16 +35,14 @@ impl MessagingService {
             }
             (None, None) => return Err(bad_input("media needs url or base64")),
         };
-        let bytes = media
-            .get(&stored.key)
-            .await?
-            .ok_or_else(|| bad_input("stored media vanished; send it again"))?;
         let mimetype = non_empty(&input.mimetype)
             .map(str::to_string)
             .or_else(|| stored.content_type.clone())
             .unwrap_or_else(|| default_mimetype.to_string());
         Ok(ResourceMedia {
-            source: MediaSource::Bytes(bytes),
+            source: MediaSource::Stored {
+                key: stored.key.clone(),
+            },
             mimetype,
             stored,
         })
