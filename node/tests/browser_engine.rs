@@ -2,8 +2,9 @@
 //! Chromium (Debian's, `CHROMIUM_PATH`) opens the crate's loopback fake WhatsApp Web (`BROWSER_WEB_URL`),
 //! with the fake's `fake-wpp.js` as the wa-js bundle (`BROWSER_WAJS_PATH`). What runs is the node's side of
 //! the engine: boot builds the crate's factory, the session links by QR, a send reaches the page and its
-//! echo comes back as a stored message, a received message's button is clicked by its id, a dead page answers the spec's statuses (503 on a bounded route,
-//! 500 on an unbounded one, in the spec's error shape), and a stop leaves no Chromium behind.
+//! echo comes back as a stored message, a received message's button is clicked by its id, a dead page
+//! answers the spec's statuses (503 on a bounded route, 500 on an unbounded one, in the spec's error
+//! shape), and a stop leaves no Chromium behind.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -23,6 +24,8 @@ const FAKE_WPP: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/engine-browser/tests/fake/fake-wpp.js"
 );
+/// The fake's account that echoes what it is sent.
+const ECHO: &str = "15550007777@c.us";
 /// Generous: the machine is shared; nothing here asserts a duration.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -84,7 +87,7 @@ async fn stored_inbound(c: &Client, id: &str, body: &str) -> serde_json::Value {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         let listed = c
-            .get(&format!("/api/sessions/{id}/messages?chatId=echo@c.us"))
+            .get(&format!("/api/sessions/{id}/messages?chatId={ECHO}"))
             .await
             .expect("messages");
         let found = listed.body.as_array().and_then(|all| {
@@ -132,7 +135,7 @@ async fn a_browser_session_links_sends_clicks_answers_a_dead_page_and_stops_clea
     let sent = c
         .post(
             &format!("/api/sessions/{id}/messages/send-text"),
-            json!({ "chatId": "echo@c.us", "text": "hi" }),
+            json!({ "chatId": ECHO, "text": "hi" }),
         )
         .await
         .expect("send");
@@ -143,7 +146,7 @@ async fn a_browser_session_links_sends_clicks_answers_a_dead_page_and_stops_clea
     let asked = c
         .post(
             &format!("/api/sessions/{id}/messages/send-text"),
-            json!({ "chatId": "echo@c.us", "text": "/buttons" }),
+            json!({ "chatId": ECHO, "text": "/buttons" }),
         )
         .await
         .expect("send");
@@ -152,7 +155,7 @@ async fn a_browser_session_links_sends_clicks_answers_a_dead_page_and_stops_clea
     let clicked = c
         .post(
             &format!("/api/sessions/{id}/messages/click-button"),
-            json!({ "chatId": "echo@c.us", "messageId": buttons["id"], "buttonId": "no" }),
+            json!({ "chatId": ECHO, "messageId": buttons["id"], "buttonId": "no" }),
         )
         .await
         .expect("click");
@@ -162,7 +165,7 @@ async fn a_browser_session_links_sends_clicks_answers_a_dead_page_and_stops_clea
     let unknown = c
         .post(
             &format!("/api/sessions/{id}/messages/click-button"),
-            json!({ "chatId": "echo@c.us", "messageId": buttons["id"], "buttonId": "maybe" }),
+            json!({ "chatId": ECHO, "messageId": buttons["id"], "buttonId": "maybe" }),
         )
         .await
         .expect("click");

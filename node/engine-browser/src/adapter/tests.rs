@@ -29,6 +29,8 @@ const ME: &str = "15550001111@c.us";
 const ANN: &str = "15550002222@c.us";
 const GROUP: &str = "120363000000000001@g.us";
 const CHANNEL: &str = "120363000000000002@newsletter";
+/// The fake's account that echoes what it is sent.
+const ECHO: &str = "15550007777@c.us";
 /// Generous: the machine is shared; nothing here asserts a duration.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -293,7 +295,7 @@ async fn inbound(rx: &mut UnboundedReceiver<Incoming>, body: &str) -> InboundMes
         if let EngineEvent::Message(m) = incoming.event
             && m.body == body
         {
-            return m;
+            return *m;
         }
     }
 }
@@ -315,7 +317,6 @@ fn text_to(to: &str, body: &str) -> OutgoingMessage {
 /// message's own buttons, skipping those that cannot be answered (a URL button sits between the two).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_button_is_clicked_by_its_id() {
-    const ECHO: &str = "echo@c.us";
     let dir = tempfile::tempdir().unwrap();
     let (engine, mut rx, _fake) = linked_engine(dir.path()).await;
     let asked = engine.send(text_to(ECHO, "/buttons")).await.unwrap();
@@ -325,7 +326,11 @@ async fn a_button_is_clicked_by_its_id() {
         .click_button(&jid(ECHO), &buttons.id, "no", Some("ignored"))
         .await
         .unwrap();
-    assert!(reply.id.starts_with("true_echo@c.us_"), "{}", reply.id);
+    assert!(
+        reply.id.starts_with("true_15550007777@c.us_"),
+        "{}",
+        reply.id
+    );
     assert_ne!(reply.id, asked.id);
     // The fake answers with the id of the button it was handed by position.
     let echoed = inbound(&mut rx, "clicked: no").await;
@@ -346,7 +351,7 @@ async fn a_button_is_clicked_by_its_id() {
     }
     assert!(matches!(
         engine
-            .click_button(&jid(ECHO), "false_echo@c.us_NOPE", "no", None)
+            .click_button(&jid(ECHO), "false_15550007777@c.us_NOPE", "no", None)
             .await,
         Err(EngineError::NotFound(_))
     ));

@@ -3,7 +3,7 @@
 // Chromium profile like the real one. The "phone" scans when the test server's /scan answers 1; once linked,
 // the page collects what other accounts send from the server's /inbound.
 // Sending "/reload" reloads the page mid-send; "/break" navigates to a page where WPP never gets ready; a
-// media send whose bytes are "/hang" never answers. "/buttons" sent to echo@c.us is answered with a message
+// media send whose bytes are "/hang" never answers. "/buttons" sent to the echo account is answered with a message
 // carrying quick-reply buttons (WhatsApp Web's `hydratedButtons`); replying to one echoes the button's id.
 (() => {
   if (location.protocol !== 'http:') return;
@@ -24,13 +24,15 @@
 
   // The simulated backend: the account, a contact, a group, a channel, a label, messages, statuses.
   const ANN = '15550002222@c.us';
+  // An account that answers what it is sent with "echo: " and the text.
+  const ECHO = '15550007777@c.us';
   const GROUP = '120363000000000001@g.us';
   const CHANNEL = '120363000000000002@newsletter';
   const member = (id, admin, superAdmin) => ({ id: wid(id), isAdmin: admin, isSuperAdmin: superAdmin });
   const chats = {};
   const addChat = (id, name, extra) =>
     (chats[id] = Object.assign({ id: wid(id), name, unreadCount: 0, t: 1, archive: false, pin: 0, labels: [] }, extra || {}));
-  addChat('echo@c.us', 'Echo');
+  addChat(ECHO, 'Echo');
   addChat(ANN, 'Ann', { labels: ['1'] });
   addChat(GROUP, 'Fake Group', {
     isGroup: true,
@@ -59,7 +61,7 @@
     },
   });
   const contacts = {
-    'echo@c.us': { id: wid('echo@c.us'), name: 'Echo', pushname: 'Echo' },
+    [ECHO]: { id: wid(ECHO), name: 'Echo', pushname: 'Echo' },
     [ANN]: { id: wid(ANN), name: 'Ann', pushname: 'Ann', isMyContact: true },
   };
   const labels = [{ id: '1', name: 'Customers', colorIndex: 3 }, { id: '2', name: 'Leads', colorIndex: 5 }];
@@ -159,9 +161,9 @@
           return new Promise(() => {});
         }
         const sent = store(to, 'chat', body);
-        if (to === 'echo@c.us' && body === '/buttons') {
+        if (to === ECHO && body === '/buttons') {
           setTimeout(() => fire('chat.new_message', buttonsMessage(to)), 30);
-        } else if (to === 'echo@c.us') {
+        } else if (to === ECHO) {
           setTimeout(
             () =>
               fire('chat.new_message', {
