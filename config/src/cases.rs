@@ -66,7 +66,8 @@ pub const REFUSED: &[Refused] = &[
     },
 ];
 
-/// Refused settings of knobs only `wagate` reads (the worker ignores them): the media storage backend.
+/// Refused settings of knobs only `wagate` reads (the worker ignores them): the media storage backend and
+/// the browser engine's page.
 pub const NODE_REFUSED: &[Refused] = &[
     Refused {
         env: &[("STORAGE_TYPE", "gcs")],
@@ -100,9 +101,17 @@ pub const NODE_REFUSED: &[Refused] = &[
         ],
         line: "invalid configuration: AWS_SECRET_ACCESS_KEY and AWS_ACCESS_KEY_ID must be set together",
     },
+    Refused {
+        env: &[("BROWSER_WEB_URL", "web.whatsapp.com")],
+        line: "invalid configuration: BROWSER_WEB_URL must be an http:// or https:// URL (got 'web.whatsapp.com')",
+    },
+    Refused {
+        env: &[("BROWSER_WEB_URL", "wss://web.whatsapp.com/")],
+        line: "invalid configuration: BROWSER_WEB_URL must be an http:// or https:// URL (got 'wss://web.whatsapp.com/')",
+    },
 ];
 
-/// Settings `wagate` accepts for its media storage.
+/// Settings `wagate` accepts for its media storage and its browser engine's page.
 pub const NODE_ACCEPTED: &[&[(&str, &str)]] = &[
     &[
         ("STORAGE_TYPE", "local"),
@@ -118,6 +127,7 @@ pub const NODE_ACCEPTED: &[&[(&str, &str)]] = &[
         ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
         ("AWS_SECRET_ACCESS_KEY", "example-secret"),
     ],
+    &[("BROWSER_WEB_URL", "http://127.0.0.1:8080/")],
 ];
 
 /// Settings both binaries accept, with the same meaning.

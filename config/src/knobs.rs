@@ -110,6 +110,8 @@ pub enum MainDbReplication {
 
 /// The socket engine's default endpoint (WhatsApp Web's chat socket).
 pub const DEFAULT_SOCKET_WS_URL: &str = "wss://web.whatsapp.com/ws/chat";
+/// `BROWSER_WEB_URL`'s default: WhatsApp Web itself.
+pub const DEFAULT_BROWSER_WEB_URL: &str = "https://web.whatsapp.com/";
 
 /// Webhook deliveries a process runs at once.
 pub const DEFAULT_WEBHOOK_DISPATCH_CONCURRENCY: u64 = 64;
@@ -270,6 +272,9 @@ pub struct EngineKnobs {
     /// Browser engine: the Chromium binary (default Debian's /usr/lib/chromium/chromium, else /usr/bin/chromium)
     #[arg(long, env)]
     pub chromium_path: Option<std::path::PathBuf>,
+    /// Browser engine: the WhatsApp Web page each session opens (http:// or https://; tests serve a fake on loopback)
+    #[arg(long, env, value_parser = http_url, default_value = DEFAULT_BROWSER_WEB_URL)]
+    pub browser_web_url: String,
     /// Browser engine: the wa-js bundle (default /usr/share/wagate/wa-js/wppconnect-wa.js in the image, else the pinned npm install under node/engine-browser/js)
     #[arg(long, env)]
     pub browser_wajs_path: Option<std::path::PathBuf>,

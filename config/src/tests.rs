@@ -36,10 +36,10 @@ fn both_binaries_refuse_each_bad_row_with_the_same_line() {
     }
 }
 
-/// The node's own table: each row is refused with its line (the storage rules run after the knobs parse, as
-/// in the binary); the worker reads none of these knobs and starts.
+/// The node's own table (media storage, the browser page): each row is refused with its line (the storage
+/// rules run after the knobs parse, as in the binary); the worker reads none of these knobs and starts.
 #[test]
-fn the_node_refuses_its_storage_rows_and_the_worker_ignores_them() {
+fn the_node_refuses_its_own_rows_and_the_worker_ignores_them() {
     for case in NODE_REFUSED {
         let line = match node(case.env) {
             Err(Stop::Refused(e)) => e.to_string(),

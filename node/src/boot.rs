@@ -20,7 +20,6 @@ use crate::automation::{AutomationService, SessionSender};
 use crate::cluster::lease::{Leases, LocalLeases};
 use crate::cluster::{self, Cluster};
 use crate::config::{Config, DatabaseType, EngineType};
-use crate::engine::browser::BrowserFactory;
 use crate::engine::node_store::NodeStore;
 use crate::engine::socket::{SocketConfig, SocketFactory};
 use crate::engine::unavailable::UnavailableFactory;
@@ -194,6 +193,7 @@ fn browser_factory(config: &Config) -> Arc<dyn EngineFactory> {
     let browser = wagate_engine_browser::BrowserConfig {
         chromium_path: config.chromium_path.clone(),
         bundle_path: config.browser_wajs_path.clone(),
+        url: config.browser_web_url.clone(),
         protocol_timeout: std::time::Duration::from_millis(config.browser_protocol_timeout_ms),
         call_budget: std::time::Duration::from_millis(config.engine_query_timeout_ms),
         max_rss_mb: config.browser_max_rss_mb,
@@ -202,7 +202,7 @@ fn browser_factory(config: &Config) -> Arc<dyn EngineFactory> {
         ..wagate_engine_browser::BrowserConfig::default()
     };
     match wagate_engine_browser::Launcher::new(browser) {
-        Ok(launcher) => Arc::new(BrowserFactory::new(
+        Ok(launcher) => Arc::new(wagate_engine_browser::BrowserFactory::new(
             launcher,
             config.data_dir.join("sessions"),
         )),

@@ -87,6 +87,8 @@ pub struct Config {
     pub browser_protocol_timeout_ms: u64,
     /// `CHROMIUM_PATH` (Debian's `/usr/lib/chromium/chromium`, else `/usr/bin/chromium`): the browser engine's binary.
     pub chromium_path: PathBuf,
+    /// `BROWSER_WEB_URL` (`https://web.whatsapp.com/`): the page each browser session opens.
+    pub browser_web_url: String,
     /// `BROWSER_WAJS_PATH` (the image's /usr/share/wagate/wa-js copy, else the pinned npm install under
     /// `node/engine-browser/js`): the wa-js bundle.
     pub browser_wajs_path: PathBuf,
@@ -256,6 +258,7 @@ impl Config {
                 .chromium_path
                 .clone()
                 .unwrap_or_else(wagate_engine_browser::default_chromium_path),
+            browser_web_url: engine.browser_web_url.clone(),
             browser_wajs_path: engine
                 .browser_wajs_path
                 .clone()

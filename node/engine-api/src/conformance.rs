@@ -17,8 +17,8 @@ use crate::{
     OutgoingMessage, event_channel,
 };
 
-/// How long a check waits for an event before it fails. A guard against a hung engine, not a timing
-/// assertion: every check passes as soon as the event arrives.
+/// How long a check waits for an event before it fails, unless the driver says otherwise. A guard against
+/// a hung engine, not a timing assertion: every check passes as soon as the event arrives.
 const EVENT_WAIT: Duration = Duration::from_secs(10);
 
 /// The test network's side of the checks: what a phone and a peer do that no engine call can.
@@ -35,6 +35,11 @@ pub trait Driver: Send + Sync {
         std::env::temp_dir()
             .join("wagate-conformance")
             .join(session_id)
+    }
+    /// How long a check waits for an event (10 s): an engine that starts a browser on a shared machine
+    /// may need longer.
+    fn event_wait(&self) -> Duration {
+        EVENT_WAIT
     }
 }
 
@@ -68,6 +73,7 @@ fn fail(step: &'static str, detail: impl std::fmt::Display) -> Failure {
 struct Run {
     engine: Arc<dyn Engine>,
     events: UnboundedReceiver<Incoming>,
+    wait: Duration,
 }
 
 impl Run {
@@ -81,7 +87,11 @@ impl Run {
         let mut ctx = EngineContext::standalone(session_id, tx, linked);
         ctx.data_dir = driver.data_dir(session_id);
         let engine = factory.create(ctx);
-        Run { engine, events }
+        Run {
+            engine,
+            events,
+            wait: driver.event_wait(),
+        }
     }
 
     /// Waits for the first event `pick` accepts, completing every acknowledgement on the way (as the
@@ -91,6 +101,7 @@ impl Run {
         step: &'static str,
         mut pick: impl FnMut(&EngineEvent) -> Option<T>,
     ) -> Result<T, Failure> {
+        let budget = self.wait;
         let wait = async {
             while let Some(Incoming { event, ack }) = self.events.recv().await {
                 ack.complete();
@@ -100,7 +111,7 @@ impl Run {
             }
             Err(fail(step, "the engine closed its event channel"))
         };
-        tokio::time::timeout(EVENT_WAIT, wait)
+        tokio::time::timeout(budget, wait)
             .await
             .map_err(|_| fail(step, "the expected event never came"))?
     }

@@ -172,7 +172,6 @@ const BROWSER_UNSUPPORTED: &[Op] = &[
     Op::GetProduct,
     Op::SendProduct,
     Op::RejectCall,
-    Op::ClickButton,
 ];
 
 impl Capabilities {

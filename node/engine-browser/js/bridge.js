@@ -5,7 +5,7 @@
 // Page -> engine: `window.__wagateEmit(JSON.stringify({type, data}))` (a CDP binding).
 // Engine -> page: `window.__wagate.call(name, args)` answers `{ok: true, value}` or `{ok: false, code, message}`.
 (() => {
-  const BRIDGE_VERSION = 2;
+  const BRIDGE_VERSION = 3;
   if (window.__wagate && window.__wagate.version === BRIDGE_VERSION) {
     window.__wagate.announce();
     return;
@@ -278,6 +278,22 @@
       if (!action) throw fail('failed', 'this WhatsApp Web build exposes no poll vote action');
       await action.sendVote(msg, ids);
       return true;
+    },
+
+    // wa-js replies to a button by its position; the API names the button's id, read from the message's
+    // hydrated (template) buttons, the list wa-js itself indexes. Only quick-reply buttons can be answered.
+    // WhatsApp Web sends the button's own label (the API's `text` has nowhere to go). wa-js answers no id:
+    // the reply is the newest own message in the chat.
+    clickButton: async (chatId, msgId, buttonId) => {
+      const msg = mustExist(await wpp().chat.getMessageById(msgId), 'Message');
+      const buttons = arr(msg.hydratedButtons);
+      if (!buttons.length) throw fail('bad_input', 'the message has no buttons: ' + msgId);
+      const index = buttons.findIndex((b) => b && b.quickReplyButton && b.quickReplyButton.id === buttonId);
+      if (index < 0) throw fail('bad_input', 'the message has no quick-reply button "' + buttonId + '"');
+      await wpp().chat.replyToButtonMessage(chatId, msgId, { buttonIndex: index });
+      const last = (await wpp().chat.getMessages(chatId, { count: 1 })).map(message)[0];
+      if (!last || !last.fromMe) throw fail('failed', 'replied, but the reply is not in the chat yet');
+      return { id: last.id, timestamp: last.timestamp || Math.floor(Date.now() / 1000) };
     },
 
     // --- chat actions ---

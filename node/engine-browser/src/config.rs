@@ -51,7 +51,7 @@ pub struct BrowserConfig {
     pub chromium_path: PathBuf,
     /// The wa-js bundle injected before the facade.
     pub bundle_path: PathBuf,
-    /// The page every session opens.
+    /// The page every session opens (`BROWSER_WEB_URL`).
     pub url: String,
     pub user_agent: String,
     /// Budget of one DevTools request (`BROWSER_PROTOCOL_TIMEOUT_MS`, 180000).

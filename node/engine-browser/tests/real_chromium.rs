@@ -17,6 +17,8 @@ use wagate_engine_browser::{
     default_chromium_path, procs, profile,
 };
 
+/// The fake's account that echoes what it is sent.
+const ECHO: &str = "15550007777@c.us";
 /// Generous: the machine is shared; nothing here asserts a duration.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -124,22 +126,24 @@ async fn links_sends_receives_heals_reloads_and_crashes_then_stops_clean() {
     s.start().await.unwrap();
     link_by_qr(&fake, &mut rx).await;
 
-    // Send and receive: the fake echoes what is sent to echo@c.us.
-    let sent = s
-        .call("sendText", &send_args("echo@c.us", "hello"))
-        .await
-        .unwrap();
-    assert!(sent["id"].as_str().unwrap().starts_with("true_echo@c.us_"));
+    // Send and receive: the fake echoes what is sent to its echo account.
+    let sent = s.call("sendText", &send_args(ECHO, "hello")).await.unwrap();
+    assert!(
+        sent["id"]
+            .as_str()
+            .unwrap()
+            .starts_with("true_15550007777@c.us_")
+    );
     match next_event(&mut rx).await {
         BrowserEvent::Message(m) => {
             assert_eq!(m["body"], "echo: hello");
-            assert_eq!(m["from"], "echo@c.us");
+            assert_eq!(m["from"], ECHO);
             assert_eq!(m["fromMe"], false);
         }
         other => panic!("expected the echo, got {other:?}"),
     }
     let chats = s.call("chats", &[]).await.unwrap();
-    assert_eq!(chats[0]["id"], "echo@c.us");
+    assert_eq!(chats[0]["id"], ECHO);
 
     // A reload in the middle of a send: 409 (Reloading), then the same route works again, no event.
     let during = s.call("sendText", &send_args("a@c.us", "/reload")).await;

@@ -1,8 +1,10 @@
 // A stand-in for the @wppconnect/wa-js bundle, for tests: the same `window.WPP` surface the facade calls,
 // over a tiny in-page simulated WhatsApp backend. The link lives in localStorage, so it is part of the
-// Chromium profile like the real one. The "phone" scans when the test server's /scan answers 1.
+// Chromium profile like the real one. The "phone" scans when the test server's /scan answers 1; once linked,
+// the page collects what other accounts send from the server's /inbound.
 // Sending "/reload" reloads the page mid-send; "/break" navigates to a page where WPP never gets ready; a
-// media send whose bytes are "/hang" never answers.
+// media send whose bytes are "/hang" never answers. "/buttons" sent to the echo account is answered with a message
+// carrying quick-reply buttons (WhatsApp Web's `hydratedButtons`); replying to one echoes the button's id.
 (() => {
   if (location.protocol !== 'http:') return;
   const listeners = {};
@@ -22,13 +24,15 @@
 
   // The simulated backend: the account, a contact, a group, a channel, a label, messages, statuses.
   const ANN = '15550002222@c.us';
+  // An account that answers what it is sent with "echo: " and the text.
+  const ECHO = '15550007777@c.us';
   const GROUP = '120363000000000001@g.us';
   const CHANNEL = '120363000000000002@newsletter';
   const member = (id, admin, superAdmin) => ({ id: wid(id), isAdmin: admin, isSuperAdmin: superAdmin });
   const chats = {};
   const addChat = (id, name, extra) =>
     (chats[id] = Object.assign({ id: wid(id), name, unreadCount: 0, t: 1, archive: false, pin: 0, labels: [] }, extra || {}));
-  addChat('echo@c.us', 'Echo');
+  addChat(ECHO, 'Echo');
   addChat(ANN, 'Ann', { labels: ['1'] });
   addChat(GROUP, 'Fake Group', {
     isGroup: true,
@@ -57,7 +61,7 @@
     },
   });
   const contacts = {
-    'echo@c.us': { id: wid('echo@c.us'), name: 'Echo', pushname: 'Echo' },
+    [ECHO]: { id: wid(ECHO), name: 'Echo', pushname: 'Echo' },
     [ANN]: { id: wid(ANN), name: 'Ann', pushname: 'Ann', isMyContact: true },
   };
   const labels = [{ id: '1', name: 'Customers', colorIndex: 3 }, { id: '2', name: 'Leads', colorIndex: 5 }];
@@ -74,6 +78,23 @@
     const m = Object.assign({ id: { _serialized: id, fromMe: true }, from: wid(ME), to: wid(to), type, body, t: now() }, extra || {});
     msgs.push(m);
     return { id, ack: 1 };
+  };
+  const incoming = (from, text, extra) =>
+    Object.assign(
+      { id: { _serialized: 'false_' + from + '_IN' + ++counter, fromMe: false }, from: wid(from), to: wid(ME), body: text, type: 'chat', t: now(), notifyName: 'Echo' },
+      extra || {},
+    );
+  // A template message with two quick-reply buttons and a URL button, kept so a reply can find it.
+  const buttonsMessage = (from) => {
+    const m = incoming(from, 'Pick one', {
+      hydratedButtons: [
+        { index: 0, quickReplyButton: { id: 'yes', displayText: 'Yes' } },
+        { index: 1, urlButton: { displayText: 'Site', url: 'https://example.invalid/' } },
+        { index: 2, quickReplyButton: { id: 'no', displayText: 'No' } },
+      ],
+    });
+    msgs.push(m);
+    return m;
   };
   const findMsg = (id) => {
     const m = msgs.find((x) => x.id._serialized === id);
@@ -140,7 +161,9 @@
           return new Promise(() => {});
         }
         const sent = store(to, 'chat', body);
-        if (to === 'echo@c.us') {
+        if (to === ECHO && body === '/buttons') {
+          setTimeout(() => fire('chat.new_message', buttonsMessage(to)), 30);
+        } else if (to === ECHO) {
           setTimeout(
             () =>
               fire('chat.new_message', {
@@ -175,6 +198,19 @@
         return { id: m.id._serialized };
       },
       getMessageById: async (id) => findMsg(id),
+      // As wa-js 4.6.0 does it: the button by its position in the message's `hydratedButtons`, quick-reply
+      // buttons only, a text reply carrying the label and the button's id.
+      replyToButtonMessage: async (chatId, msgId, o) => {
+        const m = findMsg(msgId);
+        const buttons = m.hydratedButtons;
+        if (!Array.isArray(buttons)) throw wppError('no_buttons_in_message', 'This message does not have buttons');
+        const b = buttons[o.buttonIndex];
+        if (!b) throw wppError('invalid_button_index', 'Button index ' + o.buttonIndex + ' is out of range');
+        if (!b.quickReplyButton) throw wppError('button_not_replyable', 'Only quick reply buttons can be replied to');
+        const id = b.quickReplyButton.id;
+        store(chatId, 'chat', b.quickReplyButton.displayText, { quotedStanzaID: msgId, selectedId: id, selectedIndex: b.index });
+        setTimeout(() => fire('chat.new_message', incoming(chatId, 'clicked: ' + id)), 30);
+      },
       getMessages: async (chatId, o) => {
         const all = msgs.filter((m) => chatOf(m) === chatId);
         return all.slice(Math.max(0, all.length - ((o && o.count) || 20)));
@@ -344,10 +380,16 @@
   window.__fakeVotes = votes;
   window.WPP = WPP;
   if (broken) return;
+  const collectInbound = () =>
+    setInterval(async () => {
+      const list = await fetch('/inbound').then((r) => r.json()).catch(() => []);
+      list.forEach((m) => fire('chat.new_message', incoming(m.from, m.body, { notifyName: null })));
+    }, 100);
   const becomeMainReady = () =>
     setTimeout(() => {
       mainReady = true;
       fire('conn.main_ready');
+      collectInbound();
     }, 30);
   setTimeout(() => {
     WPP.isReady = true;

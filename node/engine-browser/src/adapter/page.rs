@@ -1,18 +1,18 @@
-//! The facade's answers (`js/bridge.js`, camelCase JSON) as the node's domain records. Ids the page
+//! The facade's answers (`js/bridge.js`, camelCase JSON) as the engine API's entity types. Ids the page
 //! reports that are not WhatsApp ids are dropped from lists, never guessed; a single record with a bad id
 //! is an unexpected bridge answer.
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use wagate_proto::Jid;
-
-use super::events;
-use crate::engine::{
+use wagate_engine_api::{
     Channel, ChatSummary, Contact, EngineError, EngineResult, GroupInfo, GroupParticipant,
     GroupSettings, GroupSummary, InboundMessage, Label, MembershipRequest, ParticipantResult,
     PresenceEntry, PresenceState, StatusUpdate,
 };
+use wagate_proto::Jid;
+
+use super::events;
 
 /// How long a status post stays visible.
 const STATUS_LIFETIME_S: i64 = 24 * 60 * 60;
@@ -384,7 +384,7 @@ struct PageStatus {
 pub(super) fn posted_status(
     value: Value,
     owner: &Jid,
-    kind: crate::engine::MessageType,
+    kind: wagate_engine_api::MessageType,
     caption: Option<String>,
 ) -> EngineResult<StatusUpdate> {
     let s: Sent = decode(value)?;

@@ -1,8 +1,9 @@
-//! The `browser` engine adapter: today's `Engine` trait over the `wagate-engine-browser` crate (one
-//! Chromium per session driving WhatsApp Web). This folder only translates: lifecycle and the profile
-//! archive here, events in `events.rs`, operations and error mapping in `ops.rs`. Everything about
-//! Chromium, the page and the bridge lives in the crate. It names only the engine API (through the
-//! `crate::engine` re-export): the profile archive is stored through `EngineContext::store`.
+//! The `browser` engine as the engine API sees it: `BrowserFactory` and `BrowserEngine` implement
+//! `wagate_engine_api`'s `EngineFactory` and `Engine` over this crate's `BrowserSession` (one Chromium per
+//! session driving WhatsApp Web). This folder only translates: lifecycle and the profile archive here,
+//! events in `events.rs`, operations and error mapping in `ops.rs`, the facade's answers in `page.rs`.
+//! Chromium, the page and the bridge are the rest of the crate. What it touches of the node goes through
+//! the `EngineContext` it is handed: events, and the profile archive stored through `EngineContext::store`.
 
 mod events;
 mod ops;
@@ -10,28 +11,27 @@ mod page;
 #[cfg(test)]
 mod tests;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use parking_lot::Mutex;
-use std::path::PathBuf;
 use tokio::task::JoinHandle;
-
-use async_trait::async_trait;
-use wagate_engine_browser::{BrowserSession, Launcher, SessionOptions, profile};
-
-use crate::engine::{
+use wagate_engine_api::{
     Capabilities, Engine, EngineContext, EngineError, EngineFactory, EngineKind, EngineResult,
     LinkedAccount,
 };
+
+use crate::{BrowserSession, Launcher, SessionOptions, profile};
 
 /// How often a running session's memory is published.
 const MEMORY_EVERY: Duration = Duration::from_secs(15);
 
 /// Builds browser engines over one node-wide launcher (config, wa-js bundle, launch limit).
-pub(crate) struct BrowserFactory {
+pub struct BrowserFactory {
     launcher: Launcher,
     /// The node's sessions directory: a session's profile is `<sessions_dir>/<id>/browser`, the data dir
     /// the supervisor hands this kind of engine.
@@ -39,7 +39,7 @@ pub(crate) struct BrowserFactory {
 }
 
 impl BrowserFactory {
-    pub(crate) fn new(launcher: Launcher, sessions_dir: PathBuf) -> Self {
+    pub fn new(launcher: Launcher, sessions_dir: PathBuf) -> Self {
         Self {
             launcher,
             sessions_dir,

@@ -1,7 +1,9 @@
 //! The adapter end to end over a real (Debian) Chromium, offline: the `Engine` trait of a browser engine
-//! against the crate's loopback fake WhatsApp Web (its `fake-wpp.js` stands in for the wa-js bundle).
-//! What runs is this folder's mapping: answers into domain records, the browser column's 501s, status
-//! `recipients` ignored, and a dead page as 503 on bounded operations and 500 on unbounded ones.
+//! against the crate's loopback fake WhatsApp Web (its `fake-wpp.js` stands in for the wa-js bundle), in
+//! the engine API's standalone context (no node). What runs is this folder's mapping: answers into domain
+//! records, the browser column's 501s, status `recipients` ignored, and a dead page as `Network` on
+//! bounded operations and `Internal` on unbounded ones (the node answers them 503 and 500:
+//! `node/tests/browser_engine.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,31 +11,26 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
-use wagate_db::{DataPool, DatabaseKind};
-use wagate_engine_browser::{BrowserConfig, Launcher, default_chromium_path};
+use wagate_engine_api::{
+    CallKind, ChatState, Engine, EngineContext, EngineError, EngineEvent, InboundMessage, Incoming,
+    LabelUpsert, MediaKind, MediaMessage, MediaSource, MessageContent, MessageType, NewGroup, Op,
+    OutgoingMessage, ParticipantAction, PresenceState, StatusContent, StatusPost, event_channel,
+};
 use wagate_proto::Jid;
 
 use super::{BrowserEngine, BrowserFactory};
-use crate::engine::media::MemoryMedia;
-use crate::engine::node_store::NodeStore;
-use crate::engine::{
-    CallKind, ChatState, Engine, EngineContext, EngineError, EngineEvent, Incoming, MediaKind,
-    MediaMessage, MediaSource, MessageContent, MessageType, Op, OutgoingMessage, ParticipantAction,
-    PresenceState, StatusContent, StatusPost, event_channel,
-};
+use crate::{BrowserConfig, Launcher, default_chromium_path};
 
-#[path = "../../../engine-browser/tests/fake/server.rs"]
-#[allow(dead_code)] // FAKE_WPP: resolved against the crate's manifest dir, so re-declared below.
+#[path = "../../tests/fake/server.rs"]
 mod fake_server;
+use fake_server::FAKE_WPP;
 
-const FAKE_WPP: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/engine-browser/tests/fake/fake-wpp.js"
-);
 const ME: &str = "15550001111@c.us";
 const ANN: &str = "15550002222@c.us";
 const GROUP: &str = "120363000000000001@g.us";
 const CHANNEL: &str = "120363000000000002@newsletter";
+/// The fake's account that echoes what it is sent.
+const ECHO: &str = "15550007777@c.us";
 /// Generous: the machine is shared; nothing here asserts a duration.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -62,20 +59,10 @@ async fn linked_engine(
         ..BrowserConfig::default()
     })
     .unwrap();
-    let pool = DataPool::connect(DatabaseKind::Sqlite, &dir.join("data.db").to_string_lossy())
-        .await
-        .unwrap();
-    pool.migrate().await.unwrap();
     let (events, mut rx) = event_channel();
-    let engine = BrowserFactory::new(launcher, dir.join("sessions")).build(EngineContext {
-        session_id: "b1".into(),
-        events,
-        data_dir: dir.join("b1"),
-        proxy_url: None,
-        linked: None,
-        store: Arc::new(NodeStore::new(pool)),
-        media: Arc::new(MemoryMedia::default()),
-    });
+    let mut ctx = EngineContext::standalone("b1", events, None);
+    ctx.data_dir = dir.join("b1");
+    let engine = BrowserFactory::new(launcher, dir.join("sessions")).build(ctx);
     engine.start().await.unwrap();
     loop {
         let incoming = tokio::time::timeout(PATIENCE, rx.recv())
@@ -152,7 +139,7 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
         .await
         .unwrap();
     assert_eq!((rejected.len(), rejected[0].success), (1, true));
-    let new_group = crate::engine::NewGroup {
+    let new_group = NewGroup {
         subject: "x".into(),
         participants: vec![jid(ANN)],
     };
@@ -247,7 +234,7 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
     assert_eq!(engine.label_chats("1").await.unwrap()[0].id, jid(ANN));
     assert!(matches!(
         engine
-            .upsert_label(crate::engine::LabelUpsert {
+            .upsert_label(LabelUpsert {
                 id: None,
                 name: Some("x".into()),
                 color: None
@@ -297,26 +284,76 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
     engine.stop().await.unwrap();
 }
 
-/// The statuses those engine errors become, in the spec's error shape: 503 on a bounded route, 500 on an
-/// unbounded one (never 503 there: a client must not replay a write that may have landed).
-#[test]
-fn a_dead_page_is_503_on_bounded_routes_and_500_on_unbounded_ones() {
-    use crate::http::error::ApiError;
-    let dead = "WhatsApp Web page is not responding".to_string();
-    let bounded = ApiError::from(EngineError::Network(dead.clone())).body();
-    let unbounded = ApiError::from(EngineError::Internal(dead.clone())).body();
-    assert_eq!(
-        (bounded.status_code, bounded.error.as_str()),
-        (503, "Service Unavailable")
+/// The next inbound message whose body is `body`, acknowledging everything on the way.
+async fn inbound(rx: &mut UnboundedReceiver<Incoming>, body: &str) -> InboundMessage {
+    loop {
+        let incoming = tokio::time::timeout(PATIENCE, rx.recv())
+            .await
+            .expect("an event in time")
+            .expect("the engine keeps its channel");
+        incoming.ack.complete();
+        if let EngineEvent::Message(m) = incoming.event
+            && m.body == body
+        {
+            return *m;
+        }
+    }
+}
+
+fn text_to(to: &str, body: &str) -> OutgoingMessage {
+    OutgoingMessage {
+        to: jid(to),
+        content: MessageContent::Text {
+            body: body.into(),
+            link_preview: false,
+            custom_preview: None,
+        },
+        quoted_id: None,
+        mentions: Vec::new(),
+    }
+}
+
+/// The API names a button by id, wa-js by position: the facade maps one to the other through the
+/// message's own buttons, skipping those that cannot be answered (a URL button sits between the two).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_button_is_clicked_by_its_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, mut rx, _fake) = linked_engine(dir.path()).await;
+    let asked = engine.send(text_to(ECHO, "/buttons")).await.unwrap();
+    let buttons = inbound(&mut rx, "Pick one").await;
+
+    let reply = engine
+        .click_button(&jid(ECHO), &buttons.id, "no", Some("ignored"))
+        .await
+        .unwrap();
+    assert!(
+        reply.id.starts_with("true_15550007777@c.us_"),
+        "{}",
+        reply.id
     );
-    assert_eq!(
-        (
-            unbounded.status_code,
-            unbounded.error.as_str(),
-            unbounded.message.clone()
-        ),
-        (500, "Internal Server Error", dead)
-    );
-    let json = serde_json::to_value(&unbounded).unwrap();
-    assert_eq!(json["statusCode"], 500);
+    assert_ne!(reply.id, asked.id);
+    // The fake answers with the id of the button it was handed by position.
+    let echoed = inbound(&mut rx, "clicked: no").await;
+    assert_eq!(echoed.chat_id, jid(ECHO));
+
+    for (message, button) in [
+        (buttons.id.as_str(), "maybe"),
+        (buttons.id.as_str(), "Site"),
+        (asked.id.as_str(), "no"),
+    ] {
+        assert!(
+            matches!(
+                engine.click_button(&jid(ECHO), message, button, None).await,
+                Err(EngineError::BadInput(_))
+            ),
+            "{message} {button}"
+        );
+    }
+    assert!(matches!(
+        engine
+            .click_button(&jid(ECHO), "false_15550007777@c.us_NOPE", "no", None)
+            .await,
+        Err(EngineError::NotFound(_))
+    ));
+    engine.stop().await.unwrap();
 }

@@ -10,19 +10,19 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
-use wagate_engine_browser::BrowserError;
-use wagate_proto::Jid;
-use wagate_proto::jid::ChatKind;
-
-use super::BrowserEngine;
-use super::page::{self, PageContact, Sent, decode};
-use crate::engine::{
+use wagate_engine_api::{
     CallKind, Channel, ChatState, ChatSummary, Contact, ContactCheck, Engine, EngineError,
     EngineResult, GroupInfo, GroupSettings, GroupSettingsUpdate, GroupSummary, InboundMessage,
     Label, MediaKind, MediaSource, MembershipRequest, MessageContent, MessageType, Op,
     OutgoingMessage, ParticipantAction, ParticipantResult, PresenceEntry, SentMessage,
     StatusContent, StatusPost, StatusUpdate, participant_op, send_op,
 };
+use wagate_proto::Jid;
+use wagate_proto::jid::ChatKind;
+
+use super::BrowserEngine;
+use super::page::{self, PageContact, Sent, decode};
+use crate::BrowserError;
 
 /// A lifecycle failure: a browser that cannot launch is a relaunch failure (retried with backoff).
 pub(super) fn lifecycle_error(err: BrowserError) -> EngineError {
@@ -156,7 +156,7 @@ impl Engine for BrowserEngine {
     async fn logout(&self) -> EngineResult<()> {
         let unlinked = self.session().logout().await;
         // The profile is the credential: once unlinked (or abandoned) it is worthless.
-        if let Err(err) = wagate_engine_browser::profile::delete(self.session().profile_dir()) {
+        if let Err(err) = crate::profile::delete(self.session().profile_dir()) {
             tracing::warn!(error = %err, "browser profile not deleted");
         }
         match unlinked {
@@ -172,7 +172,7 @@ impl Engine for BrowserEngine {
         let _ = self
             .ctx
             .events
-            .send(crate::engine::EngineEvent::PairingCode { code: code.clone() });
+            .send(wagate_engine_api::EngineEvent::PairingCode { code: code.clone() });
         Ok(code)
     }
 
@@ -277,6 +277,18 @@ impl Engine for BrowserEngine {
     async fn star(&self, _chat: &Jid, message_id: &str, star: bool) -> EngineResult<()> {
         self.act(Op::Star, "star", &[json!(message_id), json!(star)])
             .await
+    }
+    /// The facade finds the button's position by its id; the label sent is the button's own, so `text`
+    /// is not used.
+    async fn click_button(
+        &self,
+        chat: &Jid,
+        message_id: &str,
+        button_id: &str,
+        _text: Option<&str>,
+    ) -> EngineResult<SentMessage> {
+        let args = [json!(chat.to_string()), json!(message_id), json!(button_id)];
+        self.call_sent(Op::ClickButton, "clickButton", &args).await
     }
 
     // --- chats ---

@@ -1,19 +1,19 @@
-//! What the browser crate reports, as the node's `EngineEvent`s: QR payloads rendered to data URLs, the
+//! What the session reports, as the engine API's `EngineEvent`s: QR payloads rendered to data URLs, the
 //! linked account (its credentials are the profile archive, filled in on stop), messages and acks in
-//! the node's types. Nothing is acknowledged to the network here: WhatsApp Web keeps its own.
+//! the engine API's types. Nothing is acknowledged to the network here: WhatsApp Web keeps its own.
 
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
-use wagate_engine_browser::{BrowserEvent, BrowserSession, Me};
-use wagate_proto::Jid;
-
-use crate::engine::qr::qr_data_url;
-use crate::engine::{
+use wagate_engine_api::qr::qr_data_url;
+use wagate_engine_api::{
     AckStatus, EngineEvent, EventSender, InboundMessage, LinkedAccount, MessageType,
 };
+use wagate_proto::Jid;
+
+use crate::{BrowserEvent, BrowserSession, Me};
 
 /// Forwards the session's events until either side is gone.
 pub(super) async fn forward(
