@@ -256,7 +256,10 @@ fn session_service(
 
 /// The global rate limit: counted in Redis for a cluster (one limit whichever node serves), else in-process.
 fn limiter(config: &Config) -> anyhow::Result<Limiter> {
-    if !config.redis_enabled {
+    // Benchmark only (not a product setting): a cluster node that limits in-process, so `wagate-loadtest
+    // limiter` compares two cluster nodes that differ in the limiter alone.
+    let bench_local = std::env::var("WAGATE_BENCH_LOCAL_LIMITER").is_ok_and(|v| v == "true");
+    if !config.redis_enabled || bench_local {
         return Ok(Limiter::local(&config.rate_tiers));
     }
     let shared = SharedWindows::new(
