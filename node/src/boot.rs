@@ -555,6 +555,7 @@ async fn exit_if_stuck(grace: Duration) {
         grace_ms = grace.as_millis() as u64,
         "shutdown did not finish within its grace (a connection or a background task did not stop); exiting"
     );
+    wagate_workers::telemetry::logs::flush_logs();
     std::process::exit(1);
 }
 
