@@ -256,7 +256,10 @@ fn session_service(
 
 /// The global rate limit: counted in Redis for a cluster (one limit whichever node serves), else in-process.
 fn limiter(config: &Config) -> anyhow::Result<Limiter> {
-    if !config.redis_enabled {
+    // Benchmark only (not a product setting): a cluster node that limits in-process, so `wagate-loadtest
+    // limiter` compares two cluster nodes that differ in the limiter alone.
+    let bench_local = std::env::var("WAGATE_BENCH_LOCAL_LIMITER").is_ok_and(|v| v == "true");
+    if !config.redis_enabled || bench_local {
         return Ok(Limiter::local(&config.rate_tiers));
     }
     let shared = SharedWindows::new(
@@ -552,6 +555,7 @@ async fn exit_if_stuck(grace: Duration) {
         grace_ms = grace.as_millis() as u64,
         "shutdown did not finish within its grace (a connection or a background task did not stop); exiting"
     );
+    wagate_workers::telemetry::logs::flush_logs();
     std::process::exit(1);
 }
 

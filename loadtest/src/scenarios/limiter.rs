@@ -1,15 +1,14 @@
-//! What the shared (Redis) rate limiter costs: the same authenticated read against two nodes on the same kind
-//! of data DB (a throwaway PostgreSQL database each), one in the embedded mode (in-process limiter) and one a
-//! one-node cluster (`REDIS_ENABLED=true`, the three tiers counted in Redis), in one run. Phases alternate
+//! What the shared (Redis) rate limiter costs: the same authenticated read against two one-node clusters
+//! (`REDIS_ENABLED=true`, a throwaway PostgreSQL database each), one counting the three tiers in Redis, one
+//! limiting in-process (`WAGATE_BENCH_LOCAL_LIMITER=true`, a benchmark switch read once at boot), in one run. Phases alternate
 //! (off, on, then on, off, ... for `--rounds` pairs) so drift from other load on the machine falls on both
 //! alike. Prints each phase, req/s and p50/p99 over all phases of each, and the p99 the shared limiter adds.
 //! Tier limits are raised so nothing is refused: every request still runs the full check.
 
 use std::time::{Duration, Instant};
 
+use wagate_loadtest::harness::Client;
 use wagate_loadtest::harness::cluster::{ClusterOptions, TestCluster};
-use wagate_loadtest::harness::pg::PgDatabase;
-use wagate_loadtest::harness::{Client, Node, NodeOptions};
 
 use super::arg;
 
@@ -106,32 +105,31 @@ pub async fn run(args: &[String]) -> anyhow::Result<()> {
     let connections: usize = arg(args, "--connections", "8").parse()?;
     let path = arg(args, "--path", "/api/auth/api-keys");
 
-    let pg = PgDatabase::create()?;
-    let mut local = NodeOptions::new(&binary)
-        .env("DATABASE_TYPE", "postgres")
-        .env("DATABASE_URL", pg.url.clone());
-    for (k, v) in UNREACHABLE_TIERS {
-        local = local.env(k, v);
-    }
-    let local = Node::start(local).await?;
-    let shared = TestCluster::start_with(
-        &binary,
-        ClusterOptions {
-            size: 1,
-            env: UNREACHABLE_TIERS
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            ..ClusterOptions::default()
-        },
-    )
-    .await?;
+    let cluster_of_one = |extra: Option<(&str, &str)>| {
+        let mut env: Vec<(String, String)> = UNREACHABLE_TIERS
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        env.extend(extra.map(|(k, v)| (k.to_string(), v.to_string())));
+        TestCluster::start_with(
+            &binary,
+            ClusterOptions {
+                size: 1,
+                env,
+                ..ClusterOptions::default()
+            },
+        )
+    };
+    // The baseline is the same kind of node (a one-node cluster on PostgreSQL and Redis, with its heartbeat,
+    // sweeps and event publishing) that limits in-process, so the two differ in the limiter alone.
+    let local = cluster_of_one(Some(("WAGATE_BENCH_LOCAL_LIMITER", "true"))).await?;
+    let shared = cluster_of_one(None).await?;
 
     // Warm both (connections, prepared statements, the script cache in Redis) before measuring.
     let warm = seconds.clamp(1, 2);
-    measure(&local.client(), &path, warm, connections).await;
+    measure(&local.client(0), &path, warm, connections).await;
     measure(&shared.client(0), &path, warm, connections).await;
-    let clients = [local.client(), shared.client(0)];
+    let clients = [local.client(0), shared.client(0)];
     let labels = ["off (local)", "on (Redis) "];
     let mut totals = [Samples::default(), Samples::default()];
     for round in 0..rounds {

@@ -81,8 +81,8 @@ pub enum Scenario {
     /// Reads and sends on two nodes it starts, one with telemetry off, one with metrics scraped and traces
     /// exported to a loopback OTLP receiver, in alternating phases of one run (prints text)
     Telemetry(TelemetryArgs),
-    /// Authenticated reads on an embedded node (local limiter) and a one-node cluster (shared Redis
-    /// limiter), in one run: req/s, p50/p99 and the p99 the shared limiter adds (prints text)
+    /// Authenticated reads on two one-node clusters, one counting the rate-limit tiers in Redis, one
+    /// in-process, in one run: req/s, p50/p99 and the p99 the shared limiter adds (prints text)
     Limiter(LimiterArgs),
 }
 

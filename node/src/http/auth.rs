@@ -58,6 +58,30 @@ impl FromRequestParts<ApiContext> for Caller {
         let presented = presented_key(&parts.headers).ok_or(KeyRefusal::Missing)?;
         let ip = client_ip(parts);
         let key = ctx.keys.verify_fresh(presented, ip).await?;
+        Caller::for_key(key, ip, parts, ctx).await
+    }
+}
+
+impl Caller {
+    /// The same checks as the extractor without counting a use of the key: what a node checks before it
+    /// forwards a request to the session's owner, which checks again and counts it. A key revoked through
+    /// this node is then refused here at once, whatever the owner's replica has applied yet.
+    pub(crate) async fn check_before_forward(
+        parts: &mut Parts,
+        ctx: &ApiContext,
+    ) -> Result<(), ApiError> {
+        let presented = presented_key(&parts.headers).ok_or(KeyRefusal::Missing)?;
+        let ip = client_ip(parts);
+        let key = ctx.keys.admit_fresh(presented, ip).await?;
+        Caller::for_key(key, ip, parts, ctx).await.map(drop)
+    }
+
+    async fn for_key(
+        key: Arc<ApiKey>,
+        ip: Option<IpAddr>,
+        parts: &mut Parts,
+        ctx: &ApiContext,
+    ) -> Result<Caller, ApiError> {
         if let Some(slot) = parts.extensions.get::<super::observe::CallerSlot>() {
             slot.set(&key.id, key.role);
         }

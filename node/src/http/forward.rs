@@ -3,7 +3,8 @@
 //! `X-Wagate-Forwarded: <thisNodeId>`; a marked request is never forwarded again. An owner whose listener
 //! is gone is looked up again (bounded by `SESSION_HANDOVER_WAIT_MS`) and the request follows the session
 //! to its new owner. Every session-scoped
-//! response names the node that served it in `X-Wagate-Served-By`. Auth is the owner's business.
+//! response names the node that served it in `X-Wagate-Served-By`. The key and the route's access rule are
+//! checked here before a forward (without counting a use) and again by the owner, which counts it.
 //! A forward also carries `CLUSTER_SECRET` and the client address this node decided, so the owner applies
 //! `allowedIps` and audits against the real client, and does not count the request against the rate
 //! limit a second time (`client_addr.rs` believes those headers only with the right secret).
@@ -17,6 +18,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use wagate_proto::headers::{FORWARDED, SERVED_BY};
 
+use super::auth::Caller;
 use super::client_addr::{CLIENT_ADDRESS_HEADER, CLUSTER_SECRET_HEADER, client_ip_from};
 use super::error::ApiError;
 use crate::app::ApiContext;
@@ -71,14 +73,17 @@ pub(crate) async fn forward_to_owner(
         // Held until the answer: a planned handover of the session waits for it.
         Decision::Local(_serving) => next.run(req).await,
         Decision::Refuse => ApiError::from(LeaseError::HeldElsewhere).into_response(),
-        Decision::Forward(url) => {
-            let target = Target {
-                session_id: &session_id,
-                marks,
-                url,
-            };
-            forward_following_owner(&ctx, req, target, next).await
-        }
+        Decision::Forward(url) => match check_caller_here(&ctx, req).await {
+            Ok(req) => {
+                let target = Target {
+                    session_id: &session_id,
+                    marks,
+                    url,
+                };
+                forward_following_owner(&ctx, req, target, next).await
+            }
+            Err(refusal) => refusal.into_response(),
+        },
     };
     if !response.headers().contains_key(SERVED_BY)
         && let Ok(value) = HeaderValue::from_str(&ctx.config.node_id)
@@ -86,6 +91,14 @@ pub(crate) async fn forward_to_owner(
         response.headers_mut().insert(SERVED_BY, value);
     }
     response
+}
+
+/// The caller's key and access rule, checked here too before the request leaves: a revocation made through
+/// this node holds at once for sessions other nodes own, and a refused request costs the owner nothing.
+async fn check_caller_here(ctx: &ApiContext, req: Request) -> Result<Request, ApiError> {
+    let (mut parts, body) = req.into_parts();
+    Caller::check_before_forward(&mut parts, ctx).await?;
+    Ok(Request::from_parts(parts, body))
 }
 
 enum Decision {

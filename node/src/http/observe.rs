@@ -1,5 +1,5 @@
 //! Per-request observation, one middleware: the request span (a child of the caller's `traceparent`, when
-//! traces are exported), `wagate_http_requests_total` and the latency histogram by route template, and one
+//! traces are exported and this request's trace is kept: `telemetry/sampling.rs`), `wagate_http_requests_total` and the latency histogram by route template, and one
 //! access-log line at info. The route is axum's matched template (`/api/sessions/{sessionId}`), never the
 //! raw path, so labels stay bounded; unmatched requests are `unmatched`.
 
@@ -14,7 +14,7 @@ use axum::response::Response;
 use tracing::Instrument;
 use wagate_proto::Role;
 use wagate_workers::telemetry::metrics::{HTTP_DURATION, HTTP_REQUESTS, SENDS_REFUSED};
-use wagate_workers::telemetry::propagation;
+use wagate_workers::telemetry::{propagation, sampling};
 
 use crate::app::ApiContext;
 
@@ -74,21 +74,27 @@ pub(crate) async fn observe(
     let client = client_addr_for_access_log(req.extensions());
     let caller = CallerSlot::default();
     req.extensions_mut().insert(caller.clone());
-    let span = tracing::info_span!(
-        "request",
-        otel.name = tracing::field::Empty,
-        http.request.method = method,
-        http.route = %route,
-        request_id = %request_id,
-        trace_id = tracing::field::Empty,
-        http.response.status_code = tracing::field::Empty,
-    );
-    if wagate_workers::telemetry::tracing_enabled() {
+    // Decided before the span is made: a request whose trace is not kept makes no exported span at all.
+    let kept = sampling::keeps_request(req.headers());
+    let span = sampling::sync_marked(kept, || {
+        tracing::info_span!(
+            "request",
+            otel.name = tracing::field::Empty,
+            http.request.method = method,
+            http.route = %route,
+            request_id = %request_id,
+            trace_id = tracing::field::Empty,
+            http.response.status_code = tracing::field::Empty,
+            wagate.trace.kept = tracing::field::Empty,
+        )
+    });
+    if kept {
         span.record("otel.name", format!("{method} {route}"));
+        span.record(sampling::KEPT, true);
         propagation::adopt_from_headers(&span, req.headers());
         propagation::record_trace_id(&span);
     }
-    let response = next.run(req).instrument(span.clone()).await;
+    let response = sampling::serve_marked(kept, next.run(req).instrument(span.clone())).await;
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
     span.record("http.response.status_code", status);

@@ -163,6 +163,17 @@ impl KeyService {
         plaintext: &str,
         client: Option<IpAddr>,
     ) -> Result<Arc<ApiKey>, KeyRefusal> {
+        let key = self.admit(plaintext, client)?;
+        let now = now_ms();
+        let mut entry = self.usage.entry(key.id.clone()).or_insert((0, now));
+        entry.0 += 1;
+        entry.1 = now;
+        drop(entry);
+        Ok(key)
+    }
+
+    /// Checks a presented key without counting a use.
+    fn admit(&self, plaintext: &str, client: Option<IpAddr>) -> Result<Arc<ApiKey>, KeyRefusal> {
         let key = self
             .by_hash
             .load()
@@ -181,9 +192,6 @@ impl KeyService {
         {
             return Err(KeyRefusal::AddressNotAllowed);
         }
-        let mut entry = self.usage.entry(key.id.clone()).or_insert((0, now));
-        entry.0 += 1;
-        entry.1 = now;
         Ok(key)
     }
 
@@ -195,8 +203,28 @@ impl KeyService {
         plaintext: &str,
         client: Option<IpAddr>,
     ) -> Result<Arc<ApiKey>, KeyRefusal> {
+        self.fresh(plaintext, client, Self::verify).await
+    }
+
+    /// [`verify_fresh`](Self::verify_fresh) without counting a use: a node that forwards a request checks
+    /// the key too (a revocation through it holds at once, whatever the owner's replica applied yet), and
+    /// the owner, which serves it, counts it.
+    pub async fn admit_fresh(
+        &self,
+        plaintext: &str,
+        client: Option<IpAddr>,
+    ) -> Result<Arc<ApiKey>, KeyRefusal> {
+        self.fresh(plaintext, client, Self::admit).await
+    }
+
+    async fn fresh(
+        &self,
+        plaintext: &str,
+        client: Option<IpAddr>,
+        check: fn(&Self, &str, Option<IpAddr>) -> Result<Arc<ApiKey>, KeyRefusal>,
+    ) -> Result<Arc<ApiKey>, KeyRefusal> {
         let arrived = Instant::now();
-        match self.verify(plaintext, client) {
+        match check(self, plaintext, client) {
             Err(KeyRefusal::Invalid) => {
                 let Some(raft) = self.writer.raft() else {
                     return Err(KeyRefusal::Invalid);
@@ -207,7 +235,7 @@ impl KeyService {
                 {
                     tracing::warn!(error = %err, "key cache not reloaded");
                 }
-                self.verify(plaintext, client)
+                check(self, plaintext, client)
             }
             other => other,
         }

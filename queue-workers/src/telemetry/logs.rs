@@ -1,9 +1,10 @@
 //! Log output and trace export of a process. Logs go to stdout as text (ANSI colours only on a terminal) or
-//! JSON (`LOG_FORMAT=json`). With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans are also exported over OTLP/HTTP
+//! JSON (`LOG_FORMAT=json`), written in batches by a thread of their own. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans are also exported over OTLP/HTTP
 //! (protobuf) from a batch thread; unset, no OpenTelemetry layer is installed at all, so spans cost what plain
 //! `tracing` spans cost. Log lines inside a request or job span carry its `trace_id` field.
 
-use std::io::IsTerminal;
+use std::io::{BufWriter, IsTerminal};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use opentelemetry::trace::TracerProvider as _;
@@ -11,10 +12,14 @@ use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::{FilterExt as _, dynamic_filter_fn};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
+
+use super::sampling::{KeepMarked, in_trace_not_kept};
 
 static EXPORTING: AtomicBool = AtomicBool::new(false);
 
@@ -78,6 +83,7 @@ impl Drop for TracingGuard {
                 eprintln!("trace export did not shut down cleanly: {e}");
             }
         }
+        flush_logs();
     }
 }
 
@@ -102,34 +108,69 @@ fn tracer_provider(settings: &LogSettings, endpoint: &str) -> anyhow::Result<Sdk
         .build();
     Ok(SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
+        .with_sampler(KeepMarked::from_env())
         .with_resource(resource)
         .build())
+}
+
+/// Keeps the log writer's thread; taken (and so flushed) by [`flush_logs`].
+static LOG_WRITER: Mutex<Option<WorkerGuard>> = Mutex::new(None);
+
+/// Log lines are written by a thread of their own, in batches: a request's thread formats its access line
+/// and hands it over instead of making a `write(2)` per line. No line is dropped: past the queue's bound
+/// (128k lines) the handover waits.
+fn stdout_writer() -> (NonBlocking, WorkerGuard) {
+    NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("wagate-log")
+        .finish(BufWriter::with_capacity(64 * 1024, std::io::stdout()))
+}
+
+/// Writes out the log lines still queued and stops the writer; for a process about to exit (also done when
+/// the [`TracingGuard`] drops). Lines logged after it are lost.
+pub fn flush_logs() {
+    if let Ok(mut slot) = LOG_WRITER.lock() {
+        drop(slot.take());
+    }
 }
 
 /// Installs the process's subscriber. Call once, before anything logs; a second call (in-process tests)
 /// leaves the first subscriber in place.
 pub fn init(settings: &LogSettings) -> anyhow::Result<TracingGuard> {
     let ansi = std::io::stdout().is_terminal();
+    let (writer, writer_guard) = stdout_writer();
     let fmt_text = (!settings.json).then(|| {
         tracing_subscriber::fmt::layer()
             .with_ansi(ansi)
+            .with_writer(writer.clone())
             .with_filter(EnvFilter::new(settings.filter()))
     });
     let fmt_json = settings.json.then(|| {
         tracing_subscriber::fmt::layer()
             .json()
             .with_ansi(false)
+            .with_writer(writer)
             .with_filter(EnvFilter::new(settings.filter()))
     });
     let provider = match settings.otel_endpoint.as_deref().filter(|e| !e.is_empty()) {
         Some(endpoint) => Some(tracer_provider(settings, endpoint)?),
         None => None,
     };
+    // Only what a trace needs: code location, thread and target attributes cost an allocation or more per
+    // span, and activating the OpenTelemetry context on every poll is for code that reads it implicitly
+    // (ours passes spans explicitly). Requests whose trace is not kept never reach this layer.
     let otel = provider.as_ref().map(|p| {
         tracing_opentelemetry::layer()
             .with_tracer(p.tracer(settings.service_name))
             .with_tracked_inactivity(false)
-            .with_filter(EnvFilter::new(settings.trace_filter()))
+            .with_location(false)
+            .with_threads(false)
+            .with_target(false)
+            .with_context_activation(false)
+            .with_filter(
+                EnvFilter::new(settings.trace_filter())
+                    .and(dynamic_filter_fn(|_, _| !in_trace_not_kept())),
+            )
     });
     let installed = tracing_subscriber::registry()
         .with(fmt_text)
@@ -137,6 +178,9 @@ pub fn init(settings: &LogSettings) -> anyhow::Result<TracingGuard> {
         .with(otel)
         .try_init()
         .is_ok();
+    if installed && let Ok(mut slot) = LOG_WRITER.lock() {
+        *slot = Some(writer_guard);
+    }
     if installed && provider.is_some() {
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
         EXPORTING.store(true, Ordering::Relaxed);

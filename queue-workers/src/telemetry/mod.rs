@@ -1,10 +1,11 @@
 //! Telemetry both binaries share: the Prometheus recorder and the metric families (`metrics`), log output
 //! and OpenTelemetry trace export (`logs`), W3C trace-context propagation across processes (`propagation`),
-//! and the metrics scrape's token rule (`scrape`).
+//! which requests' traces are kept (`sampling`), and the metrics scrape's token rule (`scrape`).
 
 pub mod logs;
 pub mod metrics;
 pub mod propagation;
+pub mod sampling;
 pub mod scrape;
 
 pub use logs::{LogSettings, TracingGuard, tracing_enabled};

@@ -7,6 +7,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use opentelemetry::propagation::{Extractor, Injector};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+use super::sampling::in_trace_not_kept;
 use super::tracing_enabled;
 
 pub const TRACEPARENT: &str = "traceparent";
@@ -24,7 +25,7 @@ impl Injector for HeaderInjector<'_> {
     }
 }
 
-struct HeaderExtractor<'a>(&'a HeaderMap);
+pub(super) struct HeaderExtractor<'a>(pub(super) &'a HeaderMap);
 
 impl Extractor for HeaderExtractor<'_> {
     fn get(&self, key: &str) -> Option<&str> {
@@ -43,6 +44,26 @@ fn started_context(span: &tracing::Span) -> opentelemetry::Context {
     span.context()
 }
 
+/// What a forward or a job carries on: `span`'s context, or, inside a request whose trace is not kept (its
+/// spans were never made), a fresh context marked not sampled, so the next process does not start a trace
+/// of its own for the rest of the work.
+fn context_to_pass_on(span: &tracing::Span) -> opentelemetry::Context {
+    use opentelemetry::trace::{
+        SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
+    };
+    if !in_trace_not_kept() {
+        return started_context(span);
+    }
+    let not_sampled = SpanContext::new(
+        TraceId::from(rand::random::<u128>().max(1)),
+        SpanId::from(rand::random::<u64>().max(1)),
+        TraceFlags::default(),
+        false,
+        TraceState::default(),
+    );
+    opentelemetry::Context::new().with_remote_span_context(not_sampled)
+}
+
 /// Makes `span` a child of the trace named by the request's `traceparent` header, if any.
 pub fn adopt_from_headers(span: &tracing::Span, headers: &HeaderMap) {
     if !tracing_enabled() || !headers.contains_key(TRACEPARENT) {
@@ -58,7 +79,7 @@ pub fn inject_into_headers(span: &tracing::Span, headers: &mut HeaderMap) {
     if !tracing_enabled() {
         return;
     }
-    let cx = started_context(span);
+    let cx = context_to_pass_on(span);
     opentelemetry::global::get_text_map_propagator(|p| {
         p.inject_context(&cx, &mut HeaderInjector(headers))
     });
@@ -69,7 +90,7 @@ pub fn traceparent_of(span: &tracing::Span) -> Option<String> {
     if !tracing_enabled() {
         return None;
     }
-    let cx = started_context(span);
+    let cx = context_to_pass_on(span);
     let mut carrier: HashMap<String, String> = HashMap::new();
     opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut carrier));
     carrier.remove(TRACEPARENT)

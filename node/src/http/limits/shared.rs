@@ -16,30 +16,37 @@ use crate::config::RateTier;
 
 /// KEYS: one per tier. ARGV: a unique member, then each tier's ttl (ms), then each tier's limit.
 /// Returns `{admitted, now_us, count_1, pivot_1, ..., count_n, pivot_n}` with the counts taken before this
-/// request, pivots as in `TierCount`; records the request in every tier only when all admit.
+/// request; records the request in every tier only when all admit. A pivot is read (`ZRANGE`) only where the
+/// rule in `window.rs` looks at it: every full tier when refused, else the tiers with the fewest left (the
+/// tightest and its ties, for `RateLimit-Reset`); elsewhere it is `now`, which the rule never reads.
 const CHECK: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local n = #KEYS
-local out = {1, now}
+local counts, limits = {}, {}
+local admitted, least = true, nil
 for i = 1, n do
-  local ttl = tonumber(ARGV[1 + i]) * 1000
-  local limit = tonumber(ARGV[1 + n + i])
-  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - ttl)
-  local count = redis.call('ZCARD', KEYS[i])
-  local pivot = now
-  if count > 0 then
+  limits[i] = tonumber(ARGV[1 + n + i])
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - tonumber(ARGV[1 + i]) * 1000)
+  counts[i] = redis.call('ZCARD', KEYS[i])
+  if counts[i] >= limits[i] then admitted = false end
+  local left = limits[i] - counts[i]
+  if least == nil or left < least then least = left end
+end
+local out = {admitted and 1 or 0, now}
+for i = 1, n do
+  local count, pivot = counts[i], now
+  local full = count >= limits[i]
+  local looked_at = (admitted and limits[i] - count == least) or ((not admitted) and full)
+  if looked_at and count > 0 then
     local rank = 0
-    if count >= limit then
-      rank = count - limit
-      out[1] = 0
-    end
+    if full then rank = count - limits[i] end
     pivot = tonumber(redis.call('ZRANGE', KEYS[i], rank, rank, 'WITHSCORES')[2])
   end
   out[#out + 1] = count
   out[#out + 1] = pivot
 end
-if out[1] == 1 then
+if admitted then
   for i = 1, n do
     redis.call('ZADD', KEYS[i], now, ARGV[1])
     redis.call('PEXPIRE', KEYS[i], ARGV[1 + i])
@@ -211,6 +218,49 @@ mod tests {
             } => assert_eq!((tier, limit, retry_after_secs), (0, 3, 1)),
             other => panic!("expected a refusal, got {other:?}"),
         }
+    }
+
+    /// The script reads pivots only where the rule looks; the quota it reports must still match the local
+    /// limiter's, ties between tiers included.
+    #[tokio::test]
+    async fn the_shared_quota_matches_the_local_one_on_tied_tiers() {
+        let tied = [
+            RateTier {
+                ttl_ms: 1_000,
+                limit: 3,
+            },
+            RateTier {
+                ttl_ms: 60_000,
+                limit: 3,
+            },
+        ];
+        let prefix = format!("wagate-unit:{}:", uuid::Uuid::new_v4().simple());
+        let remote =
+            SharedWindows::new("redis://127.0.0.1:6379", &prefix, "unit", &tied).expect("client");
+        let local = LocalWindows::new(&tied);
+        let ip: IpAddr = [10, 9, 8, 5].into();
+        for _ in 0..3 {
+            match (remote.check(ip).await, local.check(ip)) {
+                (Decision::Admitted(r), Decision::Admitted(l)) => {
+                    assert_eq!((r.limit, r.remaining), (l.limit, l.remaining));
+                    assert_eq!(
+                        r.reset_secs, 60,
+                        "the tie goes to the tier that frees up last"
+                    );
+                    assert_eq!(l.reset_secs, 60);
+                }
+                other => panic!("both admit the first three, got {other:?}"),
+            }
+        }
+        match remote.check(ip).await {
+            Decision::Refused {
+                tier,
+                retry_after_secs,
+                ..
+            } => assert_eq!((tier, retry_after_secs), (1, 60)),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert!(!remote.is_degraded.load(Ordering::Relaxed));
     }
 
     #[tokio::test]
