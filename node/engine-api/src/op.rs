@@ -172,6 +172,8 @@ const BROWSER_UNSUPPORTED: &[Op] = &[
     Op::GetProduct,
     Op::SendProduct,
     Op::RejectCall,
+    // The wire notes make click-button socket only.
+    Op::ClickButton,
 ];
 
 impl Capabilities {

@@ -280,22 +280,6 @@
       return true;
     },
 
-    // wa-js replies to a button by its position; the API names the button's id, read from the message's
-    // hydrated (template) buttons, the list wa-js itself indexes. Only quick-reply buttons can be answered.
-    // WhatsApp Web sends the button's own label (the API's `text` has nowhere to go). wa-js answers no id:
-    // the reply is the newest own message in the chat.
-    clickButton: async (chatId, msgId, buttonId) => {
-      const msg = mustExist(await wpp().chat.getMessageById(msgId), 'Message');
-      const buttons = arr(msg.hydratedButtons);
-      if (!buttons.length) throw fail('bad_input', 'the message has no buttons: ' + msgId);
-      const index = buttons.findIndex((b) => b && b.quickReplyButton && b.quickReplyButton.id === buttonId);
-      if (index < 0) throw fail('bad_input', 'the message has no quick-reply button "' + buttonId + '"');
-      await wpp().chat.replyToButtonMessage(chatId, msgId, { buttonIndex: index });
-      const last = (await wpp().chat.getMessages(chatId, { count: 1 })).map(message)[0];
-      if (!last || !last.fromMe) throw fail('failed', 'replied, but the reply is not in the chat yet');
-      return { id: last.id, timestamp: last.timestamp || Math.floor(Date.now() / 1000) };
-    },
-
     // --- chat actions ---
     archiveChat: async (chatId, on) => {
       await wpp().chat.archive(chatId, !!on);

@@ -278,19 +278,6 @@ impl Engine for BrowserEngine {
         self.act(Op::Star, "star", &[json!(message_id), json!(star)])
             .await
     }
-    /// The facade finds the button's position by its id; the label sent is the button's own, so `text`
-    /// is not used.
-    async fn click_button(
-        &self,
-        chat: &Jid,
-        message_id: &str,
-        button_id: &str,
-        _text: Option<&str>,
-    ) -> EngineResult<SentMessage> {
-        let args = [json!(chat.to_string()), json!(message_id), json!(button_id)];
-        self.call_sent(Op::ClickButton, "clickButton", &args).await
-    }
-
     // --- chats ---
     async fn list_chats(&self) -> EngineResult<Vec<ChatSummary>> {
         page::chats(self.call(Op::ListChats, "chats", &[]).await?)

@@ -3,8 +3,7 @@
 // Chromium profile like the real one. The "phone" scans when the test server's /scan answers 1; once linked,
 // the page collects what other accounts send from the server's /inbound.
 // Sending "/reload" reloads the page mid-send; "/break" navigates to a page where WPP never gets ready; a
-// media send whose bytes are "/hang" never answers. "/buttons" sent to the echo account is answered with a message
-// carrying quick-reply buttons (WhatsApp Web's `hydratedButtons`); replying to one echoes the button's id.
+// media send whose bytes are "/hang" never answers.
 (() => {
   if (location.protocol !== 'http:') return;
   const listeners = {};
@@ -84,18 +83,6 @@
       { id: { _serialized: 'false_' + from + '_IN' + ++counter, fromMe: false }, from: wid(from), to: wid(ME), body: text, type: 'chat', t: now(), notifyName: 'Echo' },
       extra || {},
     );
-  // A template message with two quick-reply buttons and a URL button, kept so a reply can find it.
-  const buttonsMessage = (from) => {
-    const m = incoming(from, 'Pick one', {
-      hydratedButtons: [
-        { index: 0, quickReplyButton: { id: 'yes', displayText: 'Yes' } },
-        { index: 1, urlButton: { displayText: 'Site', url: 'https://example.invalid/' } },
-        { index: 2, quickReplyButton: { id: 'no', displayText: 'No' } },
-      ],
-    });
-    msgs.push(m);
-    return m;
-  };
   const findMsg = (id) => {
     const m = msgs.find((x) => x.id._serialized === id);
     if (!m) throw wppError('msg_not_found', 'Message not found: ' + id);
@@ -161,9 +148,7 @@
           return new Promise(() => {});
         }
         const sent = store(to, 'chat', body);
-        if (to === ECHO && body === '/buttons') {
-          setTimeout(() => fire('chat.new_message', buttonsMessage(to)), 30);
-        } else if (to === ECHO) {
+        if (to === ECHO) {
           setTimeout(
             () =>
               fire('chat.new_message', {
@@ -198,19 +183,6 @@
         return { id: m.id._serialized };
       },
       getMessageById: async (id) => findMsg(id),
-      // As wa-js 4.6.0 does it: the button by its position in the message's `hydratedButtons`, quick-reply
-      // buttons only, a text reply carrying the label and the button's id.
-      replyToButtonMessage: async (chatId, msgId, o) => {
-        const m = findMsg(msgId);
-        const buttons = m.hydratedButtons;
-        if (!Array.isArray(buttons)) throw wppError('no_buttons_in_message', 'This message does not have buttons');
-        const b = buttons[o.buttonIndex];
-        if (!b) throw wppError('invalid_button_index', 'Button index ' + o.buttonIndex + ' is out of range');
-        if (!b.quickReplyButton) throw wppError('button_not_replyable', 'Only quick reply buttons can be replied to');
-        const id = b.quickReplyButton.id;
-        store(chatId, 'chat', b.quickReplyButton.displayText, { quotedStanzaID: msgId, selectedId: id, selectedIndex: b.index });
-        setTimeout(() => fire('chat.new_message', incoming(chatId, 'clicked: ' + id)), 30);
-      },
       getMessages: async (chatId, o) => {
         const all = msgs.filter((m) => chatOf(m) === chatId);
         return all.slice(Math.max(0, all.length - ((o && o.count) || 20)));
