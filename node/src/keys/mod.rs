@@ -57,6 +57,9 @@ pub enum KeyError {
     Store(#[from] StoreError),
 }
 
+/// One way of checking a presented key: counting its use or not.
+type KeyCheck = fn(&KeyService, &str, Option<IpAddr>) -> Result<Arc<ApiKey>, KeyRefusal>;
+
 pub struct KeyService {
     pool: SqlitePool,
     /// Where changes go: the local file, or the raft leader.
@@ -221,7 +224,7 @@ impl KeyService {
         &self,
         plaintext: &str,
         client: Option<IpAddr>,
-        check: fn(&Self, &str, Option<IpAddr>) -> Result<Arc<ApiKey>, KeyRefusal>,
+        check: KeyCheck,
     ) -> Result<Arc<ApiKey>, KeyRefusal> {
         let arrived = Instant::now();
         match check(self, plaintext, client) {
