@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 use wagate_engine_api::{
-    CallKind, ChatState, Engine, EngineContext, EngineError, EngineEvent, InboundMessage, Incoming,
-    LabelUpsert, MediaKind, MediaMessage, MediaSource, MessageContent, MessageType, NewGroup, Op,
+    CallKind, ChatState, Engine, EngineContext, EngineError, EngineEvent, Incoming, LabelUpsert,
+    MediaKind, MediaMessage, MediaSource, MessageContent, MessageType, NewGroup, Op,
     OutgoingMessage, ParticipantAction, PresenceState, StatusContent, StatusPost, event_channel,
 };
 use wagate_proto::Jid;
@@ -29,8 +29,6 @@ const ME: &str = "15550001111@c.us";
 const ANN: &str = "15550002222@c.us";
 const GROUP: &str = "120363000000000001@g.us";
 const CHANNEL: &str = "120363000000000002@newsletter";
-/// The fake's account that echoes what it is sent.
-const ECHO: &str = "15550007777@c.us";
 /// Generous: the machine is shared; nothing here asserts a duration.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -282,20 +280,4 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
         }
     }
     engine.stop().await.unwrap();
-}
-
-/// The next inbound message whose body is `body`, acknowledging everything on the way.
-async fn inbound(rx: &mut UnboundedReceiver<Incoming>, body: &str) -> InboundMessage {
-    loop {
-        let incoming = tokio::time::timeout(PATIENCE, rx.recv())
-            .await
-            .expect("an event in time")
-            .expect("the engine keeps its channel");
-        incoming.ack.complete();
-        if let EngineEvent::Message(m) = incoming.event
-            && m.body == body
-        {
-            return *m;
-        }
-    }
 }
