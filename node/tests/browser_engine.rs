@@ -2,7 +2,8 @@
 //! Chromium (Debian's, `CHROMIUM_PATH`) opens the crate's loopback fake WhatsApp Web (`BROWSER_WEB_URL`),
 //! with the fake's `fake-wpp.js` as the wa-js bundle (`BROWSER_WAJS_PATH`). What runs is the node's side of
 //! the engine: boot builds the crate's factory, the session links by QR, a send reaches the page and its
-//! echo comes back as a stored message, click-button answers 501 (socket only), a dead page
+//! echo comes back as a stored message (a sent image comes back as received media, stored and read back
+//! byte for byte), who may add members is set, click-button answers 501 (socket only), a dead page
 //! answers the spec's statuses (503 on a bounded route, 500 on an unbounded one, in the spec's error
 //! shape), and a stop leaves no Chromium behind.
 
@@ -26,6 +27,8 @@ const FAKE_WPP: &str = concat!(
 );
 /// The fake's account that echoes what it is sent.
 const ECHO: &str = "15550007777@c.us";
+/// The fake's group, administered by its account.
+const GROUP: &str = "120363000000000001@g.us";
 /// Generous: the machine is shared; nothing here asserts a duration.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -141,6 +144,57 @@ async fn a_browser_session_links_sends_answers_a_dead_page_and_stops_clean() {
         .expect("send");
     assert!(sent.status < 300, "{}", sent.text);
     stored_inbound(&c, &id, "echo: hi").await;
+
+    // Received media: the echo sends the image back; the page downloads it and the engine stores it, read
+    // back inline and through the media route byte for byte.
+    let png = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, b"PNG-FROM-ECHO");
+    let sent = c
+        .post(
+            &format!("/api/sessions/{id}/messages/send-image"),
+            json!({ "chatId": ECHO, "base64": png, "mimetype": "image/png", "caption": "look" }),
+        )
+        .await
+        .expect("send image");
+    assert_eq!(sent.status, 201, "{}", sent.text);
+    let image = stored_inbound(&c, &id, "look").await;
+    assert_eq!(
+        (
+            &image["type"],
+            &image["media"]["data"],
+            &image["media"]["mimetype"]
+        ),
+        (&json!("image"), &json!(png), &json!("image/png")),
+        "{image}\n{}",
+        node.logs()
+    );
+    let raw = c
+        .get(&format!(
+            "/api/sessions/{id}/messages/{ECHO}/{}/media",
+            image["id"].as_str().unwrap_or_default()
+        ))
+        .await
+        .expect("media route");
+    assert_eq!((raw.status, raw.text.as_str()), (200, "PNG-FROM-ECHO"));
+
+    // Who may add members is set through the page too.
+    let settings = c
+        .put(
+            &format!("/api/sessions/{id}/groups/{GROUP}/settings"),
+            json!({ "memberAddMode": "admins" }),
+        )
+        .await
+        .expect("group settings");
+    assert_eq!(settings.status, 200, "{}", settings.text);
+    let settings = c
+        .get(&format!("/api/sessions/{id}/groups/{GROUP}/settings"))
+        .await
+        .expect("group settings read");
+    assert_eq!(
+        (settings.status, &settings.body["memberAddMode"]),
+        (200, &json!("admins")),
+        "{}",
+        settings.text
+    );
 
     // Click-button is socket only (the wire notes): the browser engine answers 501.
     let clicked = c

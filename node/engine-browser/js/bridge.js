@@ -5,7 +5,7 @@
 // Page -> engine: `window.__wagateEmit(JSON.stringify({type, data}))` (a CDP binding).
 // Engine -> page: `window.__wagate.call(name, args)` answers `{ok: true, value}` or `{ok: false, code, message}`.
 (() => {
-  const BRIDGE_VERSION = 3;
+  const BRIDGE_VERSION = 4;
   if (window.__wagate && window.__wagate.version === BRIDGE_VERSION) {
     window.__wagate.announce();
     return;
@@ -32,6 +32,16 @@
       pushName: (w.profile && w.profile.getMyProfileName && w.profile.getMyProfileName()) || null,
     };
   };
+  const MEDIA_TYPES = new Set(['image', 'video', 'audio', 'ptt', 'document', 'sticker']);
+  // Downloaded media waiting for the engine to read it in slices (one CDP message per slice, never the whole
+  // file as one string), by token; closed by the engine when done or failed.
+  const downloads = new Map();
+  const base64 = async (blob) => {
+    const bytes = new Uint8Array(await blob.arrayBuffer());
+    let text = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    return btoa(text);
+  };
   const message = (m) => ({
     id: str(m.id),
     from: str(m.from),
@@ -43,6 +53,20 @@
     timestamp: m.t || 0,
     pushName: m.notifyName || null,
     quotedId: m.quotedStanzaID || null,
+    quotedBody: (m.quotedMsg && (m.quotedMsg.body || m.quotedMsg.caption)) || null,
+    mentionedIds: arr(m.mentionedJidList).map(str),
+    location: m.type === 'location' ? { lat: m.lat, lng: m.lng, description: m.loc || null } : null,
+    poll:
+      m.type === 'poll_creation'
+        ? {
+            name: m.pollName || '',
+            options: arr(m.pollOptions).map((o) => o.name),
+            allowMultiple: (m.pollSelectableOptionsCount || 0) !== 1,
+          }
+        : null,
+    hasMedia: MEDIA_TYPES.has(m.type),
+    mimetype: m.mimetype || null,
+    filename: m.filename || null,
   });
   const sent = (r) => ({ id: str(r.id), timestamp: Math.floor(Date.now() / 1000) });
   const chat = (c) => ({
@@ -107,6 +131,17 @@
     createdAt: meta.creation || 0,
     participants: arr(meta.participants).map(participant),
   });
+  // wa-js has no setter for who may add members: the same group IQ a phone sends, built and sent with wa-js's
+  // own stanza helpers (as its call functions do). The page's copy is updated too, as the server's
+  // notification would, so the answer shows the new mode.
+  const setMemberAddMode = async (id, mode) => {
+    const ws = wpp().whatsapp.websocket;
+    const member = ws.smax('member_add_mode', {}, mode);
+    await ws.sendSmaxStanza(ws.smax('iq', { to: id, type: 'set', xmlns: 'w:g2', id: ws.generateId() }, [member]));
+    const meta = groupMeta(await wpp().group.ensureGroup(id));
+    if (typeof meta.set === 'function') meta.set('memberAddMode', mode);
+    else meta.memberAddMode = mode;
+  };
   const groupSettings = (meta) => ({
     announce: !!meta.announce,
     locked: !!meta.restrict,
@@ -387,12 +422,24 @@
         message: x.error ? String(x.error) : approve ? 'approved' : 'rejected',
       }));
     },
+    // --- received media: open (download), read slices, close ---
+    mediaOpen: async (msgId) => {
+      const blob = await wpp().chat.downloadMedia(msgId);
+      if (!blob) throw fail('not_found', 'no media for ' + msgId);
+      const token = 'm' + Date.now().toString(36) + Math.random().toString(36).slice(2);
+      downloads.set(token, blob);
+      return { token, size: blob.size, mimetype: blob.type || null };
+    },
+    mediaRead: async (token, offset, length) => {
+      const blob = downloads.get(token);
+      if (!blob) throw fail('not_found', 'no open download ' + token);
+      return base64(blob.slice(offset, offset + length));
+    },
+    mediaClose: async (token) => downloads.delete(token),
     groupSettings: async (id) => groupSettings(groupMeta(await wpp().group.ensureGroup(id))),
     updateGroupSettings: async (id, u) => {
       const g = wpp().group;
-      if (u.adminAddOnly != null) {
-        throw fail('bad_input', 'adminAddOnly cannot be changed through WhatsApp Web on this engine');
-      }
+      if (u.adminAddOnly != null) await setMemberAddMode(id, u.adminAddOnly ? 'admin_add' : 'all_member_add');
       if (u.announce != null) await g.setProperty(id, 'announcement', !!u.announce);
       if (u.locked != null) await g.setProperty(id, 'restrict', !!u.locked);
       if (u.ephemeralSeconds != null) await g.setProperty(id, 'ephemeral', u.ephemeralSeconds);

@@ -8,7 +8,7 @@ use serde_json::Value;
 /// The facade, one file: the only JS the engine owns.
 pub const BRIDGE_JS: &str = include_str!("../js/bridge.js");
 /// The facade version this engine speaks; a page announcing another is refused.
-pub const BRIDGE_VERSION: u64 = 3;
+pub const BRIDGE_VERSION: u64 = 4;
 /// The CDP binding the facade pushes events through.
 pub(crate) const BINDING: &str = "__wagateEmit";
 

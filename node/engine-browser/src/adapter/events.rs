@@ -7,23 +7,34 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
+use wagate_engine_api::media::EngineMedia;
 use wagate_engine_api::qr::qr_data_url;
 use wagate_engine_api::{
-    AckStatus, EngineEvent, EventSender, InboundMessage, LinkedAccount, MessageType,
+    AckStatus, EngineEvent, EventSender, InboundMessage, LinkedAccount, Location, MessageType,
+    Poll, QuotedRef,
 };
 use wagate_proto::Jid;
 
+use super::media::received_media;
 use crate::{BrowserEvent, BrowserSession, Me};
 
-/// Forwards the session's events until either side is gone.
+/// Forwards the session's events until either side is gone. A message's media is downloaded into the media
+/// store before the message is handed on, so events keep the page's order.
 pub(super) async fn forward(
     mut rx: UnboundedReceiver<BrowserEvent>,
     events: EventSender,
     account: Arc<Mutex<Option<LinkedAccount>>>,
     session: BrowserSession,
+    media: Arc<dyn EngineMedia>,
 ) {
     while let Some(event) = rx.recv().await {
-        for mapped in map(event, &account) {
+        let mut mapped = map(&event, &account);
+        if let (BrowserEvent::Message(raw), [EngineEvent::Message(m)]) =
+            (&event, mapped.as_mut_slice())
+        {
+            m.media = received_media(&session, media.as_ref(), raw).await;
+        }
+        for mapped in mapped {
             if events.send(mapped).is_err() {
                 // The supervisor dropped this engine: the browser has no one to report to.
                 let _ = session.kill().await;
@@ -33,27 +44,32 @@ pub(super) async fn forward(
     }
 }
 
-pub(super) fn map(event: BrowserEvent, account: &Mutex<Option<LinkedAccount>>) -> Vec<EngineEvent> {
+pub(super) fn map(
+    event: &BrowserEvent,
+    account: &Mutex<Option<LinkedAccount>>,
+) -> Vec<EngineEvent> {
     match event {
-        BrowserEvent::Qr(payload) => match qr_data_url(&payload) {
+        BrowserEvent::Qr(payload) => match qr_data_url(payload) {
             Ok(data_url) => vec![EngineEvent::Qr { data_url }],
             Err(err) => {
                 tracing::warn!(error = %err, "QR from the page not rendered");
                 Vec::new()
             }
         },
-        BrowserEvent::Authenticated(me) => linked(me, account)
+        BrowserEvent::Authenticated(me) => linked(me.clone(), account)
             .map(|account| vec![EngineEvent::Authenticated { account }])
             .unwrap_or_default(),
         BrowserEvent::Ready => vec![EngineEvent::Ready],
         BrowserEvent::LoggedOut => vec![EngineEvent::LoggedOut {
             reason: "logged out from the phone".into(),
         }],
-        BrowserEvent::Disconnected(reason) => vec![EngineEvent::Disconnected { reason }],
-        BrowserEvent::Message(m) => message(&m)
+        BrowserEvent::Disconnected(reason) => vec![EngineEvent::Disconnected {
+            reason: reason.clone(),
+        }],
+        BrowserEvent::Message(m) => message(m)
             .map(|m| vec![EngineEvent::Message(Box::new(m))])
             .unwrap_or_default(),
-        BrowserEvent::Ack(a) => acks(&a),
+        BrowserEvent::Ack(a) => acks(a),
     }
 }
 
@@ -117,10 +133,43 @@ pub(super) fn message(m: &Value) -> Option<InboundMessage> {
         body: m["body"].as_str().unwrap_or_default().to_string(),
         timestamp: m["timestamp"].as_i64().unwrap_or_default(),
         media: None,
-        quoted: None,
-        mentioned_ids: Vec::new(),
-        location: None,
-        poll: None,
+        quoted: quoted(m),
+        mentioned_ids: m["mentionedIds"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(jid)
+            .collect(),
+        location: location(&m["location"]),
+        poll: poll(&m["poll"]),
+    })
+}
+
+fn quoted(m: &Value) -> Option<QuotedRef> {
+    Some(QuotedRef {
+        id: m["quotedId"].as_str()?.to_string(),
+        body: m["quotedBody"].as_str().unwrap_or_default().to_string(),
+    })
+}
+
+fn location(l: &Value) -> Option<Location> {
+    Some(Location {
+        latitude: l["lat"].as_f64()?,
+        longitude: l["lng"].as_f64()?,
+        description: l["description"].as_str().map(str::to_string),
+    })
+}
+
+fn poll(p: &Value) -> Option<Poll> {
+    Some(Poll {
+        name: p["name"].as_str()?.to_string(),
+        options: p["options"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o.as_str().map(str::to_string))
+            .collect(),
+        allow_multiple: p["allowMultiple"].as_bool().unwrap_or(true),
     })
 }
 
@@ -160,7 +209,7 @@ mod tests {
         let account = Mutex::new(None);
         let msg = json!({"id": "false_1555@c.us_AB", "from": "1555@c.us", "to": "1666@c.us",
             "fromMe": false, "type": "chat", "body": "hi", "timestamp": 7});
-        match map(BrowserEvent::Message(msg), &account).as_slice() {
+        match map(&BrowserEvent::Message(msg), &account).as_slice() {
             [EngineEvent::Message(m)] => {
                 assert_eq!(
                     (m.body.as_str(), m.kind, m.chat_id.to_string()),
@@ -170,7 +219,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let acks = map(
-            BrowserEvent::Ack(json!({"ack": 3, "chat": "1555@c.us", "ids": ["a", "b"]})),
+            &BrowserEvent::Ack(json!({"ack": 3, "chat": "1555@c.us", "ids": ["a", "b"]})),
             &account,
         );
         assert_eq!(acks.len(), 2);
@@ -186,10 +235,16 @@ mod tests {
             push_name: Some("P".into()),
         };
         assert!(matches!(
-            map(BrowserEvent::Authenticated(me), &account).as_slice(),
+            map(&BrowserEvent::Authenticated(me), &account).as_slice(),
             [EngineEvent::Authenticated { .. }]
         ));
         assert!(account.lock().is_some());
-        assert!(map(BrowserEvent::Message(json!({"from": "nonsense"})), &account).is_empty());
+        assert!(
+            map(
+                &BrowserEvent::Message(json!({"from": "nonsense"})),
+                &account
+            )
+            .is_empty()
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! the `EngineContext` it is handed: events, and the profile archive stored through `EngineContext::store`.
 
 mod events;
+mod media;
 mod ops;
 mod page;
 #[cfg(test)]
@@ -63,6 +64,7 @@ impl BrowserFactory {
             ctx.events.clone(),
             account.clone(),
             session.clone(),
+            ctx.media.clone(),
         ));
         Arc::new(BrowserEngine {
             ctx,

@@ -281,3 +281,31 @@ async fn the_browser_column_runs_through_the_adapter_and_a_dead_page_is_503_or_5
     }
     engine.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn received_media_is_read_from_the_page_into_the_media_store() {
+    const ECHO: &str = "15550007777@c.us";
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, mut rx, _fake) = linked_engine(dir.path()).await;
+    engine.send(media_to(ECHO)).await.unwrap();
+    let received = loop {
+        let incoming = tokio::time::timeout(PATIENCE, rx.recv())
+            .await
+            .expect("the echo in time")
+            .expect("the engine keeps its channel");
+        incoming.ack.complete();
+        if let EngineEvent::Message(m) = incoming.event
+            && m.body == "pic"
+        {
+            break m;
+        }
+    };
+    let media = received.media.expect("the echo's image");
+    let stored = media.stored.expect("kept in the media store");
+    assert_eq!(
+        (media.mimetype.as_str(), media.data.as_slice(), stored.size),
+        ("image/png", &[0x89, b'P', b'N', b'G'][..], 4)
+    );
+    let ctx_media = engine.ctx.media.get(&stored.key).await.unwrap();
+    assert_eq!(ctx_media.as_deref(), Some(&[0x89, b'P', b'N', b'G'][..]));
+}

@@ -106,6 +106,17 @@
   const votes = {};
   const modules = [{ somethingElse: () => 0 }, { sendVote: async (msg, ids) => (votes[msg.id._serialized] = [...ids]) }];
 
+  // The echo account sends a file back as it got it; its bytes are what `chat.downloadMedia` answers.
+  const received = {};
+  const echoFile = (to, dataUrl, opts) => {
+    const id = 'false_' + to + '_ECHOFILE' + counter;
+    const mimetype = String(dataUrl).slice(5).split(';')[0] || 'application/octet-stream';
+    received[id] = new Blob([Uint8Array.from(body(dataUrl), (ch) => ch.charCodeAt(0))], { type: mimetype });
+    const m = { id: { _serialized: id, fromMe: false }, from: wid(to), to: wid(ME), type: opts.type, t: now() };
+    Object.assign(m, { isMedia: true, caption: opts.caption, mimetype, filename: opts.filename, notifyName: 'Echo' });
+    setTimeout(() => fire('chat.new_message', m), 30);
+  };
+
   const WPP = {
     isReady: false,
     loader: {
@@ -138,6 +149,10 @@
       removeMyProfilePicture: async () => delete pictures[ME],
     },
     chat: {
+      downloadMedia: async (id) => {
+        if (!received[id]) throw wppError('msg_not_found', 'Message not found: ' + id);
+        return received[id];
+      },
       sendTextMessage: async (to, body) => {
         if (body === '/reload') {
           setTimeout(() => location.reload(), 20);
@@ -172,7 +187,9 @@
           return r;
         }
         if (body(dataUrl) === '/hang') return new Promise(() => {});
-        return store(to, opts.type, opts.caption || '', { isMedia: true, caption: opts.caption });
+        const sent = store(to, opts.type, opts.caption || '', { isMedia: true, caption: opts.caption });
+        if (to === ECHO) echoFile(to, dataUrl, opts);
+        return sent;
       },
       sendCreatePollMessage: async (to, name, choices) =>
         store(to, 'poll_creation', name, { pollOptions: choices.map((c, i) => ({ name: c, localId: i })) }),
@@ -336,6 +353,20 @@
       },
     },
     whatsapp: {
+      // Group IQs the bridge builds itself; the fake answers member_add_mode only, as the server would.
+      websocket: {
+        generateId: () => 'fake-iq-' + Math.random().toString(16).slice(2),
+        smax: (tag, attrs, content) => ({ tag, attrs: attrs || {}, content }),
+        sendSmaxStanza: async (node) => {
+          const child = [].concat(node.content || [])[0] || {};
+          if (node.tag !== 'iq' || node.attrs.xmlns !== 'w:g2' || child.tag !== 'member_add_mode') {
+            throw wppError('unexpected_stanza', JSON.stringify(node));
+          }
+          if (!['admin_add', 'all_member_add'].includes(child.content)) throw wppError('bad_request', String(child.content));
+          group(node.attrs.to);
+          return { tag: 'iq', attrs: { type: 'result' } };
+        },
+      },
       functions: {
         createEventCallLink: async (start, type) => 'https://call.whatsapp.com/' + type + '/FAKE' + start,
       },
