@@ -183,7 +183,7 @@ async fn session_checks_answer_in_the_spec_order() {
             .expect("post");
         assert_eq!(
             status(&r),
-            (404, format!("Session '{unknown}' not found")),
+            (404, format!("Session {unknown} not found")),
             "{path}"
         );
         let r = c.post(&at(&idle, path), body.clone()).await.expect("post");
