@@ -1,13 +1,11 @@
-//! `ApiContext`, the handles every handler may use, and the wiring that builds it from the config.
-//! Each service gets only the handles it needs, in its constructor.
+//! `ApiContext`, the services every handler may use, and the wiring that builds it from the config.
+//! Each service gets only the handles it needs, in its constructor; the databases, the queues, the cluster
+//! and the raft replica are held by `NodeInfra`, not handed to handlers.
 
 use std::sync::Arc;
 
-use sqlx::SqlitePool;
-
 use crate::audit::AuditLog;
 use crate::automation::AutomationService;
-use crate::cluster::Cluster;
 use crate::config::Config;
 use crate::events::Pipeline;
 use crate::http::limits::Limiter;
@@ -15,7 +13,6 @@ use crate::keys::KeyService;
 use crate::messaging::MessagingService;
 use crate::messaging::bulk::BulkRunner;
 use crate::sessions::SessionService;
-use crate::store::DataPool;
 use crate::webhooks::WebhookService;
 use wagate_engine_sim::SimNetwork;
 
@@ -45,14 +42,13 @@ pub struct ContextParts {
     pub config: Arc<Config>,
     pub keys: Arc<KeyService>,
     pub audit: AuditLog,
-    pub main_db: SqlitePool,
-    pub data_db: DataPool,
     /// The global rate limit: in-process, or in Redis for a cluster.
     pub limiter: Arc<Limiter>,
     /// Present when this process installed the Prometheus recorder.
     pub metrics: Option<wagate_workers::telemetry::Recorder>,
-    /// The job queues (SQLite file or Redis); workers consume them in-process with `ROLE=all`.
-    pub(crate) queue: wagate_workers::QueueClient,
+    /// Both databases, the job queues, the cluster membership and the raft replica: probes, the infra
+    /// status and the queue dashboard go through it.
+    pub(crate) infra: Arc<crate::infra::NodeInfra>,
     pub(crate) webhooks: Arc<WebhookService>,
     pub(crate) automation: Arc<AutomationService>,
     pub(crate) sessions: Arc<SessionService>,
@@ -66,10 +62,6 @@ pub struct ContextParts {
     pub(crate) bulk: Arc<BulkRunner>,
     /// The simulated network, when `ENGINE_TYPE=sim` (its control API is mounted only then).
     pub(crate) sim: Option<SimNetwork>,
-    /// This node's cluster membership, when `REDIS_ENABLED=true`; `None` in the embedded mode.
-    pub(crate) cluster: Option<Arc<Cluster>>,
     /// The client session-scoped requests are forwarded to their owner node with.
     pub(crate) forwarder: reqwest::Client,
-    /// This node's replica of the main DB, with `MAIN_DB_REPLICATION=raft`.
-    pub(crate) raft: Option<Arc<crate::raft::RaftNode>>,
 }

@@ -137,7 +137,7 @@ async fn ensure_master_replicated(ctx: ApiContext, shutdown: CancellationToken) 
 /// join and leave through the registry, the first admin key is applied, and the `wagate_raft_*` gauges
 /// are published.
 fn spawn_raft_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &CancellationToken) {
-    let Some(node) = &ctx.raft else { return };
+    let Some(node) = ctx.infra.raft() else { return };
     tasks.spawn(ctx.keys.clone().follow_changes(shutdown.clone()));
     tasks.spawn(crate::raft::spool::drain(
         node.raft.clone(),
@@ -148,7 +148,7 @@ fn spawn_raft_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &Cancellat
         shutdown.clone(),
     ));
     tasks.spawn(ensure_master_replicated(ctx.clone(), shutdown.clone()));
-    if let Some(cluster) = &ctx.cluster {
+    if let Some(cluster) = ctx.infra.cluster() {
         tasks.spawn(crate::raft::membership::run(
             node.raft.clone(),
             cluster.registry.clone(),
@@ -287,7 +287,7 @@ async fn join_cluster(config: &Config, db: &DataPool) -> anyhow::Result<Option<A
 /// Sessions at boot: in a cluster the heartbeat and the takeover sweep run them; embedded, the restore.
 fn spawn_session_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &CancellationToken) {
     let config = &ctx.config;
-    match &ctx.cluster {
+    match ctx.infra.cluster() {
         Some(cluster) => cluster::spawn_duties(cluster, ctx.sessions.clone(), tasks, shutdown),
         None => {
             let concurrency = usize::try_from(config.session_restore_concurrency).unwrap_or(1);
@@ -451,13 +451,21 @@ async fn build_context(
         config.data_dir.clone(),
         config.storage_export_ttl_ms,
     ));
+    let infra = Arc::new(crate::infra::NodeInfra::new(
+        main_db.clone(),
+        data_db.clone(),
+        queue,
+        sessions.clone(),
+        cluster,
+        raft.clone(),
+    ));
     Ok(ApiContext::new(ContextParts {
         admin,
         converter,
         media,
         webhooks: Arc::new(webhooks),
         automation,
-        queue,
+        infra,
         bulk: BulkRunner::new(messaging.clone(), shutdown.clone()),
         messaging,
         stats: crate::stats::StatsService::new(data_db.clone()),
@@ -469,14 +477,10 @@ async fn build_context(
             Some(node) => AuditLog::replicated(main_db.clone(), node.raft.clone()),
             None => AuditLog::new(main_db.clone()),
         },
-        raft,
         metrics: install_metrics(&config),
         forwarder: crate::http::forward::client(config.session_proxy_timeout_ms),
-        cluster,
         config,
         keys,
-        main_db,
-        data_db,
     }))
 }
 
@@ -532,7 +536,7 @@ async fn shutdown_signal(
         _ = shutdown.cancelled() => {},
     }
     tracing::info!("shutting down");
-    if let Some(cluster) = &ctx.cluster {
+    if let Some(cluster) = ctx.infra.cluster() {
         cluster.leave(ctx.sessions.as_ref()).await;
     }
     shutdown.cancel();
@@ -642,7 +646,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .await?;
     tasks.close();
     tasks.wait().await;
-    if let Some(node) = &ctx.raft {
+    if let Some(node) = ctx.infra.raft() {
         node.raft.shutdown().await;
     }
     Ok(())

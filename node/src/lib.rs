@@ -33,6 +33,7 @@ pub(crate) mod engine;
 pub(crate) mod events;
 pub(crate) mod hooks;
 pub mod http;
+pub(crate) mod infra;
 pub mod keys;
 pub mod maindb;
 pub(crate) mod media;

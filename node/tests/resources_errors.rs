@@ -1,10 +1,12 @@
 //! How the resource routes fail: 404 unknown session, 409 before 501 for a session never started, the
 //! sim's 501 rows with the operation name, 503 when the network does not answer within the engine query
-//! budget, and 400 for status posts without recipients.
+//! budget, and 400 for status posts without recipients; and the order of a session-scoped route's checks
+//! (403 key, 400 body and fields, 404 unknown session, 409 not ready) on every kind of session route.
 
 mod resources_support;
 
-use resources_support::{at, created_session, jid, linked_session, node, node_with};
+use reqwest::Method;
+use resources_support::{at, created_session, jid, key, linked_session, node, node_with};
 use serde_json::json;
 
 const ALICE: &str = "4915200000001";
@@ -130,4 +132,166 @@ async fn status_posts_need_recipients_on_the_socket_column() {
         .await
         .expect("post");
     assert_eq!(reply.status, 400, "{}", reply.text);
+}
+
+/// What every session-scoped route answers when more than one thing is wrong: the key first (403), then the
+/// path id and the body (400, malformed or a bad field), then the session (404), then its readiness (409).
+#[tokio::test]
+async fn session_checks_answer_in_the_spec_order() {
+    let node = node().await;
+    let c = node.client();
+    let idle = created_session(&c, "idle").await;
+    let unknown = "3f2504e0-4f89-41d3-9a0c-0305e82c3301";
+    let malformed = |path: String| {
+        let req = c.raw(Method::POST, &path);
+        c.send(req.header("content-type", "application/json").body("{"))
+    };
+    let status = |r: &wagate_loadtest::harness::Reply| (r.status, r.str("message"));
+    let chat = json!({ "chatId": jid(ALICE) });
+
+    // Engine routes: malformed body, bad field, unknown, not ready.
+    for path in ["/chats/unread", "/messages/send-text"] {
+        let r = malformed(at(unknown, path)).await.expect("post");
+        assert_eq!(r.status, 400, "{path}: {}", r.text);
+        assert!(
+            r.str("message").starts_with("Invalid request body"),
+            "{path}: {}",
+            r.text
+        );
+    }
+    let r = c
+        .post(
+            &at(unknown, "/chats/unread"),
+            json!({ "chatId": "not a jid" }),
+        )
+        .await
+        .expect("post");
+    assert_eq!(r.status, 400, "{}", r.text);
+    let r = c
+        .post(
+            &at(unknown, "/messages/send-text"),
+            json!({ "chatId": jid(ALICE) }),
+        )
+        .await
+        .expect("post");
+    assert_eq!(r.status, 400, "{}", r.text);
+    let text = json!({ "chatId": jid(ALICE), "text": "hi" });
+    for (path, body) in [("/chats/unread", &chat), ("/messages/send-text", &text)] {
+        let r = c
+            .post(&at(unknown, path), body.clone())
+            .await
+            .expect("post");
+        assert_eq!(
+            status(&r),
+            (404, format!("Session {unknown} not found")),
+            "{path}"
+        );
+        let r = c.post(&at(&idle, path), body.clone()).await.expect("post");
+        assert_eq!(
+            status(&r),
+            (409, "Session is not connected".to_owned()),
+            "{path}"
+        );
+    }
+    let r = c.get(&at(unknown, "/groups?limit=0")).await.expect("get");
+    assert_eq!(r.status, 400, "{}", r.text);
+    let r = c
+        .put(&at(unknown, "/presence"), json!({}))
+        .await
+        .expect("put");
+    assert_eq!(r.status, 400, "{}", r.text);
+    let r = c
+        .put(&at(unknown, "/presence"), json!({ "available": true }))
+        .await
+        .expect("put");
+    assert_eq!(r.status, 404, "{}", r.text);
+    let r = c
+        .put(&at(&idle, "/presence"), json!({ "available": true }))
+        .await
+        .expect("put");
+    assert_eq!(r.status, 409, "{}", r.text);
+    let r = c
+        .get(&at(unknown, &format!("/presence/{}", jid(ALICE))))
+        .await
+        .expect("get");
+    assert_eq!(r.status, 404, "{}", r.text);
+
+    // Routes on the stored session only.
+    for path in [
+        "/config",
+        "/proxy",
+        "/media/convert",
+        "/templates",
+        "/webhooks",
+        "/automation-rules",
+    ] {
+        let r = c.get(&at(unknown, path)).await.expect("get");
+        assert_eq!(r.status, 404, "{path}: {}", r.text);
+    }
+    for path in [
+        "/webhooks",
+        "/automation-rules",
+        "/templates",
+        "/media/convert/voice",
+    ] {
+        let r = malformed(at(unknown, path)).await.expect("post");
+        assert_eq!(r.status, 400, "{path}: {}", r.text);
+        assert!(
+            r.str("message").starts_with("Invalid request body"),
+            "{path}: {}",
+            r.text
+        );
+    }
+    // A path id that is not a UUID: the webhook routes read the body first and name the id.
+    let r = malformed(at("by-name", "/webhooks")).await.expect("post");
+    assert!(
+        r.str("message").starts_with("Invalid request body"),
+        "{}",
+        r.text
+    );
+    let hook = json!({ "url": "https://example.com/hook", "events": ["message.received"] });
+    let r = c
+        .post(&at("by-name", "/webhooks"), hook.clone())
+        .await
+        .expect("post");
+    assert_eq!(
+        status(&r),
+        (
+            400,
+            "Invalid session id 'by-name': expected a UUID".to_owned()
+        )
+    );
+    let r = c.post(&at(unknown, "/webhooks"), hook).await.expect("post");
+    assert_eq!(r.status, 404, "{}", r.text);
+    let r = malformed(at("by-name", "/chats/unread"))
+        .await
+        .expect("post");
+    assert_eq!(
+        status(&r),
+        (400, "Session 'by-name' is not active".to_owned())
+    );
+
+    // The key before anything else: another session's key, and a viewer on a write.
+    let other = key(&c, "operator", Some(&[idle.as_str()])).await;
+    let scoped = c.with_key(&other);
+    for path in [
+        "/chats/unread",
+        "/messages/send-text",
+        "/webhooks",
+        "/automation-rules",
+    ] {
+        let req = scoped.raw(Method::POST, &at(unknown, path)).body("{");
+        let r = scoped.send(req).await.expect("post");
+        assert_eq!(r.status, 403, "{path}: {}", r.text);
+    }
+    let viewer = c.with_key(&key(&c, "viewer", None).await);
+    let r = viewer
+        .send(
+            viewer
+                .raw(Method::POST, &at(unknown, "/chats/unread"))
+                .body("{"),
+        )
+        .await
+        .expect("post");
+    assert_eq!(r.status, 403, "{}", r.text);
 }

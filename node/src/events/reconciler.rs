@@ -27,11 +27,11 @@ pub(crate) fn spawn(
     let boot_ms = now_ms();
     // An embedded node (SQLite data DB, in-process workers) is the only deliverer of its outbox.
     let sole_deliverer =
-        ctx.config.role == NodeRole::All && ctx.data_db.kind() == DatabaseKind::Sqlite;
+        ctx.config.role == NodeRole::All && ctx.infra.data_db().kind() == DatabaseKind::Sqlite;
     if matches!(ctx.config.role, NodeRole::All | NodeRole::Worker) {
         let (db, queue, node_id) = (
-            ctx.data_db.clone(),
-            ctx.queue.clone(),
+            ctx.infra.data_db().clone(),
+            ctx.infra.queue().clone(),
             ctx.config.node_id.clone(),
         );
         tasks.spawn(async move {
@@ -45,8 +45,8 @@ pub(crate) fn spawn(
         });
         let workers = spawn_workers(
             settings.clone(),
-            ctx.data_db.clone(),
-            ctx.queue.clone(),
+            ctx.infra.data_db().clone(),
+            ctx.infra.queue().clone(),
             shutdown.clone(),
         )?;
         tasks.spawn(async move {
@@ -54,7 +54,11 @@ pub(crate) fn spawn(
         });
     }
     if matches!(ctx.config.role, NodeRole::All | NodeRole::Api) {
-        let (db, queue, stop) = (ctx.data_db.clone(), ctx.queue.clone(), shutdown.clone());
+        let (db, queue, stop) = (
+            ctx.infra.data_db().clone(),
+            ctx.infra.queue().clone(),
+            shutdown.clone(),
+        );
         let every = Duration::from_millis(ctx.config.outbox_reconcile_ms);
         let stale = Duration::from_millis(ctx.config.outbox_stale_ms);
         tasks.spawn(async move {

@@ -8,12 +8,11 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::dto::automation::{
     AutomationRule, CreateAutomationRuleRequest, UpdateAutomationRuleRequest,
 };
-use wagate_proto::{Role, iso_ms};
+use wagate_proto::iso_ms;
 
-use super::auth::Caller;
 use super::error::ApiResult;
 use super::extract::{ApiJson, ApiPath};
-use super::session_scope::existing_session;
+use super::session_scope::ScopedRawId;
 use crate::app::ApiContext;
 use crate::store::automation::RuleRecord;
 
@@ -37,20 +36,14 @@ fn record(r: RuleRecord) -> AutomationRule {
     }
 }
 
-async fn authorise(ctx: &ApiContext, caller: &Caller, session_id: &str) -> ApiResult<String> {
-    caller.require(Role::Operator)?;
-    existing_session(ctx, caller, session_id).await
-}
-
 /// GET /api/sessions/{sessionId}/automation-rules
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/automation-rules", tag = "automation",
     params(("sessionId" = String, Path)), responses((status = 200, body = [AutomationRule])))]
 async fn list_rules(
-    caller: Caller,
+    session: ScopedRawId,
     State(ctx): State<ApiContext>,
-    ApiPath(session_id): ApiPath<String>,
 ) -> ApiResult<Json<Vec<AutomationRule>>> {
-    let session_id = authorise(&ctx, &caller, &session_id).await?;
+    let session_id = session.existing().await?;
     let rules = ctx.automation.list(&session_id).await?;
     Ok(Json(rules.into_iter().map(record).collect()))
 }
@@ -60,17 +53,16 @@ async fn list_rules(
     params(("sessionId" = String, Path)), request_body = CreateAutomationRuleRequest,
     responses((status = 201, body = AutomationRule)))]
 async fn create_rule(
-    caller: Caller,
+    session: ScopedRawId,
     State(ctx): State<ApiContext>,
-    ApiPath(session_id): ApiPath<String>,
     ApiJson(body): ApiJson<CreateAutomationRuleRequest>,
 ) -> ApiResult<(StatusCode, Json<AutomationRule>)> {
-    let session_id = authorise(&ctx, &caller, &session_id).await?;
+    let session_id = session.existing().await?;
     let rule = ctx.automation.create(&session_id, body).await?;
     let meta = serde_json::json!({ "ruleId": rule.id, "name": rule.name });
     ctx.audit.record(
         "automation_rule_created",
-        &caller.actor(),
+        &session.caller.actor(),
         Some(&session_id),
         201,
         Some(meta),
@@ -83,11 +75,11 @@ async fn create_rule(
     params(("sessionId" = String, Path), ("ruleId" = String, Path)),
     responses((status = 200, body = AutomationRule)))]
 async fn get_rule(
-    caller: Caller,
+    session: ScopedRawId,
     State(ctx): State<ApiContext>,
-    ApiPath((session_id, id)): ApiPath<(String, String)>,
+    ApiPath((_session_id, id)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<AutomationRule>> {
-    let session_id = authorise(&ctx, &caller, &session_id).await?;
+    let session_id = session.existing().await?;
     Ok(Json(record(ctx.automation.get(&session_id, &id).await?)))
 }
 
@@ -96,17 +88,17 @@ async fn get_rule(
     params(("sessionId" = String, Path), ("ruleId" = String, Path)),
     request_body = UpdateAutomationRuleRequest, responses((status = 200, body = AutomationRule)))]
 async fn update_rule(
-    caller: Caller,
+    session: ScopedRawId,
     State(ctx): State<ApiContext>,
-    ApiPath((session_id, id)): ApiPath<(String, String)>,
+    ApiPath((_session_id, id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<UpdateAutomationRuleRequest>,
 ) -> ApiResult<Json<AutomationRule>> {
-    let session_id = authorise(&ctx, &caller, &session_id).await?;
+    let session_id = session.existing().await?;
     let rule = ctx.automation.update(&session_id, &id, body).await?;
     let meta = serde_json::json!({ "ruleId": rule.id });
     ctx.audit.record(
         "automation_rule_updated",
-        &caller.actor(),
+        &session.caller.actor(),
         Some(&session_id),
         200,
         Some(meta),
@@ -118,16 +110,16 @@ async fn update_rule(
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}/automation-rules/{ruleId}", tag = "automation",
     params(("sessionId" = String, Path), ("ruleId" = String, Path)), responses((status = 204)))]
 async fn delete_rule(
-    caller: Caller,
+    session: ScopedRawId,
     State(ctx): State<ApiContext>,
-    ApiPath((session_id, id)): ApiPath<(String, String)>,
+    ApiPath((_session_id, id)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let session_id = authorise(&ctx, &caller, &session_id).await?;
+    let session_id = session.existing().await?;
     ctx.automation.delete(&session_id, &id).await?;
     let meta = serde_json::json!({ "ruleId": id });
     ctx.audit.record(
         "automation_rule_deleted",
-        &caller.actor(),
+        &session.caller.actor(),
         Some(&session_id),
         204,
         Some(meta),

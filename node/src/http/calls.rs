@@ -3,14 +3,13 @@
 use axum::Json;
 use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::calls::{CallLink, CallLinkRequest};
 use wagate_proto::dto::common::SuccessResult;
 
-use super::auth::Caller;
-use super::engine_call::{bounded, ready_engine};
+use super::engine_call::bounded;
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiJson, ApiPath, SessionId};
+use super::extract::{ApiJson, ApiPath};
+use super::session_scope::Scoped;
 use crate::app::ApiContext;
 use crate::engine::CallKind;
 
@@ -24,12 +23,11 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/calls/{callId}/reject", tag = "calls",
     responses((status = 200, body = SuccessResult)))]
 async fn reject_call(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.reject_call(&path.1)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -38,9 +36,7 @@ async fn reject_call(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/calls/link", tag = "calls",
     request_body = CallLinkRequest, responses((status = 200, body = CallLink)))]
 async fn create_call_link(
-    caller: Caller,
-    id: SessionId,
-    State(ctx): State<ApiContext>,
+    session: Scoped,
     ApiJson(body): ApiJson<CallLinkRequest>,
 ) -> ApiResult<Json<CallLink>> {
     let kind = match body.kind.as_deref() {
@@ -52,7 +48,7 @@ async fn create_call_link(
         .start_time
         .filter(|t| *t >= 0)
         .ok_or_else(|| ApiError::bad_request("startTime must be epoch milliseconds"))?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     // Unbounded on purpose: call-link create is among the routes that never answer 503.
     let link = engine.create_call_link(kind, start_time).await?;
     Ok(Json(CallLink { link }))

@@ -4,15 +4,14 @@
 use axum::Json;
 use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::labels::{
     CatalogInfo, CatalogProduct, PaginatedProducts, ProductPagination, ProductsQuery,
 };
 
-use super::auth::Caller;
-use super::engine_call::{bounded, ready_engine};
+use super::engine_call::bounded;
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiPath, ApiQuery, SessionId};
+use super::extract::{ApiPath, ApiQuery};
+use super::session_scope::Scoped;
 use crate::app::ApiContext;
 use crate::engine::Product;
 
@@ -41,11 +40,10 @@ fn product(p: Product) -> CatalogProduct {
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/catalog", tag = "catalog",
     responses((status = 200, body = Option<CatalogInfo>)))]
 async fn get_catalog(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<Option<CatalogInfo>>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let catalog = bounded(&ctx, engine.catalog()).await?;
     Ok(Json(catalog.map(|c| CatalogInfo {
         id: c.owner.to_string(),
@@ -59,8 +57,7 @@ async fn get_catalog(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/catalog/products", tag = "catalog",
     params(ProductsQuery), responses((status = 200, body = PaginatedProducts)))]
 async fn list_products(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiQuery(query): ApiQuery<ProductsQuery>,
 ) -> ApiResult<Json<PaginatedProducts>> {
@@ -69,7 +66,7 @@ async fn list_products(
     if page == 0 || !(1..=100).contains(&limit) {
         return Err(ApiError::bad_request("page must be >= 1 and limit 1-100"));
     }
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let found = bounded(&ctx, engine.products(page, limit)).await?;
     let per_page = usize::try_from(found.limit.max(1)).unwrap_or(1);
     Ok(Json(PaginatedProducts {
@@ -87,12 +84,11 @@ async fn list_products(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/catalog/products/{productId}", tag = "catalog",
     responses((status = 200, body = Option<CatalogProduct>)))]
 async fn get_product(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<Option<CatalogProduct>>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     Ok(Json(
         bounded(&ctx, engine.product(&path.1)).await?.map(product),
     ))

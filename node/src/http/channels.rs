@@ -5,17 +5,17 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::Jid;
 use wagate_proto::dto::channels::{
     Channel, ChannelMessage, ChannelMessagesQuery, CreateChannelRequest, DemoteChannelAdminRequest,
     MuteChannelRequest, SubscribeChannelRequest, TransferChannelOwnerRequest,
 };
 use wagate_proto::dto::common::SuccessResult;
-use wagate_proto::{Jid, Role};
 
-use super::auth::Caller;
-use super::engine_call::{bounded, jid, ready_engine};
+use super::engine_call::{bounded, jid};
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiJson, ApiPath, ApiQuery, SessionId};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::session_scope::Scoped;
 use crate::app::ApiContext;
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
@@ -44,11 +44,10 @@ fn path_channel(path: &(String, String)) -> ApiResult<Jid> {
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/channels", tag = "channels",
     responses((status = 200, body = [Channel])))]
 async fn list_channels(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<Vec<Channel>>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let channels = bounded(&ctx, engine.list_channels()).await?;
     Ok(Json(channels.into_iter().map(Into::into).collect()))
 }
@@ -57,16 +56,14 @@ async fn list_channels(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/channels", tag = "channels",
     request_body = CreateChannelRequest, responses((status = 201, body = Channel)))]
 async fn create_channel(
-    caller: Caller,
-    id: SessionId,
-    State(ctx): State<ApiContext>,
+    session: Scoped,
     ApiJson(body): ApiJson<CreateChannelRequest>,
 ) -> ApiResult<(StatusCode, Json<Channel>)> {
     if body.name.trim().is_empty() {
         return Err(ApiError::bad_request("name must not be empty"));
     }
     crate::names::printable("name", &body.name).map_err(ApiError::bad_request)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     // Unbounded on purpose: channel create is among the routes that never answer 503.
     let channel = engine
         .create_channel(&body.name, body.description.as_deref())
@@ -78,8 +75,7 @@ async fn create_channel(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/channels/subscribe", tag = "channels",
     request_body = SubscribeChannelRequest, responses((status = 200, body = Channel)))]
 async fn subscribe_channel(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<SubscribeChannelRequest>,
 ) -> ApiResult<Json<Channel>> {
@@ -93,7 +89,7 @@ async fn subscribe_channel(
     if code.is_empty() {
         return Err(ApiError::bad_request("inviteCode must not be empty"));
     }
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     Ok(Json(
         bounded(&ctx, engine.subscribe_channel(&code)).await?.into(),
     ))
@@ -103,13 +99,12 @@ async fn subscribe_channel(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/channels/{channelId}", tag = "channels",
     responses((status = 200, body = Channel)))]
 async fn get_channel(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<Channel>> {
     let channel = path_channel(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     Ok(Json(
         bounded(&ctx, engine.channel_info(&channel)).await?.into(),
     ))
@@ -119,13 +114,12 @@ async fn get_channel(
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}/channels/{channelId}", tag = "channels",
     responses((status = 200, body = SuccessResult)))]
 async fn unsubscribe_channel(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
     let channel = path_channel(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.unsubscribe_channel(&channel)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -134,8 +128,7 @@ async fn unsubscribe_channel(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/channels/{channelId}/messages", tag = "channels",
     params(ChannelMessagesQuery), responses((status = 200, body = [ChannelMessage])))]
 async fn list_channel_messages(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiQuery(query): ApiQuery<ChannelMessagesQuery>,
@@ -147,7 +140,7 @@ async fn list_channel_messages(
             "limit must be an integer between 1 and 100",
         ));
     }
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let messages = bounded(&ctx, engine.channel_messages(&channel, limit)).await?;
     let list = messages.into_iter().map(|m| ChannelMessage {
         has_media: m.media.is_some() || m.kind.has_media(),
@@ -162,13 +155,12 @@ async fn list_channel_messages(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/channels/{channelId}/delete", tag = "channels",
     responses((status = 200, body = SuccessResult)))]
 async fn delete_channel(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
     let channel = path_channel(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.delete_channel(&channel)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -177,14 +169,13 @@ async fn delete_channel(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/channels/{channelId}/mute", tag = "channels",
     request_body = MuteChannelRequest, responses((status = 200, body = SuccessResult)))]
 async fn mute_channel(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<MuteChannelRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
     let channel = path_channel(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.mute_channel(&channel, body.mute)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -193,15 +184,14 @@ async fn mute_channel(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/channels/{channelId}/admins/demote", tag = "channels",
     request_body = DemoteChannelAdminRequest, responses((status = 200, body = SuccessResult)))]
 async fn demote_channel_admin(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<DemoteChannelAdminRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
     let channel = path_channel(&path)?;
     let user = jid("userId", &body.user_id)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.demote_channel_admin(&channel, &user)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -210,15 +200,14 @@ async fn demote_channel_admin(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/channels/{channelId}/owner/transfer", tag = "channels",
     request_body = TransferChannelOwnerRequest, responses((status = 200, body = SuccessResult)))]
 async fn transfer_channel_owner(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<TransferChannelOwnerRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
     let channel = path_channel(&path)?;
     let owner = jid("newOwnerId", &body.new_owner_id)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.transfer_channel_owner(&channel, &owner)).await?;
     Ok(Json(SuccessResult::ok()))
 }

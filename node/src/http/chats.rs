@@ -4,17 +4,16 @@
 use axum::Json;
 use axum::extract::{RawQuery, State};
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::chats::{
     ArchiveChatRequest, ChatIdRequest, ChatSummary, ChatTypingRequest, MuteChatRequest, PageQuery,
     PinChatRequest,
 };
 use wagate_proto::dto::common::SuccessResult;
 
-use super::auth::Caller;
-use super::engine_call::{Page, bounded, jid, ready_engine};
+use super::engine_call::{Page, bounded, jid};
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiJson, ApiPath, SessionId};
+use super::extract::{ApiJson, ApiPath};
+use super::session_scope::Scoped;
 use crate::app::ApiContext;
 use crate::engine::ChatState;
 
@@ -34,13 +33,12 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/chats", tag = "chats", params(PageQuery),
     responses((status = 200, body = [ChatSummary])))]
 async fn list_chats(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Json<Vec<ChatSummary>>> {
     let page = Page::parse(query.as_deref(), 1000, 1000)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let chats = bounded(&ctx, engine.list_chats()).await?;
     Ok(Json(
         page.apply(chats).into_iter().map(Into::into).collect(),
@@ -51,13 +49,12 @@ async fn list_chats(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/unread", tag = "chats",
     request_body = ChatIdRequest, responses((status = 200, body = SuccessResult)))]
 async fn mark_chat_unread(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<ChatIdRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
     let chat = jid("chatId", &body.chat_id)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.mark_unread(&chat)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -66,13 +63,12 @@ async fn mark_chat_unread(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/archive", tag = "chats",
     request_body = ArchiveChatRequest, responses((status = 200, body = SuccessResult)))]
 async fn archive_chat(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<ArchiveChatRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
     let chat = jid("chatId", &body.chat_id)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.archive_chat(&chat, body.archive)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -81,13 +77,12 @@ async fn archive_chat(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/pin", tag = "chats",
     request_body = PinChatRequest, responses((status = 200, body = SuccessResult)))]
 async fn pin_chat(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<PinChatRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
     let chat = jid("chatId", &body.chat_id)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.pin_chat(&chat, body.pin)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -96,8 +91,7 @@ async fn pin_chat(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/mute", tag = "chats",
     request_body = MuteChatRequest, responses((status = 200, body = SuccessResult)))]
 async fn mute_chat(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<MuteChatRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
@@ -110,7 +104,7 @@ async fn mute_chat(
     if until.is_some_and(|ms| ms < 0) {
         return Err(ApiError::bad_request("muteUntil must not be negative"));
     }
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.mute_chat(&chat, until)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -119,8 +113,7 @@ async fn mute_chat(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/typing", tag = "chats",
     request_body = ChatTypingRequest, responses((status = 200, body = SuccessResult)))]
 async fn set_chat_typing(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<ChatTypingRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
@@ -135,7 +128,7 @@ async fn set_chat_typing(
             ));
         }
     };
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.set_chat_state(&chat, state)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -144,13 +137,12 @@ async fn set_chat_typing(
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}/chats/{chatId}/messages", tag = "chats",
     responses((status = 200, body = SuccessResult)))]
 async fn clear_chat(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
     let chat = jid("chatId", &path.1)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.clear_chat(&chat)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -159,13 +151,12 @@ async fn clear_chat(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/delete", tag = "chats",
     request_body = ChatIdRequest, responses((status = 200, body = SuccessResult)))]
 async fn delete_chat(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<ChatIdRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
     let chat = jid("chatId", &body.chat_id)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.delete_chat(&chat)).await?;
     Ok(Json(SuccessResult::ok()))
 }

@@ -6,17 +6,17 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::Jid;
 use wagate_proto::dto::common::SuccessResult;
 use wagate_proto::dto::contacts::{
     ContactCheck, ContactPhone, ContactRecord, PictureUrl, ProfilePictures, ProfilePicturesQuery,
     UpsertContactRequest,
 };
-use wagate_proto::{Jid, Role};
 
-use super::auth::Caller;
-use super::engine_call::{bounded, jid, ready_engine};
+use super::engine_call::{bounded, jid};
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiJson, ApiPath, ApiQuery, SessionId};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::session_scope::Scoped;
 use crate::app::ApiContext;
 use crate::engine::EngineError;
 
@@ -43,11 +43,10 @@ fn path_contact(path: &(String, String)) -> ApiResult<Jid> {
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts", tag = "contacts",
     responses((status = 200, body = [ContactRecord])))]
 async fn list_contacts(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<Vec<ContactRecord>>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let contacts = bounded(&ctx, engine.list_contacts()).await?;
     Ok(Json(contacts.into_iter().map(Into::into).collect()))
 }
@@ -56,11 +55,10 @@ async fn list_contacts(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts/blocked", tag = "contacts",
     responses((status = 200, body = [String])))]
 async fn list_blocked_contacts(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<Vec<String>>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let blocked = bounded(&ctx, engine.blocked()).await?;
     Ok(Json(blocked.iter().map(Jid::to_string).collect()))
 }
@@ -69,15 +67,14 @@ async fn list_blocked_contacts(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts/check/{number}", tag = "contacts",
     responses((status = 200, body = ContactCheck)))]
 async fn check_number(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<ContactCheck>> {
     let digits = path.1.split('@').next().unwrap_or_default();
     let digits = digits.trim().trim_start_matches('+').to_string();
     Jid::from_phone(&digits).map_err(|e| ApiError::bad_request(format!("number: {e}")))?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let check = bounded(&ctx, engine.check_number(&digits)).await?;
     Ok(Json(ContactCheck {
         number: check.number,
@@ -90,8 +87,7 @@ async fn check_number(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts/profile-pictures", tag = "contacts",
     params(ProfilePicturesQuery), responses((status = 200, body = ProfilePictures)))]
 async fn get_profile_pictures(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiQuery(query): ApiQuery<ProfilePicturesQuery>,
 ) -> ApiResult<Json<ProfilePictures>> {
@@ -108,7 +104,7 @@ async fn get_profile_pictures(
             "ids must list at least one contact id",
         ));
     }
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let lookups = async {
         let mut pictures = BTreeMap::new();
         for contact in &ids {
@@ -128,13 +124,12 @@ async fn get_profile_pictures(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts/{contactId}", tag = "contacts",
     responses((status = 200, body = ContactRecord)))]
 async fn get_contact(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<ContactRecord>> {
     let contact = path_contact(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     Ok(Json(
         bounded(&ctx, engine.get_contact(&contact)).await?.into(),
     ))
@@ -144,8 +139,7 @@ async fn get_contact(
 #[utoipa::path(put, path = "/api/sessions/{sessionId}/contacts/{contactId}", tag = "contacts",
     request_body = UpsertContactRequest, responses((status = 200, body = SuccessResult)))]
 async fn save_contact(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<UpsertContactRequest>,
@@ -158,7 +152,7 @@ async fn save_contact(
     if let Some(last) = &body.last_name {
         crate::names::printable("lastName", last).map_err(ApiError::bad_request)?;
     }
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     let save = engine.save_contact(&contact, &body.first_name, body.last_name.as_deref());
     bounded(&ctx, save).await?;
     Ok(Json(SuccessResult::ok()))
@@ -168,13 +162,12 @@ async fn save_contact(
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}/contacts/{contactId}", tag = "contacts",
     responses((status = 200, body = SuccessResult)))]
 async fn delete_contact(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
     let contact = path_contact(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.delete_contact(&contact)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -183,13 +176,12 @@ async fn delete_contact(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts/{contactId}/profile-picture", tag = "contacts",
     responses((status = 200, body = PictureUrl)))]
 async fn get_profile_picture(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<PictureUrl>> {
     let contact = path_contact(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let url = bounded(&ctx, engine.profile_picture(&contact)).await?;
     Ok(Json(PictureUrl { url }))
 }
@@ -198,13 +190,11 @@ async fn get_profile_picture(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts/{contactId}/phone", tag = "contacts",
     responses((status = 200, body = ContactPhone)))]
 async fn get_contact_phone(
-    caller: Caller,
-    id: SessionId,
-    State(ctx): State<ApiContext>,
+    session: Scoped,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<ContactPhone>> {
     let contact = path_contact(&path)?;
-    ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    session.engine().await?;
     // A phone number is only knowable from a phone-number JID; a @lid hides it.
     let phone = (contact.server() == "c.us").then(|| contact.user().to_string());
     Ok(Json(ContactPhone {
@@ -217,13 +207,12 @@ async fn get_contact_phone(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/contacts/{contactId}/block", tag = "contacts",
     responses((status = 200, body = SuccessResult)))]
 async fn block_contact(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
     let contact = path_contact(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.block(&contact)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -232,13 +221,12 @@ async fn block_contact(
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}/contacts/{contactId}/block", tag = "contacts",
     responses((status = 200, body = SuccessResult)))]
 async fn unblock_contact(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
     let contact = path_contact(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.unblock(&contact)).await?;
     Ok(Json(SuccessResult::ok()))
 }

@@ -1,32 +1,17 @@
-//! What every engine-backed session route shares: reaching the session's ready engine (404 unknown
-//! session, 409 not ready, so "409 before 501" holds), the engine query budget (503 after it), JID parsing
-//! of body and path fields, and the strict `limit`/`offset` paging of list routes. No status decisions
-//! beyond 400s for malformed input: engine failures map in `error.rs`.
+//! What every engine-backed session route shares besides reaching its engine (`session_scope::Scoped`):
+//! the engine query budget (503), JID parsing of body and path fields, and the strict `limit`/`offset`
+//! paging of list routes. No status decisions beyond 400s for malformed input: engine failures map in
+//! `error.rs`.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
-use wagate_proto::{Jid, Role};
+use wagate_proto::Jid;
 
-use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
-use super::extract::{SessionId, query_pairs};
-use super::session_scope;
+use super::extract::query_pairs;
 use crate::app::ApiContext;
-use crate::engine::{Engine, EngineError, EngineResult};
-
-/// Role and scope, then the session (404) — the one check of `session_scope` — then its readiness (409).
-pub(crate) async fn ready_engine(
-    ctx: &ApiContext,
-    caller: &Caller,
-    id: &SessionId,
-    role: Role,
-) -> ApiResult<Arc<dyn Engine>> {
-    caller.require(role)?;
-    session_scope::check(ctx, caller, &id.0).await?;
-    Ok(ctx.sessions.ready_engine(&id.0)?)
-}
+use crate::engine::{EngineError, EngineResult};
 
 /// Bounds an engine query by `ENGINE_QUERY_TIMEOUT_MS` (the spec's 30-second budget): an unanswered
 /// query is `Timeout` (503), never a guessed answer. Routes the spec says never answer 503 (group and

@@ -117,7 +117,7 @@ struct Marks {
 }
 
 async fn decide(ctx: &ApiContext, session_id: &str, marks: Marks) -> Decision {
-    let Some(cluster) = &ctx.cluster else {
+    let Some(cluster) = ctx.infra.cluster() else {
         return Decision::Local(None);
     };
     if marks.is_upgrade {
@@ -150,7 +150,7 @@ pub(crate) async fn post_to_owner(
     path: &str,
     api_key: Option<&HeaderValue>,
 ) -> Result<Option<axum::http::StatusCode>, ForwardError> {
-    let Some(cluster) = &ctx.cluster else {
+    let Some(cluster) = ctx.infra.cluster() else {
         return Ok(None);
     };
     let url = match cluster.route(session_id).await {

@@ -9,7 +9,6 @@ use wagate_proto::dto::common::{ComponentState, Health, Readiness, ReadinessDeta
 
 use super::auth::Caller;
 use crate::app::ApiContext;
-use crate::store::backends::{probe_data, probe_main};
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
@@ -50,27 +49,16 @@ fn state(up: bool) -> ComponentState {
 
 /// Probes what readiness depends on (at most the probes' timeout), and sets `wagate_ready`.
 pub(crate) async fn readiness(ctx: &ApiContext) -> (bool, Readiness) {
-    let redis_probe = async {
-        match &ctx.cluster {
-            Some(cluster) => Some(cluster.ping().await),
-            None => None,
-        }
-    };
-    let (main_up, data_up, redis_up) = tokio::join!(
-        probe_main(&ctx.main_db),
-        probe_data(&ctx.data_db),
-        redis_probe
-    );
-    let draining = ctx.cluster.as_ref().is_some_and(|c| c.is_draining());
-    let ok = main_up && data_up && redis_up.unwrap_or(true) && !draining;
+    let probe = ctx.infra.probe().await;
+    let ok = probe.ready();
     metrics::gauge!(wagate_workers::telemetry::metrics::READY).set(if ok { 1.0 } else { 0.0 });
     let body = Readiness {
         status: if ok { "ok" } else { "error" }.into(),
         details: ReadinessDetails {
-            main_database: state(main_up),
-            data_database: state(data_up),
-            redis: redis_up.map(state),
-            draining,
+            main_database: state(probe.main_up),
+            data_database: state(probe.data_up),
+            redis: probe.redis_up.map(state),
+            draining: probe.draining,
         },
     };
     (ok, body)

@@ -7,9 +7,9 @@ use axum::Json;
 use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Role;
-use wagate_proto::dto::infra_status::{InfraStatus, PeerStatus, QueueCounts, QueueStatus};
-use wagate_workers::queue_view::{self, QueueName};
-use wagate_workers::{JobCounts, QueueBackend};
+use wagate_proto::dto::infra_status::{InfraStatus, QueueCounts, QueueStatus};
+use wagate_workers::JobCounts;
+use wagate_workers::queue_view::QueueName;
 
 use super::auth::Caller;
 use super::error::ApiResult;
@@ -28,14 +28,6 @@ fn spec_counts(c: &JobCounts) -> QueueCounts {
     }
 }
 
-/// Leases this node holds: the Redis leases in a cluster; embedded, every loaded session holds its own.
-pub(crate) fn leases_held(ctx: &ApiContext) -> usize {
-    match &ctx.cluster {
-        Some(cluster) => cluster.leases.held_count(),
-        None => ctx.sessions.loaded_count(),
-    }
-}
-
 /// GET /api/infra/status
 #[utoipa::path(get, path = "/api/infra/status", tag = "infra",
     responses((status = 200, body = InfraStatus), (status = 401), (status = 403)))]
@@ -44,51 +36,29 @@ async fn get_infra_status(
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<InfraStatus>> {
     caller.require(Role::Admin)?;
-    let (webhooks, ingress) = tokio::join!(
-        queue_view::counts(&ctx.data_db, QueueName::Webhook),
-        queue_view::counts(&ctx.data_db, QueueName::Ingress)
+    let infra = &ctx.infra;
+    let (webhooks, ingress, peers) = tokio::join!(
+        infra.queue_counts(QueueName::Webhook),
+        infra.queue_counts(QueueName::Ingress),
+        infra.peers()
     );
     let reachable = webhooks.is_ok() && ingress.is_ok();
-    let peers = match &ctx.cluster {
-        Some(cluster) => match cluster.registry.live_nodes().await {
-            Ok(nodes) => nodes
-                .into_iter()
-                .filter(|n| n.node_id != cluster.node_id)
-                .map(|n| PeerStatus {
-                    node_id: n.node_id,
-                    url: n.url,
-                    sessions: n.sessions,
-                    draining: n.is_draining,
-                    heartbeat_at: n.heartbeat_at,
-                })
-                .collect(),
-            Err(err) => {
-                tracing::warn!(error = %err, "live peers not read for the infra status");
-                Vec::new()
-            }
-        },
-        None => Vec::new(),
-    };
-    let backend = match ctx.queue.config().backend {
-        QueueBackend::Sqlite { .. } => "sqlite",
-        QueueBackend::Redis { .. } => "redis",
-    };
     Ok(Json(InfraStatus {
         node_id: ctx.config.node_id.clone(),
         role: ctx.config.role.as_str().to_owned(),
         engine: ctx.config.engine_type.as_str().to_owned(),
         version: wagate_proto::VERSION.to_owned(),
-        cluster: ctx.cluster.is_some(),
-        draining: ctx.cluster.as_ref().is_some_and(|c| c.is_draining()),
-        leases_held: leases_held(&ctx),
+        cluster: infra.is_clustered(),
+        draining: infra.is_draining(),
+        leases_held: infra.leases_held(),
         sessions_loaded: ctx.sessions.loaded_count(),
         peers,
         queue: QueueStatus {
-            backend: backend.to_owned(),
+            backend: infra.queue_backend().to_owned(),
             reachable,
             webhooks: webhooks.map(|c| spec_counts(&c)).unwrap_or_default(),
             ingress: ingress.map(|c| spec_counts(&c)).unwrap_or_default(),
         },
-        raft: ctx.raft.as_ref().map(|node| node.status()),
+        raft: infra.raft_status(),
     }))
 }

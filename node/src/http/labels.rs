@@ -4,15 +4,14 @@
 use axum::Json;
 use axum::extract::{RawQuery, State};
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::chats::{ChatSummary, PageQuery};
 use wagate_proto::dto::common::SuccessResult;
 use wagate_proto::dto::labels::{AddChatLabelRequest, Label, LabelUpserted, UpsertLabelRequest};
 
-use super::auth::Caller;
-use super::engine_call::{Page, bounded, jid, ready_engine};
+use super::engine_call::{Page, bounded, jid};
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiJson, ApiPath, SessionId};
+use super::extract::{ApiJson, ApiPath};
+use super::session_scope::Scoped;
 use crate::app::ApiContext;
 use crate::engine::{self, LabelUpsert};
 
@@ -45,11 +44,10 @@ fn label(l: engine::Label) -> Label {
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/labels", tag = "labels",
     responses((status = 200, body = [Label])))]
 async fn list_labels(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<Vec<Label>>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let labels = bounded(&ctx, engine.list_labels()).await?;
     Ok(Json(labels.into_iter().map(label).collect()))
 }
@@ -58,12 +56,11 @@ async fn list_labels(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/labels/{labelId}", tag = "labels",
     responses((status = 200, body = Label)))]
 async fn get_label(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<Label>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     Ok(Json(label(bounded(&ctx, engine.get_label(&path.1)).await?)))
 }
 
@@ -71,8 +68,7 @@ async fn get_label(
 #[utoipa::path(put, path = "/api/sessions/{sessionId}/labels/{labelId}", tag = "labels",
     request_body = UpsertLabelRequest, responses((status = 200, body = LabelUpserted)))]
 async fn upsert_label(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<UpsertLabelRequest>,
@@ -90,7 +86,7 @@ async fn upsert_label(
         name: body.name,
         color,
     };
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     let Label {
         id,
         name,
@@ -108,12 +104,11 @@ async fn upsert_label(
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}/labels/{labelId}", tag = "labels",
     responses((status = 200, body = SuccessResult)))]
 async fn delete_label(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.delete_label(&path.1)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -122,14 +117,13 @@ async fn delete_label(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/labels/{labelId}/chats", tag = "labels",
     params(PageQuery), responses((status = 200, body = [ChatSummary])))]
 async fn list_label_chats(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Json<Vec<ChatSummary>>> {
     let page = Page::parse(query.as_deref(), 1000, 1000)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let chats = bounded(&ctx, engine.label_chats(&path.1)).await?;
     Ok(Json(
         page.apply(chats).into_iter().map(Into::into).collect(),
@@ -140,13 +134,12 @@ async fn list_label_chats(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/labels/chat/{chatId}", tag = "labels",
     responses((status = 200, body = [Label])))]
 async fn list_chat_labels(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<Vec<Label>>> {
     let chat = jid("chatId", &path.1)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let labels = bounded(&ctx, engine.chat_labels(&chat)).await?;
     Ok(Json(labels.into_iter().map(label).collect()))
 }
@@ -155,14 +148,13 @@ async fn list_chat_labels(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/labels/chat/{chatId}", tag = "labels",
     request_body = AddChatLabelRequest, responses((status = 200, body = SuccessResult)))]
 async fn add_chat_label(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<AddChatLabelRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
     let chat = jid("chatId", &path.1)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.add_chat_label(&chat, &body.label_id)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -171,13 +163,12 @@ async fn add_chat_label(
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}/labels/chat/{chatId}/{labelId}", tag = "labels",
     responses((status = 200, body = SuccessResult)))]
 async fn remove_chat_label(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
     let chat = jid("chatId", &path.1)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.remove_chat_label(&chat, &path.2)).await?;
     Ok(Json(SuccessResult::ok()))
 }

@@ -7,13 +7,11 @@ use axum::Json;
 use axum::extract::State;
 use base64::Engine as _;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::admin::{ConversionAvailability, ConvertRequest, ConvertedMedia};
 
-use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiJson, SessionId};
-use super::session_scope::existing_session;
+use super::extract::ApiJson;
+use super::session_scope::Scoped;
 use crate::app::ApiContext;
 use crate::media::MediaError;
 use crate::media::convert::Target;
@@ -30,12 +28,10 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     params(("sessionId" = String, Path)),
     responses((status = 200, body = ConversionAvailability)))]
 async fn conversion_availability(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<ConversionAvailability>> {
-    caller.require(Role::Viewer)?;
-    existing_session(&ctx, &caller, &id.0).await?;
+    session.record().await?;
     Ok(Json(ConversionAvailability {
         available: ctx.converter.check().await.is_ok(),
     }))
@@ -48,12 +44,11 @@ async fn conversion_availability(
     params(("sessionId" = String, Path)), request_body = ConvertRequest,
     responses((status = 200, body = ConvertedMedia), (status = 400), (status = 413), (status = 503)))]
 async fn convert_voice(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<ConvertRequest>,
 ) -> ApiResult<Json<ConvertedMedia>> {
-    convert(&ctx, &caller, &id.0, body, Target::Voice).await
+    convert(&ctx, &session, body, Target::Voice).await
 }
 
 /// POST /api/sessions/{sessionId}/media/convert/video
@@ -63,33 +58,31 @@ async fn convert_voice(
     params(("sessionId" = String, Path)), request_body = ConvertRequest,
     responses((status = 200, body = ConvertedMedia), (status = 400), (status = 413), (status = 503)))]
 async fn convert_video(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<ConvertRequest>,
 ) -> ApiResult<Json<ConvertedMedia>> {
-    convert(&ctx, &caller, &id.0, body, Target::Video).await
+    convert(&ctx, &session, body, Target::Video).await
 }
 
 async fn convert(
     ctx: &ApiContext,
-    caller: &Caller,
-    raw_id: &str,
+    session: &Scoped,
     body: ConvertRequest,
     target: Target,
 ) -> ApiResult<Json<ConvertedMedia>> {
-    caller.require(Role::Operator)?;
-    let id = existing_session(ctx, caller, raw_id).await?;
+    session.record().await?;
+    let id = session.id();
     // Refuse before any download when conversion cannot run.
     ctx.converter.check().await?;
     let url = body.url.filter(|u| !u.trim().is_empty());
     let base64 = body.base64.filter(|b| !b.trim().is_empty());
     let stored = match (url, base64) {
         (Some(url), None) => {
-            let proxy = ctx.sessions.record(&id).await?.proxy_url;
-            ctx.media.put_url(&id, &url, proxy.as_deref()).await
+            let proxy = ctx.sessions.record(id).await?.proxy_url;
+            ctx.media.put_url(id, &url, proxy.as_deref()).await
         }
-        (None, Some(data)) => ctx.media.put_base64(&id, &data).await,
+        (None, Some(data)) => ctx.media.put_base64(id, &data).await,
         _ => {
             return Err(ApiError::bad_request(
                 "exactly one of url or base64 is required",

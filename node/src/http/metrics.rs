@@ -38,17 +38,17 @@ async fn scrape(State(ctx): State<ApiContext>, headers: HeaderMap) -> Response {
 async fn sample_gauges(ctx: &ApiContext) {
     let (_, (), ()) = tokio::join!(
         super::health::readiness(ctx),
-        wagate_workers::queue_view::sample_depth_gauges(&ctx.data_db),
+        ctx.infra.sample_depth_gauges(),
         sample_sessions(ctx)
     );
-    metrics::gauge!(LEASES_HELD).set(super::infra_status::leases_held(ctx) as f64);
+    metrics::gauge!(LEASES_HELD).set(ctx.infra.leases_held() as f64);
 }
 
 /// `wagate_sessions{status,engine}`: embedded, every stored session; in a cluster, the sessions loaded on
 /// this node (the data DB is shared, and every node reporting all of them would count each one N times).
 async fn sample_sessions(ctx: &ApiContext) {
     let engine = ctx.sessions.engine_kind().as_str();
-    let counts: Vec<(String, i64)> = if ctx.cluster.is_some() {
+    let counts: Vec<(String, i64)> = if ctx.infra.is_clustered() {
         let mut by_status: Vec<(String, i64)> = Vec::new();
         for status in ctx.sessions.loaded_statuses() {
             let name = status.as_str();

@@ -115,7 +115,7 @@ pub fn openapi() -> serde_json::Value {
 pub(crate) fn router(ctx: ApiContext) -> Router {
     let body_limit = usize::try_from(ctx.config.body_size_limit).unwrap_or(usize::MAX);
     // Raft traffic between nodes: its own secret check, no API key, no rate limit, no forwarding.
-    let internal = ctx.raft.as_ref().map(|node| {
+    let internal = ctx.infra.raft().map(|node| {
         let secret = ctx.config.cluster_secret.clone().unwrap_or_default();
         crate::raft::routes::router(node.raft.clone(), secret, body_limit.max(64 * 1024 * 1024))
     });

@@ -3,16 +3,15 @@
 use axum::Json;
 use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::calls::{SetProfileNameRequest, SetProfileStatusRequest};
 use wagate_proto::dto::common::SuccessResult;
 use wagate_proto::dto::status::MediaInput;
 
-use super::auth::Caller;
-use super::engine_call::{bounded, ready_engine};
+use super::engine_call::bounded;
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiJson, SessionId};
+use super::extract::ApiJson;
 use super::media_input::load_media;
+use super::session_scope::Scoped;
 use crate::app::ApiContext;
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
@@ -26,8 +25,7 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
 #[utoipa::path(put, path = "/api/sessions/{sessionId}/profile/name", tag = "profile",
     request_body = SetProfileNameRequest, responses((status = 200, body = SuccessResult)))]
 async fn set_profile_name(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<SetProfileNameRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
@@ -35,7 +33,7 @@ async fn set_profile_name(
         return Err(ApiError::bad_request("name must not be empty"));
     }
     crate::names::printable("name", &body.name).map_err(ApiError::bad_request)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.set_profile_name(&body.name)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -44,12 +42,11 @@ async fn set_profile_name(
 #[utoipa::path(put, path = "/api/sessions/{sessionId}/profile/status", tag = "profile",
     request_body = SetProfileStatusRequest, responses((status = 200, body = SuccessResult)))]
 async fn set_profile_status(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<SetProfileStatusRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.set_profile_status(&body.status)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -58,13 +55,12 @@ async fn set_profile_status(
 #[utoipa::path(put, path = "/api/sessions/{sessionId}/profile/picture", tag = "profile",
     request_body = MediaInput, responses((status = 200, body = SuccessResult)))]
 async fn set_profile_picture(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<MediaInput>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
-    let (image, _) = load_media(&ctx, &id.0, &body, "image/jpeg").await?;
+    let engine = session.engine().await?;
+    let (image, _) = load_media(&ctx, session.id(), &body, "image/jpeg").await?;
     bounded(&ctx, engine.set_profile_picture(image)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -73,11 +69,10 @@ async fn set_profile_picture(
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}/profile/picture", tag = "profile",
     responses((status = 200, body = SuccessResult)))]
 async fn remove_profile_picture(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.remove_profile_picture()).await?;
     Ok(Json(SuccessResult::ok()))
 }

@@ -169,13 +169,15 @@ fn fed_by(queue: QueueName) -> &'static str {
 
 async fn queue_body(ctx: &ApiContext, queue: QueueName) -> ApiResult<QueueBody> {
     let unreadable = |e: queue_view::ViewError| ApiError::unavailable(e.to_string());
-    let counts = queue_view::counts(&ctx.data_db, queue)
+    let counts = ctx.infra.queue_counts(queue).await.map_err(unreadable)?;
+    let recent = ctx
+        .infra
+        .queue_jobs(queue, Listing::Recent, LIST_LIMIT)
         .await
         .map_err(unreadable)?;
-    let recent = queue_view::jobs(&ctx.data_db, queue, Listing::Recent, LIST_LIMIT)
-        .await
-        .map_err(unreadable)?;
-    let failed = queue_view::jobs(&ctx.data_db, queue, Listing::Failed, LIST_LIMIT)
+    let failed = ctx
+        .infra
+        .queue_jobs(queue, Listing::Failed, LIST_LIMIT)
         .await
         .map_err(unreadable)?;
     Ok(QueueBody {
@@ -239,7 +241,9 @@ async fn retry_job(
 ) -> ApiResult<Json<JobActionBody>> {
     require_dashboard(&caller)?;
     let name = queue_named(&queue)?;
-    let done = queue_view::retry(&ctx.data_db, &ctx.queue, name, &job_id)
+    let done = ctx
+        .infra
+        .retry_job(name, &job_id)
         .await
         .map_err(|e| ApiError::unavailable(e.to_string()))?;
     if done == Action::NotFound {
@@ -274,7 +278,9 @@ async fn remove_job(
 ) -> ApiResult<Json<JobActionBody>> {
     require_dashboard(&caller)?;
     let name = queue_named(&queue)?;
-    let done = queue_view::remove(&ctx.data_db, name, &job_id)
+    let done = ctx
+        .infra
+        .remove_job(name, &job_id)
         .await
         .map_err(|e| ApiError::unavailable(e.to_string()))?;
     if done == Action::NotFound {

@@ -1,19 +1,76 @@
-//! The one answer to "this session exists and this key may use it", for every session-scoped route: the
-//! path's `{sessionId}` is a UUID (400), the key covers the session (403; its role and scope were applied
-//! to the route by the `Caller` extractor already), and the session exists (404, through the session
-//! service). [`ScopedSession`] is the extractor; [`check`] is the same answer for code that has the id
-//! already (`engine_call::ready_engine`, which then asks for the ready engine: 409).
+//! The one answer to "this session exists and this key may use it", for every session-scoped route.
+//!
+//! [`Scoped`] is the extractor. Building it extracts `Caller` (401, then the route's role and the key's
+//! scope: 403) and the path's `{sessionId}` as a UUID (400), so it takes the place those two extractors had
+//! and every status before the body keeps its order. Existence (404) and readiness (409) are asked of it with
+//! [`Scoped::record`] and [`Scoped::engine`], where the handler has checked its own input: the spec answers
+//! 400 for a bad body or field before 404 for an unknown session, and 404 before 409. [`ScopedSession`] is
+//! the same extractor resolving the record at once, for routes with no input to check first.
+//! [`ScopedRawId`] serves the routes whose `{sessionId}` is validated after the body (webhooks, automation
+//! rules), with their own 400 message for an id that is not a UUID.
 
-use axum::extract::FromRequestParts;
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, RawPathParams};
 use axum::http::request::Parts;
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
 use super::extract::SessionId;
 use crate::app::ApiContext;
+use crate::engine::Engine;
 use crate::store::sessions::SessionRecord;
 
-/// A session the caller may use, checked to exist; carries the record it was checked with.
+/// A session the caller's key may use; whether it exists is asked of it.
+pub(crate) struct Scoped {
+    pub caller: Caller,
+    pub id: SessionId,
+    ctx: ApiContext,
+}
+
+impl FromRequestParts<ApiContext> for Scoped {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        ctx: &ApiContext,
+    ) -> Result<Self, Self::Rejection> {
+        let caller = Caller::from_request_parts(parts, ctx).await?;
+        let id = SessionId::from_request_parts(parts, ctx).await?;
+        Ok(Scoped {
+            caller,
+            id,
+            ctx: ctx.clone(),
+        })
+    }
+}
+
+impl Scoped {
+    /// The session id, canonical (lowercase hyphenated UUID).
+    pub(crate) fn id(&self) -> &str {
+        &self.id.0
+    }
+
+    /// The stored session (404 unknown).
+    pub(crate) async fn record(&self) -> ApiResult<SessionRecord> {
+        record(&self.ctx, &self.caller, self.id()).await
+    }
+
+    /// The session's ready engine: 404 for an unknown session first, then 409 while it is not ready.
+    pub(crate) async fn engine(&self) -> ApiResult<Arc<dyn Engine>> {
+        record(&self.ctx, &self.caller, self.id()).await?;
+        Ok(self.ctx.sessions.ready_engine(self.id())?)
+    }
+}
+
+/// Scope (403; `Caller` refused other sessions already, so this is the second line), then existence (404).
+async fn record(ctx: &ApiContext, caller: &Caller, id: &str) -> ApiResult<SessionRecord> {
+    caller.require_session(id)?;
+    let record = ctx.sessions.cached_record(id).await?;
+    Ok(record.record.clone())
+}
+
+/// A [`Scoped`] session checked to exist at extraction, with the record it was checked with.
 pub(crate) struct ScopedSession {
     pub id: SessionId,
     pub record: SessionRecord,
@@ -26,32 +83,62 @@ impl FromRequestParts<ApiContext> for ScopedSession {
         parts: &mut Parts,
         ctx: &ApiContext,
     ) -> Result<Self, Self::Rejection> {
-        let caller = Caller::from_request_parts(parts, ctx).await?;
-        let id = SessionId::from_request_parts(parts, ctx).await?;
-        let record = check(ctx, &caller, &id.0).await?;
-        Ok(ScopedSession { id, record })
+        let scoped = Scoped::from_request_parts(parts, ctx).await?;
+        let record = scoped.record().await?;
+        Ok(ScopedSession {
+            id: scoped.id,
+            record,
+        })
     }
 }
 
-/// Scope (403), then existence (404): the check every session-scoped path goes through.
-pub(crate) async fn check(ctx: &ApiContext, caller: &Caller, id: &str) -> ApiResult<SessionRecord> {
-    caller.require_session(id)?;
-    let record = ctx.sessions.cached_record(id).await?;
-    Ok(record.record.clone())
+/// A session-scoped route whose `{sessionId}` is read as given and checked by [`ScopedRawId::existing`]
+/// after the body: a non-UUID id answers "Invalid session id" there, not the engine-lookup 400 of
+/// [`SessionId`].
+pub(crate) struct ScopedRawId {
+    pub caller: Caller,
+    raw: String,
+    ctx: ApiContext,
 }
 
-/// For routes whose session id is read as a plain string: the id must be a UUID (400), then [`check`];
-/// answers the id in canonical form.
-pub(crate) async fn existing_session(
-    ctx: &ApiContext,
-    caller: &Caller,
-    raw_id: &str,
-) -> ApiResult<String> {
-    let id = uuid::Uuid::parse_str(raw_id)
-        .map_err(|_| {
-            ApiError::bad_request(format!("Invalid session id '{raw_id}': expected a UUID"))
-        })?
-        .to_string();
-    check(ctx, caller, &id).await?;
-    Ok(id)
+impl FromRequestParts<ApiContext> for ScopedRawId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        ctx: &ApiContext,
+    ) -> Result<Self, Self::Rejection> {
+        let caller = Caller::from_request_parts(parts, ctx).await?;
+        let params = RawPathParams::from_request_parts(parts, ctx)
+            .await
+            .map_err(|e| {
+                ApiError::bad_request(format!("Invalid path parameter: {}", e.body_text()))
+            })?;
+        let raw = params
+            .iter()
+            .find(|(name, _)| *name == "sessionId")
+            .map(|(_, value)| value.to_owned())
+            .unwrap_or_default();
+        Ok(ScopedRawId {
+            caller,
+            raw,
+            ctx: ctx.clone(),
+        })
+    }
+}
+
+impl ScopedRawId {
+    /// The id must be a UUID (400), the key may use it and it exists (404); answers it in canonical form.
+    pub(crate) async fn existing(&self) -> ApiResult<String> {
+        let id = uuid::Uuid::parse_str(&self.raw)
+            .map_err(|_| {
+                ApiError::bad_request(format!(
+                    "Invalid session id '{}': expected a UUID",
+                    self.raw
+                ))
+            })?
+            .to_string();
+        record(&self.ctx, &self.caller, &id).await?;
+        Ok(id)
+    }
 }

@@ -5,14 +5,11 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::templates::{CreateTemplateRequest, Template, UpdateTemplateRequest};
 
-use super::auth::Caller;
 use super::error::ApiResult;
-use super::extract::{ApiJson, ApiPath, SessionId};
-use super::session_scope::ScopedSession;
-use super::sessions::authorise;
+use super::extract::{ApiJson, ApiPath};
+use super::session_scope::{Scoped, ScopedSession};
 use crate::app::ApiContext;
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
@@ -40,15 +37,13 @@ async fn list_templates(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/templates", tag = "templates",
     request_body = CreateTemplateRequest, responses((status = 201, body = Template), (status = 400), (status = 409)))]
 async fn create_template(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<CreateTemplateRequest>,
 ) -> ApiResult<(StatusCode, Json<Template>)> {
-    authorise(&caller, &id, Role::Operator)?;
     Ok((
         StatusCode::CREATED,
-        Json(ctx.messaging.create_template(&id.0, body).await?),
+        Json(ctx.messaging.create_template(session.id(), body).await?),
     ))
 }
 
@@ -69,15 +64,15 @@ async fn get_template(
 #[utoipa::path(put, path = "/api/sessions/{sessionId}/templates/{id}", tag = "templates",
     request_body = UpdateTemplateRequest, responses((status = 200, body = Template), (status = 400), (status = 404)))]
 async fn update_template(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<TemplatePath>,
     ApiJson(body): ApiJson<UpdateTemplateRequest>,
 ) -> ApiResult<Json<Template>> {
-    authorise(&caller, &id, Role::Operator)?;
     Ok(Json(
-        ctx.messaging.update_template(&id.0, &path.id, body).await?,
+        ctx.messaging
+            .update_template(session.id(), &path.id, body)
+            .await?,
     ))
 }
 

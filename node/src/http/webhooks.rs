@@ -14,7 +14,7 @@ use wagate_workers::webhook::deliver::AttemptOutcome;
 use super::auth::Caller;
 use super::error::ApiResult;
 use super::extract::{ApiJson, ApiPath, ApiQuery};
-use super::session_scope::existing_session;
+use super::session_scope::ScopedRawId;
 use crate::app::ApiContext;
 use crate::webhooks::WebhookRecord;
 
@@ -46,18 +46,16 @@ pub(crate) fn record(w: &WebhookRecord) -> Webhook {
     params(("sessionId" = String, Path)), request_body = CreateWebhookRequest,
     responses((status = 201, body = Webhook)))]
 async fn create_webhook(
-    caller: Caller,
+    session: ScopedRawId,
     State(ctx): State<ApiContext>,
-    ApiPath(session_id): ApiPath<String>,
     ApiJson(body): ApiJson<CreateWebhookRequest>,
 ) -> ApiResult<(StatusCode, Json<Webhook>)> {
-    caller.require(Role::Operator)?;
-    let session_id = existing_session(&ctx, &caller, &session_id).await?;
+    let session_id = session.existing().await?;
     let w = ctx.webhooks.create(&session_id, body).await?;
     let meta = serde_json::json!({ "webhookId": w.id, "url": w.url, "events": w.events });
     ctx.audit.record(
         "webhook_created",
-        &caller.actor(),
+        &session.caller.actor(),
         Some(&session_id),
         201,
         Some(meta),
@@ -69,12 +67,10 @@ async fn create_webhook(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/webhooks", tag = "webhooks",
     params(("sessionId" = String, Path)), responses((status = 200, body = [Webhook])))]
 async fn list_webhooks(
-    caller: Caller,
+    session: ScopedRawId,
     State(ctx): State<ApiContext>,
-    ApiPath(session_id): ApiPath<String>,
 ) -> ApiResult<Json<Vec<Webhook>>> {
-    caller.require(Role::Viewer)?;
-    let session_id = existing_session(&ctx, &caller, &session_id).await?;
+    let session_id = session.existing().await?;
     let list = ctx.webhooks.list(&session_id).await?;
     Ok(Json(list.iter().map(record).collect()))
 }
@@ -84,12 +80,11 @@ async fn list_webhooks(
     params(("sessionId" = String, Path), ("webhookId" = String, Path)),
     responses((status = 200, body = Webhook)))]
 async fn get_webhook(
-    caller: Caller,
+    session: ScopedRawId,
     State(ctx): State<ApiContext>,
-    ApiPath((session_id, id)): ApiPath<(String, String)>,
+    ApiPath((_session_id, id)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<Webhook>> {
-    caller.require(Role::Viewer)?;
-    let session_id = existing_session(&ctx, &caller, &session_id).await?;
+    let session_id = session.existing().await?;
     Ok(Json(record(&ctx.webhooks.get(&session_id, &id).await?)))
 }
 
@@ -98,18 +93,17 @@ async fn get_webhook(
     params(("sessionId" = String, Path), ("webhookId" = String, Path)),
     request_body = UpdateWebhookRequest, responses((status = 200, body = Webhook)))]
 async fn update_webhook(
-    caller: Caller,
+    session: ScopedRawId,
     State(ctx): State<ApiContext>,
-    ApiPath((session_id, id)): ApiPath<(String, String)>,
+    ApiPath((_session_id, id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<UpdateWebhookRequest>,
 ) -> ApiResult<Json<Webhook>> {
-    caller.require(Role::Operator)?;
-    let session_id = existing_session(&ctx, &caller, &session_id).await?;
+    let session_id = session.existing().await?;
     let w = ctx.webhooks.update(&session_id, &id, body).await?;
     let meta = serde_json::json!({ "webhookId": w.id });
     ctx.audit.record(
         "webhook_updated",
-        &caller.actor(),
+        &session.caller.actor(),
         Some(&session_id),
         200,
         Some(meta),
@@ -122,17 +116,16 @@ async fn update_webhook(
     params(("sessionId" = String, Path), ("webhookId" = String, Path)),
     responses((status = 204)))]
 async fn delete_webhook(
-    caller: Caller,
+    session: ScopedRawId,
     State(ctx): State<ApiContext>,
-    ApiPath((session_id, id)): ApiPath<(String, String)>,
+    ApiPath((_session_id, id)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    caller.require(Role::Operator)?;
-    let session_id = existing_session(&ctx, &caller, &session_id).await?;
+    let session_id = session.existing().await?;
     ctx.webhooks.delete(&session_id, &id).await?;
     let meta = serde_json::json!({ "webhookId": id });
     ctx.audit.record(
         "webhook_deleted",
-        &caller.actor(),
+        &session.caller.actor(),
         Some(&session_id),
         204,
         Some(meta),
@@ -145,12 +138,11 @@ async fn delete_webhook(
     params(("sessionId" = String, Path), ("webhookId" = String, Path)),
     responses((status = 200, body = WebhookTestResult)))]
 async fn test_webhook(
-    caller: Caller,
+    session: ScopedRawId,
     State(ctx): State<ApiContext>,
-    ApiPath((session_id, id)): ApiPath<(String, String)>,
+    ApiPath((_session_id, id)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<WebhookTestResult>> {
-    caller.require(Role::Operator)?;
-    let session_id = existing_session(&ctx, &caller, &session_id).await?;
+    let session_id = session.existing().await?;
     let outcome = ctx.webhooks.test(&session_id, &id).await?;
     Ok(Json(WebhookTestResult {
         success: matches!(outcome, AttemptOutcome::Delivered { .. }),

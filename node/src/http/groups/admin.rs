@@ -4,7 +4,6 @@
 use axum::Json;
 use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::common::SuccessResult;
 use wagate_proto::dto::contacts::PictureUrl;
 use wagate_proto::dto::groups::{GroupSettings, InviteCode, UpdateGroupSettingsRequest};
@@ -13,11 +12,11 @@ use wagate_proto::dto::status::MediaInput;
 use super::path_group;
 use crate::app::ApiContext;
 use crate::engine::{self, GroupSettingsUpdate};
-use crate::http::auth::Caller;
-use crate::http::engine_call::{bounded, ready_engine};
+use crate::http::engine_call::bounded;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{ApiJson, ApiPath, SessionId};
+use crate::http::extract::{ApiJson, ApiPath};
 use crate::http::media_input::load_media;
+use crate::http::session_scope::Scoped;
 
 pub(super) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
@@ -51,13 +50,12 @@ fn invite(code: String) -> InviteCode {
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/groups/{groupId}/settings", tag = "groups",
     responses((status = 200, body = GroupSettings)))]
 async fn get_group_settings(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<GroupSettings>> {
     let group = path_group(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     Ok(Json(settings(
         bounded(&ctx, engine.group_settings(&group)).await?,
     )))
@@ -67,8 +65,7 @@ async fn get_group_settings(
 #[utoipa::path(put, path = "/api/sessions/{sessionId}/groups/{groupId}/settings", tag = "groups",
     request_body = UpdateGroupSettingsRequest, responses((status = 200, body = SuccessResult)))]
 async fn update_group_settings(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<UpdateGroupSettingsRequest>,
@@ -86,7 +83,7 @@ async fn update_group_settings(
         ephemeral_seconds: body.ephemeral_seconds,
         admin_add_only,
     };
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.update_group_settings(&group, update)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -95,13 +92,12 @@ async fn update_group_settings(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/groups/{groupId}/picture", tag = "groups",
     responses((status = 200, body = PictureUrl)))]
 async fn get_group_picture(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<PictureUrl>> {
     let group = path_group(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let url = bounded(&ctx, engine.group_picture(&group)).await?;
     Ok(Json(PictureUrl { url }))
 }
@@ -110,15 +106,14 @@ async fn get_group_picture(
 #[utoipa::path(put, path = "/api/sessions/{sessionId}/groups/{groupId}/picture", tag = "groups",
     request_body = MediaInput, responses((status = 200, body = SuccessResult)))]
 async fn set_group_picture(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<MediaInput>,
 ) -> ApiResult<Json<SuccessResult>> {
     let group = path_group(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
-    let (image, _) = load_media(&ctx, &id.0, &body, "image/jpeg").await?;
+    let engine = session.engine().await?;
+    let (image, _) = load_media(&ctx, session.id(), &body, "image/jpeg").await?;
     bounded(&ctx, engine.set_group_picture(&group, image)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -127,13 +122,12 @@ async fn set_group_picture(
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}/groups/{groupId}/picture", tag = "groups",
     responses((status = 200, body = SuccessResult)))]
 async fn remove_group_picture(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
     let group = path_group(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.remove_group_picture(&group)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -142,13 +136,12 @@ async fn remove_group_picture(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/groups/{groupId}/invite-code", tag = "groups",
     responses((status = 200, body = InviteCode)))]
 async fn get_invite_code(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<InviteCode>> {
     let group = path_group(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     Ok(Json(invite(
         bounded(&ctx, engine.group_invite_code(&group)).await?,
     )))
@@ -158,13 +151,12 @@ async fn get_invite_code(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/groups/{groupId}/invite-code/revoke", tag = "groups",
     responses((status = 200, body = InviteCode)))]
 async fn revoke_invite_code(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<InviteCode>> {
     let group = path_group(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     Ok(Json(invite(
         bounded(&ctx, engine.revoke_group_invite(&group)).await?,
     )))

@@ -6,7 +6,6 @@ use axum::Json;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::chats::PageQuery;
 use wagate_proto::dto::common::SuccessResult;
 use wagate_proto::dto::groups::{
@@ -14,12 +13,12 @@ use wagate_proto::dto::groups::{
     GroupSubjectRequest, GroupSummary, JoinGroupRequest, JoinGroupResponse, JoinInfoQuery,
 };
 
-use super::auth::Caller;
-use super::engine_call::{Page, bounded, jid, ready_engine};
+use super::engine_call::{Page, bounded, jid};
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiJson, ApiPath, ApiQuery, SessionId};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::app::ApiContext;
 use crate::engine::{self, NewGroup};
+use crate::http::session_scope::Scoped;
 
 mod admin;
 mod participants;
@@ -83,13 +82,12 @@ pub(super) fn path_group(path: &(String, String)) -> ApiResult<wagate_proto::Jid
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/groups", tag = "groups", params(PageQuery),
     responses((status = 200, body = [GroupSummary])))]
 async fn list_groups(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     RawQuery(query): RawQuery,
 ) -> ApiResult<Json<Vec<GroupSummary>>> {
     let page = Page::parse(query.as_deref(), 1000, 1000)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let groups = bounded(&ctx, engine.list_groups()).await?;
     let list = page.apply(groups).into_iter().map(|g| GroupSummary {
         participants_count: None,
@@ -103,9 +101,7 @@ async fn list_groups(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/groups", tag = "groups",
     request_body = CreateGroupRequest, responses((status = 201, body = GroupSummary)))]
 async fn create_group(
-    caller: Caller,
-    id: SessionId,
-    State(ctx): State<ApiContext>,
+    session: Scoped,
     ApiJson(body): ApiJson<CreateGroupRequest>,
 ) -> ApiResult<(StatusCode, Json<GroupSummary>)> {
     if body.name.trim().is_empty() {
@@ -113,7 +109,7 @@ async fn create_group(
     }
     crate::names::printable("name", &body.name).map_err(ApiError::bad_request)?;
     let participants = super::engine_call::jids("participants", &body.participants)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     // Unbounded on purpose: the spec lists group create among the routes that never answer 503.
     let group = engine
         .create_group(NewGroup {
@@ -128,13 +124,12 @@ async fn create_group(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/groups/join-info", tag = "groups",
     params(JoinInfoQuery), responses((status = 200, body = GroupJoinInfo)))]
 async fn get_join_info(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiQuery(query): ApiQuery<JoinInfoQuery>,
 ) -> ApiResult<Json<GroupJoinInfo>> {
     let code = invite_code(query.code.as_deref().unwrap_or_default())?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let info = bounded(&ctx, engine.group_join_info(&code)).await?;
     Ok(Json(GroupJoinInfo {
         id: info.id.to_string(),
@@ -164,13 +159,12 @@ fn invite_code(raw: &str) -> ApiResult<String> {
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/groups/join", tag = "groups",
     request_body = JoinGroupRequest, responses((status = 200, body = JoinGroupResponse)))]
 async fn join_group(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<JoinGroupRequest>,
 ) -> ApiResult<Json<JoinGroupResponse>> {
     let code = invite_code(&body.invite_code)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     let group = bounded(&ctx, engine.join_group(&code)).await?;
     Ok(Json(JoinGroupResponse {
         success: true,
@@ -182,13 +176,12 @@ async fn join_group(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/groups/{groupId}", tag = "groups",
     responses((status = 200, body = GroupDetail)))]
 async fn get_group(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<GroupDetail>> {
     let group = path_group(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     Ok(Json(detail(
         bounded(&ctx, engine.group_info(&group)).await?,
     )))
@@ -198,8 +191,7 @@ async fn get_group(
 #[utoipa::path(put, path = "/api/sessions/{sessionId}/groups/{groupId}/subject", tag = "groups",
     request_body = GroupSubjectRequest, responses((status = 200, body = SuccessResult)))]
 async fn set_group_subject(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<GroupSubjectRequest>,
@@ -209,7 +201,7 @@ async fn set_group_subject(
         return Err(ApiError::bad_request("subject must not be empty"));
     }
     crate::names::printable("subject", &body.subject).map_err(ApiError::bad_request)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.set_group_subject(&group, &body.subject)).await?;
     Ok(Json(SuccessResult::ok()))
 }
@@ -218,14 +210,13 @@ async fn set_group_subject(
 #[utoipa::path(put, path = "/api/sessions/{sessionId}/groups/{groupId}/description", tag = "groups",
     request_body = GroupDescriptionRequest, responses((status = 200, body = SuccessResult)))]
 async fn set_group_description(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<GroupDescriptionRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
     let group = path_group(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(
         &ctx,
         engine.set_group_description(&group, &body.description),
@@ -238,13 +229,12 @@ async fn set_group_description(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/groups/{groupId}/leave", tag = "groups",
     responses((status = 200, body = SuccessResult)))]
 async fn leave_group(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
     let group = path_group(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.leave_group(&group)).await?;
     Ok(Json(SuccessResult::ok()))
 }

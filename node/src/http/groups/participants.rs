@@ -4,7 +4,6 @@
 use axum::Json;
 use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::groups::{
     MembershipAnswerRequest, MembershipRequest, ParticipantOutcome, ParticipantsRequest,
     ParticipantsResult,
@@ -13,10 +12,10 @@ use wagate_proto::dto::groups::{
 use super::path_group;
 use crate::app::ApiContext;
 use crate::engine::{ParticipantAction, ParticipantResult};
-use crate::http::auth::Caller;
-use crate::http::engine_call::{bounded, jids, ready_engine};
+use crate::http::engine_call::{bounded, jids};
 use crate::http::error::ApiResult;
-use crate::http::extract::{ApiJson, ApiPath, SessionId};
+use crate::http::extract::{ApiJson, ApiPath};
+use crate::http::session_scope::Scoped;
 
 pub(super) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
@@ -48,15 +47,14 @@ fn result(outcomes: Vec<ParticipantResult>) -> ParticipantsResult {
 
 async fn roster(
     ctx: ApiContext,
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     path: (String, String),
     body: ParticipantsRequest,
     action: ParticipantAction,
 ) -> ApiResult<Json<ParticipantsResult>> {
     let group = path_group(&path)?;
     let participants = jids("participants", &body.participants)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     let change = engine.update_participants(&group, action, &participants);
     Ok(Json(result(bounded(&ctx, change).await?)))
 }
@@ -65,65 +63,60 @@ async fn roster(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/groups/{groupId}/participants", tag = "groups",
     request_body = ParticipantsRequest, responses((status = 200, body = ParticipantsResult)))]
 async fn add_participants(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ParticipantsRequest>,
 ) -> ApiResult<Json<ParticipantsResult>> {
-    roster(ctx, caller, id, path, body, ParticipantAction::Add).await
+    roster(ctx, session, path, body, ParticipantAction::Add).await
 }
 
 /// DELETE /api/sessions/{sessionId}/groups/{groupId}/participants (JSON body)
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}/groups/{groupId}/participants", tag = "groups",
     request_body = ParticipantsRequest, responses((status = 200, body = ParticipantsResult)))]
 async fn remove_participants(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ParticipantsRequest>,
 ) -> ApiResult<Json<ParticipantsResult>> {
-    roster(ctx, caller, id, path, body, ParticipantAction::Remove).await
+    roster(ctx, session, path, body, ParticipantAction::Remove).await
 }
 
 /// POST /api/sessions/{sessionId}/groups/{groupId}/participants/promote
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/groups/{groupId}/participants/promote", tag = "groups",
     request_body = ParticipantsRequest, responses((status = 200, body = ParticipantsResult)))]
 async fn promote_participants(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ParticipantsRequest>,
 ) -> ApiResult<Json<ParticipantsResult>> {
-    roster(ctx, caller, id, path, body, ParticipantAction::Promote).await
+    roster(ctx, session, path, body, ParticipantAction::Promote).await
 }
 
 /// POST /api/sessions/{sessionId}/groups/{groupId}/participants/demote
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/groups/{groupId}/participants/demote", tag = "groups",
     request_body = ParticipantsRequest, responses((status = 200, body = ParticipantsResult)))]
 async fn demote_participants(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ParticipantsRequest>,
 ) -> ApiResult<Json<ParticipantsResult>> {
-    roster(ctx, caller, id, path, body, ParticipantAction::Demote).await
+    roster(ctx, session, path, body, ParticipantAction::Demote).await
 }
 
 /// GET /api/sessions/{sessionId}/groups/{groupId}/membership-requests
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/groups/{groupId}/membership-requests", tag = "groups",
     responses((status = 200, body = [MembershipRequest])))]
 async fn list_membership_requests(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<Vec<MembershipRequest>>> {
     let group = path_group(&path)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let requests = bounded(&ctx, engine.membership_requests(&group)).await?;
     let list = requests.into_iter().map(|r| MembershipRequest {
         participant_id: r.participant_id.to_string(),
@@ -134,8 +127,7 @@ async fn list_membership_requests(
 
 async fn answer(
     ctx: ApiContext,
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     path: (String, String),
     body: MembershipAnswerRequest,
     approve: bool,
@@ -146,7 +138,7 @@ async fn answer(
         .as_deref()
         .map(|p| jids("participants", p))
         .transpose()?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     let change = engine.answer_membership_requests(&group, approve, chosen.as_deref());
     Ok(Json(result(bounded(&ctx, change).await?)))
 }
@@ -155,24 +147,22 @@ async fn answer(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/groups/{groupId}/membership-requests/approve", tag = "groups",
     request_body = MembershipAnswerRequest, responses((status = 200, body = ParticipantsResult)))]
 async fn approve_membership_requests(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<MembershipAnswerRequest>,
 ) -> ApiResult<Json<ParticipantsResult>> {
-    answer(ctx, caller, id, path, body, true).await
+    answer(ctx, session, path, body, true).await
 }
 
 /// POST /api/sessions/{sessionId}/groups/{groupId}/membership-requests/reject
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/groups/{groupId}/membership-requests/reject", tag = "groups",
     request_body = MembershipAnswerRequest, responses((status = 200, body = ParticipantsResult)))]
 async fn reject_membership_requests(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<MembershipAnswerRequest>,
 ) -> ApiResult<Json<ParticipantsResult>> {
-    answer(ctx, caller, id, path, body, false).await
+    answer(ctx, session, path, body, false).await
 }

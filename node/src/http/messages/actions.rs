@@ -4,7 +4,6 @@
 use axum::Json;
 use axum::extract::State;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::common::{ClickButtonResponse, MessageResponse, SuccessResult};
 use wagate_proto::dto::messages::{
     ClickButtonRequest, DeleteMessageRequest, EditRequest, MessageRefRequest, PinRequest,
@@ -12,10 +11,9 @@ use wagate_proto::dto::messages::{
 };
 
 use crate::app::ApiContext;
-use crate::http::auth::Caller;
 use crate::http::error::ApiResult;
-use crate::http::extract::{ApiJson, SessionId};
-use crate::http::sessions::authorise;
+use crate::http::extract::ApiJson;
+use crate::http::session_scope::Scoped;
 
 pub(super) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
@@ -36,13 +34,11 @@ type Success = ApiResult<Json<SuccessResult>>;
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/react", tag = "messages",
     request_body = ReactRequest, responses((status = 200, body = SuccessResult), (status = 400), (status = 409)))]
 async fn react_message(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<ReactRequest>,
 ) -> Success {
-    authorise(&caller, &id, Role::Operator)?;
-    ctx.messaging.react(&id.0, body).await?;
+    ctx.messaging.react(session.id(), body).await?;
     Ok(Json(SuccessResult::ok()))
 }
 
@@ -50,13 +46,11 @@ async fn react_message(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/edit", tag = "messages",
     request_body = EditRequest, responses((status = 200, body = MessageResponse), (status = 400), (status = 409)))]
 async fn edit_message(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<EditRequest>,
 ) -> ApiResult<Json<MessageResponse>> {
-    authorise(&caller, &id, Role::Operator)?;
-    let sent = ctx.messaging.edit(&id.0, body).await?;
+    let sent = ctx.messaging.edit(session.id(), body).await?;
     Ok(Json(MessageResponse {
         message_id: sent.id,
         timestamp: sent.timestamp,
@@ -67,13 +61,11 @@ async fn edit_message(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/delete", tag = "messages",
     request_body = DeleteMessageRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
 async fn delete_message(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<DeleteMessageRequest>,
 ) -> Success {
-    authorise(&caller, &id, Role::Operator)?;
-    ctx.messaging.delete(&id.0, body).await?;
+    ctx.messaging.delete(session.id(), body).await?;
     Ok(Json(SuccessResult::ok()))
 }
 
@@ -81,13 +73,11 @@ async fn delete_message(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/pin", tag = "messages",
     request_body = PinRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
 async fn pin_message(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<PinRequest>,
 ) -> Success {
-    authorise(&caller, &id, Role::Operator)?;
-    ctx.messaging.pin(&id.0, body).await?;
+    ctx.messaging.pin(session.id(), body).await?;
     Ok(Json(SuccessResult::ok()))
 }
 
@@ -95,13 +85,11 @@ async fn pin_message(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/unpin", tag = "messages",
     request_body = MessageRefRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
 async fn unpin_message(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<MessageRefRequest>,
 ) -> Success {
-    authorise(&caller, &id, Role::Operator)?;
-    ctx.messaging.unpin(&id.0, body).await?;
+    ctx.messaging.unpin(session.id(), body).await?;
     Ok(Json(SuccessResult::ok()))
 }
 
@@ -109,13 +97,11 @@ async fn unpin_message(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/vote-poll", tag = "messages",
     request_body = VotePollRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
 async fn vote_poll(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<VotePollRequest>,
 ) -> Success {
-    authorise(&caller, &id, Role::Operator)?;
-    ctx.messaging.vote_poll(&id.0, body).await?;
+    ctx.messaging.vote_poll(session.id(), body).await?;
     Ok(Json(SuccessResult::ok()))
 }
 
@@ -123,13 +109,11 @@ async fn vote_poll(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/star", tag = "messages",
     request_body = StarRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
 async fn star_message(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<StarRequest>,
 ) -> Success {
-    authorise(&caller, &id, Role::Operator)?;
-    ctx.messaging.star(&id.0, body).await?;
+    ctx.messaging.star(session.id(), body).await?;
     Ok(Json(SuccessResult::ok()))
 }
 
@@ -138,13 +122,11 @@ async fn star_message(
     request_body = ClickButtonRequest,
     responses((status = 200, body = ClickButtonResponse), (status = 400), (status = 409), (status = 501)))]
 async fn click_button(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<ClickButtonRequest>,
 ) -> ApiResult<Json<ClickButtonResponse>> {
-    authorise(&caller, &id, Role::Operator)?;
-    let reply = ctx.messaging.click_button(&id.0, body).await?;
+    let reply = ctx.messaging.click_button(session.id(), body).await?;
     Ok(Json(ClickButtonResponse {
         success: true,
         message_id: reply.id,
@@ -156,12 +138,10 @@ async fn click_button(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/chats/read", tag = "chats",
     request_body = ReadChatRequest, responses((status = 200, body = SuccessResult), (status = 400)))]
 async fn read_chat(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<ReadChatRequest>,
 ) -> Success {
-    authorise(&caller, &id, Role::Operator)?;
-    ctx.messaging.read_chat(&id.0, body).await?;
+    ctx.messaging.read_chat(session.id(), body).await?;
     Ok(Json(SuccessResult::ok()))
 }

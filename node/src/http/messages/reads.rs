@@ -6,14 +6,12 @@ use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::messages::{ListMessagesQuery, Message, ReactionGroup};
 
 use crate::app::ApiContext;
-use crate::http::auth::Caller;
 use crate::http::error::ApiResult;
-use crate::http::extract::{ApiPath, ApiQuery, SessionId};
-use crate::http::sessions::authorise;
+use crate::http::extract::{ApiPath, ApiQuery};
+use crate::http::session_scope::Scoped;
 
 pub(super) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
@@ -27,13 +25,11 @@ pub(super) fn router() -> OpenApiRouter<ApiContext> {
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages", tag = "messages", params(ListMessagesQuery),
     responses((status = 200, body = [Message]), (status = 400, description = "bad paging or unknown cursor")))]
 async fn list_messages(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiQuery(query): ApiQuery<ListMessagesQuery>,
 ) -> ApiResult<Json<Vec<Message>>> {
-    authorise(&caller, &id, Role::Viewer)?;
-    Ok(Json(ctx.messaging.list(&id.0, query).await?))
+    Ok(Json(ctx.messaging.list(session.id(), query).await?))
 }
 
 #[derive(serde::Deserialize)]
@@ -60,15 +56,15 @@ struct HistoryQuery {
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/{chatId}/history", tag = "messages",
     params(HistoryQuery), responses((status = 200, body = [Message])))]
 async fn chat_history(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<ChatPath>,
     ApiQuery(q): ApiQuery<HistoryQuery>,
 ) -> ApiResult<Json<Vec<Message>>> {
-    authorise(&caller, &id, Role::Viewer)?;
     Ok(Json(
-        ctx.messaging.history(&id.0, &path.chat_id, q.limit).await?,
+        ctx.messaging
+            .history(session.id(), &path.chat_id, q.limit)
+            .await?,
     ))
 }
 
@@ -76,14 +72,14 @@ async fn chat_history(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/{chatId}/{messageId}/reactions", tag = "messages",
     responses((status = 200, body = [ReactionGroup]), (status = 404)))]
 async fn message_reactions(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<MessagePath>,
 ) -> ApiResult<Json<Vec<ReactionGroup>>> {
-    authorise(&caller, &id, Role::Viewer)?;
     Ok(Json(
-        ctx.messaging.reactions(&id.0, &path.message_id).await?,
+        ctx.messaging
+            .reactions(session.id(), &path.message_id)
+            .await?,
     ))
 }
 
@@ -92,13 +88,14 @@ async fn message_reactions(
     responses((status = 200, description = "The raw media bytes, with their stored content type",
         content_type = "application/octet-stream", body = Vec<u8>), (status = 404, description = "No media")))]
 async fn message_media(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<MessagePath>,
 ) -> ApiResult<Response> {
-    authorise(&caller, &id, Role::Viewer)?;
-    let (mimetype, stream) = ctx.messaging.media_stream(&id.0, &path.message_id).await?;
+    let (mimetype, stream) = ctx
+        .messaging
+        .media_stream(session.id(), &path.message_id)
+        .await?;
     let mut resp = axum::body::Body::from_stream(stream.body).into_response();
     if let Ok(value) = HeaderValue::from_str(&mimetype) {
         resp.headers_mut().insert(header::CONTENT_TYPE, value);

@@ -7,7 +7,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Serialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::common::MessageResponse;
 use wagate_proto::dto::messages::{
     ForwardRequest, ProductSendResponse, ReplyRequest, SendContactRequest, SendLocationRequest,
@@ -17,10 +16,9 @@ use wagate_proto::dto::messages::{
 use super::idem::Idem;
 use crate::app::ApiContext;
 use crate::engine::{MediaKind, SentMessage};
-use crate::http::auth::Caller;
 use crate::http::error::ApiResult;
-use crate::http::extract::{ApiJson, SessionId};
-use crate::http::sessions::authorise;
+use crate::http::extract::ApiJson;
+use crate::http::session_scope::Scoped;
 use crate::messaging::MessagingResult;
 use crate::messaging::draft::{self, Draft};
 
@@ -51,20 +49,18 @@ fn response(sent: SentMessage) -> MessageResponse {
 /// The common body of every draft-based send route.
 async fn send_with<T: Serialize>(
     ctx: &ApiContext,
-    caller: &Caller,
-    id: &SessionId,
+    session: &Scoped,
     headers: &HeaderMap,
     route: &str,
     body: T,
     build: impl FnOnce(T) -> MessagingResult<Draft>,
 ) -> ApiResult<Response> {
-    authorise(caller, id, Role::Operator)?;
-    let idem = match Idem::begin(ctx, &id.0, headers, route, &body).await? {
+    let idem = match Idem::begin(ctx, session.id(), headers, route, &body).await? {
         Idem::Replay(resp) => return Ok(resp),
         idem => idem,
     };
-    let sent = ctx.messaging.send(&id.0, build(body)?).await?;
-    idem.respond(ctx, &id.0, StatusCode::CREATED, &response(sent))
+    let sent = ctx.messaging.send(session.id(), build(body)?).await?;
+    idem.respond(ctx, session.id(), StatusCode::CREATED, &response(sent))
         .await
 }
 
@@ -73,13 +69,12 @@ async fn send_with<T: Serialize>(
     request_body = SendTextRequest, responses((status = 201, body = MessageResponse), (status = 400),
     (status = 404), (status = 409), (status = 429)))]
 async fn send_text(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<SendTextRequest>,
 ) -> ApiResult<Response> {
-    send_with(&ctx, &caller, &id, &headers, "send-text", body, draft::text).await
+    send_with(&ctx, &session, &headers, "send-text", body, draft::text).await
 }
 
 macro_rules! media_route {
@@ -88,9 +83,9 @@ macro_rules! media_route {
         #[utoipa::path(post, path = $path, tag = "messages", request_body = SendMediaRequest,
             responses((status = 201, body = MessageResponse), (status = 400), (status = 404),
             (status = 409), (status = 413), (status = 429)))]
-        async fn $name(caller: Caller, id: SessionId, State(ctx): State<ApiContext>, headers: HeaderMap,
+        async fn $name(session: Scoped, State(ctx): State<ApiContext>, headers: HeaderMap,
             ApiJson(body): ApiJson<SendMediaRequest>) -> ApiResult<Response> {
-            send_with(&ctx, &caller, &id, &headers, $route, body, |b| draft::media($kind, b)).await
+            send_with(&ctx, &session, &headers, $route, body, |b| draft::media($kind, b)).await
         }
     };
 }
@@ -130,16 +125,14 @@ media_route!(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/send-location", tag = "messages",
     request_body = SendLocationRequest, responses((status = 201, body = MessageResponse), (status = 400)))]
 async fn send_location(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<SendLocationRequest>,
 ) -> ApiResult<Response> {
     send_with(
         &ctx,
-        &caller,
-        &id,
+        &session,
         &headers,
         "send-location",
         body,
@@ -152,16 +145,14 @@ async fn send_location(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/send-contact", tag = "messages",
     request_body = SendContactRequest, responses((status = 201, body = MessageResponse), (status = 400)))]
 async fn send_contact(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<SendContactRequest>,
 ) -> ApiResult<Response> {
     send_with(
         &ctx,
-        &caller,
-        &id,
+        &session,
         &headers,
         "send-contact",
         body,
@@ -174,46 +165,42 @@ async fn send_contact(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/send-poll", tag = "messages",
     request_body = SendPollRequest, responses((status = 201, body = MessageResponse), (status = 400)))]
 async fn send_poll(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<SendPollRequest>,
 ) -> ApiResult<Response> {
-    send_with(&ctx, &caller, &id, &headers, "send-poll", body, draft::poll).await
+    send_with(&ctx, &session, &headers, "send-poll", body, draft::poll).await
 }
 
 /// POST /api/sessions/{sessionId}/messages/reply
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/reply", tag = "messages",
     request_body = ReplyRequest, responses((status = 201, body = MessageResponse), (status = 400), (status = 404)))]
 async fn reply(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<ReplyRequest>,
 ) -> ApiResult<Response> {
-    send_with(&ctx, &caller, &id, &headers, "reply", body, draft::reply).await
+    send_with(&ctx, &session, &headers, "reply", body, draft::reply).await
 }
 
 /// POST /api/sessions/{sessionId}/messages/send-template
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/send-template", tag = "messages",
     request_body = SendTemplateRequest, responses((status = 201, body = MessageResponse), (status = 400), (status = 404)))]
 async fn send_template(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<SendTemplateRequest>,
 ) -> ApiResult<Response> {
-    authorise(&caller, &id, Role::Operator)?;
-    let idem = match Idem::begin(&ctx, &id.0, &headers, "send-template", &body).await? {
+    let idem = match Idem::begin(&ctx, session.id(), &headers, "send-template", &body).await? {
         Idem::Replay(resp) => return Ok(resp),
         idem => idem,
     };
-    let draft = ctx.messaging.template_draft(&id.0, body).await?;
-    let sent = ctx.messaging.send(&id.0, draft).await?;
-    idem.respond(&ctx, &id.0, StatusCode::CREATED, &response(sent))
+    let draft = ctx.messaging.template_draft(session.id(), body).await?;
+    let sent = ctx.messaging.send(session.id(), draft).await?;
+    idem.respond(&ctx, session.id(), StatusCode::CREATED, &response(sent))
         .await
 }
 
@@ -222,41 +209,41 @@ async fn send_template(
     request_body = SendProductRequest, responses((status = 201, body = ProductSendResponse), (status = 400),
     (status = 404), (status = 501)))]
 async fn send_product(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<SendProductRequest>,
 ) -> ApiResult<Response> {
-    authorise(&caller, &id, Role::Operator)?;
-    let idem = match Idem::begin(&ctx, &id.0, &headers, "send-product", &body).await? {
+    let idem = match Idem::begin(&ctx, session.id(), &headers, "send-product", &body).await? {
         Idem::Replay(resp) => return Ok(resp),
         idem => idem,
     };
-    let sent = ctx.messaging.send(&id.0, draft::product(body)?).await?;
+    let sent = ctx
+        .messaging
+        .send(session.id(), draft::product(body)?)
+        .await?;
     let body = ProductSendResponse {
         id: sent.id,
         timestamp: sent.timestamp,
     };
-    idem.respond(&ctx, &id.0, StatusCode::CREATED, &body).await
+    idem.respond(&ctx, session.id(), StatusCode::CREATED, &body)
+        .await
 }
 
 /// POST /api/sessions/{sessionId}/messages/forward
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/forward", tag = "messages",
     request_body = ForwardRequest, responses((status = 201, body = MessageResponse), (status = 400), (status = 404)))]
 async fn forward(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<ForwardRequest>,
 ) -> ApiResult<Response> {
-    authorise(&caller, &id, Role::Operator)?;
-    let idem = match Idem::begin(&ctx, &id.0, &headers, "forward", &body).await? {
+    let idem = match Idem::begin(&ctx, session.id(), &headers, "forward", &body).await? {
         Idem::Replay(resp) => return Ok(resp),
         idem => idem,
     };
-    let sent = ctx.messaging.forward(&id.0, body).await?;
-    idem.respond(&ctx, &id.0, StatusCode::CREATED, &response(sent))
+    let sent = ctx.messaging.forward(session.id(), body).await?;
+    idem.respond(&ctx, session.id(), StatusCode::CREATED, &response(sent))
         .await
 }

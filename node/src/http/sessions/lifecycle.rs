@@ -5,14 +5,12 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::sessions::{PairingCodeRequest, PairingCodeResponse, QrResponse, Session};
 
-use super::authorise;
 use crate::app::ApiContext;
-use crate::http::auth::Caller;
 use crate::http::error::ApiResult;
-use crate::http::extract::{ApiJson, SessionId};
+use crate::http::extract::ApiJson;
+use crate::http::session_scope::Scoped;
 
 pub(super) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
@@ -27,18 +25,13 @@ pub(super) fn router() -> OpenApiRouter<ApiContext> {
 /// POST /api/sessions/{sessionId}/start
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/start", tag = "sessions",
     responses((status = 200, body = Session), (status = 409), (status = 504)))]
-async fn start_session(
-    caller: Caller,
-    id: SessionId,
-    State(ctx): State<ApiContext>,
-) -> ApiResult<Json<Session>> {
-    authorise(&caller, &id, Role::Operator)?;
-    let result = ctx.sessions.start(&id.0).await;
+async fn start_session(session: Scoped, State(ctx): State<ApiContext>) -> ApiResult<Json<Session>> {
+    let result = ctx.sessions.start(session.id()).await;
     let status = result.as_ref().map(|_| 200).unwrap_or(500);
     ctx.audit.record(
         "session_started",
-        &caller.actor(),
-        Some(&id.0),
+        &session.caller.actor(),
+        Some(session.id()),
         status,
         None,
     );
@@ -48,15 +41,15 @@ async fn start_session(
 /// POST /api/sessions/{sessionId}/stop
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/stop", tag = "sessions",
     responses((status = 200, body = Session), (status = 502)))]
-async fn stop_session(
-    caller: Caller,
-    id: SessionId,
-    State(ctx): State<ApiContext>,
-) -> ApiResult<Json<Session>> {
-    authorise(&caller, &id, Role::Operator)?;
-    let view = ctx.sessions.stop(&id.0).await?;
-    ctx.audit
-        .record("session_stopped", &caller.actor(), Some(&id.0), 200, None);
+async fn stop_session(session: Scoped, State(ctx): State<ApiContext>) -> ApiResult<Json<Session>> {
+    let view = ctx.sessions.stop(session.id()).await?;
+    ctx.audit.record(
+        "session_stopped",
+        &session.caller.actor(),
+        Some(session.id()),
+        200,
+        None,
+    );
     Ok(Json(view.into()))
 }
 
@@ -64,17 +57,15 @@ async fn stop_session(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/logout", tag = "sessions",
     responses((status = 200, body = Session), (status = 502)))]
 async fn logout_session(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<Session>> {
-    authorise(&caller, &id, Role::Operator)?;
     // A logout that did not complete writes no success audit row (spec).
-    let view = ctx.sessions.logout(&id.0).await?;
+    let view = ctx.sessions.logout(session.id()).await?;
     ctx.audit.record(
         "session_logged_out",
-        &caller.actor(),
-        Some(&id.0),
+        &session.caller.actor(),
+        Some(session.id()),
         200,
         None,
     );
@@ -85,16 +76,14 @@ async fn logout_session(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/force-kill", tag = "sessions",
     responses((status = 200, body = Session)))]
 async fn force_kill_session(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<Session>> {
-    authorise(&caller, &id, Role::Operator)?;
-    let view = ctx.sessions.force_kill(&id.0).await?;
+    let view = ctx.sessions.force_kill(session.id()).await?;
     ctx.audit.record(
         "session_force_killed",
-        &caller.actor(),
-        Some(&id.0),
+        &session.caller.actor(),
+        Some(session.id()),
         200,
         None,
     );
@@ -104,13 +93,8 @@ async fn force_kill_session(
 /// GET /api/sessions/{sessionId}/qr
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/qr", tag = "sessions",
     responses((status = 200, body = QrResponse), (status = 400, description = "no QR cached")))]
-async fn get_qr(
-    caller: Caller,
-    id: SessionId,
-    State(ctx): State<ApiContext>,
-) -> ApiResult<Json<QrResponse>> {
-    authorise(&caller, &id, Role::Operator)?;
-    let (qr_code, status) = ctx.sessions.qr(&id.0).await?;
+async fn get_qr(session: Scoped, State(ctx): State<ApiContext>) -> ApiResult<Json<QrResponse>> {
+    let (qr_code, status) = ctx.sessions.qr(session.id()).await?;
     Ok(Json(QrResponse { qr_code, status }))
 }
 
@@ -118,14 +102,12 @@ async fn get_qr(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/pairing-code", tag = "sessions",
     request_body = PairingCodeRequest, responses((status = 201, body = PairingCodeResponse), (status = 409)))]
 async fn request_pairing_code(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<PairingCodeRequest>,
 ) -> ApiResult<(StatusCode, Json<PairingCodeResponse>)> {
-    authorise(&caller, &id, Role::Operator)?;
     let phone = body.phone_number.unwrap_or_default();
-    let (pairing_code, status) = ctx.sessions.pairing_code(&id.0, &phone).await?;
+    let (pairing_code, status) = ctx.sessions.pairing_code(session.id(), &phone).await?;
     let body = PairingCodeResponse {
         pairing_code,
         status,

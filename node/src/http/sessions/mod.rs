@@ -16,7 +16,8 @@ use wagate_proto::iso_ms;
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
-use super::extract::{ApiJson, SessionId, query_pairs};
+use super::extract::{ApiJson, query_pairs};
+use super::session_scope::Scoped;
 use crate::app::ApiContext;
 use crate::sessions::SessionView;
 
@@ -57,12 +58,6 @@ impl From<SessionView> for Session {
 /// The linked number as the spec shows it (`4915100000001`), from the stored JID.
 fn linked_number(phone: &str) -> String {
     phone.split('@').next().unwrap_or(phone).to_string()
-}
-
-/// Role, then session scope: what every session-scoped handler checks first.
-pub(crate) fn authorise(caller: &Caller, session: &SessionId, role: Role) -> ApiResult<()> {
-    caller.require(role)?;
-    caller.require_session(&session.0)
 }
 
 struct ListParams {
@@ -175,13 +170,8 @@ async fn create_session(
 
 /// GET /api/sessions/{sessionId}
 #[utoipa::path(get, path = "/api/sessions/{sessionId}", tag = "sessions", responses((status = 200, body = Session)))]
-async fn get_session(
-    caller: Caller,
-    id: SessionId,
-    State(ctx): State<ApiContext>,
-) -> ApiResult<Response> {
-    authorise(&caller, &id, Role::Viewer)?;
-    let (cached, engine_loaded) = ctx.sessions.get_cached(&id.0).await?;
+async fn get_session(session: Scoped, State(ctx): State<ApiContext>) -> ApiResult<Response> {
+    let (cached, engine_loaded) = ctx.sessions.get_cached(session.id()).await?;
     // Built once per row version (and engine state), then reused until the row's next write.
     let body = cached.json(engine_loaded, |record| {
         let view = SessionView {
@@ -196,15 +186,15 @@ async fn get_session(
 
 /// DELETE /api/sessions/{sessionId}
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}", tag = "sessions", responses((status = 204)))]
-async fn delete_session(
-    caller: Caller,
-    id: SessionId,
-    State(ctx): State<ApiContext>,
-) -> ApiResult<StatusCode> {
-    authorise(&caller, &id, Role::Operator)?;
-    ctx.sessions.delete(&id.0).await?;
-    ctx.audit
-        .record("session_deleted", &caller.actor(), Some(&id.0), 204, None);
+async fn delete_session(session: Scoped, State(ctx): State<ApiContext>) -> ApiResult<StatusCode> {
+    ctx.sessions.delete(session.id()).await?;
+    ctx.audit.record(
+        "session_deleted",
+        &session.caller.actor(),
+        Some(session.id()),
+        204,
+        None,
+    );
     Ok(StatusCode::NO_CONTENT)
 }
 

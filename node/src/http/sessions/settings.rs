@@ -5,19 +5,17 @@ use axum::Json;
 use axum::extract::State;
 use serde_json::Value;
 use utoipa_axum::{router::OpenApiRouter, routes};
+use wagate_proto::Jid;
 use wagate_proto::dto::common::SuccessResult;
 use wagate_proto::dto::sessions::{
     Presence, PresenceParticipant, PresenceSubscribeRequest, SessionConfig, SessionProxy,
     SetPresenceRequest, UpdateProxyRequest, UpdateSessionConfigRequest,
 };
-use wagate_proto::{Jid, Role};
 
-use super::authorise;
 use crate::app::ApiContext;
-use crate::http::auth::Caller;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{ApiJson, ApiPath, SessionId};
-use crate::http::session_scope::ScopedSession;
+use crate::http::extract::{ApiJson, ApiPath};
+use crate::http::session_scope::{Scoped, ScopedSession};
 use crate::sessions::ConfigChange;
 use crate::sessions::proxy;
 
@@ -89,18 +87,16 @@ async fn get_config(session: ScopedSession) -> ApiResult<Json<SessionConfig>> {
 #[utoipa::path(patch, path = "/api/sessions/{sessionId}/config", tag = "sessions",
     request_body = UpdateSessionConfigRequest, responses((status = 200, body = SessionConfig)))]
 async fn update_config(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<UpdateSessionConfigRequest>,
 ) -> ApiResult<Json<SessionConfig>> {
-    authorise(&caller, &id, Role::Operator)?;
     let change = parse_config_change(&body)?;
-    let config = ctx.sessions.update_config(&id.0, &change).await?;
+    let config = ctx.sessions.update_config(session.id(), &change).await?;
     ctx.audit.record(
         "session_config_updated",
-        &caller.actor(),
-        Some(&id.0),
+        &session.caller.actor(),
+        Some(session.id()),
         200,
         None,
     );
@@ -117,21 +113,21 @@ async fn get_proxy(session: ScopedSession) -> ApiResult<Json<SessionProxy>> {
 #[utoipa::path(patch, path = "/api/sessions/{sessionId}/proxy", tag = "sessions",
     request_body = UpdateProxyRequest, responses((status = 200, body = SessionProxy)))]
 async fn update_proxy(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<UpdateProxyRequest>,
 ) -> ApiResult<Json<SessionProxy>> {
-    caller.require(Role::Operator)?;
-    caller.require_unscoped()?;
     let url = body
         .proxy_url
         .ok_or_else(|| ApiError::bad_request("proxyUrl is required (a URL, or null to clear)"))?;
-    let stored = ctx.sessions.update_proxy(&id.0, url.as_deref()).await?;
+    let stored = ctx
+        .sessions
+        .update_proxy(session.id(), url.as_deref())
+        .await?;
     ctx.audit.record(
         "session_proxy_updated",
-        &caller.actor(),
-        Some(&id.0),
+        &session.caller.actor(),
+        Some(session.id()),
         200,
         None,
     );
@@ -142,20 +138,13 @@ async fn update_proxy(
 #[utoipa::path(put, path = "/api/sessions/{sessionId}/presence", tag = "sessions",
     request_body = SetPresenceRequest, responses((status = 200, body = SuccessResult)))]
 async fn set_presence(
-    caller: Caller,
-    id: SessionId,
-    State(ctx): State<ApiContext>,
+    session: Scoped,
     ApiJson(body): ApiJson<SetPresenceRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
-    authorise(&caller, &id, Role::Operator)?;
     let available = body
         .available
         .ok_or_else(|| ApiError::bad_request("available must be a boolean"))?;
-    ctx.sessions.record(&id.0).await?;
-    ctx.sessions
-        .ready_engine(&id.0)?
-        .set_presence(available)
-        .await?;
+    session.engine().await?.set_presence(available).await?;
     Ok(Json(SuccessResult::ok()))
 }
 
@@ -163,19 +152,12 @@ async fn set_presence(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/presence/subscribe", tag = "sessions",
     request_body = PresenceSubscribeRequest, responses((status = 200, body = SuccessResult)))]
 async fn subscribe_presence(
-    caller: Caller,
-    id: SessionId,
-    State(ctx): State<ApiContext>,
+    session: Scoped,
     ApiJson(body): ApiJson<PresenceSubscribeRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
-    authorise(&caller, &id, Role::Operator)?;
     let chat = Jid::parse(body.chat_id.as_deref().unwrap_or_default())
         .map_err(|e| ApiError::bad_request(format!("chatId: {e}")))?;
-    ctx.sessions.record(&id.0).await?;
-    ctx.sessions
-        .ready_engine(&id.0)?
-        .subscribe_presence(&chat)
-        .await?;
+    session.engine().await?.subscribe_presence(&chat).await?;
     Ok(Json(SuccessResult::ok()))
 }
 
@@ -183,15 +165,13 @@ async fn subscribe_presence(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/presence/{chatId}", tag = "sessions",
     responses((status = 200, body = Option<Presence>)))]
 async fn get_presence(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<Option<Presence>>> {
-    authorise(&caller, &id, Role::Viewer)?;
     let chat = Jid::parse(&path.1).map_err(|e| ApiError::bad_request(format!("chatId: {e}")))?;
-    ctx.sessions.record(&id.0).await?;
-    let Some(engine) = ctx.sessions.loaded_engine(&id.0) else {
+    session.record().await?;
+    let Some(engine) = ctx.sessions.loaded_engine(session.id()) else {
         return Ok(Json(None));
     };
     let Some(entries) = engine.presence(&chat).await? else {

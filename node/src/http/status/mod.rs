@@ -10,15 +10,14 @@ use axum::response::Response;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::dto::common::SuccessResult;
 use wagate_proto::dto::status::{StatusContact, StatusList, StatusRecord};
-use wagate_proto::{Role, iso_ms};
+use wagate_proto::iso_ms;
 
 use crate::app::ApiContext;
 use crate::engine::StatusUpdate;
-use crate::http::auth::Caller;
-use crate::http::engine_call::{bounded, jid, ready_engine};
+use crate::http::engine_call::{bounded, jid};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{ApiPath, SessionId};
-use crate::http::session_scope::ScopedSession;
+use crate::http::extract::ApiPath;
+use crate::http::session_scope::{Scoped, ScopedSession};
 
 mod post;
 
@@ -51,11 +50,10 @@ fn record(s: StatusUpdate) -> StatusRecord {
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/status", tag = "status",
     responses((status = 200, body = StatusList)))]
 async fn list_statuses(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<StatusList>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let statuses = bounded(&ctx, engine.list_statuses()).await?;
     Ok(Json(StatusList {
         statuses: statuses.into_iter().map(record).collect(),
@@ -66,13 +64,12 @@ async fn list_statuses(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/status/{id}", tag = "status",
     responses((status = 200, body = StatusList)))]
 async fn list_contact_statuses(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<StatusList>> {
     let contact = jid("contactId", &path.1)?;
-    let engine = ready_engine(&ctx, &caller, &id, Role::Viewer).await?;
+    let engine = session.engine().await?;
     let statuses = bounded(&ctx, engine.contact_statuses(&contact)).await?;
     Ok(Json(StatusList {
         statuses: statuses.into_iter().map(record).collect(),
@@ -83,14 +80,13 @@ async fn list_contact_statuses(
 #[utoipa::path(delete, path = "/api/sessions/{sessionId}/status/{id}", tag = "status",
     responses((status = 200, body = SuccessResult)))]
 async fn delete_status(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let engine = ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    let engine = session.engine().await?;
     bounded(&ctx, engine.delete_status(&path.1)).await?;
-    ctx.messaging.forget_status(&id.0, &path.1).await?;
+    ctx.messaging.forget_status(session.id(), &path.1).await?;
     Ok(Json(SuccessResult::ok()))
 }
 

@@ -9,15 +9,15 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::dto::status::{
     MediaInput, SendMediaStatusRequest, SendTextStatusRequest, StatusResult,
 };
-use wagate_proto::{Jid, Role, iso_ms};
+use wagate_proto::{Jid, iso_ms};
 
 use crate::app::ApiContext;
 use crate::engine::{MessageType, StatusContent, StatusPost, StatusUpdate};
-use crate::http::auth::Caller;
-use crate::http::engine_call::{jid, ready_engine};
+use crate::http::engine_call::jid;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::extract::{ApiJson, SessionId};
+use crate::http::extract::ApiJson;
 use crate::http::media_input::load_stored_media;
+use crate::http::session_scope::Scoped;
 use crate::media::StoredMedia;
 use crate::messaging::ResourceMedia;
 
@@ -85,8 +85,7 @@ async fn publish(
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/status/send-text", tag = "status",
     request_body = SendTextStatusRequest, responses((status = 201, body = StatusResult)))]
 async fn send_text_status(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<SendTextStatusRequest>,
 ) -> ApiResult<(StatusCode, Json<StatusResult>)> {
@@ -99,7 +98,7 @@ async fn send_text_status(
         ));
     }
     let audience = recipients(&ctx, body.recipients.as_deref())?;
-    ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    session.engine().await?;
     let content = StatusContent::Text {
         text: body.text,
         background_color: body.background_color,
@@ -109,13 +108,12 @@ async fn send_text_status(
         content,
         recipients: audience,
     };
-    publish(&ctx, &id.0, post, None).await
+    publish(&ctx, session.id(), post, None).await
 }
 
 async fn send_media(
     ctx: ApiContext,
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     body: SendMediaStatusRequest,
     kind: MessageType,
 ) -> ApiResult<(StatusCode, Json<StatusResult>)> {
@@ -130,12 +128,12 @@ async fn send_media(
         mimetype: body.mimetype.clone(),
     });
     let audience = recipients(&ctx, body.recipients.as_deref())?;
-    ready_engine(&ctx, &caller, &id, Role::Operator).await?;
+    session.engine().await?;
     let ResourceMedia {
         source,
         mimetype,
         stored,
-    } = load_stored_media(&ctx, &id.0, &input, default_mimetype).await?;
+    } = load_stored_media(&ctx, session.id(), &input, default_mimetype).await?;
     let content = StatusContent::Media {
         kind,
         source,
@@ -146,41 +144,38 @@ async fn send_media(
         content,
         recipients: audience,
     };
-    publish(&ctx, &id.0, post, Some((&mimetype, &stored))).await
+    publish(&ctx, session.id(), post, Some((&mimetype, &stored))).await
 }
 
 /// POST /api/sessions/{sessionId}/status/send-image
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/status/send-image", tag = "status",
     request_body = SendMediaStatusRequest, responses((status = 201, body = StatusResult)))]
 async fn send_image_status(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<SendMediaStatusRequest>,
 ) -> ApiResult<(StatusCode, Json<StatusResult>)> {
-    send_media(ctx, caller, id, body, MessageType::Image).await
+    send_media(ctx, session, body, MessageType::Image).await
 }
 
 /// POST /api/sessions/{sessionId}/status/send-video
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/status/send-video", tag = "status",
     request_body = SendMediaStatusRequest, responses((status = 201, body = StatusResult)))]
 async fn send_video_status(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<SendMediaStatusRequest>,
 ) -> ApiResult<(StatusCode, Json<StatusResult>)> {
-    send_media(ctx, caller, id, body, MessageType::Video).await
+    send_media(ctx, session, body, MessageType::Video).await
 }
 
 /// POST /api/sessions/{sessionId}/status/send-voice
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/status/send-voice", tag = "status",
     request_body = SendMediaStatusRequest, responses((status = 201, body = StatusResult)))]
 async fn send_voice_status(
-    caller: Caller,
-    id: SessionId,
+    session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<SendMediaStatusRequest>,
 ) -> ApiResult<(StatusCode, Json<StatusResult>)> {
-    send_media(ctx, caller, id, body, MessageType::Voice).await
+    send_media(ctx, session, body, MessageType::Voice).await
 }
