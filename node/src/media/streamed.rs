@@ -172,9 +172,9 @@ impl Streamer {
                 }
                 Err(err) => {
                     if attempt == MAX_RETRIES || !(err.is_connect() || err.is_request()) {
-                        return Err(unreachable(&err));
+                        return Err(transport_failed(err));
                     }
-                    err.to_string()
+                    err.without_url().to_string()
                 }
             };
             attempt += 1;
@@ -209,10 +209,13 @@ fn refused(status: reqwest::StatusCode) -> MediaError {
     MediaError::Unavailable(format!("the storage backend answered {status}"))
 }
 
-fn unreachable(err: &reqwest::Error) -> MediaError {
+/// A request that got no answer. The URL is dropped first: it carries a signature valid for minutes,
+/// which belongs neither in the log nor in an error message a client reads.
+fn transport_failed(err: reqwest::Error) -> MediaError {
+    let err = err.without_url();
     tracing::warn!(error = %err, "media storage upload failed");
     let mut cause = err.to_string();
-    let mut source = std::error::Error::source(err);
+    let mut source = std::error::Error::source(&err);
     while let Some(inner) = source {
         cause = format!("{cause}: {inner}");
         source = inner.source();
