@@ -123,8 +123,9 @@ impl S3Server {
         Ok(())
     }
 
-    /// A signed client of the bucket, for checks behind the node's back.
-    fn bucket(&self) -> anyhow::Result<impl ObjectStore> {
+    /// A signed client of the bucket, for checks behind the node's back (and the benchmark's ceiling:
+    /// the server alone, without a node).
+    pub fn bucket(&self) -> anyhow::Result<impl ObjectStore> {
         AmazonS3Builder::new()
             .with_bucket_name(BUCKET)
             .with_region("us-east-1")

@@ -3,7 +3,10 @@
 //! URL from a loopback server (end to end: fetch, store, the sim engine passing the object on by key, the
 //! recipient's copy made by the backend), then a storage archive export and import of what was stored (the store
 //! alone: every object streamed out and back in). Prints MB/s and the node's anonymous RSS growth over
-//! idle, sampled every 20 ms. The local run is the baseline of the same run.
+//! idle, sampled every 20 ms. The local run is the baseline of the same run. After the S3 run, the
+//! ceiling the loopback server allows: the same number of objects of the same size written straight to
+//! it from memory, without a node (single PUTs, then each with the server-side copy a send's recipient
+//! costs), so the node's S3 figure reads against what moto itself can take.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,13 +26,75 @@ pub async fn run(args: &[String]) -> anyhow::Result<()> {
     let body: Vec<u8> = (0..megabytes * 1024 * 1024)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
+    let ceiling_body = bytes::Bytes::from(body.clone());
     let server = serve(body).await?;
     println!(
         "media-storage: {files} concurrent send-document of {megabytes} MB each, fetched by URL from loopback"
     );
-    run_backend(&binary, None, &server, files, megabytes).await?;
+    let local = run_backend(&binary, None, &server, files, megabytes).await?;
     let s3 = S3Server::start().await?;
-    run_backend(&binary, Some(&s3), &server, files, megabytes).await
+    let on_s3 = run_backend(&binary, Some(&s3), &server, files, megabytes).await?;
+    let [_, put_copy, _] = ceiling(&s3, files, megabytes, ceiling_body).await?;
+    println!(
+        "media-storage summary: s3 send at {:.0}% of local, {:.0}% of the server's PUT + copy ceiling",
+        100.0 * on_s3 / local,
+        100.0 * on_s3 / put_copy
+    );
+    Ok(())
+}
+
+/// The loopback server alone: `files` concurrent uploads of the benchmark's bytes from memory (one
+/// buffer shared by every request, so the client costs next to nothing), three ways: single PUTs (what
+/// the node does), single PUTs each followed by a server-side copy to a second key (what a send costs
+/// the server: the sender's object and the recipient's copy), and multipart uploads of 5 MiB parts (what
+/// the node did before, for comparison).
+async fn ceiling(
+    s3: &S3Server,
+    files: usize,
+    megabytes: usize,
+    body: bytes::Bytes,
+) -> anyhow::Result<[f64; 3]> {
+    use object_store::path::Path as ObjectPath;
+    use object_store::{ObjectStoreExt, WriteMultipart};
+    const PART: usize = 5 * 1024 * 1024;
+    let bucket = Arc::new(s3.bucket()?);
+    let total_mb = (files * megabytes) as f64;
+    let mut figures = Vec::new();
+    for mode in ["put", "put-copy", "multipart"] {
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for i in 0..files {
+            let (bucket, body) = (bucket.clone(), body.clone());
+            tasks.push(tokio::spawn(async move {
+                let key = ObjectPath::from(format!("ceiling-{mode}/{i}"));
+                if mode == "multipart" {
+                    let upload = bucket.put_multipart(&key).await?;
+                    let mut parts = WriteMultipart::new_with_chunk_size(upload, PART);
+                    for part in body.chunks(PART) {
+                        parts.wait_for_capacity(2).await?;
+                        parts.put(body.slice_ref(part));
+                    }
+                    parts.finish().await?;
+                    return anyhow::Ok(());
+                }
+                bucket.put(&key, body.into()).await?;
+                if mode == "put-copy" {
+                    let copy = ObjectPath::from(format!("ceiling-{mode}/{i}-copy"));
+                    bucket.copy(&key, &copy).await?;
+                }
+                anyhow::Ok(())
+            }));
+        }
+        for task in tasks {
+            task.await??;
+        }
+        figures.push(total_mb / started.elapsed().as_secs_f64());
+    }
+    println!(
+        "media-storage s3 ceiling (the server alone, no node, {files} concurrent x {megabytes} MB from memory): single PUT {:.1} MB/s; PUT + server-side copy {:.1} MB/s; multipart (5 MiB parts) {:.1} MB/s",
+        figures[0], figures[1], figures[2]
+    );
+    Ok([figures[0], figures[1], figures[2]])
 }
 
 /// A loopback HTTP server answering a GET with `body`, its first bytes replaced by the query string so
@@ -68,7 +133,7 @@ async fn run_backend(
     url: &str,
     files: usize,
     megabytes: usize,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<f64> {
     let name = if s3.is_some() { "s3" } else { "local" };
     let mut options = NodeOptions::new(binary)
         .env("LOG_LEVEL", "warn")
@@ -119,6 +184,7 @@ async fn run_backend(
     stop.store(true, Ordering::Release);
     let send_peak = sampler.await?;
     let total_mb = (files * megabytes) as f64;
+    let send_rate = total_mb / send_time;
     println!(
         "media-storage {name}: send {total_mb:.0} MB in {send_time:.2}s = {:.1} MB/s; anonymous RSS idle {:.1} MB, peak {:.1} MB (+{:.1} MB)",
         total_mb / send_time,
@@ -156,5 +222,5 @@ async fn run_backend(
         archive_peak as f64 / 1024.0,
         archive_peak.saturating_sub(before) as f64 / 1024.0,
     );
-    Ok(())
+    Ok(send_rate)
 }

@@ -2,7 +2,8 @@
 //! streamed through a small channel, so memory stays flat however many rows there are). Webhook secrets and
 //! headers are not read at all; session proxy URLs lose their credentials; inline media is spent newest
 //! first within `EXPORT_INLINE_MEDIA_BUDGET_BYTES` across messages and batches, the rest becomes the omitted
-//! marker. Which tables exist is checked before the answer starts, so a missing table is listed in
+//! marker; an inlined object is base64-encoded into the body as it is read from the media store, never
+//! held whole. Which tables exist is checked before the answer starts, so a missing table is listed in
 //! `skippedTables`; a read failure after that aborts the body (the client never gets a complete document).
 
 use std::collections::{BTreeMap, HashSet};
@@ -10,11 +11,12 @@ use std::collections::{BTreeMap, HashSet};
 use axum::body::Bytes;
 use base64::Engine as _;
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use super::{AdminResult, DataAdmin};
-use crate::media::MediaStore;
+use crate::media::{MediaError, MediaStore};
 use crate::store::data_tables::{self, Cell, TABLES, TableSpec};
 use crate::store::{DataPool, DataTx};
 
@@ -61,6 +63,8 @@ impl DataAdmin {
             buf: Vec::with_capacity(CHUNK * 2),
             media: self.media.clone(),
             inline,
+            placeholder: format!("wagate-inline-media-{}", uuid::Uuid::new_v4()),
+            pending: None,
             done: ExportDone {
                 skipped_tables: skipped,
                 ..ExportDone::default()
@@ -151,6 +155,11 @@ struct Writer {
     buf: Vec<u8>,
     media: MediaStore,
     inline: HashSet<PayloadRef>,
+    /// Stands in for an inlined object's `data` in the row's JSON until the object is streamed there
+    /// (random per export, so no stored text can look like it).
+    placeholder: String,
+    /// The object of the row being written whose `data` is `placeholder`, opened and not yet read.
+    pending: Option<(String, BoxStream<'static, Result<Bytes, MediaError>>)>,
     done: ExportDone,
 }
 
@@ -203,9 +212,7 @@ impl Writer {
                     self.buf.push(b',');
                 }
                 rows += 1;
-                serde_json::to_writer(&mut self.buf, &row)
-                    .map_err(|e| crate::store::StoreError::Corrupt(e.to_string()))?;
-                if !self.flush_if_full().await {
+                if !self.write_row(&row).await? {
                     return Ok(false);
                 }
             }
@@ -226,6 +233,39 @@ impl Writer {
         self.buf.extend_from_slice(b"},");
         self.buf.extend_from_slice(&tail.as_bytes()[1..]);
         Ok(self.flush().await)
+    }
+
+    /// Writes one row; an inlined object is base64-encoded into the output as it is read, so it is
+    /// never held whole (a read failure half-way aborts the export: the JSON is already under way).
+    async fn write_row(&mut self, row: &Value) -> Result<bool, crate::store::StoreError> {
+        let corrupt = |e: serde_json::Error| crate::store::StoreError::Corrupt(e.to_string());
+        let Some((key, mut body)) = self.pending.take() else {
+            serde_json::to_writer(&mut self.buf, row).map_err(corrupt)?;
+            return Ok(self.flush_if_full().await);
+        };
+        let text = serde_json::to_string(row).map_err(corrupt)?;
+        let marker = format!("\"{}\"", self.placeholder);
+        let Some((before, after)) = text.split_once(&marker) else {
+            return Err(crate::store::StoreError::Corrupt(
+                "inline media placeholder lost".into(),
+            ));
+        };
+        self.buf.extend_from_slice(before.as_bytes());
+        self.buf.push(b'"');
+        let mut encoder = Base64Chunks::default();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| {
+                crate::store::StoreError::Corrupt(format!("media object {key}: {e}"))
+            })?;
+            encoder.push(&chunk, &mut self.buf);
+            if !self.flush_if_full().await {
+                return Ok(false);
+            }
+        }
+        encoder.finish(&mut self.buf);
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(after.as_bytes());
+        Ok(self.flush_if_full().await)
     }
 
     async fn flush_if_full(&mut self) -> bool {
@@ -283,11 +323,12 @@ impl Writer {
         };
         let payload = ("messages", id, 0usize);
         if self.inline.contains(&payload)
-            && let Some(bytes) = read_object(&self.media, &key).await
+            && let Some(object) = open_object(&self.media, &key).await
         {
-            let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
-            media.insert("data".into(), Value::String(encoded));
-            media.insert("sizeBytes".into(), Value::from(bytes.len() as u64));
+            // `write_row` streams the object where the placeholder stands.
+            media.insert("data".into(), Value::String(self.placeholder.clone()));
+            media.insert("sizeBytes".into(), Value::from(object.size));
+            self.pending = Some((key, object.body));
             return;
         }
         media.insert("omitted".into(), Value::Bool(true));
@@ -324,10 +365,10 @@ impl Writer {
     }
 }
 
-/// The object's bytes; a missing or unreadable one is logged and exported as omitted.
-async fn read_object(media: &MediaStore, key: &str) -> Option<Vec<u8>> {
-    match media.get(key).await {
-        Ok(Some(bytes)) => Some(bytes),
+/// The object, opened for streaming; a missing or unreadable one is logged and exported as omitted.
+async fn open_object(media: &MediaStore, key: &str) -> Option<crate::media::MediaStream> {
+    match media.stream(key).await {
+        Ok(Some(object)) => Some(object),
         Ok(None) => {
             tracing::warn!(key, "media object missing; exported as omitted");
             None
@@ -336,6 +377,32 @@ async fn read_object(media: &MediaStore, key: &str) -> Option<Vec<u8>> {
             tracing::warn!(key, error = %err, "media object unreadable; exported as omitted");
             None
         }
+    }
+}
+
+/// Base64 of a body that arrives in chunks of any length: whole 3-byte groups go out as they come, up
+/// to two bytes wait for the next chunk, the padding comes at the end.
+#[derive(Default)]
+struct Base64Chunks {
+    carry: Vec<u8>,
+    text: String,
+}
+
+impl Base64Chunks {
+    fn push(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
+        self.carry.extend_from_slice(chunk);
+        let whole = self.carry.len() - self.carry.len() % 3;
+        self.text.clear();
+        base64::engine::general_purpose::STANDARD
+            .encode_string(&self.carry[..whole], &mut self.text);
+        self.carry.drain(..whole);
+        out.extend_from_slice(self.text.as_bytes());
+    }
+
+    fn finish(mut self, out: &mut Vec<u8>) {
+        self.text.clear();
+        base64::engine::general_purpose::STANDARD.encode_string(&self.carry, &mut self.text);
+        out.extend_from_slice(self.text.as_bytes());
     }
 }
 
@@ -361,5 +428,22 @@ mod tests {
         );
         assert_eq!(strip_proxy_credentials("not a url"), None);
         assert_eq!(decoded_len("aGVsbG8="), 5);
+    }
+
+    #[test]
+    fn base64_in_chunks_matches_the_whole_encoding() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 256) as u8).collect();
+        for len in [0, 1, 2, 3, 4, 5, 998, 1000] {
+            let whole = base64::engine::general_purpose::STANDARD.encode(&data[..len]);
+            for step in [1, 2, 3, 4, 7, 64, 1000] {
+                let mut encoder = Base64Chunks::default();
+                let mut out = Vec::new();
+                for chunk in data[..len].chunks(step) {
+                    encoder.push(chunk, &mut out);
+                }
+                encoder.finish(&mut out);
+                assert_eq!(String::from_utf8(out).unwrap(), whole, "{len} in {step}s");
+            }
+        }
     }
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::local::LocalFileSystem;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 
@@ -28,7 +28,7 @@ pub(super) fn local(dir: &std::path::Path) -> Result<Arc<dyn ObjectStore>, Media
 }
 
 /// The bucket, with credentials from the config (the `AWS_*` variables) or else the AWS default chain.
-pub(super) fn s3(config: &S3Config) -> Result<Arc<dyn ObjectStore>, MediaError> {
+pub(super) fn s3(config: &S3Config) -> Result<Arc<AmazonS3>, MediaError> {
     // reqwest is built without a bundled TLS provider and panics when none is installed; boot installs
     // ring already, this makes the store safe to build anywhere (a second install is a no-op error).
     let _ = rustls::crypto::ring::default_provider().install_default();

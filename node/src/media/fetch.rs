@@ -2,6 +2,12 @@
 //! and with the guard on (`MEDIA_URL_GUARD`, default true) through the outbound-address guard: IP
 //! literals are checked up front and on every redirect, names by a resolver that vets and pins the
 //! addresses each connection uses. Streams into a `Sink`; never buffers the body.
+//!
+//! Time limits follow the size the download may reach rather than one flat figure: a connection must
+//! open within `CONNECT_TIMEOUT`, the server must keep sending (no read waits longer than
+//! `IDLE_TIMEOUT`), and the whole download must finish within `BASE_TIMEOUT` plus the time the cap
+//! takes at `MIN_RATE` (50 MB, the default cap: about 4 minutes), so a large file on a slow but steady
+//! link arrives while a stalled or trickling server is dropped.
 
 use std::time::Duration;
 
@@ -11,7 +17,11 @@ use wagate_workers::webhook::guard::{self, GuardError, GuardedResolver};
 use super::sink::Sink;
 use super::{MediaError, StoredMedia};
 
-const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+const BASE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bytes per second a download of the full cap must keep up on average.
+const MIN_RATE: u64 = 256 * 1024;
 const MAX_REDIRECTS: usize = 5;
 
 /// How URLs are fetched; built from the config at boot.
@@ -73,7 +83,8 @@ fn client(opts: &FetchOptions, proxy_url: Option<&str>) -> Result<reqwest::Clien
         attempt.follow()
     });
     let mut builder = reqwest::Client::builder()
-        .timeout(FETCH_TIMEOUT)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .read_timeout(IDLE_TIMEOUT)
         .redirect(policy);
     if guarded {
         builder = builder.dns_resolver(GuardedResolver);
@@ -102,6 +113,7 @@ pub(super) async fn download(
     }
     let resp = client(opts, proxy_url)?
         .get(parsed)
+        .timeout(download_timeout(sink_max(&sink)))
         .send()
         .await
         .map_err(classify)?;
@@ -192,6 +204,28 @@ pub(super) async fn fetch_small(
         .map_err(|_| MediaError::Unreachable(format!("no answer within {budget:?}")))?
 }
 
+/// The whole download's limit for a body of up to `max` bytes.
+fn download_timeout(max: u64) -> Duration {
+    BASE_TIMEOUT.saturating_add(Duration::from_secs(max / MIN_RATE))
+}
+
 fn sink_max(sink: &Sink) -> u64 {
     sink.max()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_download_limit_grows_with_the_cap() {
+        assert_eq!(download_timeout(0), BASE_TIMEOUT);
+        // The default cap (50 MiB) at the minimum rate: 200 s on top of the base.
+        let default_cap = 50 * 1024 * 1024;
+        assert_eq!(
+            download_timeout(default_cap),
+            BASE_TIMEOUT + Duration::from_secs(200)
+        );
+        assert!(download_timeout(u64::MAX) > download_timeout(default_cap));
+    }
 }

@@ -14,6 +14,7 @@
 //! - `fetch`: URL download through the outbound-address guard and the session proxy (into the store, or
 //!   a small capped read into memory for link previews).
 //! - `sink`: a size-capped, hashing writer that lands an object under its content address.
+//! - `streamed`: S3 uploads of a finished scratch file with the body streamed from disk.
 //! - `incoming`: a size-capped blocking scratch file for engines that download synchronously.
 //! - `convert`: server-side conversion with the system `ffmpeg` (voice notes, phone-playable video).
 
@@ -22,6 +23,7 @@ pub(crate) mod convert;
 mod fetch;
 mod incoming;
 mod sink;
+mod streamed;
 
 #[cfg(test)]
 pub(crate) mod testing;
@@ -151,24 +153,26 @@ impl MediaStore {
         max_bytes: u64,
         fetch: FetchOptions,
     ) -> Result<MediaStore, MediaError> {
-        let (objects, storage_type, scratch) = match storage {
+        let (objects, storage_type, scratch, layout) = match storage {
             StorageConfig::Local => {
                 let dir = data_dir.join("media");
                 (
                     backend::local(&dir)?,
                     StorageType::Local,
                     dir.join(".incoming"),
+                    sink::Layout::Direct,
                 )
             }
-            StorageConfig::S3(s3) => (
-                backend::s3(s3)?,
-                StorageType::S3,
-                data_dir.join("media-incoming"),
-            ),
-        };
-        let layout = match storage_type {
-            StorageType::Local => sink::Layout::Direct,
-            StorageType::S3 => sink::Layout::spooled(scratch.clone()),
+            StorageConfig::S3(s3) => {
+                let bucket = backend::s3(s3)?;
+                let scratch = data_dir.join("media-incoming");
+                let layout = sink::Layout::Spooled {
+                    scratch: scratch.clone(),
+                    streamer: streamed::Streamer::new(bucket.clone())?,
+                };
+                let objects: Arc<dyn ObjectStore> = bucket;
+                (objects, StorageType::S3, scratch, layout)
+            }
         };
         Ok(MediaStore {
             objects,

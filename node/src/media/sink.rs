@@ -7,11 +7,10 @@
 //! - local disk: parts of `LOCAL_PART_SIZE` written at their offsets as they fill (at most
 //!   `PARTS_IN_FLIGHT + 1` in memory), into a staging file renamed to the key once the hash is known;
 //!   an object under one part is one write.
-//! - S3: parts must be 5 MiB (`PART_SIZE`), so twenty concurrent sends buffering their parts would hold
-//!   hundreds of MiB. An object past `SPILL_AFTER` bytes is written to a local scratch file as it arrives
-//!   and uploaded from it once complete, straight to its content address (no rename: the hash is known
-//!   by then, and an object already stored is not uploaded at all). The parts read back from scratch
-//!   share one node-wide budget (`S3_PARTS_BUDGET` parts in memory); the scratch file goes when done.
+//! - S3: an object past `SPILL_AFTER` bytes is written to a local scratch file as it arrives and, once
+//!   complete, streamed from it straight to its content address (`streamed`: one PUT whose body is
+//!   read from the file as it goes out, no part buffers; no rename: the hash is known by then, and an
+//!   object already stored is not uploaded at all). The scratch file goes when done.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,42 +18,29 @@ use std::sync::Arc;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
-use tokio::sync::Semaphore;
+use tokio::io::AsyncWriteExt;
 
 use super::backend::classify;
+use super::streamed::Streamer;
 use super::{MediaError, StoredMedia};
 
-/// Part size of a multipart upload to S3 (its minimum part is 5 MiB).
-pub(super) const PART_SIZE: usize = 5 * 1024 * 1024;
 /// Part size on the local disk, which takes parts of any size.
 pub(super) const LOCAL_PART_SIZE: usize = 256 * 1024;
 /// Parts uploading at once per object.
 pub(super) const PARTS_IN_FLIGHT: usize = 2;
 /// S3: bytes kept in memory before a write spills to a scratch file.
-const SPILL_AFTER: usize = 256 * 1024;
-/// S3: parts read back from scratch files and in memory at once, node-wide (15 MiB).
-pub(super) const S3_PARTS_BUDGET: usize = 3;
+pub(super) const SPILL_AFTER: usize = 256 * 1024;
 
 /// How a backend takes a streamed write (see the module comment).
 #[derive(Debug, Clone)]
 pub(super) enum Layout {
     /// The local disk: parts written as they fill.
     Direct,
-    /// S3: spilled to a scratch file under `scratch`, uploaded from it under `budget`.
+    /// S3: spilled to a scratch file under `scratch`, streamed from it by `streamer`.
     Spooled {
         scratch: PathBuf,
-        budget: Arc<Semaphore>,
+        streamer: Streamer,
     },
-}
-
-impl Layout {
-    pub(super) fn spooled(scratch: PathBuf) -> Layout {
-        Layout::Spooled {
-            scratch,
-            budget: Arc::new(Semaphore::new(S3_PARTS_BUDGET)),
-        }
-    }
 }
 
 pub(super) struct Sink {
@@ -142,7 +128,7 @@ pub(super) struct Upload {
 /// A write spilled to a scratch file (removed when this drops).
 struct Spool {
     file: tokio::fs::File,
-    _path: tempfile::TempPath,
+    path: tempfile::TempPath,
     size: u64,
 }
 
@@ -209,12 +195,14 @@ impl Upload {
 
     async fn complete(&mut self, target: &ObjectPath) -> Result<u64, MediaError> {
         if let Some(mut spool) = self.spool.take() {
-            let Layout::Spooled { budget, .. } = &self.layout else {
+            let Layout::Spooled { streamer, .. } = &self.layout else {
                 return Err(MediaError::BadInput(
-                    "a spilled write without a budget".into(),
+                    "a spilled write without an S3 streamer".into(),
                 ));
             };
-            spool.upload(&self.objects, target, budget).await?;
+            // Everything written reaches the file before it is read back by path.
+            spool.file.flush().await?;
+            streamer.upload(&spool.path, spool.size, target).await?;
             return Ok(spool.size);
         }
         match self.multipart.take() {
@@ -257,91 +245,10 @@ impl Spool {
             .into_parts();
         Ok(Spool {
             file: tokio::fs::File::from_std(file),
-            _path: path,
+            path,
             size: 0,
         })
     }
-
-    /// Uploads the scratch file to `target`: one PUT up to one part, else a multipart upload, each part
-    /// read back only once the node-wide budget has room for it.
-    async fn upload(
-        &mut self,
-        objects: &Arc<dyn ObjectStore>,
-        target: &ObjectPath,
-        budget: &Arc<Semaphore>,
-    ) -> Result<(), MediaError> {
-        self.file.flush().await?;
-        self.file.seek(std::io::SeekFrom::Start(0)).await?;
-        if self.size <= PART_SIZE as u64 {
-            let _permit = budget.acquire().await.map_err(closed)?;
-            let part = self.read_part().await?;
-            objects.put(target, part).await.map_err(classify)?;
-            return Ok(());
-        }
-        let mut upload = objects.put_multipart(target).await.map_err(classify)?;
-        match self.put_parts(upload.as_mut(), budget).await {
-            Ok(()) => upload.complete().await.map(|_| ()).map_err(classify),
-            Err(err) => {
-                if let Err(abort) = upload.abort().await {
-                    tracing::debug!(error = %abort, "failed upload not aborted");
-                }
-                Err(err)
-            }
-        }
-    }
-
-    /// Sends every part, `PARTS_IN_FLIGHT` at once; each holds a budget permit until it is sent (the
-    /// parts run as tasks, so a write waiting for room never holds up the parts that would make it).
-    async fn put_parts(
-        &mut self,
-        upload: &mut dyn object_store::MultipartUpload,
-        budget: &Arc<Semaphore>,
-    ) -> Result<(), MediaError> {
-        let mut parts = tokio::task::JoinSet::new();
-        let mut left = self.size;
-        while left > 0 {
-            if parts.len() >= PARTS_IN_FLIGHT {
-                joined(parts.join_next().await)?;
-            }
-            let permit = budget.clone().acquire_owned().await.map_err(closed)?;
-            let part = self.read_part().await?;
-            left -= part.content_length() as u64;
-            let sent = upload.put_part(part);
-            parts.spawn(async move {
-                let result = sent.await;
-                drop(permit);
-                result
-            });
-        }
-        while let Some(done) = parts.join_next().await {
-            joined(Some(done))?;
-        }
-        Ok(())
-    }
-
-    /// The next part (at most `PART_SIZE` bytes) from the scratch file, read into a buffer of exactly
-    /// its size (a growing read would double it past the budget).
-    async fn read_part(&mut self) -> Result<PutPayload, MediaError> {
-        let at = self.file.stream_position().await?;
-        let len = self.size.saturating_sub(at).min(PART_SIZE as u64);
-        let mut part = vec![0u8; usize::try_from(len).unwrap_or(PART_SIZE)];
-        self.file.read_exact(&mut part).await?;
-        Ok(PutPayload::from(part))
-    }
-}
-
-fn joined(
-    done: Option<Result<object_store::Result<()>, tokio::task::JoinError>>,
-) -> Result<(), MediaError> {
-    match done {
-        None | Some(Ok(Ok(()))) => Ok(()),
-        Some(Ok(Err(err))) => Err(classify(err)),
-        Some(Err(err)) => Err(MediaError::Io(std::io::Error::other(err))),
-    }
-}
-
-fn closed(err: tokio::sync::AcquireError) -> MediaError {
-    MediaError::Io(std::io::Error::other(err))
 }
 
 impl Drop for Upload {

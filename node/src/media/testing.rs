@@ -165,6 +165,18 @@ mod counting_impl {
 }
 
 impl MediaStore {
+    /// The same store with S3 uploads switching to streamed parts past `single_put_max` bytes.
+    pub(crate) fn with_streamer_limits(
+        mut self,
+        single_put_max: u64,
+        part_size: u64,
+    ) -> MediaStore {
+        if let super::sink::Layout::Spooled { streamer, .. } = &mut self.layout {
+            *streamer = streamer.clone().with_limits(single_put_max, part_size);
+        }
+        self
+    }
+
     /// The same store with its backend behind a `Counting` wrapper.
     pub(crate) fn counted(&self) -> (MediaStore, std::sync::Arc<Traffic>) {
         let traffic = std::sync::Arc::new(Traffic::default());
