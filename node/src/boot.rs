@@ -21,7 +21,6 @@ use crate::cluster::lease::{Leases, LocalLeases};
 use crate::cluster::{self, Cluster};
 use crate::config::{Config, DatabaseType, EngineType};
 use crate::engine::node_store::NodeStore;
-use crate::engine::socket::{SocketConfig, SocketFactory};
 use crate::engine::unavailable::UnavailableFactory;
 use crate::engine::{EngineFactory, EngineKind};
 use crate::events::Pipeline;
@@ -43,6 +42,7 @@ use crate::store::{DataPool, backends};
 use crate::webhooks::WebhookService;
 use wagate_engine_sim::peers_redis::RedisPeers;
 use wagate_engine_sim::{SimFactory, SimNetwork, network::SimConfig};
+use wagate_engine_socket::{SocketConfig, SocketFactory};
 
 fn init_tracing(config: &Config) -> anyhow::Result<TracingGuard> {
     let level = if config.log_level == "verbose" {

@@ -19,8 +19,6 @@
 //! - `cluster/`: session leases (local and Redis, fenced), node registry, heartbeat, takeover sweep.
 //! - `store/`: all SQL; data DB on SQLite or PostgreSQL, main DB on SQLite.
 //! - `boot`: start-up and shutdown of a node.
-// The socket engine's app-state calls (whatsapp-rust) nest deeper than the default limit.
-#![recursion_limit = "512"]
 
 pub(crate) mod admin;
 pub mod app;

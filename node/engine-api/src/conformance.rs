@@ -223,8 +223,9 @@ pub async fn run_all(
     Ok(())
 }
 
-/// The capability table must admit what the checks use, and the lifecycle an engine cannot lack.
-fn check_capabilities(factory: &dyn EngineFactory) -> Result<(), Failure> {
+/// The capability table must admit what the checks use, and the lifecycle an engine cannot lack. Public
+/// for engines that cannot run `run_all` where their tests run (no test network to link on).
+pub fn check_capabilities(factory: &dyn EngineFactory) -> Result<(), Failure> {
     let caps = factory.capabilities();
     for op in [Op::Start, Op::Stop, Op::Kill, Op::SendText] {
         if !caps.supports(op) {

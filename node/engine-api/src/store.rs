@@ -146,3 +146,117 @@ impl EngineStore for EmptyStore {
         Ok(())
     }
 }
+
+/// A store in memory for engines under test: it answers `message` from the messages put in with
+/// `insert_message` and remembers the push names and credentials engines write (read back with
+/// `push_names` and `credentials`); chats, contacts and statuses answer empty.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    inner: std::sync::Mutex<Memory>,
+}
+
+#[derive(Debug, Default)]
+struct Memory {
+    messages: Vec<(String, StoredMessage)>,
+    push_names: std::collections::BTreeMap<(String, String), String>,
+    credentials: Vec<(String, EngineKind, LinkedAccount)>,
+}
+
+impl MemoryStore {
+    fn memory(&self) -> StoreResult<std::sync::MutexGuard<'_, Memory>> {
+        self.inner
+            .lock()
+            .map_err(|_| StoreFailure("memory store poisoned".into()))
+    }
+
+    /// Stores a message of `session_id`, found afterwards by its network id.
+    pub fn insert_message(&self, session_id: &str, message: StoredMessage) -> StoreResult<()> {
+        self.memory()?
+            .messages
+            .push((session_id.to_string(), message));
+        Ok(())
+    }
+
+    /// The push names written for `session_id`, `(jid, name)` ordered by jid.
+    pub fn push_names(&self, session_id: &str) -> StoreResult<Vec<(String, String)>> {
+        Ok(self
+            .memory()?
+            .push_names
+            .iter()
+            .filter(|((session, _), _)| session == session_id)
+            .map(|((_, jid), name)| (jid.clone(), name.clone()))
+            .collect())
+    }
+
+    /// The credentials written for `session_id`, oldest first.
+    pub fn credentials(&self, session_id: &str) -> StoreResult<Vec<(EngineKind, LinkedAccount)>> {
+        Ok(self
+            .memory()?
+            .credentials
+            .iter()
+            .filter(|(session, _, _)| session == session_id)
+            .map(|(_, kind, account)| (*kind, account.clone()))
+            .collect())
+    }
+}
+
+#[async_trait]
+impl EngineStore for MemoryStore {
+    async fn chats(&self, _session_id: &str) -> StoreResult<Vec<ChatSummary>> {
+        Ok(Vec::new())
+    }
+    async fn contact_names(&self, session_id: &str) -> StoreResult<Vec<(String, Option<String>)>> {
+        Ok(self
+            .push_names(session_id)?
+            .into_iter()
+            .map(|(jid, name)| (jid, Some(name)))
+            .collect())
+    }
+    async fn save_push_names(
+        &self,
+        session_id: &str,
+        names: &[(String, String)],
+    ) -> StoreResult<()> {
+        let mut memory = self.memory()?;
+        for (jid, name) in names {
+            memory
+                .push_names
+                .insert((session_id.to_string(), jid.clone()), name.clone());
+        }
+        Ok(())
+    }
+    async fn message(&self, session_id: &str, id: &str) -> StoreResult<Option<StoredMessage>> {
+        Ok(self
+            .memory()?
+            .messages
+            .iter()
+            .find(|(session, m)| session == session_id && m.wa_message_id == id)
+            .map(|(_, m)| m.clone()))
+    }
+    async fn live_statuses(
+        &self,
+        _session_id: &str,
+        _contact: Option<&Jid>,
+        _now_ms: i64,
+    ) -> StoreResult<Vec<StatusUpdate>> {
+        Ok(Vec::new())
+    }
+    async fn status_recipients(
+        &self,
+        _session_id: &str,
+        _status_id: &str,
+    ) -> StoreResult<Option<Vec<Jid>>> {
+        Ok(None)
+    }
+    async fn save_credentials(
+        &self,
+        session_id: &str,
+        kind: EngineKind,
+        account: &LinkedAccount,
+    ) -> StoreResult<()> {
+        self.memory()?
+            .credentials
+            .push((session_id.to_string(), kind, account.clone()));
+        Ok(())
+    }
+}

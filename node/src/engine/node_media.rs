@@ -142,3 +142,82 @@ impl EngineMedia for SessionMedia {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::Router;
+    use axum::http::header::CONTENT_TYPE;
+    use axum::routing::get;
+
+    use super::*;
+    use crate::media::FetchOptions;
+
+    const JPEG: &[u8] = &[0xFF, 0xD8, 0xFF, 0xE0, 0, 16, b'J', b'F', b'I', b'F'];
+    const BUDGET: Duration = Duration::from_secs(5);
+
+    /// A loopback site: a page and a JPEG.
+    async fn site() -> String {
+        // What boot does once: reqwest is built without a default TLS provider.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let app = Router::new()
+            .route(
+                "/page",
+                get(|| async { ([(CONTENT_TYPE, "text/html")], "<html><head></head></html>") }),
+            )
+            .route(
+                "/thumb.jpg",
+                get(|| async { ([(CONTENT_TYPE, "image/jpeg")], JPEG) }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}")
+    }
+
+    fn media(dir: &std::path::Path, guarded: bool) -> SessionMedia {
+        let store = MediaStore::new(
+            dir.to_path_buf(),
+            1024 * 1024,
+            FetchOptions {
+                is_guarded: guarded,
+                use_session_proxy: true,
+            },
+        );
+        SessionMedia::new(store, "s1")
+    }
+
+    /// What engines fetch for link previews: cut at the cap (and said so), with its content type.
+    #[tokio::test]
+    async fn a_fetch_keeps_at_most_its_cap_and_says_it_was_cut() {
+        let base = site().await;
+        let dir = tempfile::tempdir().unwrap();
+        let media = media(dir.path(), false);
+        let cut = media
+            .fetch_small(&format!("{base}/page"), None, 16, BUDGET)
+            .await
+            .unwrap();
+        assert_eq!((cut.bytes.len(), cut.truncated), (16, true));
+        assert!(cut.bytes.starts_with(b"<html>"));
+        let whole = media
+            .fetch_small(&format!("{base}/thumb.jpg"), None, 1024, BUDGET)
+            .await
+            .unwrap();
+        assert_eq!((whole.bytes.as_slice(), whole.truncated), (JPEG, false));
+        assert_eq!(whole.content_type.as_deref(), Some("image/jpeg"));
+    }
+
+    /// The outbound-address guard stands between engines and the network: loopback is refused.
+    #[tokio::test]
+    async fn the_guard_refuses_loopback() {
+        let base = site().await;
+        let dir = tempfile::tempdir().unwrap();
+        let media = media(dir.path(), true);
+        let refused = media
+            .fetch_small(&format!("{base}/page"), None, 1024, BUDGET)
+            .await;
+        assert!(
+            matches!(refused, Err(MediaFailure::Blocked(_))),
+            "{refused:?}"
+        );
+    }
+}

@@ -23,6 +23,8 @@ pub(crate) mod ops;
 pub(crate) mod pacing;
 pub(crate) mod reads;
 pub(crate) mod record;
+#[cfg(test)]
+mod record_tests;
 mod resource_media;
 mod search;
 pub(crate) use resource_media::ResourceMedia;

@@ -1,5 +1,7 @@
-//! The `sessions` and `engine_auth` tables (and, on logout/delete, the socket engine's auth state). Runtime status writes are fenced by the session's lease
-//! generation: a write that matches no row means another node owns the session (`StaleLease`).
+//! The `sessions` and `engine_auth` tables. An engine's own state is its factory's to wipe (the session
+//! service calls `EngineFactory::wipe_credentials`); deleting a session row cascades to whatever an engine
+//! keyed by it. Runtime status writes are fenced by the session's lease generation: a write that matches
+//! no row means another node owns the session (`StaleLease`).
 
 use wagate_proto::SessionStatus;
 use wagate_proto::dto::sessions::SessionConfig;

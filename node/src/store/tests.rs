@@ -149,59 +149,6 @@ async fn engine_auth_goes_with_the_session(db: &DataPool) {
     ));
 }
 
-/// Logout (the socket factory's credential wipe) forgets the socket engine's auth state but keeps the
-/// session; deleting the session takes whatever the engine wrote since.
-async fn socket_state_goes_with_logout_and_delete(db: &DataPool) {
-    use wagate_engine_socket::store::SqlBackend;
-    use wagate_engine_socket::whatsapp_rust::wacore::store::traits::SignalStore;
-
-    let id = "55555555-5555-4555-8555-555555555555";
-    sessions::insert(db, id, "socketed", &SessionConfig::default(), None)
-        .await
-        .expect("insert");
-    let backend = SqlBackend::new(db.clone(), id);
-    backend
-        .put_session("15550001111:2@s.whatsapp.net", &[1, 2, 3])
-        .await
-        .expect("put");
-    backend
-        .put_identity("15550001111:2@s.whatsapp.net", [7; 32])
-        .await
-        .expect("put");
-    crate::engine::socket::wipe_auth_state(db, id)
-        .await
-        .expect("logout");
-    assert!(
-        !backend
-            .has_session("15550001111:2@s.whatsapp.net")
-            .await
-            .expect("has")
-    );
-    assert_eq!(
-        backend
-            .load_identity("15550001111:2@s.whatsapp.net")
-            .await
-            .expect("load"),
-        None
-    );
-    assert!(
-        sessions::get(db, id).await.is_ok(),
-        "logout keeps the session"
-    );
-
-    backend
-        .put_session("15550001111:2@s.whatsapp.net", &[4])
-        .await
-        .expect("put");
-    sessions::delete(db, id).await.expect("delete");
-    assert!(
-        !backend
-            .has_session("15550001111:2@s.whatsapp.net")
-            .await
-            .expect("has")
-    );
-}
-
 fn message(session_id: &str, n: usize, wa_id: &str) -> MessageRow {
     MessageRow {
         id: format!("row-{n:03}"),
@@ -336,7 +283,6 @@ async fn suite(db: DataPool) {
     sessions_round_trip_and_names_are_unique(&db).await;
     runtime_writes_are_fenced_by_the_lease_generation(&db).await;
     engine_auth_goes_with_the_session(&db).await;
-    socket_state_goes_with_logout_and_delete(&db).await;
     history_tables_merge_and_go_with_the_session(&db).await;
     message_batches_match_one_by_one(&db).await;
 }

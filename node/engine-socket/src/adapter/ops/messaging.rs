@@ -2,13 +2,13 @@
 //! forward, pin/unpin, poll vote (with the poll's persisted secret), read receipts, mark unread, star,
 //! and the buttons reply. The message's key (who sent it) comes from our store.
 
-use wagate_engine_socket::build;
-use wagate_engine_socket::whatsapp_rust::send::{PinDuration, RevokeType};
+use crate::build;
+use crate::whatsapp_rust::send::{PinDuration, RevokeType};
 
 use super::{
     Client, Media, Store, author_of, fail, fail_any, message_key, now_secs, send, stored, wa,
 };
-use crate::engine::{EngineError, EngineResult, SentMessage};
+use wagate_engine_api::{EngineError, EngineResult, SentMessage};
 use wagate_proto::Jid;
 
 pub(crate) async fn react(
@@ -57,7 +57,7 @@ pub(crate) async fn revoke(
     let participant = key
         .participant
         .as_deref()
-        .and_then(|p| p.parse::<wagate_engine_socket::whatsapp_rust::Jid>().ok());
+        .and_then(|p| p.parse::<crate::whatsapp_rust::Jid>().ok());
     if for_everyone {
         let kind = match participant {
             Some(original_sender) if !from_me => RevokeType::Admin { original_sender },
@@ -202,10 +202,7 @@ pub(crate) async fn mark_read(
             .await
             .map_err(fail);
     }
-    let mut by_sender: Vec<(
-        Option<wagate_engine_socket::whatsapp_rust::Jid>,
-        Vec<String>,
-    )> = Vec::new();
+    let mut by_sender: Vec<(Option<crate::whatsapp_rust::Jid>, Vec<String>)> = Vec::new();
     for id in ids {
         let row = stored(store, id).await?;
         let sender = match (&row, chat.is_group()) {
@@ -248,7 +245,7 @@ pub(crate) async fn star(
     let participant = key
         .participant
         .as_deref()
-        .and_then(|p| p.parse::<wagate_engine_socket::whatsapp_rust::Jid>().ok());
+        .and_then(|p| p.parse::<crate::whatsapp_rust::Jid>().ok());
     let msg_id = key.id.unwrap_or_else(|| id.to_string());
     let chat_wa = wa(chat)?;
     let actions = client.chat_actions();

@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use wagate_engine_socket::whatsapp_rust::Jid as WaJid;
+use crate::whatsapp_rust::Jid as WaJid;
 
 use super::{Client, fail};
 #[cfg(not(feature = "voip"))]
-use crate::engine::Op;
-use crate::engine::{CallKind, EngineError, EngineResult};
+use wagate_engine_api::Op;
+use wagate_engine_api::{CallKind, EngineError, EngineResult};
 
 /// Offers seen recently, by call id: `(peer, call creator)`. Bounded: the oldest are dropped.
 #[derive(Debug, Default)]
@@ -52,8 +52,8 @@ pub(crate) async fn reject(
 
 /// The library's media mode for the API's call kind.
 #[cfg(feature = "voip")]
-fn link_media(kind: CallKind) -> wagate_engine_socket::whatsapp_rust::voip::CallLinkMedia {
-    use wagate_engine_socket::whatsapp_rust::voip::CallLinkMedia;
+fn link_media(kind: CallKind) -> crate::whatsapp_rust::voip::CallLinkMedia {
+    use crate::whatsapp_rust::voip::CallLinkMedia;
     match kind {
         CallKind::Audio => CallLinkMedia::Audio,
         CallKind::Video => CallLinkMedia::Video,
@@ -79,13 +79,13 @@ pub(crate) async fn create_link(_client: &Client, _kind: CallKind) -> EngineResu
 
 #[cfg(all(test, feature = "voip"))]
 mod tests {
-    use wagate_engine_socket::whatsapp_rust::NodeBuilder;
-    use wagate_engine_socket::whatsapp_rust::wacore::stanza::group_call::{
+    use crate::whatsapp_rust::NodeBuilder;
+    use crate::whatsapp_rust::wacore::stanza::group_call::{
         build_call_link_create, parse_call_link_create_ack,
     };
 
     use super::link_media;
-    use crate::engine::CallKind;
+    use wagate_engine_api::CallKind;
 
     #[test]
     fn a_call_link_request_carries_the_kind_and_its_answer_becomes_the_link() {

@@ -3,26 +3,24 @@
 
 use std::sync::Arc;
 
-use tokio::sync::mpsc::unbounded_channel;
-use wagate_engine_socket::transport::TransportObserver;
-use wagate_engine_socket::whatsapp_rust::Jid as LibJid;
-use wagate_engine_socket::whatsapp_rust::types::call::{
-    CallAction, IncomingCall, MissedCall, MissedReason,
-};
-use wagate_engine_socket::whatsapp_rust::types::events::{
+use crate::transport::TransportObserver;
+use crate::whatsapp_rust::Jid as LibJid;
+use crate::whatsapp_rust::types::call::{CallAction, IncomingCall, MissedCall, MissedReason};
+use crate::whatsapp_rust::types::events::{
     BatchOrigin, ClientOutdated, Connected, Event, InboundMessage as LibInbound, MessageBatch,
     PairSuccess, PairingQrCode, PresenceUpdate, Receipt, ServerAck, StreamReplaced,
 };
-use wagate_engine_socket::whatsapp_rust::types::message::{MessageInfo, MessageSource};
-use wagate_engine_socket::whatsapp_rust::types::presence::ReceiptType;
-use wagate_engine_socket::whatsapp_rust::waproto::whatsapp as wa;
+use crate::whatsapp_rust::types::message::{MessageInfo, MessageSource};
+use crate::whatsapp_rust::types::presence::ReceiptType;
+use crate::whatsapp_rust::waproto::whatsapp as wa;
+use tokio::sync::mpsc::unbounded_channel;
 use wagate_proto::Jid;
 
 use super::events::map_event;
 use super::link::{LinkTracker, PASSKEY_ACTION};
 use super::ops::calls::RecentCalls;
 use super::ops::presence::PresenceBook;
-use crate::engine::{AckStatus, CallPhase, EngineEvent, MessageType, PresenceState};
+use wagate_engine_api::{AckStatus, CallPhase, EngineEvent, MessageType, PresenceState};
 
 const ANN: &str = "4915100000001@s.whatsapp.net";
 const US: &str = "4915100000009@s.whatsapp.net";
@@ -344,14 +342,14 @@ fn presence_reads_answer_from_the_mapped_presence_events() {
 
 fn tracker() -> (
     LinkTracker,
-    tokio::sync::mpsc::UnboundedReceiver<crate::engine::Incoming>,
+    tokio::sync::mpsc::UnboundedReceiver<wagate_engine_api::Incoming>,
 ) {
-    let (tx, rx) = crate::engine::event_channel();
+    let (tx, rx) = wagate_engine_api::event_channel();
     (LinkTracker::new("s1".into(), tx), rx)
 }
 
 fn drain(
-    rx: &mut tokio::sync::mpsc::UnboundedReceiver<crate::engine::Incoming>,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<wagate_engine_api::Incoming>,
 ) -> Vec<EngineEvent> {
     let mut out = Vec::new();
     while let Ok(incoming) = rx.try_recv() {
@@ -448,8 +446,8 @@ fn silent_retries_are_counted_and_reported_with_their_reason() {
 fn teardown_swallows_the_librarys_own_disconnect_and_logout() {
     let (link, mut rx) = tracker();
     link.begin_teardown();
-    let disconnected = wagate_engine_socket::whatsapp_rust::types::events::Disconnected::builder()
-        .reason(wagate_engine_socket::whatsapp_rust::transport::DisconnectReason::Unknown)
+    let disconnected = crate::whatsapp_rust::types::events::Disconnected::builder()
+        .reason(crate::whatsapp_rust::transport::DisconnectReason::Unknown)
         .build();
     link.on_event(&Event::Disconnected(disconnected));
     assert!(drain(&mut rx).is_empty());

@@ -7,21 +7,21 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
+use crate::store::SqlBackend;
+use crate::whatsapp_rust::Client;
+use crate::whatsapp_rust::Jid as LibJid;
+use crate::whatsapp_rust::types::events::Event;
 use parking_lot::Mutex as SyncMutex;
 use tokio::sync::mpsc::UnboundedReceiver;
 use wagate_db::DataPool;
-use wagate_engine_socket::store::SqlBackend;
-use wagate_engine_socket::whatsapp_rust::Client;
-use wagate_engine_socket::whatsapp_rust::Jid as LibJid;
-use wagate_engine_socket::whatsapp_rust::types::events::Event;
 
 use super::events::{EncryptedVote, Work};
 use super::media::{self, Fetch};
 use super::ops::Store;
 use super::{history, votes};
-use crate::engine::media::EngineMedia;
-use crate::engine::store::EngineStore;
-use crate::engine::{EngineEvent, InboundMessage};
+use wagate_engine_api::media::EngineMedia;
+use wagate_engine_api::store::EngineStore;
+use wagate_engine_api::{EngineEvent, InboundMessage};
 use wagate_proto::Jid;
 
 /// The client, once built (the event handler exists before it). Weak: the engine owns the client.
@@ -30,7 +30,7 @@ pub(super) type ClientSlot = Arc<SyncMutex<Weak<Client>>>;
 /// What the worker needs besides its queue.
 pub(super) struct Receiver {
     pub session_id: String,
-    pub events: crate::engine::EventSender,
+    pub events: wagate_engine_api::EventSender,
     /// The engine's own tables (message secrets of poll votes).
     pub pool: DataPool,
     /// The node's data (push names, stored messages) and media store.
@@ -141,7 +141,7 @@ impl Receiver {
     pub(super) async fn with_media(
         &self,
         mut message: Box<InboundMessage>,
-        payload: &wagate_engine_socket::whatsapp_rust::waproto::whatsapp::Message,
+        payload: &crate::whatsapp_rust::waproto::whatsapp::Message,
     ) -> Box<InboundMessage> {
         let client = self.client();
         let fetch: Option<&dyn Fetch> = match (&self.fetch, &client) {

@@ -4,7 +4,7 @@
 use wagate_proto::Jid;
 
 use super::{Client, fail, wa};
-use crate::engine::{EngineResult, Label, LabelUpsert};
+use wagate_engine_api::{EngineResult, Label, LabelUpsert};
 
 /// A new label gets the next free numeric id WA uses (milliseconds keep ids unique per account).
 pub(crate) async fn upsert(client: &Client, label: LabelUpsert) -> EngineResult<Label> {

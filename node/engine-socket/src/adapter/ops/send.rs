@@ -3,15 +3,15 @@
 //! preview fetched (`preview.rs`) and a product filled from the catalog (`catalog.rs`). The answer is
 //! the raw key id (the spec's socket-engine message id) and the send time.
 
-use wagate_engine_socket::build::{self, Quote, wa as proto};
-use wagate_engine_socket::whatsapp_rust::upload::UploadOptions;
+use crate::build::{self, Quote, wa as proto};
+use crate::whatsapp_rust::upload::UploadOptions;
 
 use super::{
     Client, Media, Store, author_of, catalog, fail, fail_any, now_secs, preview, stored, wa, was,
 };
-use crate::engine::media::EngineMedia;
-use crate::engine::store::StoredMessage;
-use crate::engine::{
+use wagate_engine_api::media::EngineMedia;
+use wagate_engine_api::store::StoredMessage;
+use wagate_engine_api::{
     EngineError, EngineResult, LinkPreview, Location, MediaKind, MediaMessage, MediaSource,
     MessageContent, MessageType, OutgoingMessage, Poll, SentMessage,
 };
@@ -291,51 +291,25 @@ fn vcard_name(vcard: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use wagate_proto::dto::sessions::SessionConfig;
+    use wagate_engine_api::media::MemoryMedia;
+    use wagate_engine_api::store::MemoryStore;
 
     use super::*;
-    use crate::engine::node_media::SessionMedia;
-    use crate::engine::node_store::NodeStore;
-    use crate::media::{FetchOptions, MediaStore};
-    use crate::store::messages::MessageRow;
-    use crate::store::{self, DataPool, backends, messages, sessions};
 
     const SID: &str = "11111111-1111-4111-8111-111111111111";
 
-    async fn db(dir: &std::path::Path) -> DataPool {
-        let db = backends::connect_data_sqlite(&dir.join("d.sqlite"))
-            .await
-            .unwrap();
-        sessions::insert(&db, SID, "alpha", &SessionConfig::default(), None)
-            .await
-            .unwrap();
-        db
-    }
-
-    fn row(wa_id: &str, media: serde_json::Value) -> MessageRow {
-        MessageRow {
-            id: format!("row-{wa_id}"),
-            session_id: SID.into(),
+    fn row(wa_id: &str, media: serde_json::Value) -> StoredMessage {
+        StoredMessage {
             wa_message_id: wa_id.into(),
             chat_id: "15550001111@c.us".into(),
             from_jid: "15550001111@c.us".into(),
-            to_jid: "15550009999@c.us".into(),
-            chat_name: None,
             author: None,
-            body: Some("the caption".into()),
+            from_me: false,
             kind: "image".into(),
-            direction: "incoming".into(),
-            status: "delivered".into(),
+            body: Some("the caption".into()),
             timestamp: 1_700_000_000,
-            has_media: true,
             media: Some(media.to_string()),
-            mentioned_ids: None,
-            is_group: false,
-            quoted_id: None,
             extra: None,
-            starred: false,
-            revoked: false,
-            created_at: 1_700_000_000_000,
         }
     }
 
@@ -343,19 +317,9 @@ mod tests {
     /// then uploaded through the library); a row whose blob is not stored is the spec's 404.
     #[tokio::test]
     async fn a_stored_media_message_is_forwarded_from_the_media_stores_blob() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = db(dir.path()).await;
-        let store = MediaStore::new(
-            dir.path().join("media"),
-            1024 * 1024,
-            FetchOptions::default(),
-        );
-        let media_store = SessionMedia::new(store.clone(), SID);
-        let blob = store
-            .put_bytes(SID, b"\xFF\xD8\xFFjpeg bytes")
-            .await
-            .unwrap();
-        let mut tx = store::begin(&db).await.unwrap();
+        let media_store = MemoryMedia::default();
+        let blob = media_store.put(b"\xFF\xD8\xFFjpeg bytes").await.unwrap();
+        let store = MemoryStore::default();
         let with_blob = row(
             "WA1",
             serde_json::json!({"key": blob.key, "mimetype": "image/jpeg", "sizeBytes": blob.size}),
@@ -364,13 +328,11 @@ mod tests {
             "WA2",
             serde_json::json!({"key": "ab".repeat(32), "mimetype": "image/jpeg", "sizeBytes": 3}),
         );
-        messages::insert(&mut tx, &with_blob).await.unwrap();
-        messages::insert(&mut tx, &missing).await.unwrap();
-        tx.commit().await.unwrap();
+        store.insert_message(SID, with_blob).unwrap();
+        store.insert_message(SID, missing).unwrap();
 
-        let node_store = NodeStore::new(db.clone());
         let ours = Store {
-            db: &node_store,
+            db: &store,
             session_id: SID,
         };
         let media = Media {

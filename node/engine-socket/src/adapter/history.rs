@@ -4,11 +4,11 @@
 //! revokes, edits, reactions and votes found in history are not replayed (they are already applied in
 //! what the phone sends). Pure: the worker (`receive.rs`) decodes the chunk and calls this.
 
-use wagate_engine_socket::whatsapp_rust::Jid as LibJid;
-use wagate_engine_socket::whatsapp_rust::waproto::whatsapp as wa;
+use crate::whatsapp_rust::Jid as LibJid;
+use crate::whatsapp_rust::waproto::whatsapp as wa;
 
 use super::events::{Envelope, Work, classify_payload, jid};
-use crate::engine::{AckStatus, EngineEvent, HistoryBatch, HistoryChat, InboundMessage};
+use wagate_engine_api::{AckStatus, EngineEvent, HistoryBatch, HistoryChat, InboundMessage};
 
 /// The batch a chunk stands for. `own` is the account's JID, the sender of its own messages in
 /// one-to-one chats (the key only says `fromMe`).

@@ -5,14 +5,14 @@
 
 use std::sync::{Arc, Weak};
 
+use crate::transport::TransportObserver;
+use crate::whatsapp_rust::Client;
+use crate::whatsapp_rust::types::events::Event;
 use parking_lot::Mutex as SyncMutex;
-use wagate_engine_socket::transport::TransportObserver;
-use wagate_engine_socket::whatsapp_rust::Client;
-use wagate_engine_socket::whatsapp_rust::types::events::Event;
 use wagate_proto::Jid;
 
-use crate::engine::qr::qr_data_url;
-use crate::engine::{EngineEvent, LinkedAccount};
+use wagate_engine_api::qr::qr_data_url;
+use wagate_engine_api::{EngineEvent, LinkedAccount};
 
 /// What the user must do when the server asks for a passkey (the gateway holds none).
 pub(super) const PASSKEY_ACTION: &str = "WhatsApp asks for a passkey to link this device, which the gateway cannot \
@@ -44,14 +44,14 @@ struct LinkState {
 /// Shared by the engine, its transport factory and its library event handler.
 pub(crate) struct LinkTracker {
     session_id: String,
-    events: crate::engine::EventSender,
+    events: wagate_engine_api::EventSender,
     state: SyncMutex<LinkState>,
     /// The client, once built (the handler exists before it). Weak: the client owns the handler.
     client: SyncMutex<Weak<Client>>,
 }
 
 impl LinkTracker {
-    pub(super) fn new(session_id: String, events: crate::engine::EventSender) -> Self {
+    pub(super) fn new(session_id: String, events: wagate_engine_api::EventSender) -> Self {
         Self {
             session_id,
             events,

@@ -2,14 +2,14 @@
 //! live statuses read from our `status_updates` rows (the library has no query), and deleting a post
 //! (a revoke encrypted to the same recipients, read back from the stored row).
 
-use wagate_engine_socket::build;
-use wagate_engine_socket::whatsapp_rust::features::StatusSendOptions;
-use wagate_engine_socket::whatsapp_rust::waproto::whatsapp::message::extended_text_message::FontType;
+use crate::build;
+use crate::whatsapp_rust::features::StatusSendOptions;
+use crate::whatsapp_rust::waproto::whatsapp::message::extended_text_message::FontType;
 use wagate_proto::Jid;
 
 use super::{Client, Store, fail, now_secs, send, was};
-use crate::engine::media::EngineMedia;
-use crate::engine::{
+use wagate_engine_api::media::EngineMedia;
+use wagate_engine_api::{
     EngineError, EngineResult, MediaKind, MediaMessage, MessageType, StatusContent, StatusPost,
     StatusUpdate,
 };

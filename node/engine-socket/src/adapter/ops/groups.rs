@@ -2,16 +2,16 @@
 //! changes, subject/description, invite code (read, revoke, join, join info), leave, membership
 //! requests, settings and picture.
 
-use wagate_engine_socket::whatsapp_rust::Jid as WaJid;
-use wagate_engine_socket::whatsapp_rust::features::{
+use crate::whatsapp_rust::Jid as WaJid;
+use crate::whatsapp_rust::features::{
     GroupCreateOptions, GroupDescription, GroupMetadata, GroupParticipantOptions, GroupSubject,
     MemberAddMode, ParticipantChangeResponse, PreviousDescription,
 };
 use wagate_proto::Jid;
 
 use super::{Client, contacts, fail, wa, was, wire};
-use crate::engine::media::EngineMedia;
-use crate::engine::{
+use wagate_engine_api::media::EngineMedia;
+use wagate_engine_api::{
     EngineError, EngineResult, GroupInfo, GroupParticipant, GroupSettings, GroupSettingsUpdate,
     GroupSummary, MediaSource, MembershipRequest, NewGroup, ParticipantAction, ParticipantResult,
 };

@@ -4,16 +4,16 @@
 //! The cipher is wacore's (HKDF over the secret with the poll id and the creator and voter JIDs, then
 //! AES-256-GCM); this file only finds the secret, the addressing and the names.
 
-use wagate_engine_socket::store::SqlBackend;
-use wagate_engine_socket::whatsapp_rust::Jid as LibJid;
-use wagate_engine_socket::whatsapp_rust::store::traits::MsgSecretStore;
-use wagate_engine_socket::whatsapp_rust::wacore::poll::{
+use crate::store::SqlBackend;
+use crate::whatsapp_rust::Jid as LibJid;
+use crate::whatsapp_rust::store::traits::MsgSecretStore;
+use crate::whatsapp_rust::wacore::poll::{
     PollVoteCiphertext, compute_option_hash, decrypt_poll_vote_with_secret,
 };
 
 use super::events::{EncryptedVote, jid};
 use super::ops::{Store, stored};
-use crate::engine::{Poll, PollVote};
+use wagate_engine_api::{Poll, PollVote};
 
 /// Why a vote could not be read (logged by the caller; the vote is dropped).
 #[derive(Debug, thiserror::Error)]

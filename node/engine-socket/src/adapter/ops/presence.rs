@@ -5,12 +5,12 @@
 
 use std::collections::HashMap;
 
+use crate::whatsapp_rust::features::{PresenceError, PresenceStatus};
 use parking_lot::Mutex;
-use wagate_engine_socket::whatsapp_rust::features::{PresenceError, PresenceStatus};
 use wagate_proto::Jid;
 
 use super::{Client, fail, wa};
-use crate::engine::{EngineError, EngineEvent, EngineResult, PresenceEntry};
+use wagate_engine_api::{EngineError, EngineEvent, EngineResult, PresenceEntry};
 
 /// The spec's `{available: boolean}` as the protocol's two presence values.
 fn status(available: bool) -> PresenceStatus {
@@ -98,7 +98,7 @@ impl PresenceBook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::PresenceState;
+    use wagate_engine_api::PresenceState;
 
     fn jid(s: &str) -> Jid {
         Jid::parse(s).unwrap()

@@ -7,21 +7,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::http::ReqwestHttpClient;
+use crate::proxy::ProxyConfig;
+use crate::store::{SqlBackend, delete_session_state, has_device};
+use crate::transport::SocketTransportFactory;
+use crate::whatsapp_rust::bot::{Bot, BotHandle};
+use crate::whatsapp_rust::pair_code::PairCodeOptions;
+use crate::whatsapp_rust::store::Backend;
+use crate::whatsapp_rust::types::events::{Event, EventHandler};
+use crate::whatsapp_rust::wacore::iq::devices::RemoveCompanionDeviceSpec;
 use wagate_db::DataPool;
-use wagate_engine_socket::http::ReqwestHttpClient;
-use wagate_engine_socket::proxy::ProxyConfig;
-use wagate_engine_socket::store::{SqlBackend, delete_session_state, has_device};
-use wagate_engine_socket::transport::SocketTransportFactory;
-use wagate_engine_socket::whatsapp_rust::bot::{Bot, BotHandle};
-use wagate_engine_socket::whatsapp_rust::pair_code::PairCodeOptions;
-use wagate_engine_socket::whatsapp_rust::store::Backend;
-use wagate_engine_socket::whatsapp_rust::types::events::{Event, EventHandler};
-use wagate_engine_socket::whatsapp_rust::wacore::iq::devices::RemoveCompanionDeviceSpec;
 
 use super::SocketEngine;
 use super::link::LinkTracker;
 use super::receive::{ClientSlot, Receiver};
-use crate::engine::{EngineError, EngineResult};
+use wagate_engine_api::{EngineError, EngineResult};
 
 /// A graceful stop (flush state, close the socket, let the run loop end) gets this long before the run
 /// task is aborted.

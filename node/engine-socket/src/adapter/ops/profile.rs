@@ -1,8 +1,8 @@
 //! The account's profile: push name, about text, picture.
 
 use super::{Client, fail};
-use crate::engine::media::EngineMedia;
-use crate::engine::{EngineResult, MediaSource};
+use wagate_engine_api::media::EngineMedia;
+use wagate_engine_api::{EngineResult, MediaSource};
 
 pub(crate) async fn set_name(client: &Client, name: &str) -> EngineResult<()> {
     client.profile().set_push_name(name).await.map_err(fail)

@@ -10,7 +10,7 @@ use super::ops::{
     calls, catalog, channels, chats, contacts, groups, labels, messaging, presence, profile, send,
     status,
 };
-use crate::engine::{
+use wagate_engine_api::{
     CallKind, Catalog, Channel, ChatState, ChatSummary, Contact, ContactCheck, Engine,
     EngineResult, GroupInfo, GroupSettings, GroupSettingsUpdate, GroupSummary, Label, LabelUpsert,
     MediaSource, MembershipRequest, NewGroup, OutgoingMessage, ParticipantAction,

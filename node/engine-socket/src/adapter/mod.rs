@@ -1,5 +1,7 @@
-//! The `socket` engine: each session is a WhatsApp Web multi-device client (`whatsapp-rust`, through the
-//! `wagate-engine-socket` leaf crate) with its auth state in our data DB. This module owns the factory and
+//! The `socket` engine, written against the engine API crate alone: each session is a WhatsApp Web
+//! multi-device client (`whatsapp-rust`) with its auth state in the engine's own tables of the data DB
+//! (`crate::store`); the node's data reaches it only through `EngineContext` (`store`, `media`, `events`).
+//! This module owns the factory and
 //! the engine struct; `lifecycle.rs` builds, connects and tears the client down, `link.rs` turns the
 //! library's connection events into the session's lifecycle events, `events.rs` maps everything else
 //! (`receive.rs` finishes what needs I/O: `media.rs` downloads, `votes.rs` poll votes, `history.rs` history
@@ -17,6 +19,8 @@ mod receive;
 #[cfg(test)]
 mod receive_tests;
 #[cfg(test)]
+mod testkit;
+#[cfg(test)]
 mod tests;
 mod votes;
 
@@ -25,32 +29,32 @@ use std::sync::Arc;
 use parking_lot::Mutex as SyncMutex;
 use tokio::sync::Mutex;
 use wagate_db::DataPool;
-use wagate_engine_socket::transport::Endpoint;
-use wagate_engine_socket::whatsapp_rust::Client;
-
-use crate::engine::{
+use wagate_engine_api::{
     Capabilities, Engine, EngineContext, EngineError, EngineFactory, EngineKind, EngineResult,
 };
 
-pub(crate) use lifecycle::Running;
+use crate::transport::Endpoint;
+use crate::whatsapp_rust::Client;
+
+use lifecycle::Running;
 use link::LinkTracker;
 
 /// The socket engine's settings (env knobs, validated at boot).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct SocketConfig {
+pub struct SocketConfig {
     /// `SOCKET_WS_URL`: the WebSocket endpoint the client dials (default: WhatsApp Web's).
     pub endpoint: Endpoint,
 }
 
 /// Builds socket engines. Holds the data DB, where the engine's own tables (auth state, message
 /// secrets) live, and the config; the node's data and media come with each engine's context.
-pub(crate) struct SocketFactory {
+pub struct SocketFactory {
     pool: DataPool,
     config: Arc<SocketConfig>,
 }
 
 impl SocketFactory {
-    pub(crate) fn new(pool: DataPool, config: SocketConfig) -> Self {
+    pub fn new(pool: DataPool, config: SocketConfig) -> Self {
         Self {
             pool,
             config: Arc::new(config),
@@ -58,9 +62,9 @@ impl SocketFactory {
     }
 }
 
-/// Forgets a session's socket auth state (its tables and SQL belong to `wagate_engine_socket::store`).
-pub(crate) async fn wipe_auth_state(pool: &DataPool, session_id: &str) -> EngineResult<()> {
-    wagate_engine_socket::store::delete_session_state(pool, session_id)
+/// Forgets a session's socket auth state (its tables and SQL belong to `crate::store`).
+async fn wipe_auth_state(pool: &DataPool, session_id: &str) -> EngineResult<()> {
+    crate::store::delete_session_state(pool, session_id)
         .await
         .map_err(|err| EngineError::Network(format!("data store: {err:#}")))
 }

@@ -4,11 +4,11 @@
 //! cursor while the routes page by number and report a total, so the catalog is walked whole (bounded
 //! by `MAX_PAGES`) and sliced here.
 
-use wagate_engine_socket::build::{self, CatalogItem};
-use wagate_engine_socket::whatsapp_rust::Jid as WaJid;
+use crate::build::{self, CatalogItem};
+use crate::whatsapp_rust::Jid as WaJid;
 
 use super::{Client, fail, wire};
-use crate::engine::{Catalog, EngineError, EngineResult, Product, ProductPage};
+use wagate_engine_api::{Catalog, EngineError, EngineResult, Product, ProductPage};
 
 /// Products asked for per IQ (WhatsApp Web's own pages are of this order).
 const PAGE_SIZE: u32 = 50;

@@ -10,15 +10,15 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::whatsapp_rust::types::events::InboundMessage as LibInbound;
+use crate::whatsapp_rust::{Client, InboundDurabilityHook};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
-use wagate_engine_socket::whatsapp_rust::types::events::InboundMessage as LibInbound;
-use wagate_engine_socket::whatsapp_rust::{Client, InboundDurabilityHook};
 
 use super::events::{Work, classify_batch};
-use crate::engine::Ack;
+use wagate_engine_api::Ack;
 
 /// The library's durability hook for one client.
 pub(super) struct CommitGate {

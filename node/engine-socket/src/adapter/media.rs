@@ -5,16 +5,14 @@
 
 use std::io::{Seek, SeekFrom, Write};
 
+use crate::whatsapp_rust::Client;
+use crate::whatsapp_rust::download::{DownloadWriter, Downloadable, MediaDownloader};
+use crate::whatsapp_rust::wacore::proto_helpers::MessageExt;
+use crate::whatsapp_rust::waproto::whatsapp as wa;
 use async_trait::async_trait;
-use wagate_engine_socket::whatsapp_rust::Client;
-use wagate_engine_socket::whatsapp_rust::download::{
-    DownloadWriter, Downloadable, MediaDownloader,
-};
-use wagate_engine_socket::whatsapp_rust::wacore::proto_helpers::MessageExt;
-use wagate_engine_socket::whatsapp_rust::waproto::whatsapp as wa;
 
-use crate::engine::media::{EngineMedia, MediaUpload};
-use crate::engine::{INLINE_MEDIA_MAX_BYTES, ReceivedMedia};
+use wagate_engine_api::media::{EngineMedia, MediaUpload};
+use wagate_engine_api::{INLINE_MEDIA_MAX_BYTES, ReceivedMedia};
 
 /// Who fetches from the CDN: the live client (it asks the server for hosts and credentials), or a
 /// `MediaDownloader` with hosts of its own (static URLs, tests).

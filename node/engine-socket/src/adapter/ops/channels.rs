@@ -2,16 +2,14 @@
 //! mute, and the owner-only writes the library has no method for (delete, admin demote, owner
 //! transfer), sent as the MEX mutations WA Web uses, with the library's own operation documents.
 
-use wagate_engine_socket::whatsapp_rust::features::{
-    MexRequest, NewsletterMetadata, NewsletterRole,
-};
-use wagate_engine_socket::whatsapp_rust::wacore::iq::mex_operations::{
+use crate::whatsapp_rust::features::{MexRequest, NewsletterMetadata, NewsletterRole};
+use crate::whatsapp_rust::wacore::iq::mex_operations::{
     change_newsletter_owner, delete_newsletter, demote_newsletter_admin,
 };
 use wagate_proto::Jid;
 
 use super::{Client, fail, wa, wire};
-use crate::engine::{Channel, EngineError, EngineResult};
+use wagate_engine_api::{Channel, EngineError, EngineResult};
 
 fn channel(meta: &NewsletterMetadata) -> EngineResult<Channel> {
     Ok(Channel {

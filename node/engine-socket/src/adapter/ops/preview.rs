@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
+use crate::build;
 use base64::Engine as _;
-use wagate_engine_socket::build;
 
 use super::Media;
-use crate::engine::LinkPreview;
+use wagate_engine_api::LinkPreview;
 
 /// Enough of a page for its `<head>`; the rest is never read.
 const PAGE_MAX_BYTES: usize = 256 * 1024;
@@ -111,8 +111,8 @@ async fn thumbnail(media: Media<'_>, image: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::media::EngineMedia as _;
-    use crate::engine::node_media::SessionMedia;
+    use crate::adapter::testkit::LoopbackMedia;
+    use wagate_engine_api::media::MemoryMedia;
 
     #[test]
     fn a_custom_card_takes_the_texts_first_link_and_decodes_its_thumbnail() {
@@ -188,23 +188,16 @@ mod tests {
         }
     }
 
-    fn store(dir: &std::path::Path, guarded: bool) -> SessionMedia {
-        let store = crate::media::MediaStore::new(
-            dir.to_path_buf(),
-            1024 * 1024,
-            crate::media::FetchOptions {
-                is_guarded: guarded,
-                use_session_proxy: true,
-            },
-        );
-        SessionMedia::new(store, "s1")
+    /// A media store that fetches the loopback site (the node's outbound-address guard is the node's to
+    /// test: `node/src/engine/node_media.rs`).
+    fn store() -> LoopbackMedia {
+        LoopbackMedia::new(1024 * 1024)
     }
 
     #[tokio::test]
     async fn a_texts_first_link_becomes_the_expected_preview_message() {
         let base = site::serve().await;
-        let dir = tempfile::tempdir().unwrap();
-        let store = store(dir.path(), false);
+        let store = store();
         let media = Media {
             store: &store,
             proxy_url: None,
@@ -212,7 +205,7 @@ mod tests {
         let body = format!("read {base}/page. now");
         let msg = super::super::send::text(media, &body, true, None, None).await;
         let expected = build::wa::Message {
-            extended_text_message: wagate_engine_socket::whatsapp_rust::buffa::MessageField::some(
+            extended_text_message: crate::whatsapp_rust::buffa::MessageField::some(
                 build::wa::message::ExtendedTextMessage {
                     text: Some(body.clone()),
                     matched_text: Some(format!("{base}/page")),
@@ -233,8 +226,7 @@ mod tests {
     #[tokio::test]
     async fn a_non_jpeg_image_leaves_the_card_without_thumbnail_and_a_non_page_gives_none() {
         let base = site::serve().await;
-        let dir = tempfile::tempdir().unwrap();
-        let store = store(dir.path(), false);
+        let store = store();
         let media = Media {
             store: &store,
             proxy_url: None,
@@ -246,32 +238,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_fetch_keeps_at_most_its_cap_and_says_it_was_cut() {
+    async fn a_refused_fetch_sends_the_text_plain() {
         let base = site::serve().await;
-        let dir = tempfile::tempdir().unwrap();
-        let store = store(dir.path(), false);
-        let cut = store
-            .fetch_small(&format!("{base}/page"), None, 16, FETCH_BUDGET)
-            .await
-            .unwrap();
-        assert_eq!((cut.bytes.len(), cut.truncated), (16, true));
-        assert!(cut.bytes.starts_with(b"<html>"));
-        let whole = store
-            .fetch_small(&format!("{base}/thumb.jpg"), None, 1024, FETCH_BUDGET)
-            .await
-            .unwrap();
-        assert_eq!(
-            (whole.bytes.as_slice(), whole.truncated),
-            (site::JPEG, false)
-        );
-        assert_eq!(whole.content_type.as_deref(), Some("image/jpeg"));
-    }
-
-    #[tokio::test]
-    async fn the_guard_refuses_loopback_and_the_text_goes_out_plain() {
-        let base = site::serve().await;
-        let dir = tempfile::tempdir().unwrap();
-        let store = store(dir.path(), true);
+        // The memory store refuses every fetch, as the node's guard refuses loopback.
+        let store = MemoryMedia::default();
         let media = Media {
             store: &store,
             proxy_url: None,
@@ -286,8 +256,7 @@ mod tests {
     #[tokio::test]
     async fn link_preview_false_sends_plain_text_and_a_custom_card_wins() {
         let base = site::serve().await;
-        let dir = tempfile::tempdir().unwrap();
-        let store = store(dir.path(), false);
+        let store = store();
         let media = Media {
             store: &store,
             proxy_url: None,

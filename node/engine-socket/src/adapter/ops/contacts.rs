@@ -4,13 +4,13 @@
 
 use std::collections::HashSet;
 
-use wagate_engine_socket::build::wa as proto;
-use wagate_engine_socket::whatsapp_rust::Jid as WaJid;
-use wagate_engine_socket::whatsapp_rust::schemas;
+use crate::build::wa as proto;
+use crate::whatsapp_rust::Jid as WaJid;
+use crate::whatsapp_rust::schemas;
 use wagate_proto::Jid;
 
 use super::{Client, Store, fail, wa, wire};
-use crate::engine::{Contact, ContactCheck, EngineError, EngineResult};
+use wagate_engine_api::{Contact, ContactCheck, EngineError, EngineResult};
 
 pub(crate) async fn list(client: &Client, store: Store<'_>) -> EngineResult<Vec<Contact>> {
     let blocked: HashSet<Jid> = blocked(client).await?.into_iter().collect();
@@ -119,7 +119,7 @@ pub(crate) async fn save(
 pub(crate) async fn delete(client: &Client, id: &Jid) -> EngineResult<()> {
     let jid = phone_jid(id)?.to_string();
     let value = proto::SyncActionValue {
-        contact_action: wagate_engine_socket::whatsapp_rust::buffa::MessageField::some(
+        contact_action: crate::whatsapp_rust::buffa::MessageField::some(
             proto::sync_action_value::ContactAction {
                 save_on_primary_addressbook: Some(false),
                 ..Default::default()

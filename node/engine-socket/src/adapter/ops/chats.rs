@@ -2,11 +2,11 @@
 //! and chat-state APIs, and the chat list, which the library cannot query: the node's store answers it
 //! from the messages it stored (history sync and live traffic).
 
-use wagate_engine_socket::whatsapp_rust::features::ChatStateType;
+use crate::whatsapp_rust::features::ChatStateType;
 use wagate_proto::Jid;
 
 use super::{Client, Store, fail, wa};
-use crate::engine::{ChatState, ChatSummary, EngineResult};
+use wagate_engine_api::{ChatState, ChatSummary, EngineResult};
 
 /// The chat list from the node's store (stored messages overlaid with what history sync said).
 pub(crate) async fn list(store: Store<'_>) -> EngineResult<Vec<ChatSummary>> {

@@ -18,17 +18,17 @@ pub(crate) mod profile;
 pub(crate) mod send;
 pub(crate) mod status;
 
-use wagate_engine_socket::build::wa;
-use wagate_engine_socket::failure::{self, Failure, FailureKind};
-use wagate_engine_socket::jid as wajid;
-use wagate_engine_socket::whatsapp_rust::Jid as WaJid;
+use crate::build::wa;
+use crate::failure::{self, Failure, FailureKind};
+use crate::jid as wajid;
+use crate::whatsapp_rust::Jid as WaJid;
 use wagate_proto::Jid;
 
-use crate::engine::media::EngineMedia;
-use crate::engine::store::{EngineStore, StoredMessage};
-use crate::engine::{EngineError, EngineResult};
+use wagate_engine_api::media::EngineMedia;
+use wagate_engine_api::store::{EngineStore, StoredMessage};
+use wagate_engine_api::{EngineError, EngineResult};
 
-pub(crate) use wagate_engine_socket::whatsapp_rust::Client;
+pub(crate) use crate::whatsapp_rust::Client;
 
 /// The node's data (the engine API's store interface) and the session id its rows are keyed by.
 #[derive(Clone, Copy)]

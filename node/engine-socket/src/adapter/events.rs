@@ -5,22 +5,20 @@
 
 use std::sync::Arc;
 
+use crate::whatsapp_rust::Jid as LibJid;
+use crate::whatsapp_rust::types::call::{CallAction, ElsewhereOutcome};
+use crate::whatsapp_rust::types::events::{Event, InboundMessage as LibInbound};
+use crate::whatsapp_rust::types::message::MessageInfo;
+use crate::whatsapp_rust::types::presence::{ChatPresence, ChatPresenceMedia, ReceiptType};
+use crate::whatsapp_rust::wacore::proto_helpers::MessageExt;
+use crate::whatsapp_rust::wacore::stanza::groups::GroupNotificationAction;
+use crate::whatsapp_rust::waproto::whatsapp as wa;
 use tokio::sync::mpsc::UnboundedSender;
-use wagate_engine_socket::whatsapp_rust::Jid as LibJid;
-use wagate_engine_socket::whatsapp_rust::types::call::{CallAction, ElsewhereOutcome};
-use wagate_engine_socket::whatsapp_rust::types::events::{Event, InboundMessage as LibInbound};
-use wagate_engine_socket::whatsapp_rust::types::message::MessageInfo;
-use wagate_engine_socket::whatsapp_rust::types::presence::{
-    ChatPresence, ChatPresenceMedia, ReceiptType,
-};
-use wagate_engine_socket::whatsapp_rust::wacore::proto_helpers::MessageExt;
-use wagate_engine_socket::whatsapp_rust::wacore::stanza::groups::GroupNotificationAction;
-use wagate_engine_socket::whatsapp_rust::waproto::whatsapp as wa;
 use wagate_proto::Jid;
 
 use super::ops::calls::RecentCalls;
 use super::ops::presence::PresenceBook;
-use crate::engine::{
+use wagate_engine_api::{
     AckStatus, CallEvent, CallPhase, EngineEvent, GroupAction, GroupChanges, GroupEvent,
     InboundMessage, Location, MessageType, Poll, PresenceEntry, PresenceState, StatusUpdate,
 };
@@ -321,13 +319,16 @@ fn call_event(
     })]
 }
 
-fn group(
-    update: &wagate_engine_socket::whatsapp_rust::types::events::GroupUpdate,
-) -> Option<EngineEvent> {
+fn group(update: &crate::whatsapp_rust::types::events::GroupUpdate) -> Option<EngineEvent> {
     let group_id = jid(&update.group_jid)?;
-    let who = |list: &[wagate_engine_socket::whatsapp_rust::wacore::stanza::groups::GroupParticipantInfo]| {
+    let who = |list: &[crate::whatsapp_rust::wacore::stanza::groups::GroupParticipantInfo]| {
         list.iter()
-            .filter_map(|p| p.phone_number.as_ref().and_then(jid).or_else(|| jid(&p.jid)))
+            .filter_map(|p| {
+                p.phone_number
+                    .as_ref()
+                    .and_then(jid)
+                    .or_else(|| jid(&p.jid))
+            })
             .collect::<Vec<_>>()
     };
     let changes = |c: GroupChanges| Some(c);
