@@ -668,14 +668,14 @@ pub(crate) fn insert_sql(table: &TableSpec) -> String {
 }
 
 /// After an import: a session keeps `has_credentials` only when the target holds credentials for it
-/// (moving to another database brings none along).
+/// (moving to another database brings none along). `engine_auth` is the node's record of every engine's
+/// link (written when any engine reports `Linked`), so no engine's own tables need naming here.
 pub(crate) async fn reconcile_credentials(tx: &mut DataTx) -> StoreResult<()> {
     execute_tx!(
         tx,
         sqlx::query(
             "UPDATE sessions SET has_credentials = FALSE WHERE has_credentials \
-             AND NOT EXISTS (SELECT 1 FROM engine_auth a WHERE a.session_id = sessions.id) \
-             AND NOT EXISTS (SELECT 1 FROM socket_device d WHERE d.session_id = sessions.id)"
+             AND NOT EXISTS (SELECT 1 FROM engine_auth a WHERE a.session_id = sessions.id)"
         )
     )?;
     Ok(())
