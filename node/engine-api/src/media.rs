@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use tokio::io::AsyncRead;
 
 use crate::error::EngineError;
-use crate::types::StoredFile;
+use crate::types::{INLINE_MEDIA_MAX_BYTES, StoredFile};
 
 /// Why the media store refused or failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -101,6 +101,15 @@ pub trait EngineMedia: Send + Sync {
         max_bytes: usize,
         budget: Duration,
     ) -> Result<FetchedBytes, MediaFailure>;
+
+    /// What a received-media event carries inline: the stored blob when it is within the spec's inline
+    /// limit (read back once, right after it was stored), else nothing: the node serves it by key.
+    async fn inline_copy(&self, stored: &StoredFile) -> Result<Vec<u8>, MediaFailure> {
+        if stored.size > INLINE_MEDIA_MAX_BYTES as u64 {
+            return Ok(Vec::new());
+        }
+        Ok(self.get(&stored.key).await?.unwrap_or_default())
+    }
 }
 
 /// A media store in memory, for engines under test: keys are handed out in order, URL fetches are

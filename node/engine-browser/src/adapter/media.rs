@@ -7,7 +7,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Value, json};
 use wagate_engine_api::media::EngineMedia;
-use wagate_engine_api::{INLINE_MEDIA_MAX_BYTES, ReceivedMedia, StoredFile};
+use wagate_engine_api::{ReceivedMedia, StoredFile};
 
 use crate::BrowserSession;
 
@@ -53,16 +53,10 @@ async fn download(
         tracing::debug!(message_id = id, error = %err, "page download not closed");
     }
     let stored = copied?;
-    // Small media is inlined in the event (the spec's inline limit), so it is read back once.
-    let data = if stored.size <= INLINE_MEDIA_MAX_BYTES as u64 {
-        media
-            .get(&stored.key)
-            .await
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default()
-    } else {
-        Vec::new()
-    };
+    let data = media
+        .inline_copy(&stored)
+        .await
+        .map_err(|e| e.to_string())?;
     let mimetype = [&raw["mimetype"], &opened["mimetype"]]
         .into_iter()
         .find_map(|m| m.as_str().filter(|m| !m.is_empty()))

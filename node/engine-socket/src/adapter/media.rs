@@ -11,8 +11,8 @@ use crate::whatsapp_rust::wacore::proto_helpers::MessageExt;
 use crate::whatsapp_rust::waproto::whatsapp as wa;
 use async_trait::async_trait;
 
+use wagate_engine_api::ReceivedMedia;
 use wagate_engine_api::media::{EngineMedia, MediaUpload};
-use wagate_engine_api::{INLINE_MEDIA_MAX_BYTES, ReceivedMedia};
 
 /// Who fetches from the CDN: the live client (it asks the server for hosts and credentials), or a
 /// `MediaDownloader` with hosts of its own (static URLs, tests).
@@ -126,16 +126,10 @@ pub(super) async fn download(
         .await
         .map_err(|e| format!("{e:#}"))?;
     let stored = store.finish(upload).await.map_err(|e| e.to_string())?;
-    // Small media is inlined in the event (the spec's inline limit), so it is read back once.
-    let data = if stored.size <= INLINE_MEDIA_MAX_BYTES as u64 {
-        store
-            .get(&stored.key)
-            .await
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default()
-    } else {
-        Vec::new()
-    };
+    let data = store
+        .inline_copy(&stored)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(ReceivedMedia {
         mimetype: part
             .mimetype
