@@ -65,6 +65,18 @@ const PAGE: &str = "SELECT * FROM messages WHERE session_id = $1 \
      AND ($4 IS NULL OR direction = $4) AND ($5 IS NULL OR type = $5) \
      AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) \
      ORDER BY created_at DESC, id DESC LIMIT $8 OFFSET $9";
+/// [`PAGE`] on SQLite as ONE row: a JSON array of rows, each an array of the columns in `MessageRow`'s
+/// field order (flags as JSON booleans). sqlx hands SQLite rows from the connection's thread to the task one
+/// by one, each with its own allocations; a page of 50 was bounded by those hand-offs, not by the query.
+const PAGE_SQLITE_JSON: &str = "SELECT json_group_array(json_array(id, session_id, wa_message_id, chat_id, \
+     from_jid, to_jid, chat_name, author, body, type, direction, status, timestamp, \
+     json(iif(has_media, 'true', 'false')), media, mentioned_ids, json(iif(is_group, 'true', 'false')), \
+     quoted_id, extra, json(iif(starred, 'true', 'false')), json(iif(revoked, 'true', 'false')), created_at) \
+     ORDER BY created_at DESC, id DESC) FROM (SELECT * FROM messages WHERE session_id = $1 \
+     AND ($2 IS NULL OR chat_id = $2) AND ($3 IS NULL OR from_jid = $3) \
+     AND ($4 IS NULL OR direction = $4) AND ($5 IS NULL OR type = $5) \
+     AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) \
+     ORDER BY created_at DESC, id DESC LIMIT $8 OFFSET $9)";
 /// One row per chat: its name, newest message time and body, and inbound messages not read yet.
 const CHATS: &str = "SELECT chat_id, MAX(chat_name) AS name, MAX(timestamp) AS ts, \
      SUM(CASE WHEN direction = 'incoming' AND status <> 'read' THEN 1 ELSE 0 END) AS unread, \
@@ -76,8 +88,8 @@ const DIRECT_CHATS: &str = "SELECT chat_id, MAX(chat_name) FROM messages \
 const CHAT_EXISTS: &str =
     "SELECT COUNT(*) FROM messages WHERE session_id = $1 AND chat_id = $2 AND id <> $3";
 
-/// A message row, as written and as read back.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+/// A message row, as written and as read back (as a row, or as a JSON array in field order on SQLite pages).
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Deserialize)]
 pub(crate) struct MessageRow {
     pub id: String,
     pub session_id: String,
@@ -411,18 +423,29 @@ pub(crate) async fn page(
         Some((at, id)) => (Some(*at), Some(id.as_str())),
         None => (None, None),
     };
-    Ok(on_pool!(db, |p| sqlx::query_as(PAGE)
-        .bind(session_id)
-        .bind(&q.chat_id)
-        .bind(&q.from)
-        .bind(&q.direction)
-        .bind(&q.kind)
-        .bind(after_at)
-        .bind(after_id)
-        .bind(q.limit)
-        .bind(q.offset)
-        .fetch_all(p)
-        .await)?)
+    macro_rules! bind_page {
+        ($query:expr) => {
+            $query
+                .bind(session_id)
+                .bind(&q.chat_id)
+                .bind(&q.from)
+                .bind(&q.direction)
+                .bind(&q.kind)
+                .bind(after_at)
+                .bind(after_id)
+                .bind(q.limit)
+                .bind(q.offset)
+        };
+    }
+    match db {
+        DataPool::Sqlite(p) => {
+            let text: String = bind_page!(sqlx::query_scalar(PAGE_SQLITE_JSON))
+                .fetch_one(p)
+                .await?;
+            super::from_json(&text)
+        }
+        DataPool::Postgres(p) => Ok(bind_page!(sqlx::query_as(PAGE)).fetch_all(p).await?),
+    }
 }
 
 /// Whether the chat has any stored message other than `except_id` (pacing's first-contact test).
