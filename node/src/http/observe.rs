@@ -77,6 +77,11 @@ pub(crate) async fn observe(
     // Decided before the span is made: a request whose trace is not kept makes no exported span at all.
     let kept = sampling::keeps_request(req.headers());
     let span = sampling::sync_marked(kept, || {
+        if !kept {
+            // Only what ties the request's other log lines to it: the access line names the rest, and the
+            // log layer formats every span field once per request.
+            return tracing::info_span!("request", request_id = %request_id);
+        }
         tracing::info_span!(
             "request",
             otel.name = tracing::field::Empty,
