@@ -24,6 +24,8 @@ pub const SECRET_ACCESS_KEY: &str = "wagate-test-secret";
 pub struct S3Server {
     child: Child,
     pub port: u16,
+    /// The data directory of an `s3s-fs` server, removed with it.
+    _root: Option<tempfile::TempDir>,
 }
 
 impl Drop for S3Server {
@@ -78,7 +80,11 @@ impl S3Server {
             .stderr(Stdio::null())
             .spawn()
             .context("starting moto_server")?;
-        let server = S3Server { child, port };
+        let server = S3Server {
+            child,
+            port,
+            _root: None,
+        };
         let http = reqwest::Client::new();
         let bucket = format!("{}/{BUCKET}", server.endpoint());
         for _ in 0..300 {
@@ -90,6 +96,44 @@ impl S3Server {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         bail!("moto_server did not come up on port {port}")
+    }
+
+    /// Starts an `s3s-fs` server (crates.io `s3s-fs`, a Rust S3 server over a directory) from `bin` on a
+    /// free loopback port, with `BUCKET` and the test credentials. Benchmarks only: moto is a Python
+    /// server whose own throughput caps what a node can show against it. `refuse_credentials` is moto's.
+    pub async fn start_s3s_fs(bin: &std::path::Path) -> anyhow::Result<S3Server> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let root = tempfile::tempdir().context("s3s-fs data directory")?;
+        std::fs::create_dir(root.path().join(BUCKET)).context("s3s-fs bucket directory")?;
+        let port = super::free_port();
+        let child = Command::new(bin)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args([
+                "--access-key",
+                ACCESS_KEY_ID,
+                "--secret-key",
+                SECRET_ACCESS_KEY,
+            ])
+            .arg(root.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        let server = S3Server {
+            child,
+            port,
+            _root: Some(root),
+        };
+        for _ in 0..300 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                return Ok(server);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        bail!("s3s-fs did not come up on port {port}")
     }
 
     pub fn endpoint(&self) -> String {

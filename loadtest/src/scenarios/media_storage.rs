@@ -1,12 +1,13 @@
 //! `media-storage`: media through the media store on each backend, local directory and S3 (moto on
-//! loopback, started here). Per backend: N concurrent `send-document`s of an M MB file the node fetches by
+//! loopback, started here, or with `--s3-server PATH` an `s3s-fs` binary, a Rust server that moto's
+//! own throughput does not cap). Per backend: N concurrent `send-document`s of an M MB file the node fetches by
 //! URL from a loopback server (end to end: fetch, store, the sim engine passing the object on by key, the
 //! recipient's copy made by the backend), then a storage archive export and import of what was stored (the store
 //! alone: every object streamed out and back in). Prints MB/s and the node's anonymous RSS growth over
 //! idle, sampled every 20 ms. The local run is the baseline of the same run. After the S3 run, the
 //! ceiling the loopback server allows: the same number of objects of the same size written straight to
 //! it from memory, without a node (single PUTs, then each with the server-side copy a send's recipient
-//! costs), so the node's S3 figure reads against what moto itself can take.
+//! costs), so the node's S3 figure reads against what the server itself can take.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,7 +33,12 @@ pub async fn run(args: &[String]) -> anyhow::Result<()> {
         "media-storage: {files} concurrent send-document of {megabytes} MB each, fetched by URL from loopback"
     );
     let local = run_backend(&binary, None, &server, files, megabytes).await?;
-    let s3 = S3Server::start().await?;
+    let s3_server = arg(args, "--s3-server", "");
+    let s3 = if s3_server.is_empty() {
+        S3Server::start().await?
+    } else {
+        S3Server::start_s3s_fs(std::path::Path::new(&s3_server)).await?
+    };
     let on_s3 = run_backend(&binary, Some(&s3), &server, files, megabytes).await?;
     let [_, put_copy, _] = ceiling(&s3, files, megabytes, ceiling_body).await?;
     println!(

@@ -323,18 +323,25 @@ pub struct MediaStorageArgs {
     /// Size of each document, in MiB
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=512))]
     pub megabytes: u64,
+    /// An `s3s-fs` binary (`cargo install s3s-fs --features binary`) to serve S3 instead of moto
+    #[arg(long, value_name = "PATH")]
+    pub s3_server: Option<PathBuf>,
 }
 
 impl MediaStorageArgs {
     fn argv(&self) -> Vec<String> {
-        vec![
+        let mut argv = vec![
             "--binary".into(),
             binary_or_default(&self.binary, "wagate"),
             "--files".into(),
             self.files.to_string(),
             "--megabytes".into(),
             self.megabytes.to_string(),
-        ]
+        ];
+        if let Some(server) = &self.s3_server {
+            argv.extend(["--s3-server".into(), server.display().to_string()]);
+        }
+        argv
     }
 }
 
