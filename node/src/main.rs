@@ -5,13 +5,12 @@ use std::process::ExitCode;
 
 use wagate_node::config::{Config, Source, Stop};
 
-/// mimalloc's per-thread heaps: under load glibc's arenas were a quarter of a read's CPU, and their locks
-/// (taken by SQLite's connection threads and the runtime's workers at once) another fifth.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: wagate_workers::allocator::Allocator = wagate_workers::allocator::Allocator;
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    wagate_workers::allocator::tune();
     let loaded = Source::process()
         .map_err(Stop::from)
         .and_then(|source| Config::load(std::env::args_os(), &source));

@@ -21,6 +21,7 @@
 //! [`enqueue_outbox`]; at boot and periodically it runs [`reconcile_outbox`] (or [`spawn_reconciler`]).
 //! The worker generates the delivery id on first dispatch and keeps it across retries (column `delivery_id`).
 
+pub mod allocator;
 pub mod config;
 /// `DataPool` and its dialect macro live in `wagate-db`; re-exported under the old path for the workers' code.
 pub use wagate_db as db;

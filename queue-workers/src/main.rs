@@ -12,13 +12,12 @@ use wagate_workers::{
     spawn_workers,
 };
 
-/// mimalloc's per-thread heaps: under load glibc's arenas were a quarter of a read's CPU, and their locks
-/// (taken by SQLite's connection threads and the runtime's workers at once) another fifth.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: wagate_workers::allocator::Allocator = wagate_workers::allocator::Allocator;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    wagate_workers::allocator::tune();
     // Help and refused values stop here, before anything is opened, exactly as `wagate` does.
     let loaded = Source::process()
         .map_err(Stop::from)
