@@ -9,7 +9,7 @@
 //! once instead of after a delay, because the delay is only honoured on a later allocation, which an idle
 //! thread never makes.
 
-use libmimalloc_sys::{mi_option_get, mi_option_set, mi_option_t};
+use libmimalloc_sys::{mi_option_set, mi_option_t};
 
 pub use mimalloc::MiMalloc as Allocator;
 
@@ -28,6 +28,7 @@ pub fn tune() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use libmimalloc_sys::mi_option_get;
 
     #[test]
     fn the_purge_delay_option_is_the_one_tuned() {
