@@ -42,6 +42,7 @@ pub(crate) mod labels;
 pub(crate) mod limits;
 pub(crate) mod media_convert;
 pub(crate) mod media_input;
+pub(crate) mod media_output;
 pub(crate) mod messages;
 pub(crate) mod metrics;
 pub(crate) mod observe;

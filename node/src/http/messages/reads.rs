@@ -11,6 +11,7 @@ use wagate_proto::dto::messages::{ListMessagesQuery, Message, ReactionGroup};
 use crate::app::ApiContext;
 use crate::http::error::ApiResult;
 use crate::http::extract::{ApiPath, ApiQuery};
+use crate::http::media_output::content_type_of;
 use crate::http::session_scope::Scoped;
 
 pub(super) fn router() -> OpenApiRouter<ApiContext> {
@@ -97,9 +98,8 @@ async fn message_media(
         .media_stream(session.id(), &path.message_id)
         .await?;
     let mut resp = axum::body::Body::from_stream(stream.body).into_response();
-    if let Ok(value) = HeaderValue::from_str(&mimetype) {
-        resp.headers_mut().insert(header::CONTENT_TYPE, value);
-    }
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, content_type_of(&mimetype));
     resp.headers_mut()
         .insert(header::CONTENT_LENGTH, HeaderValue::from(stream.size));
     Ok(resp)

@@ -17,6 +17,7 @@ use crate::engine::StatusUpdate;
 use crate::http::engine_call::{bounded, jid};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::ApiPath;
+use crate::http::media_output::content_type_of;
 use crate::http::session_scope::{Scoped, ScopedSession};
 
 mod post;
@@ -104,7 +105,7 @@ async fn get_status_media(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("Status {} has no stored media", path.1)))?;
     Response::builder()
-        .header(header::CONTENT_TYPE, mimetype)
+        .header(header::CONTENT_TYPE, content_type_of(&mimetype))
         .header(header::CONTENT_LENGTH, stream.size)
         .body(Body::from_stream(stream.body))
         .map_err(ApiError::internal)
