@@ -259,7 +259,9 @@ async fn media_is_stored_once_read_back_and_deleted_with_its_session_on_both_bac
             .unwrap();
         assert_eq!(gone.status, 404, "{name}: {}", gone.text);
         assert!(
-            p.node.logs().contains("media object missing"),
+            p.node
+                .wait_logged("media object missing", std::time::Duration::from_secs(10))
+                .await,
             "{name}: the missing object is logged"
         );
 

@@ -130,6 +130,21 @@ impl Node {
         std::fs::read_to_string(self.log_path()).unwrap_or_default()
     }
 
+    /// Whether `needle` shows up in the node's log within `within`. The node writes its log lines from a
+    /// thread of their own, so a line logged while serving a request may land a moment after the answer.
+    pub async fn wait_logged(&self, needle: &str, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            if self.logs().contains(needle) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
