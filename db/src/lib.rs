@@ -126,3 +126,30 @@ pub async fn write_turn(pool: &DataPool) -> Option<tokio::sync::SemaphorePermit<
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SQLite this workspace builds carries the options `.cargo/config.toml` sets (a build that lost
+    /// them re-plans every statement with a bound LIMIT on each run).
+    #[tokio::test]
+    async fn the_bundled_sqlite_has_the_workspace_compile_options() {
+        let pool = DataPool::connect(DatabaseKind::Sqlite, "sqlite::memory:")
+            .await
+            .expect("in-memory SQLite");
+        let DataPool::Sqlite(pool) = pool else {
+            unreachable!("asked for SQLite");
+        };
+        let options: Vec<String> = sqlx::query_scalar("PRAGMA compile_options")
+            .fetch_all(&pool)
+            .await
+            .expect("compile options");
+        for wanted in ["ENABLE_QPSG", "DEFAULT_MEMSTATUS=0"] {
+            assert!(
+                options.iter().any(|o| o == wanted),
+                "{wanted} missing from {options:?}"
+            );
+        }
+    }
+}

@@ -240,7 +240,7 @@ fn session_service(
         ack_on_receipt: std::env::var("WAGATE_BENCH_ACK_ON_RECEIPT").is_ok_and(|v| v == "true"),
         // In a cluster other nodes write the same rows: entries are checked against tokens in Redis.
         records: match cluster {
-            Some(cluster) => RecordCache::shared(cluster.pool.clone(), &cluster.prefix),
+            Some(cluster) => RecordCache::shared(cluster.lookups.clone(), &cluster.prefix),
             None => RecordCache::local(),
         },
     });

@@ -21,10 +21,14 @@ use super::{Client, Node, NodeOptions, Receiver};
 /// How long everything accepted may take to reach the receiver once the stream stopped.
 const SETTLE: Duration = Duration::from_secs(90);
 
-/// Requests of the stream in flight at most; also the bound the duplicates are held to per kill: a delivering
-/// process has at most `WEBHOOK_DISPATCH_CONCURRENCY` (64 by default) attempts made and not yet recorded, and
-/// only those are delivered again after a kill -9.
+/// Requests of the stream in flight at most.
 pub const IN_FLIGHT: usize = 64;
+
+/// The bound the duplicates are held to per kill: a delivering process has at most 4 x
+/// `WEBHOOK_DISPATCH_CONCURRENCY` (64 by default) webhook attempts made and not yet recorded
+/// (`UNRECORDED_PER_SLOT` in `queue-workers/src/webhook/retry.rs`), and only those are delivered again after
+/// a kill -9.
+pub const DUPLICATES_PER_KILL: usize = 4 * 64;
 
 #[derive(Debug, Clone)]
 pub struct ChaosOptions {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use dashmap::DashMap;
 use deadpool_redis::{Pool, redis};
+use redis::aio::ConnectionManager;
 
 use super::lease::{self, Lease, LeaseError, Leases};
 use crate::sessions::cache::RecordCache;
@@ -88,6 +89,9 @@ pub(crate) struct Owner {
 
 pub(crate) struct RedisLeases {
     pool: Pool,
+    /// The per-request lookup connection (`owner_with`).
+    lookups: ConnectionManager,
+    owner_with: redis::Script,
     db: DataPool,
     node_id: String,
     prefix: String,
@@ -102,6 +106,7 @@ pub(crate) struct RedisLeases {
 impl RedisLeases {
     pub(crate) fn new(
         pool: Pool,
+        lookups: ConnectionManager,
         db: DataPool,
         node_id: String,
         prefix: String,
@@ -109,6 +114,8 @@ impl RedisLeases {
     ) -> RedisLeases {
         RedisLeases {
             pool,
+            lookups,
+            owner_with: redis::Script::new(OWNER_WITH),
             db,
             node_id,
             prefix,
@@ -231,13 +238,14 @@ impl RedisLeases {
         holder_key_prefix: &str,
         mark_key: &str,
     ) -> Result<(Option<(Owner, Option<String>)>, bool), RedisError> {
-        let mut conn = self.pool.get().await?;
+        let mut conn = self.lookups.clone();
         let (marked, found): (i64, Option<(String, Option<String>)>) = {
-            let reply: redis::Value = redis::Script::new(OWNER_WITH)
+            let reply: redis::Value = self
+                .owner_with
                 .key(self.key(session_id))
                 .key(mark_key)
                 .arg(holder_key_prefix)
-                .invoke_async(&mut *conn)
+                .invoke_async(&mut conn)
                 .await?;
             let mut items = match reply {
                 redis::Value::Array(items) => items.into_iter(),

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use deadpool_redis::redis;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -75,6 +77,9 @@ pub(crate) struct Cluster {
     pub node_url: String,
     pub leases: Arc<RedisLeases>,
     pub registry: Registry,
+    /// One multiplexed connection for what every request asks Redis (the lease owner of a session routed
+    /// elsewhere, the session-record tokens); see [`lookup_link`].
+    pub lookups: ConnectionManager,
     /// The Redis pool and `REDIS_KEY_PREFIX`, for the other cluster-wide parts (sim network, event fan-out).
     pub pool: deadpool_redis::Pool,
     pub prefix: String,
@@ -85,6 +90,23 @@ pub(crate) struct Cluster {
     has_left: AtomicBool,
     /// Sessions in a planned handover from or to this node, and the requests served here on each.
     pub transit: Arc<Transit>,
+}
+
+/// How long a per-request lookup may wait for Redis before the request goes on without it.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The connection for per-request lookups. Concurrent requests share its socket, their commands pipelined;
+/// a pool checkout cost each request a recycle round trip (deadpool-redis PINGs a connection before handing it
+/// out) and, under load, a wait for one of the pool's few connections. It connects on first use and again
+/// after a failure. Only commands that do not depend on the connection's state (no WATCH, no MULTI) go on it.
+pub(crate) fn lookup_link(url: &str) -> Result<ConnectionManager, RedisError> {
+    let client = redis::Client::open(url).map_err(|err| RedisError::Setup(err.to_string()))?;
+    let config = ConnectionManagerConfig::new()
+        .set_number_of_retries(1)
+        .set_connection_timeout(Some(LOOKUP_TIMEOUT))
+        .set_response_timeout(Some(LOOKUP_TIMEOUT));
+    ConnectionManager::new_lazy_with_config(client, config)
+        .map_err(|err| RedisError::Setup(err.to_string()))
 }
 
 impl Cluster {
@@ -99,8 +121,10 @@ impl Cluster {
             .await?;
         let ttl = Duration::from_millis(config.session_lease_ttl_ms);
         let prefix = config.redis_key_prefix.clone();
+        let lookups = lookup_link(config.redis_url.as_str())?;
         let leases = RedisLeases::new(
             pool.clone(),
+            lookups.clone(),
             db.clone(),
             config.node_id.clone(),
             prefix.clone(),
@@ -111,6 +135,7 @@ impl Cluster {
             node_url: config.node_url.trim_end_matches('/').to_string(),
             leases: Arc::new(leases),
             registry: Registry::new(pool.clone(), prefix.clone(), ttl),
+            lookups,
             pool,
             prefix,
             db,

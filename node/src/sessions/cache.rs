@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use dashmap::DashMap;
-use deadpool_redis::{Pool, redis};
+use deadpool_redis::redis;
+use redis::aio::ConnectionManager;
 
 use crate::store::sessions::SessionRecord;
 
@@ -60,7 +61,8 @@ struct Stored<T> {
 
 /// Where the version tokens of a cluster live.
 struct Shared {
-    pool: Pool,
+    /// The cluster's per-request lookup connection (`cluster::lookup_link`).
+    conn: ConnectionManager,
     prefix: String,
 }
 
@@ -114,9 +116,9 @@ impl RecordCache {
     }
 
     /// Cluster mode: entries are checked against the tokens in Redis (`prefix` is `REDIS_KEY_PREFIX`).
-    pub(crate) fn shared(pool: Pool, prefix: &str) -> RecordCache {
+    pub(crate) fn shared(conn: ConnectionManager, prefix: &str) -> RecordCache {
         RecordCache::with(Some(Shared {
-            pool,
+            conn,
             prefix: prefix.to_string(),
         }))
     }
@@ -262,10 +264,10 @@ impl Shared {
     /// The tokens of `keys`, joined; absent ones are seeded first. `None` when Redis does not answer in time.
     async fn tokens(&self, keys: &[String]) -> Option<String> {
         let read = async {
-            let mut conn = self.pool.get().await.map_err(|e| e.to_string())?;
+            let mut conn = self.conn.clone();
             let got: Vec<Option<String>> = redis::cmd("MGET")
                 .arg(keys)
-                .query_async(&mut *conn)
+                .query_async(&mut conn)
                 .await
                 .map_err(|e| e.to_string())?;
             if got.iter().all(Option::is_some) {
@@ -284,7 +286,7 @@ impl Shared {
             }
             pipe.cmd("MGET").arg(keys);
             let (again,): (Vec<Option<String>>,) = pipe
-                .query_async(&mut *conn)
+                .query_async(&mut conn)
                 .await
                 .map_err(|e| e.to_string())?;
             Ok::<_, String>(again)
@@ -321,7 +323,7 @@ impl Shared {
         }
         tracing::warn!(error = %last, ?keys, "record tokens not changed after a write; retrying in the background");
         let shared = Shared {
-            pool: self.pool.clone(),
+            conn: self.conn.clone(),
             prefix: self.prefix.clone(),
         };
         tokio::spawn(async move {
@@ -341,7 +343,7 @@ impl Shared {
 
     async fn set_fresh(&self, keys: &[String]) -> Result<(), String> {
         let write = async {
-            let mut conn = self.pool.get().await.map_err(|e| e.to_string())?;
+            let mut conn = self.conn.clone();
             let mut pipe = redis::pipe();
             for key in keys {
                 pipe.cmd("SET")
@@ -351,7 +353,7 @@ impl Shared {
                     .arg(TOKEN_TTL_MS)
                     .ignore();
             }
-            pipe.query_async::<()>(&mut *conn)
+            pipe.query_async::<()>(&mut conn)
                 .await
                 .map_err(|e| e.to_string())
         };
@@ -434,19 +436,17 @@ mod tests {
         assert!(matches!(cache.lookup_list((100, 0)).await, Lookup::Miss(_)));
     }
 
-    fn redis_pool() -> Pool {
+    fn redis_link() -> ConnectionManager {
         let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
-        deadpool_redis::Config::from_url(url)
-            .create_pool(Some(deadpool_redis::Runtime::Tokio1))
-            .expect("redis pool")
+        crate::cluster::lookup_link(&url).expect("redis link")
     }
 
     /// Two nodes' caches on one Redis: a write through one is a miss on the other at its next read.
     #[tokio::test]
     async fn a_write_on_one_node_is_a_miss_on_the_other() {
         let prefix = format!("wagate-cache-test-{}:", uuid::Uuid::new_v4());
-        let a = RecordCache::shared(redis_pool(), &prefix);
-        let b = RecordCache::shared(redis_pool(), &prefix);
+        let a = RecordCache::shared(redis_link(), &prefix);
+        let b = RecordCache::shared(redis_link(), &prefix);
         let t = ticket(b.lookup("s").await);
         assert!(t.may_fill, "the tokens are seeded on the first read");
         b.fill(t, record("s", SessionStatus::Created));
@@ -497,10 +497,8 @@ mod tests {
     /// No Redis to ask: nothing is served from memory and nothing is stored.
     #[tokio::test]
     async fn a_node_that_cannot_read_the_tokens_reads_the_db() {
-        let pool = deadpool_redis::Config::from_url("redis://127.0.0.1:1")
-            .create_pool(Some(deadpool_redis::Runtime::Tokio1))
-            .expect("redis pool");
-        let cache = RecordCache::shared(pool, "wagate-cache-test-unreachable:");
+        let link = crate::cluster::lookup_link("redis://127.0.0.1:1").expect("redis link");
+        let cache = RecordCache::shared(link, "wagate-cache-test-unreachable:");
         let t = ticket(cache.lookup("s").await);
         assert!(!t.may_fill);
         cache.fill(t, record("s", SessionStatus::Ready));

@@ -45,6 +45,17 @@ const CLAIM_MIN: usize = 16;
 /// Finished attempts settled together (one transaction for their successes).
 const SETTLE_CHUNK: usize = 64;
 
+/// Groups of one job's finished attempts being settled at once: the next group goes to the outbox writer
+/// while the previous one waits for its commit, so both share the writer's next transaction.
+const SETTLES_IN_FLIGHT: usize = 2;
+
+/// Attempts made (or in flight) and not yet recorded, per dispatch slot: the most a kill -9 of the process
+/// delivers twice is `UNRECORDED_PER_SLOT x WEBHOOK_DISPATCH_CONCURRENCY`. An attempt's record waits for
+/// the write turn behind the message commits; with one unrecorded attempt per slot, an inbound storm of
+/// 5,000 events/s fell behind (3,400-4,000 deliveries/s, event-to-delivery p50 2.3 s at 64 slots), with
+/// four it keeps up (4,900-4,975/s, p50 ~50 ms; docs/architecture.md "Measured").
+pub const UNRECORDED_PER_SLOT: usize = 4;
+
 /// What the handler needs, shared by every job of one worker process.
 #[derive(Debug, Clone)]
 pub struct DeliveryContext {
@@ -52,8 +63,10 @@ pub struct DeliveryContext {
     pub queue: QueueClient,
     pub client: WebhookClient,
     pub settings: WebhookSettings,
-    /// HTTP attempts in flight in this process, whatever job they belong to.
+    /// HTTP attempts in flight in this process, whatever job they belong to (`WEBHOOK_DISPATCH_CONCURRENCY`).
     slots: Arc<Semaphore>,
+    /// Attempts in flight or made and not yet recorded in this process ([`UNRECORDED_PER_SLOT`] per slot).
+    unrecorded: Arc<Semaphore>,
     /// Claims and settles of every job, committed together.
     writer: OutboxWriter,
 }
@@ -66,7 +79,11 @@ impl DeliveryContext {
         settings: WebhookSettings,
     ) -> DeliveryContext {
         let slots = Arc::new(Semaphore::new(settings.dispatch_concurrency.max(1)));
+        let unrecorded = Arc::new(Semaphore::new(
+            settings.dispatch_concurrency.max(1) * UNRECORDED_PER_SLOT,
+        ));
         DeliveryContext {
+            unrecorded,
             writer: OutboxWriter::spawn(pool.clone(), settings.claimer.clone()),
             pool,
             queue,
@@ -141,8 +158,9 @@ pub async fn process_traced_batch(
 
 /// What became of one claimed row's attempt.
 enum Attempted {
-    /// Sent, holding its dispatch slot until its outcome is committed: attempts made and not yet recorded
-    /// (the events a kill -9 delivers twice) stay within `WEBHOOK_DISPATCH_CONCURRENCY` per process.
+    /// Sent, holding its unrecorded permit until its outcome is committed: attempts made and not yet
+    /// recorded (the events a kill -9 delivers twice) stay within [`UNRECORDED_PER_SLOT`] x
+    /// `WEBHOOK_DISPATCH_CONCURRENCY` per process.
     Sent(AttemptOutcome, Option<OwnedSemaphorePermit>),
     /// The body can never be sent (oversize or unreadable stored payload).
     NeverSent(String),
@@ -183,7 +201,7 @@ async fn dispatch(
     // Attempts and settling run side by side in this task: while a group of finished attempts waits for its
     // write turn and commit, the next attempts are still started and polled. (Settling inside the loop that
     // drives the attempts paused every HTTP attempt for the length of each commit.)
-    let (finished, mut settle_queue) = mpsc::unbounded_channel();
+    let (finished, settle_queue) = mpsc::unbounded_channel();
     let attempts = futures::stream::iter(live)
         .map(|(claimed, target)| {
             let trace = traces.get(&claimed.id).cloned();
@@ -201,20 +219,41 @@ async fn dispatch(
             let _ = finished.send(done);
             futures::future::ready(())
         });
-    let settling = async {
-        let mut first_error = None;
-        let mut done = Vec::with_capacity(SETTLE_CHUNK);
-        while settle_queue.recv_many(&mut done, SETTLE_CHUNK).await > 0 {
-            if let Err(e) = settle_all(ctx, std::mem::take(&mut done)).await {
-                // The rows stay `delivering`; the reconciler releases them once the attempt is stale.
-                tracing::warn!(error = %e, op = "webhook_settle", "cannot record delivery outcomes");
-                first_error.get_or_insert(e);
-            }
-        }
-        first_error
-    };
+    let settling = settle_as_they_finish(ctx, settle_queue);
     let ((), first_error) = futures::future::join(attempts, settling).await;
     first_error.map_or(Ok(()), Err)
+}
+
+/// Settles finished attempts as they arrive, in groups of up to [`SETTLE_CHUNK`], [`SETTLES_IN_FLIGHT`]
+/// groups at a time, until every attempt has finished; answers the first error.
+async fn settle_as_they_finish(
+    ctx: &DeliveryContext,
+    mut queue: mpsc::UnboundedReceiver<Finished>,
+) -> Option<StoreError> {
+    let mut first_error = None;
+    let mut done = Vec::with_capacity(SETTLE_CHUNK);
+    let mut settling = futures::stream::FuturesUnordered::new();
+    let mut is_open = true;
+    loop {
+        tokio::select! {
+            n = queue.recv_many(&mut done, SETTLE_CHUNK), if is_open && settling.len() < SETTLES_IN_FLIGHT => {
+                if n == 0 {
+                    is_open = false;
+                } else {
+                    settling.push(settle_all(ctx, std::mem::take(&mut done)));
+                }
+            }
+            Some(result) = settling.next(), if !settling.is_empty() => {
+                if let Err(e) = result {
+                    // The rows stay `delivering`; the reconciler releases them once the attempt is stale.
+                    tracing::warn!(error = %e, op = "webhook_settle", "cannot record delivery outcomes");
+                    first_error.get_or_insert(e);
+                }
+            }
+            else => break,
+        }
+    }
+    first_error
 }
 
 /// One attempt's span: a child of its event's trace when the job carried it.
@@ -250,10 +289,12 @@ async fn attempt_one(
             ctx.settings.max_payload_bytes
         ));
     }
-    // A closed semaphore never happens (it is never closed); then the attempt simply runs unbounded.
-    let slot = ctx.slots.clone().acquire_owned().await.ok();
+    // A closed semaphore never happens (neither is ever closed); then the attempt simply runs unbounded.
+    let unrecorded = ctx.unrecorded.clone().acquire_owned().await.ok();
+    let slot = ctx.slots.acquire().await.ok();
     let outcome = attempt(ctx, claimed, target, &delivery_id, &body).await;
-    Attempted::Sent(outcome, slot)
+    drop(slot);
+    Attempted::Sent(outcome, unrecorded)
 }
 
 /// The claim sets the delivery id; a row claimed by an older worker may lack one.

@@ -12,6 +12,7 @@ struct Fixture {
     _dir: tempfile::TempDir,
     db: DataPool,
     pool: Pool,
+    lookups: redis::aio::ConnectionManager,
     prefix: String,
     session: String,
     /// The acquiring nodes' record cache (the claims bump it; `a_claim_*` tests what that does).
@@ -29,14 +30,16 @@ async fn fixture() -> Fixture {
         .expect("session");
     let url =
         std::env::var("WAGATE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
-    let pool = deadpool_redis::Config::from_url(url)
+    let pool = deadpool_redis::Config::from_url(url.as_str())
         .create_pool(Some(deadpool_redis::Runtime::Tokio1))
         .expect("redis pool");
     let prefix = format!("wagate-test:{}:", uuid::Uuid::new_v4().simple());
+    let lookups = crate::cluster::lookup_link(&url).expect("redis link");
     Fixture {
         _dir: dir,
         db,
         pool,
+        lookups,
         records: RecordCache::local(),
         prefix,
         session,
@@ -47,6 +50,7 @@ impl Fixture {
     fn node(&self, id: &str, ttl_ms: u64) -> RedisLeases {
         RedisLeases::new(
             self.pool.clone(),
+            self.lookups.clone(),
             self.db.clone(),
             id.into(),
             self.prefix.clone(),
@@ -244,8 +248,8 @@ async fn a_claim_makes_every_nodes_cached_record_stale() {
     let f = fixture().await;
     let tokens = format!("{}records:", f.prefix);
     let (cache_a, cache_b) = (
-        RecordCache::shared(f.pool.clone(), &tokens),
-        RecordCache::shared(f.pool.clone(), &tokens),
+        RecordCache::shared(f.lookups.clone(), &tokens),
+        RecordCache::shared(f.lookups.clone(), &tokens),
     );
     for cache in [&cache_a, &cache_b] {
         let Lookup::Miss(ticket) = cache.lookup(&f.session).await else {
