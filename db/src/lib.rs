@@ -1,11 +1,12 @@
 //! The data-database handle shared by the node, the workers and the engines: one enum over the SQLite and
 //! PostgreSQL pools, the dialect dispatch that runs one body against either (`on_pool!`, `execute!`, and for
 //! an open [`DataTx`] `on_tx!`, `execute_tx!`), multi-row statement texts ([`MultiRow`]), the SQLite write
-//! turn, and the data-DB migrations. Input: a URL from configuration (or a pool the node already opened). It
+//! turn, the data export's table descriptions (`table_spec`), and the data-DB migrations. Input: a URL from configuration (or a pool the node already opened). It
 //! holds no SQL of its own beyond the migrations: each table's statements live in the one crate that owns the
 //! table.
 
 mod multirow;
+pub mod table_spec;
 mod tx;
 
 pub use multirow::{MultiRow, placeholders};

@@ -17,7 +17,10 @@ use tokio::sync::mpsc;
 
 use super::{AdminResult, DataAdmin};
 use crate::media::{MediaError, MediaStore};
-use crate::store::data_tables::{self, Cell, TABLES, TableSpec};
+use wagate_db::table_spec::TableSpec;
+
+use super::TABLES;
+use crate::store::data_tables::{self, Cell};
 use crate::store::{DataPool, DataTx};
 
 pub(crate) type ExportStream = futures::stream::BoxStream<'static, Result<Bytes, std::io::Error>>;

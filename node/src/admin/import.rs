@@ -10,9 +10,10 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::{Map, Value};
 use wagate_proto::dto::admin::ImportResult;
 
+use super::TABLES;
 use super::{AdminError, AdminResult, DataAdmin, RemoteStop};
 use crate::store::StoreError;
-use crate::store::data_tables::{self, TABLES};
+use crate::store::data_tables;
 
 /// A parsed import body.
 #[derive(Debug)]
@@ -242,7 +243,7 @@ impl DataAdmin {
         keep: &HashSet<String>,
     ) -> Result<u64, RowFailure> {
         let mut tx = crate::store::begin(&self.db).await?;
-        data_tables::clear_for_import(&mut tx, keep).await?;
+        data_tables::clear_for_import(&mut tx, &TABLES, keep).await?;
         let mut normalised = 0u64;
         for table in TABLES.iter() {
             let sql = data_tables::insert_sql(table);

@@ -1,5 +1,5 @@
 //! Administration of data: the data export and import (`export.rs`, `import.rs`) over the sixteen tables of
-//! `store::data_tables`, and media archives (`storage.rs`) through the media store (`list`/`stream`/`put_object`), whichever backend
+//! [`TABLES`], and media archives (`storage.rs`) through the media store (`list`/`stream`/`put_object`), whichever backend
 //! `STORAGE_TYPE` chose. Handlers in
 //! `http/infra.rs` parse and authorise; the rules (budget, credential stripping, orphans, the one
 //! transaction, archive paths and expiry) live here.
@@ -9,7 +9,9 @@ mod import;
 pub(crate) mod storage;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+
+use wagate_db::table_spec::TableSpec;
 
 use crate::automation::AutomationService;
 use crate::events::Pipeline;
@@ -18,6 +20,20 @@ use crate::sessions::SessionService;
 use crate::store::{DataPool, StoreError};
 
 pub(crate) use import::ImportRequest;
+
+/// The spec's sixteen exported tables, in the order an import writes them (parents before children): the
+/// node's own (`store::data_tables`) and the socket engine's LID mappings, which that engine owns and
+/// describes (its table, its columns), after `baileysStoredMessages` as the spec lists them.
+pub(crate) static TABLES: LazyLock<Vec<&'static TableSpec>> = LazyLock::new(|| {
+    let mut tables: Vec<&'static TableSpec> =
+        crate::store::data_tables::NODE_TABLES.iter().collect();
+    let at = tables
+        .iter()
+        .position(|t| t.key == "baileysStoredMessages")
+        .map_or(tables.len(), |i| i + 1);
+    tables.insert(at, &wagate_engine_socket::store::LID_MAPPINGS_EXPORT);
+    tables
+});
 
 /// Why an administrative action failed; `http/error.rs` maps each to its status.
 #[derive(Debug, thiserror::Error)]
@@ -89,5 +105,38 @@ impl DataAdmin {
             data_dir,
             export_ttl_ms,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sixteen_tables_in_the_spec_order() {
+        let keys: Vec<&str> = TABLES.iter().map(|t| t.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "sessions",
+                "webhooks",
+                "messages",
+                "messageBatches",
+                "templates",
+                "baileysStoredMessages",
+                "lidMappings",
+                "chatStates",
+                "pluginInstances",
+                "conversationMappings",
+                "ingressEvents",
+                "webhookDeliveryFailures",
+                "webhookOutboxEvents",
+                "integrationDeliveryFailures",
+                "statusUpdates",
+                "automationRules"
+            ]
+        );
+        let webhooks = TABLES[1].column_keys();
+        assert!(!webhooks.iter().any(|k| k == "secret" || k == "headers"));
     }
 }

@@ -1,144 +1,70 @@
-//! The sixteen tables the spec's data export covers, described once (column, kind, what an import binds when
-//! a row lacks the key), and the SQL that reads them row by row and writes rows back. Columns the export
+//! The node's fifteen of the sixteen tables the spec's data export covers, described once
+//! (`wagate_db::table_spec`: column, kind, what an import binds when a row lacks the key), and the SQL that
+//! reads any described table row by row and writes rows back. The sixteenth, `lidMappings`, is the socket
+//! engine's table and described by that engine (`admin::TABLES` puts the list together). Columns the export
 //! leaves out on purpose are simply not listed: webhook `secret` and `headers`, and the sessions' cluster
 //! bookkeeping (`lease_generation`, `owner_node`), which belongs to the database the rows live in.
-//! Engine-owned tables (`engine_auth`, the nineteen `socket_*` tables) and derived or cache tables
+//! Engine-owned tables (`engine_auth`, the socket engine's other tables) and derived or cache tables
 //! (`message_reactions`, `contact_names`, `poll_votes`, `idempotency_keys`) are not exported.
 
 use serde_json::Value;
+use wagate_db::table_spec::{
+    Column, Kind, TableSpec, camel_case, flag, int, int_or, json, json_or, text, text_or,
+};
 
 use super::{DataPool, DataTx, StoreResult, execute_tx, on_tx};
 
-/// How a column is read and bound. `Json` columns hold JSON text; the export shows them as JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Text,
-    Int,
-    Bool,
-    Json,
+/// The statement [`rows`] runs for `table`.
+fn select_sql(table: &TableSpec) -> String {
+    let exprs: Vec<String> = table
+        .columns
+        .iter()
+        .map(|c| match c.kind {
+            Kind::Int => format!("CAST({0} AS BIGINT) AS {0}", c.name),
+            Kind::Bool => format!(
+                "CAST(CASE WHEN {0} THEN 1 ELSE 0 END AS BIGINT) AS {0}",
+                c.name
+            ),
+            Kind::Text | Kind::Json => c.name.to_string(),
+        })
+        .collect();
+    format!(
+        "SELECT {} FROM {} ORDER BY {}",
+        exprs.join(", "),
+        table.name,
+        table.order_by
+    )
 }
 
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Column {
-    pub name: &'static str,
-    pub kind: Kind,
-    /// JSON text of the value bound when an imported row lacks the key (the column's DB default).
-    pub fallback: Option<&'static str>,
-}
-
-const fn text(name: &'static str) -> Column {
-    Column {
-        name,
-        kind: Kind::Text,
-        fallback: None,
-    }
-}
-const fn text_or(name: &'static str, fallback: &'static str) -> Column {
-    Column {
-        name,
-        kind: Kind::Text,
-        fallback: Some(fallback),
-    }
-}
-const fn int(name: &'static str) -> Column {
-    Column {
-        name,
-        kind: Kind::Int,
-        fallback: None,
-    }
-}
-const fn int_or(name: &'static str, fallback: &'static str) -> Column {
-    Column {
-        name,
-        kind: Kind::Int,
-        fallback: Some(fallback),
-    }
-}
-const fn flag(name: &'static str, fallback: &'static str) -> Column {
-    Column {
-        name,
-        kind: Kind::Bool,
-        fallback: Some(fallback),
-    }
-}
-const fn json(name: &'static str) -> Column {
-    Column {
-        name,
-        kind: Kind::Json,
-        fallback: None,
-    }
-}
-const fn json_or(name: &'static str, fallback: &'static str) -> Column {
-    Column {
-        name,
-        kind: Kind::Json,
-        fallback: Some(fallback),
-    }
-}
-
-/// One exported table: its key in the export's `tables`, its SQL name, columns and a stable row order.
-#[derive(Debug)]
-pub(crate) struct TableSpec {
-    pub key: &'static str,
-    pub name: &'static str,
-    pub columns: &'static [Column],
-    pub order_by: &'static str,
-}
-
-impl TableSpec {
-    pub(crate) fn column_keys(&self) -> Vec<String> {
-        self.columns.iter().map(|c| camel_case(c.name)).collect()
-    }
-
-    fn select_sql(&self) -> String {
-        let exprs: Vec<String> = self
-            .columns
+/// The statement `insert_row` runs for `table`.
+pub(crate) fn insert_sql(table: &TableSpec) -> String {
+    let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+    let params: Vec<String> = (1..=names.len()).map(|i| format!("${i}")).collect();
+    let mut sql = format!(
+        "INSERT INTO {} ({}) VALUES ({})",
+        table.name,
+        names.join(", "),
+        params.join(", ")
+    );
+    // Sessions are upserted rather than re-inserted: deleting a row that stays would cascade to the
+    // engine credentials kept under it.
+    if table.name == "sessions" {
+        let sets: Vec<String> = names
             .iter()
-            .map(|c| match c.kind {
-                Kind::Int => format!("CAST({0} AS BIGINT) AS {0}", c.name),
-                Kind::Bool => format!(
-                    "CAST(CASE WHEN {0} THEN 1 ELSE 0 END AS BIGINT) AS {0}",
-                    c.name
-                ),
-                Kind::Text | Kind::Json => c.name.to_string(),
-            })
+            .filter(|n| **n != "id")
+            .map(|n| format!("{n} = excluded.{n}"))
             .collect();
-        format!(
-            "SELECT {} FROM {} ORDER BY {}",
-            exprs.join(", "),
-            self.name,
-            self.order_by
-        )
+        sql.push_str(&format!(
+            " ON CONFLICT (id) DO UPDATE SET {}",
+            sets.join(", ")
+        ));
     }
-
-    fn insert_sql(&self) -> String {
-        let names: Vec<&str> = self.columns.iter().map(|c| c.name).collect();
-        let params: Vec<String> = (1..=names.len()).map(|i| format!("${i}")).collect();
-        let mut sql = format!(
-            "INSERT INTO {} ({}) VALUES ({})",
-            self.name,
-            names.join(", "),
-            params.join(", ")
-        );
-        // Sessions are upserted rather than re-inserted: deleting a row that stays would cascade to the
-        // engine credentials kept under it.
-        if self.name == "sessions" {
-            let sets: Vec<String> = names
-                .iter()
-                .filter(|n| **n != "id")
-                .map(|n| format!("{n} = excluded.{n}"))
-                .collect();
-            sql.push_str(&format!(
-                " ON CONFLICT (id) DO UPDATE SET {}",
-                sets.join(", ")
-            ));
-        }
-        sql
-    }
+    sql
 }
 
-/// The export's tables, in the order an import writes them (parents before children).
-pub(crate) static TABLES: [TableSpec; 16] = [
+/// The node's exported tables, in the order an import writes them (parents before children); the socket
+/// engine's `lidMappings` goes after `baileysStoredMessages` (`admin::TABLES`).
+pub(crate) static NODE_TABLES: [TableSpec; 15] = [
     TableSpec {
         key: "sessions",
         name: "sessions",
@@ -250,22 +176,6 @@ pub(crate) static TABLES: [TableSpec; 16] = [
             int("created_at"),
         ],
         order_by: "session_id, message_id",
-    },
-    // The socket engine's own LID <-> phone-number table (the placeholder `lid_mappings` of 0001 is never
-    // written). Rows of another source without the engine's bookkeeping columns get their defaults.
-    TableSpec {
-        key: "lidMappings",
-        name: "socket_lid_mappings",
-        columns: &[
-            text("session_id"),
-            text("lid"),
-            text("phone_number"),
-            int("created_at"),
-            int_or("updated_at", "0"),
-            text_or("learning_source", "\"import\""),
-            flag("pn_current", "true"),
-        ],
-        order_by: "session_id, lid",
     },
     TableSpec {
         key: "chatStates",
@@ -423,23 +333,6 @@ pub(crate) static TABLES: [TableSpec; 16] = [
     },
 ];
 
-/// `snake_case` -> `camelCase`.
-pub(crate) fn camel_case(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut upper = false;
-    for ch in name.chars() {
-        if ch == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(ch.to_uppercase());
-            upper = false;
-        } else {
-            out.push(ch);
-        }
-    }
-    out
-}
-
 /// One column's value as read: text (also JSON text) or an integer (also a flag).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Cell {
@@ -555,7 +448,7 @@ pub(crate) fn rows<'a>(
     table: &'static TableSpec,
 ) -> futures::stream::BoxStream<'a, StoreResult<Vec<Cell>>> {
     use futures::StreamExt;
-    let sql = sqlx::AssertSqlSafe(table.select_sql());
+    let sql = sqlx::AssertSqlSafe(select_sql(table));
     match tx {
         DataTx::Sqlite(t, _) => sqlx::query(sql)
             .fetch(&mut **t)
@@ -626,9 +519,10 @@ pub(crate) async fn session_ids(tx: &mut DataTx) -> StoreResult<Vec<String>> {
 /// engine credentials survive); children first.
 pub(crate) async fn clear_for_import(
     tx: &mut DataTx,
+    tables: &[&TableSpec],
     keep: &std::collections::HashSet<String>,
 ) -> StoreResult<()> {
-    for table in TABLES.iter().rev() {
+    for table in tables.iter().rev() {
         if table.name == "sessions" {
             for id in session_ids(tx).await? {
                 if !keep.contains(&id) {
@@ -662,11 +556,6 @@ pub(crate) async fn insert_row(tx: &mut DataTx, sql: &str, values: &[Bound]) -> 
     Ok(())
 }
 
-/// The statement `insert_row` runs for `table`.
-pub(crate) fn insert_sql(table: &TableSpec) -> String {
-    table.insert_sql()
-}
-
 /// After an import: a session keeps `has_credentials` only when the target holds credentials for it
 /// (moving to another database brings none along). `engine_auth` is the node's record of every engine's
 /// link (written when any engine reports `Linked`), so no engine's own tables need naming here.
@@ -684,35 +573,6 @@ pub(crate) async fn reconcile_credentials(tx: &mut DataTx) -> StoreResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keys_are_camel_case_and_sixteen() {
-        let keys: Vec<&str> = TABLES.iter().map(|t| t.key).collect();
-        assert_eq!(
-            keys,
-            [
-                "sessions",
-                "webhooks",
-                "messages",
-                "messageBatches",
-                "templates",
-                "baileysStoredMessages",
-                "lidMappings",
-                "chatStates",
-                "pluginInstances",
-                "conversationMappings",
-                "ingressEvents",
-                "webhookDeliveryFailures",
-                "webhookOutboxEvents",
-                "integrationDeliveryFailures",
-                "statusUpdates",
-                "automationRules"
-            ]
-        );
-        assert_eq!(camel_case("last_triggered_at"), "lastTriggeredAt");
-        let webhooks = TABLES[1].column_keys();
-        assert!(!webhooks.iter().any(|k| k == "secret" || k == "headers"));
-    }
 
     #[test]
     fn values_bind_by_kind_and_refuse_wrong_types() {

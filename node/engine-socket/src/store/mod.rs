@@ -18,6 +18,8 @@ mod signal;
 #[cfg(test)]
 mod tests;
 
+pub use protocol::LID_MAPPINGS_EXPORT;
+
 use std::sync::Arc;
 
 use anyhow::Context;

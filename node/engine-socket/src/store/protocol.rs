@@ -10,7 +10,26 @@ use whatsapp_rust::wacore::store::traits::{
 };
 use whatsapp_rust::wacore::time::now_secs;
 
+use wagate_db::table_spec::{TableSpec, flag, int, int_or, text, text_or};
+
 use super::{SqlBackend, in_tx, on_db};
+
+/// `socket_lid_mappings` as the spec's data export shows it (`lidMappings`); rows of another source without
+/// this engine's bookkeeping columns get their defaults on import.
+pub const LID_MAPPINGS_EXPORT: TableSpec = TableSpec {
+    key: "lidMappings",
+    name: "socket_lid_mappings",
+    columns: &[
+        text("session_id"),
+        text("lid"),
+        text("phone_number"),
+        int("created_at"),
+        int_or("updated_at", "0"),
+        text_or("learning_source", "\"import\""),
+        flag("pn_current", "true"),
+    ],
+    order_by: "session_id, lid",
+};
 
 const GET_SENDER_KEY_DEVICES: &str = "SELECT device_jid, has_key FROM socket_sender_key_devices \
      WHERE session_id = $1 AND group_jid = $2 ORDER BY device_jid";
