@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 use wagate_db::table_spec::{
-    Column, Kind, TableSpec, camel_case, flag, int, int_or, json, json_or, text, text_or,
+    Column, Kind, TableSpec, camel_case, flag, int, int_or, json, json_or, text,
 };
 
 use super::{DataPool, DataTx, StoreResult, execute_tx, on_tx};
