@@ -24,6 +24,8 @@ FROM rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS build
 WORKDIR /src
 # Manifests and sources only (.dockerignore keeps target/, data and deployment files out of the context).
 COPY Cargo.toml Cargo.lock ./
+# The bundled SQLite's compile options (LIBSQLITE3_FLAGS) live here.
+COPY .cargo .cargo
 COPY proto proto
 COPY config config
 COPY node node
