@@ -385,6 +385,7 @@ async fn build_context(
         pipeline
             .hub()
             .attach_cluster(link, shutdown.clone())
+            .await
             .context("could not join the cluster's event fan-out")?;
     }
     let leases: Arc<dyn Leases> = match &cluster {

@@ -26,7 +26,8 @@ pub struct InboundSpec {
 
 impl SimNetwork {
     /// The phone scans the QR (or accepts the pairing code): `Authenticating` now, then after the link
-    /// delay `Authenticated` + `Ready`.
+    /// delay `Authenticated` + `Ready`. In a cluster the phone's traffic is routed to the session from now
+    /// on (`flush_peers` waits for that to reach the peers).
     pub fn scan(&self, session: &str, phone: &Jid, push_name: Option<&str>) -> EngineResult<()> {
         let mut state = self.lock();
         let credentials = format!("sim1:{session}:{phone}:{}", state.next_seq());
@@ -46,6 +47,10 @@ impl SimNetwork {
         device.phone = Some(phone.clone());
         device.credentials = Some(credentials.clone());
         device.pairing_phone = None;
+        state.emit(Op::Linked {
+            session: session.to_string(),
+            phone: phone.clone(),
+        });
         let account = state.register(phone);
         if let Some(name) = push_name {
             account.push_name = Some(name.to_string());

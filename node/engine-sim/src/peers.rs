@@ -328,6 +328,12 @@ pub enum Op {
         traffic: Box<Traffic>,
         skip: Vec<String>,
     },
+    /// `session` was just linked to `phone` (scanned, not connected yet): traffic for the phone waits in the
+    /// session's inbox from now on, so nothing sent before its `Online` is lost.
+    Linked {
+        session: String,
+        phone: Jid,
+    },
     /// `session` is linked to `phone` and connected here (with no presence subscription yet); its inbox is
     /// drained next.
     Online {

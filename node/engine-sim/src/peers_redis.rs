@@ -232,6 +232,22 @@ impl RedisPeers {
         };
     }
 
+    fn push_linked(&self, pipe: &mut redis::Pipeline, session: &str, phone: &Jid) {
+        pipe.cmd("SADD")
+            .arg(self.key("accounts"))
+            .arg(phone.to_string())
+            .ignore()
+            .cmd("HSET")
+            .arg(self.key(&format!("linked:{phone}")))
+            .arg(session)
+            .arg(&self.node_id)
+            .ignore()
+            .cmd("SET")
+            .arg(self.key(&format!("phone:{session}")))
+            .arg(phone.to_string())
+            .ignore();
+    }
+
     fn field(&self, session: &str) -> String {
         format!("{session}@{}", self.node_id)
     }
@@ -275,27 +291,16 @@ impl RedisPeers {
                     .arg(b.to_string())
                     .ignore();
             }
+            Op::Linked { session, phone } => self.push_linked(pipe, session, phone),
             Op::Online { session, phone } => {
-                pipe.cmd("SADD")
-                    .arg(self.key("accounts"))
-                    .arg(phone.to_string())
-                    .ignore()
-                    .cmd("HSET")
-                    .arg(self.key(&format!("linked:{phone}")))
-                    .arg(session)
-                    .arg(&self.node_id)
-                    .ignore()
-                    .cmd("HSET")
+                self.push_linked(pipe, session, phone);
+                pipe.cmd("HSET")
                     .arg(self.key(&format!("conn:{phone}")))
                     .arg(self.field(session))
                     .arg(now_ms())
                     .ignore()
                     .cmd("SADD")
                     .arg(self.key("phones"))
-                    .arg(phone.to_string())
-                    .ignore()
-                    .cmd("SET")
-                    .arg(self.key(&format!("phone:{session}")))
                     .arg(phone.to_string())
                     .ignore();
                 self.drop_subs(pipe, session);

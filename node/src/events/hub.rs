@@ -93,22 +93,35 @@ impl Hub {
         self.cluster.subscribe()
     }
 
-    /// Joins the cluster-wide fan-out: starts the publisher and the listener (they end with `shutdown`).
-    pub(crate) fn attach_cluster(
+    /// Joins the cluster-wide fan-out: subscribes to the cluster's channel before returning (a node that
+    /// answers requests already hears every other node's events), then starts the publisher and the
+    /// listener (they end with `shutdown`).
+    pub(crate) async fn attach_cluster(
         &self,
         link: ClusterLink,
         shutdown: CancellationToken,
     ) -> Result<(), redis::RedisError> {
         let client = redis::Client::open(link.redis_url.as_str())?;
+        let first = subscribe(&client, &link.channel()).await?;
         let (tx, rx) = mpsc::unbounded_channel();
         if self.outbound.set(tx).is_err() {
             return Ok(());
         }
         let link = Arc::new(link);
         tokio::spawn(publish_loop(link.clone(), rx, shutdown.clone()));
-        tokio::spawn(listen_loop(link, client, self.cluster.clone(), shutdown));
+        let listener = listen_loop(link, client, first, self.cluster.clone(), shutdown);
+        tokio::spawn(listener);
         Ok(())
     }
+}
+
+async fn subscribe(
+    client: &redis::Client,
+    channel: &str,
+) -> Result<redis::aio::PubSub, redis::RedisError> {
+    let mut pubsub = client.get_async_pubsub().await?;
+    pubsub.subscribe(channel).await?;
+    Ok(pubsub)
 }
 
 async fn publish_loop(
@@ -159,17 +172,18 @@ async fn publish_loop(
 async fn listen_loop(
     link: Arc<ClusterLink>,
     client: redis::Client,
+    first: redis::aio::PubSub,
     feed: broadcast::Sender<Arc<Event>>,
     shutdown: CancellationToken,
 ) {
     let channel = link.channel();
+    let mut live = Some(first);
     while !shutdown.is_cancelled() {
-        let subscribed = async {
-            let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.subscribe(&channel).await?;
-            Ok::<_, redis::RedisError>(pubsub)
+        let subscribed = match live.take() {
+            Some(pubsub) => Ok(pubsub),
+            None => subscribe(&client, &channel).await,
         };
-        let mut pubsub = match subscribed.await {
+        let mut pubsub = match subscribed {
             Ok(pubsub) => pubsub,
             Err(error) => {
                 tracing::warn!(%error, "cluster event listener cannot subscribe; retrying");

@@ -81,6 +81,8 @@ async fn sim_scan(
         &jid("phone", b.phone.as_deref())?,
         b.push_name.as_deref(),
     )?;
+    // Traffic sent to the phone once the scan is answered reaches the session, wherever it is sent from.
+    net.flush_peers().await;
     Ok(ok())
 }
 
