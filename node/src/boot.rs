@@ -564,17 +564,6 @@ async fn exit_if_stuck(grace: Duration) {
     std::process::exit(1);
 }
 
-/// Hands the heap pages boot freed (the route table's and the OpenAPI document's construction, the
-/// migrations) back to the kernel: glibc keeps freed memory in its arenas until asked, and an idle node
-/// would carry it for its whole life.
-fn release_boot_garbage() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `malloc_trim` takes no pointers; it only returns whole free pages of glibc's arenas.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// The secret a Redis cluster's nodes prove peer requests with when `CLUSTER_SECRET` is not set: the first
 /// node to boot stores a random one under `{REDIS_KEY_PREFIX}cluster-secret` (`SET NX`) and every node reads
 /// it back, so all share it and no client (who cannot read Redis) can forge it.
@@ -636,7 +625,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         });
     tracing::info!(%addr, engine = config.engine_type.as_str(), "wagate listening");
     let app = crate::http::router(ctx.clone()).into_make_service_with_connect_info::<SocketAddr>();
-    release_boot_garbage();
+    crate::footprint::release_boot_memory();
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal(
             terminate,

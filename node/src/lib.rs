@@ -29,6 +29,7 @@ pub(crate) mod cluster;
 pub mod config;
 pub(crate) mod engine;
 pub(crate) mod events;
+mod footprint;
 pub(crate) mod hooks;
 pub mod http;
 pub(crate) mod infra;
