@@ -31,7 +31,9 @@ fn page_out_code() {
         // SAFETY: the range is a whole mapping of this process, read from /proc/self/maps; the advice
         // changes only when its clean, file-backed pages are resident, never their contents.
         unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_PAGEOUT);
+            let (addr, len) = (start as *mut libc::c_void, end - start);
+            libc::madvise(addr, len, libc::MADV_RANDOM);
+            libc::madvise(addr, len, libc::MADV_PAGEOUT);
         }
     }
 }
