@@ -3,9 +3,9 @@
 //! process for its whole life.
 
 /// Hands boot's freed heap pages back to the kernel (glibc keeps freed memory in its arenas until asked;
-/// SQLite allocates there) and lets the kernel reclaim the binary's code pages that boot touched. Code
-/// pages are clean and file-backed: the kernel pages them out without writing anything, and whatever runs
-/// again faults its pages back in from the binary, so only the code a running node uses stays resident.
+/// SQLite allocates there) and drops the binary's code pages that boot touched from the process's page
+/// tables. Code is never written: the pages stay in the kernel's file cache, and code that runs again maps
+/// its page back from there (a minor fault), so only the code a running node uses stays resident.
 pub(crate) fn release_boot_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` takes no pointers; it only returns whole free pages of glibc's arenas.
@@ -13,13 +13,15 @@ pub(crate) fn release_boot_memory() {
         libc::malloc_trim(0);
     }
     #[cfg(target_os = "linux")]
-    page_out_code();
+    unmap_boot_code();
 }
 
-/// `MADV_PAGEOUT` over the read-only mappings of the process's own executable (Linux 5.4+; older kernels
-/// refuse the advice and nothing changes).
+/// Over the executable mappings of the process's own binary: `MADV_RANDOM`, so a page that faults back in
+/// does not bring its neighbours (the kernel maps up to 64 KiB around a code fault, and most of that is code
+/// boot ran), then `MADV_DONTNEED`, which zaps the mapped pages. Only executable mappings: they are never
+/// written (the relocated read-only data beside them is private memory that `MADV_DONTNEED` would lose).
 #[cfg(target_os = "linux")]
-fn page_out_code() {
+fn unmap_boot_code() {
     let (Ok(exe), Ok(maps)) = (
         std::fs::read_link("/proc/self/exe"),
         std::fs::read_to_string("/proc/self/maps"),
@@ -28,22 +30,22 @@ fn page_out_code() {
     };
     let Some(exe) = exe.to_str() else { return };
     for (start, end) in maps.lines().filter_map(|line| code_range(line, exe)) {
-        // SAFETY: the range is a whole mapping of this process, read from /proc/self/maps; the advice
-        // changes only when its clean, file-backed pages are resident, never their contents.
+        // SAFETY: the range is a whole executable, never-written mapping of this process's binary, read
+        // from /proc/self/maps: dropping its pages loses nothing, the next access maps the same file page.
         unsafe {
             let (addr, len) = (start as *mut libc::c_void, end - start);
             libc::madvise(addr, len, libc::MADV_RANDOM);
-            libc::madvise(addr, len, libc::MADV_PAGEOUT);
+            libc::madvise(addr, len, libc::MADV_DONTNEED);
         }
     }
 }
 
-/// The address range of a `/proc/self/maps` line when it maps `exe` without write permission.
+/// The address range of a `/proc/self/maps` line when it is an executable, read-only mapping of `exe`.
 #[cfg(target_os = "linux")]
 fn code_range(line: &str, exe: &str) -> Option<(usize, usize)> {
     let mut fields = line.split_whitespace();
     let (range, perms) = (fields.next()?, fields.next()?);
-    if perms.contains('w') || fields.nth(3)? != exe {
+    if perms != "r-xp" || fields.nth(3)? != exe {
         return None;
     }
     let (start, end) = range.split_once('-')?;
@@ -57,13 +59,15 @@ mod tests {
     use super::code_range;
 
     #[test]
-    fn only_read_only_mappings_of_the_executable_are_paged_out() {
+    fn only_the_executable_mappings_of_the_binary_are_dropped() {
         let exe = "/usr/bin/wagate";
         let text = "5581c2a00000-5581c5e00000 r-xp 01400000 08:01 1234 /usr/bin/wagate";
         assert_eq!(
             code_range(text, exe),
             Some((0x5581c2a00000, 0x5581c5e00000))
         );
+        let relro = "5581c5e00000-5581c5f00000 r--p 04a00000 08:01 1234 /usr/bin/wagate";
+        assert_eq!(code_range(relro, exe), None);
         let data = "5581c6000000-5581c6100000 rw-p 04c00000 08:01 1234 /usr/bin/wagate";
         assert_eq!(code_range(data, exe), None);
         let other = "7f0000000000-7f0000100000 r-xp 00000000 08:01 99 /usr/lib/libc.so.6";
