@@ -82,27 +82,29 @@ pub(crate) async fn observe(
             // log layer formats every span field once per request.
             return tracing::info_span!("request", request_id = %request_id);
         }
+        // What only the exported span needs goes to it alone (`set_span_attribute` below): the log layer
+        // would format every field of the span once per request, and the access line names them anyway.
         tracing::info_span!(
             "request",
             otel.name = tracing::field::Empty,
-            http.request.method = method,
-            http.route = %route,
             request_id = %request_id,
             trace_id = tracing::field::Empty,
-            http.response.status_code = tracing::field::Empty,
-            wagate.trace.kept = tracing::field::Empty,
         )
     });
     if kept {
         span.record("otel.name", format!("{method} {route}"));
-        span.record(sampling::KEPT, true);
+        propagation::set_span_attribute(&span, sampling::KEPT, true);
+        propagation::set_span_attribute(&span, "http.request.method", method);
+        propagation::set_span_attribute(&span, "http.route", route.to_string());
         propagation::adopt_from_headers(&span, req.headers());
         propagation::record_trace_id(&span);
     }
     let response = sampling::serve_marked(kept, next.run(req).instrument(span.clone())).await;
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
-    span.record("http.response.status_code", status);
+    if kept {
+        propagation::set_span_attribute(&span, "http.response.status_code", i64::from(status));
+    }
     metrics::counter!(
         HTTP_REQUESTS,
         "route" => route.clone(),

@@ -37,11 +37,23 @@ impl Extractor for HeaderExtractor<'_> {
     }
 }
 
-/// The OpenTelemetry context of `span`, entered once first: a span that was never entered may not have
-/// started its OpenTelemetry span yet, and its context then carries no valid span id to propagate.
+/// The OpenTelemetry context of `span`; asking for it starts the OpenTelemetry span when it has not started
+/// yet (`tracing-opentelemetry` 0.34), so its ids are valid without entering the span (entering and leaving
+/// would visit every layer twice).
 fn started_context(span: &tracing::Span) -> opentelemetry::Context {
-    let _entered = span.enter();
     span.context()
+}
+
+/// Sets an attribute on `span`'s exported span only: the log layers never see it (a span field would be
+/// formatted into every log line of the span). Set before the span starts, the sampler sees it.
+pub fn set_span_attribute(
+    span: &tracing::Span,
+    key: &'static str,
+    value: impl Into<opentelemetry::Value>,
+) {
+    if tracing_enabled() {
+        span.set_attribute(key, value);
+    }
 }
 
 /// What a forward or a job carries on: `span`'s context, or, inside a request whose trace is not kept (its
