@@ -5,7 +5,6 @@
 /// Hands boot's freed heap pages back to the kernel (glibc keeps freed memory in its arenas until asked;
 /// SQLite allocates there) and unmaps the binary's code pages that boot touched.
 pub(crate) fn release_boot_memory() {
-    wagate_workers::allocator::collect();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` takes no pointers; it only returns whole free pages of glibc's arenas.
     unsafe {

@@ -25,13 +25,6 @@ pub fn tune() {
     unsafe { mi_option_set(PURGE_DELAY, 0) }
 }
 
-/// Returns the memory the calling thread's heap freed, and what exited threads left behind, to the OS (a
-/// process that just freed a large working set, as boot does).
-pub fn collect() {
-    // SAFETY: takes no pointers; forces the allocator's own purge of pages with nothing live on them.
-    unsafe { libmimalloc_sys::mi_collect(true) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
