@@ -42,11 +42,14 @@ fn unmap_boot_code() {
 }
 
 /// The address range of a `/proc/self/maps` line when it is an executable, read-only mapping of `exe`.
+/// The path is the rest of the line from its first `/` (no field before it has one), so a path with spaces,
+/// or the ` (deleted)` the kernel appends to both once the binary was replaced, still matches.
 #[cfg(target_os = "linux")]
 fn code_range(line: &str, exe: &str) -> Option<(usize, usize)> {
     let mut fields = line.split_whitespace();
     let (range, perms) = (fields.next()?, fields.next()?);
-    if perms != "r-xp" || fields.nth(3)? != exe {
+    let path = &line[line.find('/')?..];
+    if perms != "r-xp" || path != exe {
         return None;
     }
     let (start, end) = range.split_once('-')?;
@@ -73,6 +76,12 @@ mod tests {
         assert_eq!(code_range(data, exe), None);
         let other = "7f0000000000-7f0000100000 r-xp 00000000 08:01 99 /usr/lib/libc.so.6";
         assert_eq!(code_range(other, exe), None);
+        let spaced = "/opt/wa gate/wagate (deleted)";
+        let line = "5581c2a00000-5581c5e00000 r-xp 01400000 08:01 1234       /opt/wa gate/wagate (deleted)";
+        assert_eq!(
+            code_range(line, spaced),
+            Some((0x5581c2a00000, 0x5581c5e00000))
+        );
         let anonymous = "7ffd0000-7ffd1000 rw-p 00000000 00:00 0";
         assert_eq!(code_range(anonymous, exe), None);
     }

@@ -41,8 +41,18 @@ impl Redis {
 
     /// A network of its own (one process's worth) joined to the others through this Redis.
     fn joined(&self, node: &str, fence: Option<Fence>) -> SimNetwork {
+        self.joined_linking_in(node, fence, Duration::from_millis(10))
+    }
+
+    /// [`Redis::joined`] with a link that completes `link_delay` after the scan.
+    fn joined_linking_in(
+        &self,
+        node: &str,
+        fence: Option<Fence>,
+        link_delay: Duration,
+    ) -> SimNetwork {
         let net = SimNetwork::new(SimConfig {
-            link_delay: Duration::from_millis(10),
+            link_delay,
             ack_delay: Duration::from_millis(10),
             id_prefix: format!("3EB0{}", node.to_uppercase()),
             ..SimConfig::default()
@@ -177,6 +187,37 @@ async fn a_session_moved_to_another_node_finds_its_call_account_and_read_state()
     let chats = moved.engine.list_chats().await.expect("chats");
     let summary = chats.iter().find(|c| c.id == chat).expect("chat");
     assert_eq!(summary.unread_count, 0);
+}
+
+#[tokio::test]
+async fn traffic_sent_while_a_link_completes_waits_for_the_session() {
+    let r = redis();
+    let n1 = r.joined("n1", None);
+    let n2 = r.joined_linking_in("n2", None, Duration::from_millis(800));
+    hold_leases(&r.pool, &r.prefix, &[("a", "n1"), ("b", "n2")]).await;
+    let a = linked(&n1, "a", A).await;
+    listeners_up().await;
+    let mut b = handset(&n2, "b", None);
+    b.engine.start().await.expect("start");
+    assert!(matches!(b.next().await, EngineEvent::Qr { .. }));
+    n2.scan("b", &jid(B), None).expect("scan");
+    // What the scan route does before it answers: the phone's traffic is routed to b from here on.
+    n2.flush_peers().await;
+    assert_eq!(b.next().await, EngineEvent::Authenticating);
+    let mut conn = r.pool.get().await.expect("redis");
+    let linked_sessions: Vec<String> = deadpool_redis::redis::cmd("HKEYS")
+        .arg(format!("{}sim:linked:{}", r.prefix, jid(B)))
+        .query_async(&mut *conn)
+        .await
+        .expect("HKEYS");
+    assert_eq!(linked_sessions, vec!["b".to_string()]);
+
+    // Sent before b is ready: it waits in b's inbox and arrives once the link completes.
+    let sent = a.engine.send(text(B, "early")).await.expect("send");
+    n1.flush_peers().await;
+    b.expect_linked().await;
+    let got = b.message().await;
+    assert_eq!((got.id, got.body), (sent.id, "early".to_string()));
 }
 
 #[tokio::test]
