@@ -1,7 +1,7 @@
 //! `NodeInfra`: this node's own infrastructure (both databases, the job queues, the cluster membership and
 //! the raft replica of the main DB) and what the health, infra-status, metrics and queue-dashboard routes
-//! read or do through it. Handlers ask these methods; the handles themselves go only to boot, the
-//! background duties and the forwarding layer, through the accessors at the end.
+//! read or do through it, and the forwarding layer's routing. Handlers and layers ask these methods; the
+//! handles themselves go only to boot and the background duties, through the accessors at the end.
 
 use std::sync::Arc;
 
@@ -10,7 +10,9 @@ use wagate_proto::dto::infra_status::PeerStatus;
 use wagate_workers::queue_view::{self, Action, JobView, Listing, QueueName, ViewError};
 use wagate_workers::{JobCounts, QueueBackend, QueueClient};
 
-use crate::cluster::{Cluster, SessionHost};
+use crate::cluster::handover::Serving;
+use crate::cluster::lease_redis::RedisError;
+use crate::cluster::{Cluster, Route, SessionHost};
 use crate::raft::RaftNode;
 use crate::sessions::SessionService;
 use crate::store::DataPool;
@@ -159,7 +161,30 @@ impl NodeInfra {
         queue_view::sample_depth_gauges(&self.data_db).await;
     }
 
-    // The handles, for boot, the background duties and the forwarding layer (not for handlers).
+    /// Where a request about `session_id` is served (here, outside a cluster), and whether this node
+    /// serves it through a planned handover: what the forwarding layer decides on.
+    pub(crate) async fn route(
+        &self,
+        session_id: &str,
+    ) -> Result<(Route, Option<Serving>), RedisError> {
+        match &self.cluster {
+            Some(cluster) => cluster.route(session_id).await,
+            None => Ok((Route::Local, None)),
+        }
+    }
+
+    /// The routes other nodes' raft replicas call (no API key, the cluster secret instead); `None`
+    /// without a replicated main DB.
+    pub(crate) fn raft_routes(&self, secret: String, body_limit: usize) -> Option<axum::Router> {
+        let node = self.raft.as_ref()?;
+        Some(crate::raft::routes::router(
+            node.raft.clone(),
+            secret,
+            body_limit,
+        ))
+    }
+
+    // The handles, for boot and the background duties (not for handlers or layers).
 
     pub(crate) fn cluster(&self) -> Option<&Arc<Cluster>> {
         self.cluster.as_ref()

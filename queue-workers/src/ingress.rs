@@ -3,6 +3,25 @@
 
 use crate::db::{DataPool, now_ms, write_turn};
 use crate::on_pool;
+use wagate_db::table_spec::{TableSpec, int, int_or, json, text};
+
+/// `ingress_events` as the spec's data export shows it (`ingressEvents`).
+pub const INGRESS_EVENTS_EXPORT: TableSpec = TableSpec {
+    key: "ingressEvents",
+    name: "ingress_events",
+    columns: &[
+        text("id"),
+        text("source"),
+        text("session_id"),
+        json("payload"),
+        text("status"),
+        int_or("attempts", "0"),
+        text("last_error"),
+        int("created_at"),
+        int("processed_at"),
+    ],
+    order_by: "id",
+};
 
 const MARK_PROCESSED: &str = "UPDATE ingress_events \
      SET status = 'processed', attempts = attempts + 1, last_error = NULL, processed_at = $2 \

@@ -9,31 +9,40 @@ mod import;
 pub(crate) mod storage;
 
 use std::path::PathBuf;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use wagate_db::table_spec::TableSpec;
+use wagate_workers::webhook::store as webhook_store;
 
 use crate::automation::AutomationService;
 use crate::events::Pipeline;
 use crate::media::{MediaError, MediaStore};
 use crate::sessions::SessionService;
-use crate::store::{DataPool, StoreError};
+use crate::store::{DataPool, StoreError, data_tables};
 
 pub(crate) use import::ImportRequest;
 
-/// The spec's sixteen exported tables, in the order an import writes them (parents before children): the
-/// node's own (`store::data_tables`) and the socket engine's LID mappings, which that engine owns and
-/// describes (its table, its columns), after `baileysStoredMessages` as the spec lists them.
-pub(crate) static TABLES: LazyLock<Vec<&'static TableSpec>> = LazyLock::new(|| {
-    let mut tables: Vec<&'static TableSpec> =
-        crate::store::data_tables::NODE_TABLES.iter().collect();
-    let at = tables
-        .iter()
-        .position(|t| t.key == "baileysStoredMessages")
-        .map_or(tables.len(), |i| i + 1);
-    tables.insert(at, &wagate_engine_socket::store::LID_MAPPINGS_EXPORT);
-    tables
-});
+/// The spec's sixteen exported tables, in the order an import writes them (parents before children) and
+/// the spec lists them: the node's own (`store::data_tables`), the webhook and ingress tables the workers
+/// crate describes beside their SQL, and the socket engine's LID mappings, which that engine owns.
+pub(crate) static TABLES: [&TableSpec; 16] = [
+    &data_tables::SESSIONS,
+    &webhook_store::webhooks::WEBHOOKS_EXPORT,
+    &data_tables::MESSAGES,
+    &data_tables::MESSAGE_BATCHES,
+    &data_tables::TEMPLATES,
+    &data_tables::BAILEYS_STORED_MESSAGES,
+    &wagate_engine_socket::store::LID_MAPPINGS_EXPORT,
+    &data_tables::CHAT_STATES,
+    &data_tables::PLUGIN_INSTANCES,
+    &data_tables::CONVERSATION_MAPPINGS,
+    &wagate_workers::ingress::INGRESS_EVENTS_EXPORT,
+    &webhook_store::failures::WEBHOOK_DELIVERY_FAILURES_EXPORT,
+    &webhook_store::outbox::WEBHOOK_OUTBOX_EVENTS_EXPORT,
+    &data_tables::INTEGRATION_DELIVERY_FAILURES,
+    &data_tables::STATUS_UPDATES,
+    &data_tables::AUTOMATION_RULES,
+];
 
 /// Why an administrative action failed; `http/error.rs` maps each to its status.
 #[derive(Debug, thiserror::Error)]

@@ -117,13 +117,10 @@ struct Marks {
 }
 
 async fn decide(ctx: &ApiContext, session_id: &str, marks: Marks) -> Decision {
-    let Some(cluster) = ctx.infra.cluster() else {
-        return Decision::Local(None);
-    };
     if marks.is_upgrade {
         return Decision::Local(None);
     }
-    let route = match cluster.route(session_id).await {
+    let route = match ctx.infra.route(session_id).await {
         Ok(route) => route,
         Err(err) => {
             tracing::warn!(session_id, error = %err, "lease owner unknown; serving locally");
@@ -134,7 +131,7 @@ async fn decide(ctx: &ApiContext, session_id: &str, marks: Marks) -> Decision {
         (Route::Local, serving) => Decision::Local(serving),
         // A draining node owns no session, so the owner it names is a node that serves locally: a request
         // forwarded here just before a handover may go on to the new owner without a loop.
-        (Route::Remote { .. }, _) if marks.is_forwarded && !cluster.is_draining() => {
+        (Route::Remote { .. }, _) if marks.is_forwarded && !ctx.infra.is_draining() => {
             Decision::Refuse
         }
         (Route::Remote { url, .. }, _) => Decision::Forward(url),
@@ -150,10 +147,7 @@ pub(crate) async fn post_to_owner(
     path: &str,
     api_key: Option<&HeaderValue>,
 ) -> Result<Option<axum::http::StatusCode>, ForwardError> {
-    let Some(cluster) = ctx.infra.cluster() else {
-        return Ok(None);
-    };
-    let url = match cluster.route(session_id).await {
+    let url = match ctx.infra.route(session_id).await {
         Ok((Route::Remote { url, .. }, _)) => url,
         Ok((Route::Local, _)) => return Ok(None),
         Err(err) => {

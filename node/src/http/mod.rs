@@ -116,10 +116,10 @@ pub fn openapi() -> serde_json::Value {
 pub(crate) fn router(ctx: ApiContext) -> Router {
     let body_limit = usize::try_from(ctx.config.body_size_limit).unwrap_or(usize::MAX);
     // Raft traffic between nodes: its own secret check, no API key, no rate limit, no forwarding.
-    let internal = ctx.infra.raft().map(|node| {
-        let secret = ctx.config.cluster_secret.clone().unwrap_or_default();
-        crate::raft::routes::router(node.raft.clone(), secret, body_limit.max(64 * 1024 * 1024))
-    });
+    let secret = ctx.config.cluster_secret.clone().unwrap_or_default();
+    let internal = ctx
+        .infra
+        .raft_routes(secret, body_limit.max(64 * 1024 * 1024));
     let api = api_router(ctx, body_limit);
     match internal {
         Some(internal) => internal.merge(api),

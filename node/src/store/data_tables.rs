@@ -1,9 +1,10 @@
-//! The node's fifteen of the sixteen tables the spec's data export covers, described once
+//! The node's eleven of the sixteen tables the spec's data export covers, described once
 //! (`wagate_db::table_spec`: column, kind, what an import binds when a row lacks the key), and the SQL that
-//! reads any described table row by row and writes rows back. The sixteenth, `lidMappings`, is the socket
-//! engine's table and described by that engine (`admin::TABLES` puts the list together). Columns the export
-//! leaves out on purpose are simply not listed: webhook `secret` and `headers`, and the sessions' cluster
-//! bookkeeping (`lease_generation`, `owner_node`), which belongs to the database the rows live in.
+//! reads any described table row by row and writes rows back. The other five are described where their SQL
+//! lives: the webhook and ingress tables by the workers crate, `lidMappings` by the socket engine
+//! (`admin::TABLES` puts the list together). Columns the export leaves out on purpose are simply not
+//! listed: the sessions' cluster bookkeeping (`lease_generation`, `owner_node`), which belongs to the
+//! database the rows live in.
 //! Engine-owned tables (`engine_auth`, the socket engine's other tables) and derived or cache tables
 //! (`message_reactions`, `contact_names`, `poll_votes`, `idempotency_keys`) are not exported.
 
@@ -62,276 +63,220 @@ pub(crate) fn insert_sql(table: &TableSpec) -> String {
     sql
 }
 
-/// The node's exported tables, in the order an import writes them (parents before children); the socket
-/// engine's `lidMappings` goes after `baileysStoredMessages` (`admin::TABLES`).
-pub(crate) static NODE_TABLES: [TableSpec; 15] = [
-    TableSpec {
-        key: "sessions",
-        name: "sessions",
-        columns: &[
-            text("id"),
-            text("name"),
-            text("status"),
-            text("phone"),
-            text("push_name"),
-            text("last_error"),
-            json_or("config", "{}"),
-            text("proxy_url"),
-            json("restriction"),
-            flag("desired_running", "false"),
-            flag("has_credentials", "false"),
-            int("connected_at"),
-            int("last_active"),
-            int("created_at"),
-            int("updated_at"),
-        ],
-        order_by: "id",
-    },
-    TableSpec {
-        key: "webhooks",
-        name: "webhooks",
-        columns: &[
-            text("id"),
-            text("session_id"),
-            text("url"),
-            json_or("events", "[\"*\"]"),
-            flag("active", "true"),
-            json("filters"),
-            int_or("retry_count", "3"),
-            int("last_triggered_at"),
-            int("created_at"),
-            int("updated_at"),
-        ],
-        order_by: "id",
-    },
-    TableSpec {
-        key: "messages",
-        name: "messages",
-        columns: &[
-            text("id"),
-            text("session_id"),
-            text("wa_message_id"),
-            text("chat_id"),
-            text("from_jid"),
-            text("to_jid"),
-            text("chat_name"),
-            text("author"),
-            text("body"),
-            text("type"),
-            text("direction"),
-            text("status"),
-            int("timestamp"),
-            flag("has_media", "false"),
-            json("media"),
-            json("mentioned_ids"),
-            flag("is_group", "false"),
-            text("quoted_id"),
-            json("extra"),
-            flag("starred", "false"),
-            flag("revoked", "false"),
-            int("created_at"),
-        ],
-        order_by: "id",
-    },
-    TableSpec {
-        key: "messageBatches",
-        name: "message_batches",
-        columns: &[
-            text("id"),
-            text("session_id"),
-            text("status"),
-            json("items"),
-            json("options"),
-            json("results"),
-            int_or("next_index", "0"),
-            int("started_at"),
-            int("completed_at"),
-            int("created_at"),
-            int("updated_at"),
-        ],
-        order_by: "id",
-    },
-    TableSpec {
-        key: "templates",
-        name: "templates",
-        columns: &[
-            text("id"),
-            text("session_id"),
-            text("name"),
-            text("body"),
-            text("header"),
-            text("footer"),
-            int("created_at"),
-            int("updated_at"),
-        ],
-        order_by: "id",
-    },
-    TableSpec {
-        key: "baileysStoredMessages",
-        name: "baileys_stored_messages",
-        columns: &[
-            text("session_id"),
-            text("message_id"),
-            json("payload"),
-            int("created_at"),
-        ],
-        order_by: "session_id, message_id",
-    },
-    TableSpec {
-        key: "chatStates",
-        name: "chat_states",
-        columns: &[
-            text("session_id"),
-            text("chat_id"),
-            text("name"),
-            flag("is_group", "false"),
-            flag("archived", "false"),
-            flag("pinned", "false"),
-            flag("muted", "false"),
-            int_or("mute_expiration", "0"),
-            int_or("unread_count", "0"),
-            json_or("labels", "[]"),
-            int("last_message_at"),
-            int("updated_at"),
-        ],
-        order_by: "session_id, chat_id",
-    },
-    TableSpec {
-        key: "pluginInstances",
-        name: "plugin_instances",
-        columns: &[
-            text("id"),
-            text("name"),
-            text("version"),
-            flag("enabled", "false"),
-            json_or("config", "{}"),
-            int("created_at"),
-            int("updated_at"),
-        ],
-        order_by: "id",
-    },
-    TableSpec {
-        key: "conversationMappings",
-        name: "conversation_mappings",
-        columns: &[
-            text("id"),
-            text("integration"),
-            text("session_id"),
-            text("chat_id"),
-            text("external_id"),
-            int("created_at"),
-        ],
-        order_by: "id",
-    },
-    TableSpec {
-        key: "ingressEvents",
-        name: "ingress_events",
-        columns: &[
-            text("id"),
-            text("source"),
-            text("session_id"),
-            json("payload"),
-            text("status"),
-            int_or("attempts", "0"),
-            text("last_error"),
-            int("created_at"),
-            int("processed_at"),
-        ],
-        order_by: "id",
-    },
-    TableSpec {
-        key: "webhookDeliveryFailures",
-        name: "webhook_delivery_failures",
-        columns: &[
-            text("id"),
-            text("webhook_id"),
-            text("session_id"),
-            text("event"),
-            text("url"),
-            text("idempotency_key"),
-            text("delivery_id"),
-            int("attempts"),
-            int("last_status_code"),
-            text("last_error"),
-            json("payload"),
-            int("created_at"),
-        ],
-        order_by: "id",
-    },
-    TableSpec {
-        key: "webhookOutboxEvents",
-        name: "webhook_outbox_events",
-        columns: &[
-            text("id"),
-            text("webhook_id"),
-            text("session_id"),
-            text("event"),
-            text("idempotency_key"),
-            json("payload"),
-            text("status"),
-            int_or("attempts", "0"),
-            int("next_attempt_at"),
-            int("last_status_code"),
-            text("last_error"),
-            text("delivery_id"),
-            int("created_at"),
-            int("updated_at"),
-        ],
-        order_by: "id",
-    },
-    TableSpec {
-        key: "integrationDeliveryFailures",
-        name: "integration_delivery_failures",
-        columns: &[
-            text("id"),
-            text("integration"),
-            text("session_id"),
-            json("payload"),
-            int("attempts"),
-            text("last_error"),
-            int("created_at"),
-        ],
-        order_by: "id",
-    },
-    TableSpec {
-        key: "statusUpdates",
-        name: "status_updates",
-        columns: &[
-            text("id"),
-            text("session_id"),
-            text("status_id"),
-            text("contact"),
-            text("direction"),
-            text("type"),
-            text("caption"),
-            flag("has_media", "false"),
-            json("media"),
-            // The media store object of the status's media (migration 0060); `media` keeps its metadata.
-            text("media_key"),
-            json("recipients"),
-            int("posted_at"),
-            int("expires_at"),
-            int("created_at"),
-        ],
-        order_by: "id",
-    },
-    TableSpec {
-        key: "automationRules",
-        name: "automation_rules",
-        columns: &[
-            text("id"),
-            text("session_id"),
-            text("name"),
-            flag("enabled", "true"),
-            json_or("conditions", "[]"),
-            text("reply_text"),
-            int_or("cooldown_seconds", "0"),
-            int("created_at"),
-            int("updated_at"),
-        ],
-        order_by: "id",
-    },
-];
+/// `sessions` (`sessions` in an export).
+pub(crate) static SESSIONS: TableSpec = TableSpec {
+    key: "sessions",
+    name: "sessions",
+    columns: &[
+        text("id"),
+        text("name"),
+        text("status"),
+        text("phone"),
+        text("push_name"),
+        text("last_error"),
+        json_or("config", "{}"),
+        text("proxy_url"),
+        json("restriction"),
+        flag("desired_running", "false"),
+        flag("has_credentials", "false"),
+        int("connected_at"),
+        int("last_active"),
+        int("created_at"),
+        int("updated_at"),
+    ],
+    order_by: "id",
+};
+
+/// `messages` (`messages` in an export).
+pub(crate) static MESSAGES: TableSpec = TableSpec {
+    key: "messages",
+    name: "messages",
+    columns: &[
+        text("id"),
+        text("session_id"),
+        text("wa_message_id"),
+        text("chat_id"),
+        text("from_jid"),
+        text("to_jid"),
+        text("chat_name"),
+        text("author"),
+        text("body"),
+        text("type"),
+        text("direction"),
+        text("status"),
+        int("timestamp"),
+        flag("has_media", "false"),
+        json("media"),
+        json("mentioned_ids"),
+        flag("is_group", "false"),
+        text("quoted_id"),
+        json("extra"),
+        flag("starred", "false"),
+        flag("revoked", "false"),
+        int("created_at"),
+    ],
+    order_by: "id",
+};
+
+/// `message_batches` (`messageBatches` in an export).
+pub(crate) static MESSAGE_BATCHES: TableSpec = TableSpec {
+    key: "messageBatches",
+    name: "message_batches",
+    columns: &[
+        text("id"),
+        text("session_id"),
+        text("status"),
+        json("items"),
+        json("options"),
+        json("results"),
+        int_or("next_index", "0"),
+        int("started_at"),
+        int("completed_at"),
+        int("created_at"),
+        int("updated_at"),
+    ],
+    order_by: "id",
+};
+
+/// `templates` (`templates` in an export).
+pub(crate) static TEMPLATES: TableSpec = TableSpec {
+    key: "templates",
+    name: "templates",
+    columns: &[
+        text("id"),
+        text("session_id"),
+        text("name"),
+        text("body"),
+        text("header"),
+        text("footer"),
+        int("created_at"),
+        int("updated_at"),
+    ],
+    order_by: "id",
+};
+
+/// `baileys_stored_messages` (`baileysStoredMessages` in an export).
+pub(crate) static BAILEYS_STORED_MESSAGES: TableSpec = TableSpec {
+    key: "baileysStoredMessages",
+    name: "baileys_stored_messages",
+    columns: &[
+        text("session_id"),
+        text("message_id"),
+        json("payload"),
+        int("created_at"),
+    ],
+    order_by: "session_id, message_id",
+};
+
+/// `chat_states` (`chatStates` in an export).
+pub(crate) static CHAT_STATES: TableSpec = TableSpec {
+    key: "chatStates",
+    name: "chat_states",
+    columns: &[
+        text("session_id"),
+        text("chat_id"),
+        text("name"),
+        flag("is_group", "false"),
+        flag("archived", "false"),
+        flag("pinned", "false"),
+        flag("muted", "false"),
+        int_or("mute_expiration", "0"),
+        int_or("unread_count", "0"),
+        json_or("labels", "[]"),
+        int("last_message_at"),
+        int("updated_at"),
+    ],
+    order_by: "session_id, chat_id",
+};
+
+/// `plugin_instances` (`pluginInstances` in an export).
+pub(crate) static PLUGIN_INSTANCES: TableSpec = TableSpec {
+    key: "pluginInstances",
+    name: "plugin_instances",
+    columns: &[
+        text("id"),
+        text("name"),
+        text("version"),
+        flag("enabled", "false"),
+        json_or("config", "{}"),
+        int("created_at"),
+        int("updated_at"),
+    ],
+    order_by: "id",
+};
+
+/// `conversation_mappings` (`conversationMappings` in an export).
+pub(crate) static CONVERSATION_MAPPINGS: TableSpec = TableSpec {
+    key: "conversationMappings",
+    name: "conversation_mappings",
+    columns: &[
+        text("id"),
+        text("integration"),
+        text("session_id"),
+        text("chat_id"),
+        text("external_id"),
+        int("created_at"),
+    ],
+    order_by: "id",
+};
+
+/// `integration_delivery_failures` (`integrationDeliveryFailures` in an export).
+pub(crate) static INTEGRATION_DELIVERY_FAILURES: TableSpec = TableSpec {
+    key: "integrationDeliveryFailures",
+    name: "integration_delivery_failures",
+    columns: &[
+        text("id"),
+        text("integration"),
+        text("session_id"),
+        json("payload"),
+        int("attempts"),
+        text("last_error"),
+        int("created_at"),
+    ],
+    order_by: "id",
+};
+
+/// `status_updates` (`statusUpdates` in an export).
+pub(crate) static STATUS_UPDATES: TableSpec = TableSpec {
+    key: "statusUpdates",
+    name: "status_updates",
+    columns: &[
+        text("id"),
+        text("session_id"),
+        text("status_id"),
+        text("contact"),
+        text("direction"),
+        text("type"),
+        text("caption"),
+        flag("has_media", "false"),
+        json("media"),
+        // The media store object of the status's media (migration 0060); `media` keeps its metadata.
+        text("media_key"),
+        json("recipients"),
+        int("posted_at"),
+        int("expires_at"),
+        int("created_at"),
+    ],
+    order_by: "id",
+};
+
+/// `automation_rules` (`automationRules` in an export).
+pub(crate) static AUTOMATION_RULES: TableSpec = TableSpec {
+    key: "automationRules",
+    name: "automation_rules",
+    columns: &[
+        text("id"),
+        text("session_id"),
+        text("name"),
+        flag("enabled", "true"),
+        json_or("conditions", "[]"),
+        text("reply_text"),
+        int_or("cooldown_seconds", "0"),
+        int("created_at"),
+        int("updated_at"),
+    ],
+    order_by: "id",
+};
 
 /// One column's value as read: text (also JSON text) or an integer (also a flag).
 #[derive(Debug, Clone, PartialEq)]

@@ -5,6 +5,28 @@
 use wagate_db::{DataPool, execute, on_pool};
 
 use super::StoreError;
+use wagate_db::table_spec::{TableSpec, int, json, text};
+
+/// `webhook_delivery_failures` as the spec's data export shows it (`webhookDeliveryFailures`).
+pub const WEBHOOK_DELIVERY_FAILURES_EXPORT: TableSpec = TableSpec {
+    key: "webhookDeliveryFailures",
+    name: "webhook_delivery_failures",
+    columns: &[
+        text("id"),
+        text("webhook_id"),
+        text("session_id"),
+        text("event"),
+        text("url"),
+        text("idempotency_key"),
+        text("delivery_id"),
+        int("attempts"),
+        int("last_status_code"),
+        text("last_error"),
+        json("payload"),
+        int("created_at"),
+    ],
+    order_by: "id",
+};
 
 /// Inserted with the outbox row's `failed` mark, in one transaction (see `outbox::record_failure`).
 pub(super) const INSERT: &str = "INSERT INTO webhook_delivery_failures \

@@ -16,6 +16,7 @@ use wagate_db::{DataTx, MultiRow, on_pool, on_tx, placeholders};
 
 use super::{StoreError, failures, json_ids, webhooks};
 use crate::db::{DataPool, write_turn};
+use wagate_db::table_spec::{TableSpec, int, int_or, json, text};
 
 /// Rows of many events in one statement per chunk (see [`MultiRow`]): `(id, webhook_id, session_id, event,
 /// idempotency_key, payload, status, now, now, now)` per row
@@ -35,6 +36,29 @@ static INSERT_MANY: LazyLock<MultiRow> = LazyLock::new(|| {
         "",
     )
 });
+/// `webhook_outbox_events` as the spec's data export shows it (`webhookOutboxEvents`).
+pub const WEBHOOK_OUTBOX_EVENTS_EXPORT: TableSpec = TableSpec {
+    key: "webhookOutboxEvents",
+    name: "webhook_outbox_events",
+    columns: &[
+        text("id"),
+        text("webhook_id"),
+        text("session_id"),
+        text("event"),
+        text("idempotency_key"),
+        json("payload"),
+        text("status"),
+        int_or("attempts", "0"),
+        int("next_attempt_at"),
+        int("last_status_code"),
+        text("last_error"),
+        text("delivery_id"),
+        int("created_at"),
+        int("updated_at"),
+    ],
+    order_by: "id",
+};
+
 /// [`INSERT_MANY`] in ONE statement on SQLite: `$1` is a JSON array of `[id, webhook_id, session_id, event,
 /// idempotency_key, payload, now]` rows, `$2` the status (one round trip to the connection's thread instead
 /// of one per 64/16/4/1-row chunk).

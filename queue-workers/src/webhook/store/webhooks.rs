@@ -9,6 +9,27 @@ use wagate_db::{DataPool, DataTx, execute, on_pool, on_tx};
 use wagate_proto::dto::webhooks::WebhookFilters;
 
 use super::StoreError;
+use wagate_db::table_spec::{TableSpec, flag, int, int_or, json, json_or, text};
+
+/// `webhooks` as the spec's data export shows it (`webhooks`); `secret` and `headers` are left out on purpose
+/// (an export must not carry a webhook's signing secret).
+pub const WEBHOOKS_EXPORT: TableSpec = TableSpec {
+    key: "webhooks",
+    name: "webhooks",
+    columns: &[
+        text("id"),
+        text("session_id"),
+        text("url"),
+        json_or("events", "[\"*\"]"),
+        flag("active", "true"),
+        json("filters"),
+        int_or("retry_count", "3"),
+        int("last_triggered_at"),
+        int("created_at"),
+        int("updated_at"),
+    ],
+    order_by: "id",
+};
 
 const INSERT: &str = "INSERT INTO webhooks (id, session_id, url, events, secret, headers, active, filters, \
      retry_count, last_triggered_at, created_at, updated_at) \
