@@ -135,6 +135,7 @@ pub struct SharedKnobs {
     /// Redis for queues, leases and the node registry; false keeps everything in DATA_DIR
     #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = false)]
     pub redis_enabled: bool,
+    /// The Redis server REDIS_ENABLED=true uses (queues; on the node also session leases, the node registry, event fan-out and the shared rate limit)
     #[arg(long, env, default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
     /// Prepended to the queue names (webhook-queue, ingress-queue)
@@ -146,8 +147,10 @@ pub struct SharedKnobs {
     /// This process's id in the cluster and in exported spans (default: the host name)
     #[arg(long, env)]
     pub node_id: Option<String>,
+    /// Least severe log lines written (verbose is trace); trace export keeps info spans even when this is quieter
     #[arg(long, env, value_enum, default_value_t = LogLevel::Info)]
     pub log_level: LogLevel,
+    /// Log lines on stdout: text (coloured only on a terminal) or json (one object per line)
     #[arg(long, env, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Bearer token of the metrics scrape; unset, no metrics are served
@@ -298,16 +301,19 @@ pub struct LimitKnobs {
     /// Short rate-limit window, ms (tiers are keyed on the client address)
     #[arg(long, env, value_parser = positive, default_value_t = 1_000)]
     pub rate_limit_short_ttl: u64,
+    /// Requests a client address may make per short window; over it 429
     #[arg(long, env, value_parser = positive, default_value_t = 10)]
     pub rate_limit_short_limit: u64,
     /// Medium rate-limit window, ms
     #[arg(long, env, value_parser = positive, default_value_t = 60_000)]
     pub rate_limit_medium_ttl: u64,
+    /// Requests a client address may make per medium window; over it 429
     #[arg(long, env, value_parser = positive, default_value_t = 100)]
     pub rate_limit_medium_limit: u64,
     /// Long rate-limit window, ms
     #[arg(long, env, value_parser = positive, default_value_t = 3_600_000)]
     pub rate_limit_long_ttl: u64,
+    /// Requests a client address may make per long window; over it 429
     #[arg(long, env, value_parser = positive, default_value_t = 1_000)]
     pub rate_limit_long_limit: u64,
     /// Whole request body: bytes, or a number with a kb/mb suffix
@@ -517,11 +523,13 @@ pub struct ClusterKnobs {
     /// At least 16 printable characters, the same on every node; required with MAIN_DB_REPLICATION=raft, a Redis cluster without it shares a generated one
     #[arg(long, env)]
     pub cluster_secret: Option<String>,
+    /// How long a node's lease on a session (and its entry in the node registry) lives in Redis unrenewed, ms; after it the takeover sweep of another node may run the session
     #[arg(long, env, value_parser = positive, default_value_t = 15_000)]
     pub session_lease_ttl_ms: u64,
     /// Must be less than half of SESSION_LEASE_TTL_MS
     #[arg(long, env, value_parser = positive, default_value_t = 5_000)]
     pub session_lease_heartbeat_ms: u64,
+    /// Milliseconds between sweeps, on every node, that start sessions which should run but whose lease nobody holds
     #[arg(long, env, value_parser = positive, default_value_t = 5_000)]
     pub session_takeover_sweep_ms: u64,
     /// Forward-to-owner timeout, ms (504 after it)
@@ -537,11 +545,13 @@ pub struct ClusterKnobs {
     /// Node ids of the fixed raft voters, comma-separated (3 or 5; required with raft)
     #[arg(long, env)]
     pub raft_voters: Option<NameList>,
+    /// How often the raft leader sends heartbeats to the other replicas, ms
     #[arg(long, env, value_parser = positive, default_value_t = 100)]
     pub raft_heartbeat_ms: u64,
     /// Must be more than twice RAFT_HEARTBEAT_MS
     #[arg(long, env, value_parser = positive, default_value_t = 500)]
     pub raft_election_timeout_min_ms: u64,
+    /// A follower that hears no leader for a random time between RAFT_ELECTION_TIMEOUT_MIN_MS and this starts an election, ms; must be greater than the minimum
     #[arg(long, env, value_parser = positive, default_value_t = 800)]
     pub raft_election_timeout_max_ms: u64,
     /// Log entries since the last snapshot that trigger a new one

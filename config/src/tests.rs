@@ -160,6 +160,22 @@ fn help_lists_every_knob_with_its_default_even_when_a_value_is_bad() {
     );
 }
 
+/// `--help` gives every knob of either binary a meaning, not only its variable and default.
+#[test]
+fn every_knob_has_a_meaning() {
+    for cmd in [NodeCli::command(), WorkerCli::command()] {
+        for arg in cmd.get_arguments() {
+            let Some(var) = arg.get_env() else { continue };
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            assert!(
+                !help.trim().is_empty(),
+                "{} {var:?} has no help text (a doc comment on its field)",
+                cmd.get_name()
+            );
+        }
+    }
+}
+
 #[test]
 fn an_unknown_option_is_one_line() {
     let Err(Stop::Refused(e)) = load::<WorkerCli>(
