@@ -1,9 +1,12 @@
 //! The one table of good and bad values for the knobs both binaries read. The config crate's tests parse it
 //! for `wagate` and `wagate-worker` in process; each binary's boot test runs the real binary with every bad
-//! row and expects the same line on stderr and [`crate::EXIT_REFUSED`] ([`check_binary`]).
+//! row and expects the same line on stderr and [`crate::EXIT_REFUSED`] ([`check_binary`]), and runs every
+//! good row through its own configuration loader, checking what the row says it reads ([`check_loader`]).
 
 use std::path::Path;
 use std::process::Command;
+
+use crate::{DatabaseType, LogFormat, LogLevel, Source, Stop};
 
 /// A refused setting: the variables to set and the exact line both binaries print.
 pub struct Refused {
@@ -111,42 +114,168 @@ pub const NODE_REFUSED: &[Refused] = &[
     },
 ];
 
+/// A setting a binary accepts: the variables to set and values its loaded configuration must hold.
+pub struct Accepted {
+    pub env: &'static [(&'static str, &'static str)],
+    /// What the binary read, where the row says (empty: the row only has to load).
+    pub expect: &'static [Expect],
+}
+
+/// A value a loaded configuration holds, named by its knob. Each binary's test answers every variant of the
+/// knobs it reads (a variant of a knob it does not read fails the row), so a new one cannot go unchecked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Expect {
+    DatabaseType(DatabaseType),
+    /// The data database's URL as the binary resolves it (`DATA_DIR/wagate.sqlite` when unset).
+    DatabaseUrl(&'static str),
+    WebhookTimeoutMs(u64),
+    OutboxStaleMs(u64),
+    LogLevel(LogLevel),
+    LogFormat(LogFormat),
+    RedisEnabled(bool),
+    QueuePrefix(&'static str),
+    OtelEndpoint(Option<&'static str>),
+    /// Node only: the media bucket with `STORAGE_TYPE=s3`, `None` for local storage.
+    S3Bucket(Option<&'static str>),
+    /// Node only: the S3-compatible server, as a normalised URL.
+    S3Endpoint(Option<&'static str>),
+    /// Node only.
+    S3ForcePathStyle(bool),
+    /// Node only.
+    BrowserWebUrl(&'static str),
+}
+
 /// Settings `wagate` accepts for its media storage and its browser engine's page.
-pub const NODE_ACCEPTED: &[&[(&str, &str)]] = &[
-    &[
-        ("STORAGE_TYPE", "local"),
-        ("S3_BUCKET", "ignored-when-local"),
-    ],
-    &[("STORAGE_TYPE", "s3"), ("S3_BUCKET", "wagate-media")],
-    &[
-        ("STORAGE_TYPE", "s3"),
-        ("S3_BUCKET", "wagate-media"),
-        ("S3_REGION", "eu-west-1"),
-        ("S3_ENDPOINT", "http://127.0.0.1:9000"),
-        ("S3_FORCE_PATH_STYLE", "true"),
-        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
-        ("AWS_SECRET_ACCESS_KEY", "example-secret"),
-    ],
-    &[("BROWSER_WEB_URL", "http://127.0.0.1:8080/")],
+pub const NODE_ACCEPTED: &[Accepted] = &[
+    Accepted {
+        env: &[],
+        expect: &[
+            Expect::S3Bucket(None),
+            Expect::BrowserWebUrl(crate::knobs::DEFAULT_BROWSER_WEB_URL),
+        ],
+    },
+    Accepted {
+        env: &[
+            ("STORAGE_TYPE", "local"),
+            ("S3_BUCKET", "ignored-when-local"),
+        ],
+        expect: &[Expect::S3Bucket(None)],
+    },
+    Accepted {
+        env: &[("STORAGE_TYPE", "s3"), ("S3_BUCKET", "wagate-media")],
+        expect: &[
+            Expect::S3Bucket(Some("wagate-media")),
+            Expect::S3Endpoint(None),
+            Expect::S3ForcePathStyle(false),
+        ],
+    },
+    Accepted {
+        env: &[
+            ("STORAGE_TYPE", "s3"),
+            ("S3_BUCKET", "wagate-media"),
+            ("S3_REGION", "eu-west-1"),
+            ("S3_ENDPOINT", "http://127.0.0.1:9000"),
+            ("S3_FORCE_PATH_STYLE", "true"),
+            ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "example-secret"),
+        ],
+        expect: &[
+            Expect::S3Bucket(Some("wagate-media")),
+            Expect::S3Endpoint(Some("http://127.0.0.1:9000/")),
+            Expect::S3ForcePathStyle(true),
+        ],
+    },
+    Accepted {
+        env: &[("BROWSER_WEB_URL", "http://127.0.0.1:8080/")],
+        expect: &[Expect::BrowserWebUrl("http://127.0.0.1:8080/")],
+    },
 ];
 
 /// Settings both binaries accept, with the same meaning.
-pub const ACCEPTED: &[&[(&str, &str)]] = &[
-    &[],
-    &[
-        ("DATABASE_TYPE", "postgresql"),
-        ("DATABASE_URL", "postgres://db/wagate"),
-    ],
-    &[
-        ("DATABASE_TYPE", "postgres"),
-        ("DATABASE_URL", "postgres://db/wagate"),
-    ],
-    &[("WEBHOOK_TIMEOUT", " 2500 "), ("OUTBOX_STALE_MS", "0")],
-    &[("WEBHOOK_TIMEOUT", ""), ("LOG_LEVEL", "  ")],
-    &[("LOG_LEVEL", "verbose"), ("LOG_FORMAT", "json")],
-    &[("REDIS_ENABLED", "true"), ("QUEUE_PREFIX", "blue-")],
-    &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")],
+pub const ACCEPTED: &[Accepted] = &[
+    Accepted {
+        env: &[],
+        expect: &[
+            Expect::DatabaseType(DatabaseType::Sqlite),
+            Expect::DatabaseUrl("./data/wagate.sqlite"),
+            Expect::WebhookTimeoutMs(10_000),
+            Expect::OutboxStaleMs(60_000),
+            Expect::LogLevel(LogLevel::Info),
+            Expect::LogFormat(LogFormat::Text),
+            Expect::RedisEnabled(false),
+            Expect::QueuePrefix(""),
+            Expect::OtelEndpoint(None),
+        ],
+    },
+    Accepted {
+        env: &[
+            ("DATABASE_TYPE", "postgresql"),
+            ("DATABASE_URL", "postgres://db/wagate"),
+        ],
+        expect: &[
+            Expect::DatabaseType(DatabaseType::Postgres),
+            Expect::DatabaseUrl("postgres://db/wagate"),
+        ],
+    },
+    Accepted {
+        env: &[
+            ("DATABASE_TYPE", "postgres"),
+            ("DATABASE_URL", "postgres://db/wagate"),
+        ],
+        expect: &[Expect::DatabaseType(DatabaseType::Postgres)],
+    },
+    Accepted {
+        env: &[("WEBHOOK_TIMEOUT", " 2500 "), ("OUTBOX_STALE_MS", "0")],
+        expect: &[Expect::WebhookTimeoutMs(2_500), Expect::OutboxStaleMs(0)],
+    },
+    Accepted {
+        env: &[("WEBHOOK_TIMEOUT", ""), ("LOG_LEVEL", "  ")],
+        expect: &[
+            Expect::WebhookTimeoutMs(10_000),
+            Expect::LogLevel(LogLevel::Info),
+        ],
+    },
+    Accepted {
+        env: &[("LOG_LEVEL", "verbose"), ("LOG_FORMAT", "json")],
+        expect: &[
+            Expect::LogLevel(LogLevel::Verbose),
+            Expect::LogFormat(LogFormat::Json),
+        ],
+    },
+    Accepted {
+        env: &[("REDIS_ENABLED", "true"), ("QUEUE_PREFIX", "blue-")],
+        expect: &[Expect::RedisEnabled(true), Expect::QueuePrefix("blue-")],
+    },
+    Accepted {
+        env: &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")],
+        expect: &[Expect::OtelEndpoint(Some("http://127.0.0.1:4318"))],
+    },
 ];
+
+/// Runs every row of `rows` through a binary's own configuration loader (`load`, reading only the row's
+/// variables) and checks each of its expectations with `holds`: `Some(true)` when the loaded configuration
+/// holds the value, `None` when the binary does not read that knob (which fails the row).
+pub fn check_loader<C>(
+    rows: &[Accepted],
+    load: impl Fn(&Source) -> Result<C, Stop>,
+    holds: impl Fn(&C, &Expect) -> Option<bool>,
+) -> Result<(), String> {
+    for row in rows {
+        let config = match load(&Source::from_pairs(row.env.iter().copied())) {
+            Ok(config) => config,
+            Err(Stop::Refused(e)) => return Err(format!("{:?}: refused: {e}", row.env)),
+            Err(Stop::Show(_)) => return Err(format!("{:?}: showed help", row.env)),
+        };
+        for expect in row.expect {
+            match holds(&config, expect) {
+                Some(true) => {}
+                Some(false) => return Err(format!("{:?}: loaded, but not {expect:?}", row.env)),
+                None => return Err(format!("{:?}: {expect:?} is not a knob it reads", row.env)),
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Runs the real `binary` (whose knobs are `K`'s) with `--help` and with every [`REFUSED`] row and every row
 /// of `own` (its own knobs' table, such as [`NODE_REFUSED`]), in an empty working directory with `DATA_DIR`

@@ -1,4 +1,5 @@
-//! Boot refusals: the real binary exits non-zero with one line naming the variable.
+//! Boot configuration: the real binary exits non-zero with one line naming the variable of a refused value,
+//! and the node's own loader reads every row of the shared tables of accepted values as the row says.
 
 use std::time::Duration;
 
@@ -104,5 +105,42 @@ fn the_node_refuses_the_shared_table_and_prints_help() {
     );
     if let Err(e) = checked {
         panic!("{e}");
+    }
+}
+
+/// Every accepted row of the shared table and of the node's own, through the node's real loader (the knobs
+/// and the rules that tie several together), reading what each row says it reads.
+#[test]
+fn the_node_loads_every_accepted_row() {
+    use wagate_config::cases::{ACCEPTED, Expect, NODE_ACCEPTED, check_loader};
+    use wagate_node::config::{Config, StorageConfig};
+    let holds = |c: &Config, expect: &Expect| {
+        let s3 = match &c.storage {
+            StorageConfig::S3(s3) => Some(s3),
+            StorageConfig::Local => None,
+        };
+        Some(match *expect {
+            Expect::DatabaseType(t) => c.database_type == t,
+            Expect::DatabaseUrl(url) => c.database_url == url,
+            Expect::WebhookTimeoutMs(ms) => c.webhook_timeout_ms == ms,
+            Expect::OutboxStaleMs(ms) => c.outbox_stale_ms == ms,
+            Expect::LogLevel(level) => c.log_level == level.as_str(),
+            Expect::LogFormat(format) => c.log_json == (format == wagate_config::LogFormat::Json),
+            Expect::RedisEnabled(on) => c.redis_enabled == on,
+            Expect::QueuePrefix(prefix) => c.queue_prefix == prefix,
+            Expect::OtelEndpoint(url) => c.otel_endpoint.as_deref() == url,
+            Expect::S3Bucket(bucket) => s3.map(|s3| s3.bucket.as_str()) == bucket,
+            Expect::S3Endpoint(url) => {
+                s3.and_then(|s3| s3.endpoint.as_ref()).map(|u| u.as_str()) == url
+            }
+            Expect::S3ForcePathStyle(on) => s3.is_some_and(|s3| s3.force_path_style == on),
+            Expect::BrowserWebUrl(url) => c.browser_web_url == url,
+        })
+    };
+    for rows in [ACCEPTED, NODE_ACCEPTED] {
+        let checked = check_loader(rows, |source| Config::load(["wagate"], source), holds);
+        if let Err(e) = checked {
+            panic!("{e}");
+        }
     }
 }
