@@ -67,6 +67,25 @@ pub const REFUSED: &[Refused] = &[
         env: &[("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318")],
         line: "invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL (got 'localhost:4318')",
     },
+    Refused {
+        env: &[("OTEL_TRACES_SAMPLER", "xray")],
+        line: "invalid configuration: OTEL_TRACES_SAMPLER must be always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio (got 'xray')",
+    },
+    Refused {
+        env: &[("OTEL_TRACES_SAMPLER", "ParentBased_AlwaysOn")],
+        line: "invalid configuration: OTEL_TRACES_SAMPLER must be always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio (got 'ParentBased_AlwaysOn')",
+    },
+    Refused {
+        env: &[
+            ("OTEL_TRACES_SAMPLER", "traceidratio"),
+            ("OTEL_TRACES_SAMPLER_ARG", "1.5"),
+        ],
+        line: "invalid configuration: OTEL_TRACES_SAMPLER_ARG must be a decimal number between 0 and 1 (got '1.5')",
+    },
+    Refused {
+        env: &[("OTEL_TRACES_SAMPLER_ARG", "1e-1")],
+        line: "invalid configuration: OTEL_TRACES_SAMPLER_ARG must be a decimal number between 0 and 1 (got '1e-1')",
+    },
 ];
 
 /// Refused settings of knobs only `wagate` reads (the worker ignores them): the media storage backend and
@@ -135,6 +154,12 @@ pub enum Expect {
     RedisEnabled(bool),
     QueuePrefix(&'static str),
     OtelEndpoint(Option<&'static str>),
+    /// `OTEL_TRACES_SAMPLER` with its argument: the share of new traces kept and whether a caller's
+    /// `traceparent` decides.
+    TraceSampling {
+        ratio: f64,
+        follows_parent: bool,
+    },
     /// Node only: the media bucket with `STORAGE_TYPE=s3`, `None` for local storage.
     S3Bucket(Option<&'static str>),
     /// Node only: the S3-compatible server, as a normalised URL.
@@ -205,6 +230,10 @@ pub const ACCEPTED: &[Accepted] = &[
             Expect::RedisEnabled(false),
             Expect::QueuePrefix(""),
             Expect::OtelEndpoint(None),
+            Expect::TraceSampling {
+                ratio: 1.0,
+                follows_parent: true,
+            },
         ],
     },
     Accepted {
@@ -249,6 +278,50 @@ pub const ACCEPTED: &[Accepted] = &[
     Accepted {
         env: &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")],
         expect: &[Expect::OtelEndpoint(Some("http://127.0.0.1:4318"))],
+    },
+    Accepted {
+        env: &[
+            ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
+            ("OTEL_TRACES_SAMPLER_ARG", "0.1"),
+        ],
+        expect: &[Expect::TraceSampling {
+            ratio: 0.1,
+            follows_parent: true,
+        }],
+    },
+    Accepted {
+        env: &[
+            ("OTEL_TRACES_SAMPLER", "traceidratio"),
+            ("OTEL_TRACES_SAMPLER_ARG", " 0 "),
+        ],
+        expect: &[Expect::TraceSampling {
+            ratio: 0.0,
+            follows_parent: false,
+        }],
+    },
+    Accepted {
+        env: &[("OTEL_TRACES_SAMPLER", "always_off")],
+        expect: &[Expect::TraceSampling {
+            ratio: 0.0,
+            follows_parent: false,
+        }],
+    },
+    Accepted {
+        env: &[
+            ("OTEL_TRACES_SAMPLER", "always_on"),
+            ("OTEL_TRACES_SAMPLER_ARG", "0.5"),
+        ],
+        expect: &[Expect::TraceSampling {
+            ratio: 1.0,
+            follows_parent: false,
+        }],
+    },
+    Accepted {
+        env: &[("OTEL_TRACES_SAMPLER_ARG", ".25")],
+        expect: &[Expect::TraceSampling {
+            ratio: 1.0,
+            follows_parent: true,
+        }],
     },
 ];
 

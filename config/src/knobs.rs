@@ -8,7 +8,7 @@ use clap::{ArgAction, Args, Parser, ValueEnum};
 
 use crate::values::{
     AddressList, NameList, boolean, bounded_timeout, byte_size, handover_wait, http_url, integer,
-    port, positive, signed,
+    port, positive, ratio, signed,
 };
 use crate::{ConfigError, refuse};
 
@@ -53,6 +53,44 @@ impl LogLevel {
 pub enum LogFormat {
     Text,
     Json,
+}
+
+/// `OTEL_TRACES_SAMPLER`: OpenTelemetry's standard sampler names, those the SDK implements (an unknown name
+/// is refused rather than falling back to keeping everything, as the SDK would).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum TraceSampler {
+    /// Every trace
+    AlwaysOn,
+    /// No trace
+    AlwaysOff,
+    /// The share OTEL_TRACES_SAMPLER_ARG of traces
+    Traceidratio,
+    /// A caller's traceparent decides; other traces all
+    ParentbasedAlwaysOn,
+    /// A caller's traceparent decides; other traces none
+    ParentbasedAlwaysOff,
+    /// A caller's traceparent decides; of other traces the share OTEL_TRACES_SAMPLER_ARG
+    ParentbasedTraceidratio,
+}
+
+impl TraceSampler {
+    /// The share of traces that start here that is kept: the argument for the ratio samplers.
+    pub fn ratio(self, arg: f64) -> f64 {
+        match self {
+            Self::AlwaysOn | Self::ParentbasedAlwaysOn => 1.0,
+            Self::AlwaysOff | Self::ParentbasedAlwaysOff => 0.0,
+            Self::Traceidratio | Self::ParentbasedTraceidratio => arg,
+        }
+    }
+
+    /// Whether a caller's sampled flag decides (the `parentbased_*` samplers).
+    pub fn follows_parent(self) -> bool {
+        matches!(
+            self,
+            Self::ParentbasedAlwaysOn | Self::ParentbasedAlwaysOff | Self::ParentbasedTraceidratio
+        )
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -120,7 +158,7 @@ pub const DEFAULT_WEBHOOK_DISPATCH_CONCURRENCY: u64 = 64;
 pub const DEFAULT_METRICS_PORT: u16 = 9464;
 
 /// Knobs both binaries read, with one meaning.
-#[derive(Debug, Clone, PartialEq, Eq, Args)]
+#[derive(Debug, Clone, PartialEq, Args)]
 #[command(next_help_heading = "Storage, queues and logs (wagate and wagate-worker)")]
 pub struct SharedKnobs {
     /// Where main.sqlite, wagate.sqlite, queue.sqlite, .api-key, sessions/, media/ and exports/ live
@@ -159,6 +197,12 @@ pub struct SharedKnobs {
     /// OTLP/HTTP collector base URL for trace export; unset, no export
     #[arg(long, env, value_parser = http_url)]
     pub otel_exporter_otlp_endpoint: Option<String>,
+    /// Which traces are exported (OpenTelemetry's sampler names); the parentbased_* samplers follow the sampled flag of a caller's traceparent
+    #[arg(long, env, value_enum, default_value_t = TraceSampler::ParentbasedAlwaysOn)]
+    pub otel_traces_sampler: TraceSampler,
+    /// The share of traces the traceidratio samplers keep, a decimal from 0 to 1; the other samplers ignore it
+    #[arg(long, env, value_parser = ratio, default_value_t = 1.0)]
+    pub otel_traces_sampler_arg: f64,
     #[command(flatten)]
     pub webhooks: WebhookKnobs,
 }

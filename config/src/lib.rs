@@ -21,7 +21,7 @@ use clap::{Command, CommandFactory, FromArgMatches};
 
 pub use knobs::{
     DatabaseType, EngineType, LogFormat, LogLevel, MainDbReplication, NodeCli, NodeEnv, NodeRole,
-    S3Config, StorageConfig, StorageType, WorkerCli,
+    S3Config, StorageConfig, StorageType, TraceSampler, WorkerCli,
 };
 
 /// The exit code of a refused configuration, the same for both binaries.

@@ -1,6 +1,6 @@
 //! The value rules every knob uses: plain decimal integers (no exponent, hex, sign where not allowed, or unit
-//! suffix), exact `true`/`false`, byte sizes with an optional kb/mb suffix, ports, URLs and address lists.
-//! Each returns the broken rule as text; `load` puts the variable's name in front of it.
+//! suffix), exact `true`/`false`, byte sizes with an optional kb/mb suffix, ratios, ports, URLs and address
+//! lists. Each returns the broken rule as text; `load` puts the variable's name in front of it.
 
 use std::fmt;
 use std::net::IpAddr;
@@ -46,6 +46,22 @@ pub fn boolean(raw: &str) -> Result<bool, String> {
         "false" => Ok(false),
         other => Err(format!("must be exactly true or false (got '{other}')")),
     }
+}
+
+/// A share from 0 to 1 as a plain decimal (`0.25`, `1`; no sign, exponent or percent).
+pub fn ratio(raw: &str) -> Result<f64, String> {
+    let rule = || format!("must be a decimal number between 0 and 1 (got '{raw}')");
+    let (whole, fraction) = raw.split_once('.').unwrap_or((raw, ""));
+    let is_decimal = (is_plain_digits(whole) || whole.is_empty())
+        && (is_plain_digits(fraction) || fraction.is_empty())
+        && !(whole.is_empty() && fraction.is_empty());
+    if !is_decimal {
+        return Err(rule());
+    }
+    raw.parse::<f64>()
+        .ok()
+        .filter(|r| (0.0..=1.0).contains(r))
+        .ok_or_else(rule)
 }
 
 /// A TCP port, 1 to 65535.
@@ -203,6 +219,24 @@ mod tests {
         assert!(bounded_timeout("0").is_err());
         assert!(bounded_timeout("2147483648").is_err());
         assert_eq!(bounded_timeout("2147483647"), Ok(MAX_TIMEOUT_MS));
+    }
+
+    #[test]
+    fn ratios_are_plain_decimals_from_0_to_1() {
+        for (raw, want) in [
+            ("0", 0.0),
+            ("1", 1.0),
+            ("0.25", 0.25),
+            (".5", 0.5),
+            ("1.0", 1.0),
+        ] {
+            assert_eq!(ratio(raw), Ok(want), "{raw}");
+        }
+        for raw in [
+            "", ".", "2", "1.01", "-0.1", "+0.5", "1e-1", "NaN", "inf", "10%", "0,5",
+        ] {
+            assert!(ratio(raw).is_err(), "{raw}");
+        }
     }
 
     #[test]

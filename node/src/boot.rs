@@ -54,6 +54,7 @@ fn init_tracing(config: &Config) -> anyhow::Result<TracingGuard> {
         level: level.to_owned(),
         json: config.log_json,
         otel_endpoint: config.otel_endpoint.clone(),
+        sampling: config.trace_sampling,
         service_name: "wagate",
         instance_id: config.node_id.clone(),
     })

@@ -125,6 +125,9 @@ pub struct Config {
     /// `DOCS_PUBLIC` (false): serve `/api/docs/openapi.json` without an API key.
     pub docs_public: bool,
     pub otel_endpoint: Option<String>,
+    /// `OTEL_TRACES_SAMPLER` (`parentbased_always_on`) and `OTEL_TRACES_SAMPLER_ARG` (1): which traces are
+    /// exported.
+    pub trace_sampling: wagate_workers::telemetry::TraceSampling,
     pub node_id: String,
     pub node_url: String,
     pub session_lease_ttl_ms: u64,
@@ -283,6 +286,10 @@ impl Config {
             metrics_token: shared.metrics_token.clone(),
             docs_public: server.docs_public,
             otel_endpoint: shared.otel_exporter_otlp_endpoint.clone(),
+            trace_sampling: wagate_workers::telemetry::TraceSampling::new(
+                shared.otel_traces_sampler,
+                shared.otel_traces_sampler_arg,
+            ),
             session_lease_ttl_ms: cluster.session_lease_ttl_ms,
             session_lease_heartbeat_ms: cluster.session_lease_heartbeat_ms,
             session_takeover_sweep_ms: cluster.session_takeover_sweep_ms,

@@ -129,6 +129,12 @@ fn the_node_loads_every_accepted_row() {
             Expect::RedisEnabled(on) => c.redis_enabled == on,
             Expect::QueuePrefix(prefix) => c.queue_prefix == prefix,
             Expect::OtelEndpoint(url) => c.otel_endpoint.as_deref() == url,
+            Expect::TraceSampling {
+                ratio,
+                follows_parent,
+            } => {
+                c.trace_sampling.ratio == ratio && c.trace_sampling.follows_parent == follows_parent
+            }
             Expect::S3Bucket(bucket) => s3.map(|s3| s3.bucket.as_str()) == bucket,
             Expect::S3Endpoint(url) => {
                 s3.and_then(|s3| s3.endpoint.as_ref()).map(|u| u.as_str()) == url

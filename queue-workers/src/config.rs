@@ -9,10 +9,11 @@ use wagate_config::{DatabaseType, LogFormat, Source, Stop, WorkerCli};
 
 use crate::db::DatabaseKind;
 use crate::queue::{QueueBackend, QueueConfig};
+use crate::telemetry::TraceSampling;
 use crate::webhook::WebhookSettings;
 
 /// Everything `wagate-worker` reads at boot.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WorkerConfig {
     pub database_kind: DatabaseKind,
     pub database_url: String,
@@ -34,6 +35,8 @@ pub struct WorkerConfig {
     pub metrics_port: u16,
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`: spans exported over OTLP/HTTP when set.
     pub otel_endpoint: Option<String>,
+    /// `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG`: which traces are exported.
+    pub trace_sampling: TraceSampling,
     /// `service.instance.id` of the worker's spans: `NODE_ID`, else the host name.
     pub instance_id: String,
 }
@@ -82,6 +85,10 @@ impl WorkerConfig {
             metrics_host: shared.bind_host.clone(),
             metrics_port: worker.metrics_port,
             otel_endpoint: shared.otel_exporter_otlp_endpoint.clone(),
+            trace_sampling: TraceSampling::new(
+                shared.otel_traces_sampler,
+                shared.otel_traces_sampler_arg,
+            ),
             instance_id: shared.node_id("wagate-worker"),
             data_dir: shared.data_dir,
         })
@@ -128,6 +135,7 @@ mod tests {
         assert_eq!(c.metrics_port, 9464);
         assert_eq!(c.metrics_token, None);
         assert_eq!(c.otel_endpoint, None);
+        assert_eq!(c.trace_sampling, TraceSampling::default());
     }
 
     #[test]

@@ -43,6 +43,7 @@ async fn run(config: WorkerConfig) -> anyhow::Result<()> {
         level: config.log_filter.clone(),
         json: config.log_json,
         otel_endpoint: config.otel_endpoint.clone(),
+        sampling: config.trace_sampling,
         service_name: "wagate-worker",
         instance_id: config.instance_id.clone(),
     })

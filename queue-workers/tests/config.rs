@@ -40,6 +40,12 @@ fn the_worker_loads_every_accepted_row() {
                     && c.queue.ingress_queue == format!("{prefix}ingress-queue")
             }
             Expect::OtelEndpoint(url) => c.otel_endpoint.as_deref() == url,
+            Expect::TraceSampling {
+                ratio,
+                follows_parent,
+            } => {
+                c.trace_sampling.ratio == ratio && c.trace_sampling.follows_parent == follows_parent
+            }
             Expect::S3Bucket(_)
             | Expect::S3Endpoint(_)
             | Expect::S3ForcePathStyle(_)

@@ -19,7 +19,7 @@ use tracing_subscriber::filter::{FilterExt as _, dynamic_filter_fn};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-use super::sampling::{KeepMarked, in_trace_not_kept};
+use super::sampling::{KeepMarked, TraceSampling, in_trace_not_kept};
 
 static EXPORTING: AtomicBool = AtomicBool::new(false);
 
@@ -36,6 +36,8 @@ pub struct LogSettings {
     pub json: bool,
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`: the collector's base URL; spans go to `<base>/v1/traces`.
     pub otel_endpoint: Option<String>,
+    /// `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG`: which traces are exported.
+    pub sampling: TraceSampling,
     /// `service.name` of the exported spans (`wagate`, `wagate-worker`).
     pub service_name: &'static str,
     /// `service.instance.id` (the node id, or the worker's host name).
@@ -108,7 +110,7 @@ fn tracer_provider(settings: &LogSettings, endpoint: &str) -> anyhow::Result<Sdk
         .build();
     Ok(SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
-        .with_sampler(KeepMarked::from_env())
+        .with_sampler(KeepMarked::new(&settings.sampling))
         .with_resource(resource)
         .build())
 }
@@ -189,6 +191,7 @@ pub fn init(settings: &LogSettings) -> anyhow::Result<TracingGuard> {
         *slot = Some(writer_guard);
     }
     if installed && provider.is_some() {
+        settings.sampling.install();
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
         EXPORTING.store(true, Ordering::Relaxed);
     }

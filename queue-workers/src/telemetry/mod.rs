@@ -10,3 +10,4 @@ pub mod scrape;
 
 pub use logs::{LogSettings, TracingGuard, tracing_enabled};
 pub use metrics::{BuildInfo, Recorder};
+pub use sampling::TraceSampling;

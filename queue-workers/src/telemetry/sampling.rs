@@ -1,17 +1,19 @@
 //! Which traces are exported, decided once where a request's trace starts, so that a request whose trace is
 //! not kept costs no OpenTelemetry work at all: the exporting layer's filter drops every span and event made
 //! while it is served (a task-local mark), where the SDK's own sampler would decide only after each span's
-//! attributes were collected. The share is the standard `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG`;
-//! a request with a `traceparent` follows its sampled flag under the parent-based samplers (the default).
-//! Spans that start a trace elsewhere (an inbound event, a job without a parent) are decided by the SDK's
-//! sampler built from the same variables.
+//! attributes were collected. The share is the standard `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG`,
+//! read and checked by the config crate with every other knob and handed to [`super::logs::init`]; a request
+//! with a `traceparent` follows its sampled flag under the parent-based samplers (the default). Spans that
+//! start a trace elsewhere (an inbound event, a job without a parent) are decided by the SDK's sampler built
+//! from the same value (never from the process environment, which would miss `.env`).
 
 use std::sync::OnceLock;
 
 use axum::http::HeaderMap;
 use opentelemetry::trace::{Link, SpanKind, TraceContextExt, TraceId, TraceState};
 use opentelemetry::{Context, KeyValue};
-use opentelemetry_sdk::trace::{Config, SamplingDecision, SamplingResult, ShouldSample};
+use opentelemetry_sdk::trace::{Sampler, SamplingDecision, SamplingResult, ShouldSample};
+use wagate_config::TraceSampler;
 
 use super::propagation::{HeaderExtractor, TRACEPARENT};
 
@@ -24,7 +26,7 @@ tokio::task_local! {
     static NOT_KEPT: bool;
 }
 
-/// The sampler variables, read once.
+/// Which traces are kept: `OTEL_TRACES_SAMPLER` and its argument as the config crate read them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TraceSampling {
     /// Share of new traces kept, 0..=1.
@@ -33,41 +35,50 @@ pub struct TraceSampling {
     pub follows_parent: bool,
 }
 
+/// Set once by [`super::logs::init`] when it installs trace export; until then nothing is exported.
 static SAMPLING: OnceLock<TraceSampling> = OnceLock::new();
 
+impl Default for TraceSampling {
+    /// OpenTelemetry's default sampler, `parentbased_always_on`.
+    fn default() -> TraceSampling {
+        TraceSampling::new(TraceSampler::ParentbasedAlwaysOn, 1.0)
+    }
+}
+
 impl TraceSampling {
-    /// From the variables' values, as the OpenTelemetry SDK reads them (an unknown sampler or a bad
-    /// argument falls back to keeping everything, as the SDK does).
-    pub fn from_values(sampler: Option<&str>, arg: Option<&str>) -> TraceSampling {
-        let arg_ratio = || {
-            arg.and_then(|a| a.trim().parse::<f64>().ok())
-                .filter(|r| (0.0..=1.0).contains(r))
-                .unwrap_or(1.0)
-        };
-        let (ratio, follows_parent) = match sampler.map(str::trim) {
-            Some("always_on") => (1.0, false),
-            Some("always_off") => (0.0, false),
-            Some("traceidratio") => (arg_ratio(), false),
-            Some("parentbased_always_off") => (0.0, true),
-            Some("parentbased_traceidratio") => (arg_ratio(), true),
-            _ => (1.0, true),
-        };
+    /// From `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` (a ratio from 0 to 1, which only the ratio
+    /// samplers read).
+    pub fn new(sampler: TraceSampler, arg: f64) -> TraceSampling {
         TraceSampling {
-            ratio,
-            follows_parent,
+            ratio: sampler.ratio(arg).clamp(0.0, 1.0),
+            follows_parent: sampler.follows_parent(),
         }
     }
 
-    fn from_env() -> TraceSampling {
-        let read = |name: &str| std::env::var(name).ok();
-        TraceSampling::from_values(
-            read("OTEL_TRACES_SAMPLER").as_deref(),
-            read("OTEL_TRACES_SAMPLER_ARG").as_deref(),
-        )
+    /// The SDK's sampler making the same choice for spans that start a trace outside a request. A ratio of
+    /// 1 or 0 is `AlwaysOn` or `AlwaysOff`, which decide exactly as `TraceIdRatioBased` does at those bounds.
+    pub fn sdk_sampler(&self) -> Sampler {
+        let root = if self.ratio >= 1.0 {
+            Sampler::AlwaysOn
+        } else if self.ratio <= 0.0 {
+            Sampler::AlwaysOff
+        } else {
+            Sampler::TraceIdRatioBased(self.ratio)
+        };
+        if self.follows_parent {
+            Sampler::ParentBased(Box::new(root))
+        } else {
+            root
+        }
+    }
+
+    /// Makes `self` the choice [`keeps_request`] applies; the first call wins (as the first subscriber does).
+    pub(super) fn install(self) {
+        let _ = SAMPLING.set(self);
     }
 
     fn current() -> TraceSampling {
-        *SAMPLING.get_or_init(TraceSampling::from_env)
+        SAMPLING.get().copied().unwrap_or_default()
     }
 
     /// Whether a request with these headers starts (or continues) a kept trace.
@@ -106,17 +117,16 @@ pub fn in_trace_not_kept() -> bool {
     NOT_KEPT.try_with(|not_kept| *not_kept).unwrap_or(false)
 }
 
-/// The SDK's sampler from the environment, except that a span marked [`KEPT`] is kept.
+/// The SDK's sampler of the configured [`TraceSampling`], except that a span marked [`KEPT`] is kept.
 #[derive(Debug, Clone)]
 pub(super) struct KeepMarked {
     fallback: Box<dyn ShouldSample>,
 }
 
 impl KeepMarked {
-    pub(super) fn from_env() -> KeepMarked {
-        // The SDK's default configuration builds its sampler from OTEL_TRACES_SAMPLER(_ARG).
+    pub(super) fn new(sampling: &TraceSampling) -> KeepMarked {
         KeepMarked {
-            fallback: Config::default().sampler,
+            fallback: Box::new(sampling.sdk_sampler()),
         }
     }
 }
@@ -149,18 +159,76 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_standard_variables_give_the_share_and_the_parent_rule() {
-        let read = |s: Option<&str>, a: Option<&str>| TraceSampling::from_values(s, a);
-        assert_eq!(read(None, None).ratio, 1.0);
-        assert!(read(None, None).follows_parent);
+    fn the_standard_samplers_give_the_share_and_the_parent_rule() {
+        let default = TraceSampling::default();
+        assert_eq!(default.ratio, 1.0);
+        assert!(default.follows_parent);
+        let read = TraceSampling::new;
         assert_eq!(
-            read(Some("parentbased_traceidratio"), Some("0.25")).ratio,
+            read(TraceSampler::ParentbasedTraceidratio, 0.25).ratio,
             0.25
         );
-        assert_eq!(read(Some("traceidratio"), Some("2")).ratio, 1.0);
-        assert!(!read(Some("traceidratio"), Some("0.5")).follows_parent);
-        assert_eq!(read(Some("always_off"), None).ratio, 0.0);
-        assert_eq!(read(Some("parentbased_always_off"), None).ratio, 0.0);
+        assert!(!read(TraceSampler::Traceidratio, 0.5).follows_parent);
+        assert_eq!(
+            read(TraceSampler::AlwaysOn, 0.5).ratio,
+            1.0,
+            "only the ratio samplers read the argument"
+        );
+        assert_eq!(read(TraceSampler::AlwaysOff, 1.0).ratio, 0.0);
+        assert_eq!(read(TraceSampler::ParentbasedAlwaysOff, 1.0).ratio, 0.0);
+        assert!(read(TraceSampler::ParentbasedAlwaysOff, 1.0).follows_parent);
+    }
+
+    /// The SDK's sampler is the one `OTEL_TRACES_SAMPLER` names, as the SDK would build it from the variables.
+    #[test]
+    fn the_sdk_sampler_is_built_from_the_configured_value() {
+        let built = |sampler, arg| format!("{:?}", TraceSampling::new(sampler, arg).sdk_sampler());
+        let want = |sampler: Sampler| format!("{sampler:?}");
+        let parent = |root| Sampler::ParentBased(Box::new(root));
+        assert_eq!(built(TraceSampler::AlwaysOn, 1.0), want(Sampler::AlwaysOn));
+        assert_eq!(
+            built(TraceSampler::AlwaysOff, 1.0),
+            want(Sampler::AlwaysOff)
+        );
+        assert_eq!(
+            built(TraceSampler::Traceidratio, 0.1),
+            want(Sampler::TraceIdRatioBased(0.1))
+        );
+        assert_eq!(
+            built(TraceSampler::ParentbasedAlwaysOn, 0.1),
+            want(parent(Sampler::AlwaysOn))
+        );
+        assert_eq!(
+            built(TraceSampler::ParentbasedAlwaysOff, 1.0),
+            want(parent(Sampler::AlwaysOff))
+        );
+        assert_eq!(
+            built(TraceSampler::ParentbasedTraceidratio, 0.25),
+            want(parent(Sampler::TraceIdRatioBased(0.25)))
+        );
+    }
+
+    /// A root span marked kept is sampled whatever the sampler says; an unmarked one is the sampler's.
+    #[test]
+    fn keep_marked_keeps_marked_roots_and_asks_the_sampler_otherwise() {
+        let never = KeepMarked::new(&TraceSampling::new(TraceSampler::AlwaysOff, 1.0));
+        let decide = |attributes: &[KeyValue]| {
+            never
+                .should_sample(
+                    None,
+                    TraceId::from_bytes([7; 16]),
+                    "request",
+                    &SpanKind::Server,
+                    attributes,
+                    &[],
+                )
+                .decision
+        };
+        assert_eq!(
+            decide(&[KeyValue::new(KEPT, true)]),
+            SamplingDecision::RecordAndSample
+        );
+        assert_eq!(decide(&[]), SamplingDecision::Drop);
     }
 
     #[test]
