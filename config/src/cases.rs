@@ -88,8 +88,8 @@ pub const REFUSED: &[Refused] = &[
     },
 ];
 
-/// Refused settings of knobs only `wagate` reads (the worker ignores them): the media storage backend and
-/// the browser engine's page.
+/// Refused settings of knobs only `wagate` reads (the worker ignores them): the media storage backend, the
+/// browser engine's page and the benchmark switches.
 pub const NODE_REFUSED: &[Refused] = &[
     Refused {
         env: &[("STORAGE_TYPE", "gcs")],
@@ -131,6 +131,14 @@ pub const NODE_REFUSED: &[Refused] = &[
         env: &[("BROWSER_WEB_URL", "wss://web.whatsapp.com/")],
         line: "invalid configuration: BROWSER_WEB_URL must be an http:// or https:// URL (got 'wss://web.whatsapp.com/')",
     },
+    Refused {
+        env: &[("WAGATE_BENCH_ACK_ON_RECEIPT", "1")],
+        line: "invalid configuration: WAGATE_BENCH_ACK_ON_RECEIPT must be exactly true or false (got '1')",
+    },
+    Refused {
+        env: &[("WAGATE_BENCH_LOCAL_LIMITER", "yes")],
+        line: "invalid configuration: WAGATE_BENCH_LOCAL_LIMITER must be exactly true or false (got 'yes')",
+    },
 ];
 
 /// A setting a binary accepts: the variables to set and values its loaded configuration must hold.
@@ -168,15 +176,21 @@ pub enum Expect {
     S3ForcePathStyle(bool),
     /// Node only.
     BrowserWebUrl(&'static str),
+    /// Node only.
+    BenchAckOnReceipt(bool),
+    /// Node only.
+    BenchLocalLimiter(bool),
 }
 
-/// Settings `wagate` accepts for its media storage and its browser engine's page.
+/// Settings `wagate` accepts for its media storage, its browser engine's page and the benchmark switches.
 pub const NODE_ACCEPTED: &[Accepted] = &[
     Accepted {
         env: &[],
         expect: &[
             Expect::S3Bucket(None),
             Expect::BrowserWebUrl(crate::knobs::DEFAULT_BROWSER_WEB_URL),
+            Expect::BenchAckOnReceipt(false),
+            Expect::BenchLocalLimiter(false),
         ],
     },
     Accepted {
@@ -213,6 +227,16 @@ pub const NODE_ACCEPTED: &[Accepted] = &[
     Accepted {
         env: &[("BROWSER_WEB_URL", "http://127.0.0.1:8080/")],
         expect: &[Expect::BrowserWebUrl("http://127.0.0.1:8080/")],
+    },
+    Accepted {
+        env: &[
+            ("WAGATE_BENCH_ACK_ON_RECEIPT", "true"),
+            ("WAGATE_BENCH_LOCAL_LIMITER", "true"),
+        ],
+        expect: &[
+            Expect::BenchAckOnReceipt(true),
+            Expect::BenchLocalLimiter(true),
+        ],
     },
 ];
 

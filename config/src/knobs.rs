@@ -606,6 +606,19 @@ pub struct ClusterKnobs {
     pub raft_write_timeout_ms: u64,
 }
 
+/// Switches of `wagate-loadtest` scenarios: each measures a baseline by turning one part of the node off,
+/// so none is a product setting.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Benchmarks only (not settings)")]
+pub struct BenchKnobs {
+    /// Benchmark only: acknowledge received traffic to the network as it arrives instead of after its commit, to measure what that ordering costs
+    #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = false)]
+    pub wagate_bench_ack_on_receipt: bool,
+    /// Benchmark only: with REDIS_ENABLED=true, count the rate limit in this process instead of in Redis, to compare the two limiters
+    #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = false)]
+    pub wagate_bench_local_limiter: bool,
+}
+
 /// Everything `wagate` reads.
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -630,6 +643,8 @@ pub struct NodeCli {
     pub pacing: PacingKnobs,
     #[command(flatten)]
     pub cluster: ClusterKnobs,
+    #[command(flatten)]
+    pub bench: BenchKnobs,
 }
 
 /// Everything `wagate-worker` reads.

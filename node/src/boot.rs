@@ -237,8 +237,8 @@ fn session_service(
         sessions_dir: config.data_dir.join("sessions"),
         shutdown: shutdown.clone(),
         leases: leases.clone(),
-        // Read here and only here: a benchmark's baseline, not a setting (docs/architecture.md "Measured").
-        ack_on_receipt: std::env::var("WAGATE_BENCH_ACK_ON_RECEIPT").is_ok_and(|v| v == "true"),
+        // A benchmark's baseline, not a setting (docs/architecture.md "Measured").
+        ack_on_receipt: config.bench_ack_on_receipt,
         // In a cluster other nodes write the same rows: entries are checked against tokens in Redis.
         records: match cluster {
             Some(cluster) => RecordCache::shared(cluster.lookups.clone(), &cluster.prefix),
@@ -259,8 +259,7 @@ fn session_service(
 fn limiter(config: &Config) -> anyhow::Result<Limiter> {
     // Benchmark only (not a product setting): a cluster node that limits in-process, so `wagate-loadtest
     // limiter` compares two cluster nodes that differ in the limiter alone.
-    let bench_local = std::env::var("WAGATE_BENCH_LOCAL_LIMITER").is_ok_and(|v| v == "true");
-    if !config.redis_enabled || bench_local {
+    if !config.redis_enabled || config.bench_local_limiter {
         return Ok(Limiter::local(&config.rate_tiers));
     }
     let shared = SharedWindows::new(

@@ -146,6 +146,10 @@ pub struct Config {
     pub outbox_stale_ms: u64,
     /// `QUEUE_PREFIX`: prepended to the queue names (`webhook-queue`, `ingress-queue`); default empty.
     pub queue_prefix: String,
+    /// `WAGATE_BENCH_ACK_ON_RECEIPT` (false): benchmark only, received traffic is acknowledged as it arrives.
+    pub bench_ack_on_receipt: bool,
+    /// `WAGATE_BENCH_LOCAL_LIMITER` (false): benchmark only, a Redis cluster node limits in process.
+    pub bench_local_limiter: bool,
 }
 
 const MIN_CLUSTER_SECRET_CHARS: usize = 16;
@@ -181,6 +185,7 @@ impl Config {
             storage,
             pacing,
             cluster,
+            bench,
         } = cli;
         let database_url = shared.database_url()?;
         if let (NodeEnv::Production, Some(key)) = (server.node_env, &server.api_master_key)
@@ -300,6 +305,8 @@ impl Config {
             outbox_reconcile_ms: webhooks.outbox_reconcile_ms,
             outbox_stale_ms: webhooks.outbox_stale_ms,
             queue_prefix: shared.queue_prefix.clone(),
+            bench_ack_on_receipt: bench.wagate_bench_ack_on_receipt,
+            bench_local_limiter: bench.wagate_bench_local_limiter,
         };
         config.check_lease_timing()?;
         config.check_cluster_trust()?;

@@ -141,6 +141,8 @@ fn the_node_loads_every_accepted_row() {
             }
             Expect::S3ForcePathStyle(on) => s3.is_some_and(|s3| s3.force_path_style == on),
             Expect::BrowserWebUrl(url) => c.browser_web_url == url,
+            Expect::BenchAckOnReceipt(on) => c.bench_ack_on_receipt == on,
+            Expect::BenchLocalLimiter(on) => c.bench_local_limiter == on,
         })
     };
     for rows in [ACCEPTED, NODE_ACCEPTED] {

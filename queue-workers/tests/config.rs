@@ -49,7 +49,9 @@ fn the_worker_loads_every_accepted_row() {
             Expect::S3Bucket(_)
             | Expect::S3Endpoint(_)
             | Expect::S3ForcePathStyle(_)
-            | Expect::BrowserWebUrl(_) => return None,
+            | Expect::BrowserWebUrl(_)
+            | Expect::BenchAckOnReceipt(_)
+            | Expect::BenchLocalLimiter(_) => return None,
         })
     };
     let checked = check_loader(
