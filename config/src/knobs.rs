@@ -592,7 +592,7 @@ pub struct ClusterKnobs {
     /// How often the raft leader sends heartbeats to the other replicas, ms
     #[arg(long, env, value_parser = positive, default_value_t = 100)]
     pub raft_heartbeat_ms: u64,
-    /// Must be more than twice RAFT_HEARTBEAT_MS
+    /// The shortest time a follower waits without hearing a leader before it starts an election, ms; must be more than twice RAFT_HEARTBEAT_MS
     #[arg(long, env, value_parser = positive, default_value_t = 500)]
     pub raft_election_timeout_min_ms: u64,
     /// A follower that hears no leader for a random time between RAFT_ELECTION_TIMEOUT_MIN_MS and this starts an election, ms; must be greater than the minimum

@@ -17,9 +17,9 @@ use wagate_config::{NodeCli, refuse};
 pub struct RaftSettings {
     /// `RAFT_VOTERS`: the node ids of the fixed voters (3 or 5); every other API node is a learner.
     pub voters: Vec<String>,
-    /// `RAFT_HEARTBEAT_MS` (200): how often the leader sends heartbeats.
+    /// `RAFT_HEARTBEAT_MS` (100): how often the leader sends heartbeats.
     pub heartbeat_ms: u64,
-    /// `RAFT_ELECTION_TIMEOUT_MIN_MS` (1000) and `RAFT_ELECTION_TIMEOUT_MAX_MS` (2000): a follower that heard
+    /// `RAFT_ELECTION_TIMEOUT_MIN_MS` (500) and `RAFT_ELECTION_TIMEOUT_MAX_MS` (800): a follower that heard
     /// no leader for a random time in this range starts an election.
     pub election_timeout_min_ms: u64,
     pub election_timeout_max_ms: u64,
