@@ -64,14 +64,30 @@ pub struct KeyService {
     pool: SqlitePool,
     /// Where changes go: the local file, or the raft leader.
     writer: MainWriter,
-    by_hash: ArcSwap<HashMap<String, Arc<ApiKey>>>,
+    /// Keyed by the SHA-256 digest itself: the request path hashes the presented key and looks it up without
+    /// spelling the digest out in hex (an allocation and an encode per request).
+    by_hash: ArcSwap<HashMap<KeyDigest, Arc<ApiKey>>>,
     /// The state machine's key-change count the cache was last loaded at (raft only).
     loaded_version: AtomicU64,
     usage: DashMap<String, (i64, i64)>,
 }
 
+/// A key's SHA-256 digest.
+type KeyDigest = [u8; 32];
+
+fn digest_key(plaintext: &str) -> KeyDigest {
+    Sha256::digest(plaintext.as_bytes()).into()
+}
+
+/// The digest a key record stores, as its hex text (`key_hash`); `None` for text that is not one.
+fn stored_digest(key_hash: &str) -> Option<KeyDigest> {
+    let mut digest = [0u8; 32];
+    hex::decode_to_slice(key_hash, &mut digest).ok()?;
+    Some(digest)
+}
+
 pub fn hash_key(plaintext: &str) -> String {
-    hex::encode(Sha256::digest(plaintext.as_bytes()))
+    hex::encode(digest_key(plaintext))
 }
 
 fn generate_plaintext() -> String {
@@ -130,7 +146,7 @@ impl KeyService {
         let keys = key_store::list_keys(&self.pool).await?;
         let map = keys
             .into_iter()
-            .map(|k| (k.key_hash.clone(), Arc::new(k)))
+            .filter_map(|k| Some((stored_digest(&k.key_hash)?, Arc::new(k))))
             .collect();
         self.by_hash.store(Arc::new(map));
         self.loaded_version.store(version, Ordering::SeqCst);
@@ -168,10 +184,14 @@ impl KeyService {
     ) -> Result<Arc<ApiKey>, KeyRefusal> {
         let key = self.admit(plaintext, client)?;
         let now = now_ms();
-        let mut entry = self.usage.entry(key.id.clone()).or_insert((0, now));
-        entry.0 += 1;
-        entry.1 = now;
-        drop(entry);
+        // The id is cloned only for a key's first use since the last flush.
+        match self.usage.get_mut(&key.id) {
+            Some(mut entry) => *entry = (entry.0 + 1, now),
+            None => {
+                let mut entry = self.usage.entry(key.id.clone()).or_insert((0, now));
+                *entry = (entry.0 + 1, now);
+            }
+        }
         Ok(key)
     }
 
@@ -180,7 +200,7 @@ impl KeyService {
         let key = self
             .by_hash
             .load()
-            .get(&hash_key(plaintext))
+            .get(&digest_key(plaintext))
             .cloned()
             .ok_or(KeyRefusal::Invalid)?;
         let now = now_ms();
@@ -327,7 +347,7 @@ impl KeyService {
     pub async fn ensure_master(&self, master: Option<&str>) -> Result<Option<String>, KeyError> {
         let keys = self.by_hash.load_full();
         if let Some(master) = master {
-            let current = keys.get(&hash_key(master));
+            let current = keys.get(&digest_key(master));
             if !current.is_some_and(|record| rules::is_unrestricted_admin(record, now_ms())) {
                 let key = NewKey::master().into_key(master)?;
                 self.change(MainCommand::EnsureKey { key }).await?;
