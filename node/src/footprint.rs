@@ -3,7 +3,7 @@
 //! process for its whole life.
 
 /// Hands boot's freed heap pages back to the kernel (glibc keeps freed memory in its arenas until asked;
-/// SQLite allocates there) and unmaps the binary's code pages that boot touched.
+/// SQLite allocates there) and unmaps the pages of the binary that boot read and that a file can give back.
 pub(crate) fn release_boot_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` takes no pointers; it only returns whole free pages of glibc's arenas.
@@ -14,75 +14,144 @@ pub(crate) fn release_boot_memory() {
     unmap_boot_code();
 }
 
-/// `MADV_DONTNEED` over the executable mappings of the process's own binary: their pages leave this
-/// process's page tables and stay in the kernel's file cache, so code that runs again maps its page back
-/// from memory (a minor fault, no disk read). Only executable mappings: they are never written, whereas the
-/// relocated read-only data beside them is private memory that the advice would throw away.
+/// `MADV_DONTNEED` over the read-only mappings of the process's own binary that hold no private copy of a
+/// page (`Anonymous: 0 kB` in `/proc/self/smaps`): the code, and the read-only data before it (symbol and
+/// relocation tables the loader read once, constants, unwind tables). Their pages leave this process's page
+/// tables and stay in the kernel's file cache, so what runs or is read again maps its page back from memory
+/// (a minor fault, no disk read). A mapping with private pages is left alone: the relocated read-only data
+/// (`.data.rel.ro`) was written once at load, and the advice would throw those writes away.
 /// `MADV_PAGEOUT`, which also evicts the pages from the file cache, kept less resident (the kernel maps up to
 /// 64 KiB around a fault from the cache) but made every node later started from the same binary read them
 /// back from disk, one page at a time under `MADV_RANDOM`: under the test suite's I/O a session start took
 /// over 30 s.
 #[cfg(target_os = "linux")]
 fn unmap_boot_code() {
-    let (Ok(exe), Ok(maps)) = (
+    let (Ok(exe), Ok(smaps)) = (
         std::fs::read_link("/proc/self/exe"),
-        std::fs::read_to_string("/proc/self/maps"),
+        std::fs::read_to_string("/proc/self/smaps"),
     ) else {
         return;
     };
     let Some(exe) = exe.to_str() else { return };
-    for (start, end) in maps.lines().filter_map(|line| code_range(line, exe)) {
-        // SAFETY: the range is a whole executable mapping of this process's binary, read from
-        // /proc/self/maps and never written: dropping its pages loses nothing, the next access maps the same
-        // file page again.
+    for (start, end) in clean_read_only_ranges(&smaps, exe) {
+        // SAFETY: the range is a whole read-only mapping of this process's binary with no private page
+        // (read from /proc/self/smaps; a read-only mapping cannot gain one): dropping its pages loses
+        // nothing, the next access maps the same file page again.
         unsafe {
             libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
         }
     }
 }
 
-/// The address range of a `/proc/self/maps` line when it is an executable, read-only mapping of `exe`.
-/// The path is the rest of the line from its first `/` (no field before it has one), so a path with spaces,
-/// or the ` (deleted)` the kernel appends to both once the binary was replaced, still matches.
+/// The address ranges of the mappings in `smaps` text that are read-only mappings of `exe` without a
+/// private (anonymous) page.
 #[cfg(target_os = "linux")]
-fn code_range(line: &str, exe: &str) -> Option<(usize, usize)> {
-    let mut fields = line.split_whitespace();
-    let (range, perms) = (fields.next()?, fields.next()?);
-    let path = &line[line.find('/')?..];
-    if perms != "r-xp" || path != exe {
+fn clean_read_only_ranges(smaps: &str, exe: &str) -> Vec<(usize, usize)> {
+    let mut ranges = Vec::new();
+    let mut current: Option<(usize, usize)> = None;
+    for line in smaps.lines() {
+        if let Some(range) = mapping_header(line) {
+            current = range.filter(|_| read_only_mapping_of(line, exe));
+        } else if let (Some(range), Some(kb)) = (current, line.strip_prefix("Anonymous:")) {
+            if kb.trim() == "0 kB" {
+                ranges.push(range);
+            }
+            current = None;
+        }
+    }
+    ranges
+}
+
+/// For a mapping's header line (`start-end perms offset dev inode [path]`): `Some` with its range when the
+/// range parses; `None` for the field lines that follow it (`Rss:   12 kB`, ...).
+#[cfg(target_os = "linux")]
+fn mapping_header(line: &str) -> Option<Option<(usize, usize)>> {
+    let range = line.split_whitespace().next()?;
+    let (start, end) = range.split_once('-')?;
+    let is_hex = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_hexdigit());
+    if !is_hex(start) || !is_hex(end) {
         return None;
     }
-    let (start, end) = range.split_once('-')?;
-    let start = usize::from_str_radix(start, 16).ok()?;
-    let end = usize::from_str_radix(end, 16).ok()?;
-    (end > start).then_some((start, end))
+    let start = usize::from_str_radix(start, 16).ok();
+    let end = usize::from_str_radix(end, 16).ok();
+    Some(start.zip(end).filter(|(start, end)| end > start))
+}
+
+/// Whether a header line is a read-only (`r--p` or `r-xp`) mapping of `exe`. The path is the rest of the
+/// line from its first `/` (no field before it has one), so a path with spaces, or the ` (deleted)` the
+/// kernel appends to both once the binary was replaced, still matches.
+#[cfg(target_os = "linux")]
+fn read_only_mapping_of(line: &str, exe: &str) -> bool {
+    let perms = line.split_whitespace().nth(1);
+    let path = line.find('/').map(|at| &line[at..]);
+    matches!(perms, Some("r--p" | "r-xp")) && path == Some(exe)
 }
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
-    use super::code_range;
+    use super::clean_read_only_ranges;
+
+    const EXE: &str = "/usr/bin/wagate";
+
+    fn mapping(header: &str, anonymous_kb: u32) -> String {
+        format!(
+            "{header}\nSize:  1024 kB\nRss:  512 kB\nAnonymous:  {anonymous_kb} kB\nVmFlags: rd mr\n"
+        )
+    }
 
     #[test]
-    fn only_the_executable_mappings_of_the_binary_are_dropped() {
-        let exe = "/usr/bin/wagate";
-        let text = "5581c2a00000-5581c5e00000 r-xp 01400000 08:01 1234 /usr/bin/wagate";
+    fn only_clean_read_only_mappings_of_the_binary_are_dropped() {
+        let smaps = [
+            mapping(
+                "5581c2000000-5581c2a00000 r--p 00000000 08:01 1234 /usr/bin/wagate",
+                0,
+            ),
+            mapping(
+                "5581c2a00000-5581c5e00000 r-xp 01400000 08:01 1234 /usr/bin/wagate",
+                0,
+            ),
+            // `.data.rel.ro`: relocated at load, so it holds private pages.
+            mapping(
+                "5581c5e00000-5581c5f00000 r--p 04a00000 08:01 1234 /usr/bin/wagate",
+                1704,
+            ),
+            mapping(
+                "5581c6000000-5581c6100000 rw-p 04c00000 08:01 1234 /usr/bin/wagate",
+                0,
+            ),
+            mapping(
+                "7f0000000000-7f0000100000 r-xp 00000000 08:01 99 /usr/lib/libc.so.6",
+                0,
+            ),
+            mapping("7ffd0000-7ffd1000 rw-p 00000000 00:00 0", 4),
+        ]
+        .concat();
         assert_eq!(
-            code_range(text, exe),
-            Some((0x5581c2a00000, 0x5581c5e00000))
+            clean_read_only_ranges(&smaps, EXE),
+            vec![
+                (0x5581c2000000, 0x5581c2a00000),
+                (0x5581c2a00000, 0x5581c5e00000)
+            ]
         );
-        let relro = "5581c5e00000-5581c5f00000 r--p 04a00000 08:01 1234 /usr/bin/wagate";
-        assert_eq!(code_range(relro, exe), None);
-        let data = "5581c6000000-5581c6100000 rw-p 04c00000 08:01 1234 /usr/bin/wagate";
-        assert_eq!(code_range(data, exe), None);
-        let other = "7f0000000000-7f0000100000 r-xp 00000000 08:01 99 /usr/lib/libc.so.6";
-        assert_eq!(code_range(other, exe), None);
-        let spaced = "/opt/wa gate/wagate (deleted)";
-        let line = "5581c2a00000-5581c5e00000 r-xp 01400000 08:01 1234       /opt/wa gate/wagate (deleted)";
+    }
+
+    #[test]
+    fn a_path_with_spaces_or_a_replaced_binary_still_matches() {
+        let exe = "/opt/wa gate/wagate (deleted)";
+        let smaps = mapping(
+            "5581c2a00000-5581c5e00000 r-xp 01400000 08:01 1234       /opt/wa gate/wagate (deleted)",
+            0,
+        );
         assert_eq!(
-            code_range(line, spaced),
-            Some((0x5581c2a00000, 0x5581c5e00000))
+            clean_read_only_ranges(&smaps, exe),
+            vec![(0x5581c2a00000, 0x5581c5e00000)]
         );
-        let anonymous = "7ffd0000-7ffd1000 rw-p 00000000 00:00 0";
-        assert_eq!(code_range(anonymous, exe), None);
+    }
+
+    #[test]
+    fn a_mapping_whose_anonymous_line_is_missing_is_left_alone() {
+        let smaps =
+            "5581c2a00000-5581c5e00000 r-xp 01400000 08:01 1234 /usr/bin/wagate\nRss: 4 kB\n";
+        assert!(clean_read_only_ranges(smaps, EXE).is_empty());
     }
 }
