@@ -32,7 +32,11 @@ pub(crate) async fn release_periodically(shutdown: CancellationToken) {
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = tick.tick() => release_idle_memory(),
+            // Off the runtime's workers: reading `/proc/self/smaps` walks the page tables of every
+            // mapping, a few milliseconds a request on that worker would otherwise wait out.
+            _ = tick.tick() => {
+                let _ = tokio::task::spawn_blocking(release_idle_memory).await;
+            }
         }
     }
 }
@@ -40,9 +44,8 @@ pub(crate) async fn release_periodically(shutdown: CancellationToken) {
 /// `MADV_DONTNEED` over the read-only mappings of the process's own binary that hold no private copy of a
 /// page (`Anonymous: 0 kB` in `/proc/self/smaps`, read again each time, as a debugger's breakpoint makes
 /// one): the code, and the read-only data before it (symbol and relocation tables the loader read once,
-/// constants, unwind tables). Their pages leave this process's page
-/// tables and stay in the kernel's file cache, so what runs or is read again maps its page back from memory
-/// (a minor fault, no disk read). A mapping with private pages is left alone: the relocated read-only data
+/// constants, unwind tables). Their pages leave this process's page tables and stay in the kernel's file
+/// cache, so what runs or is read again maps its page back from memory (a minor fault, no disk read). A mapping with private pages is left alone: the relocated read-only data
 /// (`.data.rel.ro`) was written once at load, and the advice would throw those writes away.
 /// `MADV_PAGEOUT`, which also evicts the pages from the file cache, kept less resident (the kernel maps up to
 /// 64 KiB around a fault from the cache) but made every node later started from the same binary read them
