@@ -415,7 +415,13 @@ impl Config {
                 path: self.queue_db_path(),
             }
         };
-        wagate_workers::QueueConfig::new(backend).with_prefix(&self.queue_prefix)
+        let config = wagate_workers::QueueConfig::new(backend).with_prefix(&self.queue_prefix);
+        // Embedded (`ROLE=all`, the SQLite file): no other process pushes to this node's queues, so its
+        // workers wake on its own pushes instead of polling the file.
+        match (self.redis_enabled, self.role) {
+            (false, NodeRole::All) => config.pushed_by_this_process_only(),
+            _ => config,
+        }
     }
 
     pub fn is_production(&self) -> bool {

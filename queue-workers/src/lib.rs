@@ -6,6 +6,7 @@
 //! - `db`: the `wagate-db` crate re-exported (`DataPool`, `DataTx`, the dialect macros, data-DB migrations).
 //! - `queue`: `QueueClient` and the queue backends (apalis-sqlite file, apalis-redis).
 //! - `workers`: `spawn_workers`, the apalis worker loops for both queues.
+//! - `wake`: when a worker looks for jobs (pushes, due times, polls).
 //! - `webhook`: signing, the SSRF guard, one delivery attempt, the outbox state machine, the reconciler, and
 //!   the SQL of the three webhook tables (`webhook::store`), which the node calls too.
 //! - `ingress`: the ingress job's store step.
@@ -30,11 +31,13 @@ pub mod ingress;
 pub mod queue;
 pub mod queue_view;
 pub mod telemetry;
+mod wake;
 pub mod webhook;
 pub mod workers;
 
 pub use db::{DataPool, DatabaseKind};
 pub use queue::{JobCounts, QueueBackend, QueueClient, QueueConfig, QueueError};
+pub use wake::Pushers;
 pub use webhook::WebhookSettings;
 pub use webhook::guard::{GuardError, resolve_check};
 pub use webhook::reconcile::{

@@ -12,8 +12,9 @@ use apalis_core::backend::Vacuum;
 use apalis_redis::RedisStorage;
 use apalis_sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteStorage};
 use sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
-use tokio::sync::Notify;
 use wagate_proto::jobs::{INGRESS_QUEUE, IngressJob, WEBHOOK_QUEUE, WebhookDeliveryJob};
+
+use crate::wake::{Pushers, Wakes};
 
 /// Finished jobs stay in apalis storage forever; ours are worthless once done (the outbox row holds the
 /// outcome), so they are deleted after an hour.
@@ -80,9 +81,11 @@ pub struct QueueConfig {
     pub backend: QueueBackend,
     pub webhook_queue: String,
     pub ingress_queue: String,
-    /// How often workers poll. Without it apalis sees delayed jobs and jobs pushed by another process only at
-    /// its 30 s heartbeat.
+    /// How often workers poll when other processes push too. Without it apalis sees delayed jobs and jobs
+    /// pushed by another process only at its 30 s heartbeat.
     pub poll_interval_ms: u64,
+    /// Whether this process's workers must poll for others' jobs (see `wake.rs`).
+    pub pushers: Pushers,
 }
 
 impl QueueConfig {
@@ -92,7 +95,15 @@ impl QueueConfig {
             webhook_queue: WEBHOOK_QUEUE.to_owned(),
             ingress_queue: INGRESS_QUEUE.to_owned(),
             poll_interval_ms: 150,
+            pushers: Pushers::AnyProcess,
         }
+    }
+
+    /// Only this process pushes to these queues (an embedded node's SQLite file): its workers stop polling
+    /// and wake on its pushes instead.
+    pub fn pushed_by_this_process_only(mut self) -> QueueConfig {
+        self.pushers = Pushers::ThisProcess;
+        self
     }
 
     /// Prefixes both queue names (`QUEUE_PREFIX`), so deployments or tests can share one Redis.
@@ -122,8 +133,8 @@ pub struct QueueClient {
     pub(crate) storages: Storages,
     pub(crate) config: QueueConfig,
     /// Signalled after every push, so a worker in this process (`ROLE=all`) fetches at once instead of at its
-    /// next poll; workers in other processes still poll.
-    pub(crate) pushed: Arc<Notify>,
+    /// next poll (or, with no poll, when a delayed job falls due); workers in other processes still poll.
+    pub(crate) wakes: Arc<Wakes>,
 }
 
 impl std::fmt::Debug for QueueClient {
@@ -157,9 +168,9 @@ impl QueueClient {
                 SqliteStorage::setup(&pool).await?;
                 Storages::Sqlite {
                     webhook: SqliteStorage::new(&pool)
-                        .with_config(sqlite_config(&config.webhook_queue)),
+                        .with_config(sqlite_config(&config.webhook_queue, config.pushers)),
                     ingress: SqliteStorage::new(&pool)
-                        .with_config(sqlite_config(&config.ingress_queue)),
+                        .with_config(sqlite_config(&config.ingress_queue, config.pushers)),
                 }
             }
             QueueBackend::Redis { url } => {
@@ -175,7 +186,7 @@ impl QueueClient {
         Ok(QueueClient {
             storages,
             config: config.clone(),
-            pushed: Arc::new(Notify::new()),
+            wakes: Arc::new(Wakes::default()),
         })
     }
 
@@ -213,7 +224,7 @@ impl QueueClient {
                 webhook.clone().push_task(task).await.map_err(push_err)?
             }
         }
-        self.pushed.notify_one();
+        self.wakes.webhook.pushed(delay);
         Ok(())
     }
 
@@ -232,12 +243,14 @@ impl QueueClient {
         let task = build_task(job, None);
         match &self.storages {
             Storages::Sqlite { ingress, .. } => {
-                ingress.clone().push_task(task).await.map_err(push_err)
+                ingress.clone().push_task(task).await.map_err(push_err)?
             }
             Storages::Redis { ingress, .. } => {
-                ingress.clone().push_task(task).await.map_err(push_err)
+                ingress.clone().push_task(task).await.map_err(push_err)?
             }
         }
+        self.wakes.ingress.pushed(None);
+        Ok(())
     }
 }
 
@@ -277,17 +290,20 @@ fn push_err(e: impl std::fmt::Display) -> QueueError {
     QueueError::Push(e.to_string())
 }
 
-/// apalis-sqlite only looks for new jobs when its heartbeat timer wakes the worker (the poll interval alone
-/// does not), so the heartbeat is short; the missed-beat allowance keeps orphan detection at about a minute.
-fn sqlite_config(queue: &str) -> apalis_sqlite::Config {
+/// The heartbeat also makes an idle worker look for jobs. A worker fed by other processes too beats every
+/// second, the longest a job pushed elsewhere can wait; one that only this process feeds wakes on its pushes
+/// and beats at apalis' default. Either way a worker that stops beating is taken for dead, and its jobs
+/// handed on, after a minute.
+fn sqlite_config(queue: &str, pushers: Pushers) -> apalis_sqlite::Config {
+    let (every, missed) = match pushers {
+        Pushers::AnyProcess => (Duration::from_secs(1), 60),
+        Pushers::ThisProcess => (Duration::from_secs(30), 2),
+    };
     apalis_sqlite::Config::default()
         .queue(queue)
-        .heartbeat_interval(SQLITE_HEARTBEAT)
-        .missed_heartbeats(60)
+        .heartbeat_interval(every)
+        .missed_heartbeats(missed)
 }
-
-/// How often an idle SQLite-queue worker wakes up (and so the longest wait before a pushed job starts).
-const SQLITE_HEARTBEAT: Duration = Duration::from_secs(1);
 
 fn redis_config(queue: &str) -> apalis_redis::Config {
     apalis_redis::Config::default().queue(queue)

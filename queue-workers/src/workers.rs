@@ -2,13 +2,10 @@
 //! backend fails. Input: settings, the data pool and a [`QueueClient`]. Used by `wagate-worker` and by the node
 //! with `ROLE=all`. Job handlers always answer `Ok`: outcomes live in our tables, not in apalis.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use apalis::prelude::{BackendExt, BoxDynError, Data, WorkerBuilder, WorkerBuilderExt};
-use futures::Stream;
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -17,6 +14,7 @@ use wagate_proto::jobs::{IngressJob, WebhookDeliveryJob};
 use crate::db::DataPool;
 use crate::ingress::process_ingress;
 use crate::queue::{QueueClient, Storages};
+use crate::wake::{self, Pushers};
 use crate::webhook::WebhookSettings;
 use crate::webhook::deliver::{DeliverError, WebhookClient};
 use crate::webhook::retry::{DeliveryContext, process_traced_batch};
@@ -60,19 +58,6 @@ async fn handle_delivery(
     Ok(())
 }
 
-/// When a worker looks for jobs: at once after a push from this process, else every `poll`.
-fn wake_stream(pushed: Arc<Notify>, poll: Duration) -> Pin<Box<dyn Stream<Item = ()> + Send>> {
-    let pushes = futures::stream::unfold(pushed, |n| async move {
-        n.notified().await;
-        Some(((), n))
-    });
-    let ticks = futures::stream::unfold(poll, |d| async move {
-        tokio::time::sleep(d).await;
-        Some(((), d))
-    });
-    Box::pin(futures::stream::select(pushes, ticks))
-}
-
 async fn handle_ingress(job: IngressJob, pool: Data<DataPool>) -> Result<(), BoxDynError> {
     match process_ingress(&pool, &job.ingress_event_id).await {
         Ok(false) => {
@@ -95,14 +80,17 @@ pub fn spawn_workers(
 ) -> Result<JoinHandle<()>, WorkersError> {
     let client = WebhookClient::new(&settings)?;
     let concurrency = settings.dispatch_concurrency.max(1);
-    let poll = Duration::from_millis(queue.config.poll_interval_ms.max(10));
+    let poll = match queue.config.pushers {
+        Pushers::AnyProcess => Some(Duration::from_millis(queue.config.poll_interval_ms.max(10))),
+        Pushers::ThisProcess => None,
+    };
     let ctx = Arc::new(DeliveryContext::new(
         pool.clone(),
         queue.clone(),
         client,
         settings,
     ));
-    let pushed = queue.pushed.clone();
+    let (webhook_wake, ingress_wake) = (queue.wakes.webhook.clone(), queue.wakes.ingress.clone());
     let suffix = uuid::Uuid::new_v4().simple().to_string();
     let (wh_name, in_name) = (
         format!("wagate-webhook-{suffix}"),
@@ -117,7 +105,7 @@ pub fn spawn_workers(
                     .backend(
                         webhook
                             .clone()
-                            .poll_with_stream(wake_stream(pushed.clone(), poll)),
+                            .poll_with_stream(wake::stream(webhook_wake.clone(), poll)),
                     )
                     .concurrency(concurrency)
                     .data(ctx.clone())
@@ -128,7 +116,11 @@ pub fn spawn_workers(
             let t = shutdown.clone();
             let ing = supervise(in_name.clone(), shutdown, move || {
                 let w = WorkerBuilder::new(in_name.as_str())
-                    .backend(ingress.clone().poll_with_interval(poll))
+                    .backend(
+                        ingress
+                            .clone()
+                            .poll_with_stream(wake::stream(ingress_wake.clone(), poll)),
+                    )
                     .data(pool.clone())
                     .build(handle_ingress);
                 let t = t.clone();
@@ -143,7 +135,7 @@ pub fn spawn_workers(
                     .backend(
                         webhook
                             .clone()
-                            .poll_with_stream(wake_stream(pushed.clone(), poll)),
+                            .poll_with_stream(wake::stream(webhook_wake.clone(), poll)),
                     )
                     .concurrency(concurrency)
                     .data(ctx.clone())
@@ -154,7 +146,11 @@ pub fn spawn_workers(
             let t = shutdown.clone();
             let ing = supervise(in_name.clone(), shutdown, move || {
                 let w = WorkerBuilder::new(in_name.as_str())
-                    .backend(ingress.clone().poll_with_interval(poll))
+                    .backend(
+                        ingress
+                            .clone()
+                            .poll_with_stream(wake::stream(ingress_wake.clone(), poll)),
+                    )
                     .data(pool.clone())
                     .build(handle_ingress);
                 let t = t.clone();

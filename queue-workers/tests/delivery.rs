@@ -134,6 +134,32 @@ async fn a_later_attempt_can_succeed(kind: Kind) {
     env.finish().await;
 }
 
+/// A retry a few seconds out runs once due, well before the 30 s heartbeat of a queue that is not polled.
+async fn a_retry_runs_once_due(kind: Kind) {
+    let settings = wagate_workers::WebhookSettings {
+        retry_delay_ms: 2_000,
+        ..test_settings()
+    };
+    let env = TestEnv::start(kind, settings).await;
+    let rx = Receiver::start(vec![503], None).await;
+    let (sid, wid) = seed_webhook(&env.pool, &WebhookSeed::new(&rx.url)).await;
+    let (oid, _) = seed_outbox(&env.pool, &sid, &wid, json!({})).await;
+    enqueue_outbox(&env.pool, &env.queue, std::slice::from_ref(&oid))
+        .await
+        .unwrap();
+    let delivered = tokio::time::timeout(Duration::from_secs(12), async {
+        while outbox_status(&env.pool, &oid).await.as_deref() != Some("delivered") {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(delivered.is_ok(), "the retry did not run once due");
+    let reqs = rx.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs[1].at - reqs[0].at >= Duration::from_secs(2));
+    env.finish().await;
+}
+
 async fn oversize_payload_is_never_dispatched(kind: Kind) {
     let settings = wagate_workers::WebhookSettings {
         max_payload_bytes: 256,
@@ -422,6 +448,10 @@ macro_rules! suite {
                 super::a_later_attempt_can_succeed($kind).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_retry_runs_once_due() {
+                super::a_retry_runs_once_due($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn oversize_payload_is_never_dispatched() {
                 super::oversize_payload_is_never_dispatched($kind).await
             }
@@ -462,5 +492,6 @@ macro_rules! suite {
 }
 
 suite!(sqlite, Kind::Sqlite);
+suite!(sqlite_sole_pusher, Kind::SqliteSolePusher);
 suite!(postgres, Kind::Postgres);
 suite!(postgres_redis, Kind::PostgresRedis);

@@ -24,6 +24,8 @@ const REDIS_URL: &str = "redis://127.0.0.1:6379";
 pub enum Kind {
     /// SQLite data DB, apalis-sqlite queue (embedded mode).
     Sqlite,
+    /// The same, the queue fed by this process only (`ROLE=all`): no polls, wakes on pushes and due times.
+    SqliteSolePusher,
     /// PostgreSQL data DB, apalis-sqlite queue.
     Postgres,
     /// PostgreSQL data DB, Redis queue (cluster mode).
@@ -56,7 +58,7 @@ impl TestEnv {
     pub async fn start(kind: Kind, settings: WebhookSettings) -> TestEnv {
         let dir = tempfile::tempdir().unwrap();
         let (pool, pg_db) = match kind {
-            Kind::Sqlite => (sqlite_pool(dir.path()).await, None),
+            Kind::Sqlite | Kind::SqliteSolePusher => (sqlite_pool(dir.path()).await, None),
             Kind::Postgres | Kind::PostgresRedis => {
                 let (pool, name) = postgres_pool().await;
                 (pool, Some(name))
@@ -71,7 +73,10 @@ impl TestEnv {
                 path: dir.path().join("queue.sqlite"),
             },
         };
-        let mut config = QueueConfig::new(backend);
+        let mut config = match kind {
+            Kind::SqliteSolePusher => QueueConfig::new(backend).pushed_by_this_process_only(),
+            _ => QueueConfig::new(backend),
+        };
         config.webhook_queue = format!("wagate-test-{tag}-webhook");
         config.ingress_queue = format!("wagate-test-{tag}-ingress");
         let queue = QueueClient::connect(&config).await.unwrap();
