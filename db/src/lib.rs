@@ -13,7 +13,6 @@ pub use multirow::{MultiRow, placeholders};
 pub use tx::{DataTx, begin};
 
 use std::str::FromStr;
-use std::time::Duration;
 
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgPool, PgPoolOptions};
@@ -21,23 +20,6 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 
 static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
-
-/// How long a pooled SQLite connection may sit unused before it is closed. Each is an OS thread with its own
-/// page and statement caches; an idle process keeps none of them (the next query opens one again, well under
-/// a millisecond) rather than every connection its busiest moment opened.
-pub const SQLITE_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Pool options for SQLite `options`: unused connections close after [`SQLITE_IDLE_TIMEOUT`], except for an
-/// in-memory database, which lives only while one of its connections is open.
-pub fn sqlite_pool_options(options: &SqliteConnectOptions) -> SqlitePoolOptions {
-    let name = options.get_filename().to_string_lossy();
-    let in_memory =
-        name == ":memory:" || name.starts_with("file:sqlx-in-memory-") || name.contains("mode=memory");
-    match in_memory {
-        true => SqlitePoolOptions::new(),
-        false => SqlitePoolOptions::new().idle_timeout(SQLITE_IDLE_TIMEOUT),
-    }
-}
 
 /// A failure opening or migrating the data database.
 #[derive(Debug, thiserror::Error)]
@@ -88,7 +70,7 @@ impl DataPool {
                     .journal_mode(SqliteJournalMode::Wal)
                     .busy_timeout(std::time::Duration::from_secs(5))
                     .foreign_keys(true);
-                let pool = sqlite_pool_options(&opts)
+                let pool = SqlitePoolOptions::new()
                     .max_connections(8)
                     .test_before_acquire(false) // a local file: no liveness round trip per acquire
                     .connect_with(opts)
@@ -149,20 +131,6 @@ pub fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn idle_file_connections_close_and_in_memory_ones_stay() {
-        let file = SqliteConnectOptions::from_str("sqlite:///tmp/data.sqlite").expect("a file URL");
-        assert_eq!(
-            sqlite_pool_options(&file).get_idle_timeout(),
-            Some(SQLITE_IDLE_TIMEOUT)
-        );
-        for memory in ["sqlite::memory:", ":memory:"] {
-            let options = SqliteConnectOptions::from_str(memory).expect("an in-memory URL");
-            let idle = sqlite_pool_options(&options).get_idle_timeout();
-            assert_ne!(idle, Some(SQLITE_IDLE_TIMEOUT), "{memory}");
-        }
-    }
 
     /// The SQLite this workspace builds carries the options `.cargo/config.toml` sets (a build that lost
     /// them re-plans every statement with a bound LIMIT on each run).

@@ -11,7 +11,7 @@ use dashmap::DashMap;
 
 use sqlx::migrate::Migrator;
 use sqlx::postgres::PgPoolOptions;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Executor, SqlitePool};
 
 use super::{DataPool, StoreError, StoreResult, on_pool};
@@ -37,7 +37,7 @@ async fn open_sqlite(path: &str, max_connections: u32) -> Result<SqlitePool, sql
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(10))
         .pragma("mmap_size", MMAP_BYTES);
-    wagate_db::sqlite_pool_options(&options)
+    SqlitePoolOptions::new()
         .max_connections(max_connections)
         // A pooled SQLite connection is a file handle on its own thread; the default check before each
         // acquire is a round trip to that thread, one more per statement or transaction, for a failure a
@@ -71,7 +71,7 @@ pub async fn connect_data_sqlite(path: &Path) -> StoreResult<DataPool> {
             .pragma("mmap_size", MMAP_BYTES)
             // Refuses any write: a statement that would write here is a bug, not a slow write.
             .pragma("query_only", "true");
-        let readers = wagate_db::sqlite_pool_options(&options)
+        let readers = SqlitePoolOptions::new()
             .max_connections(READ_CONNECTIONS)
             .min_connections(0)
             .test_before_acquire(false)
