@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-/// How often the node gives back what ran once since the last time. What runs all the time (the queues'
-/// one-second polls, the runtime) maps its pages again at once; under load that is a few hundred minor
-/// faults per period, well under a millisecond.
+/// How often the node gives back what ran once since the last time. What runs all the time (the runtime,
+/// and its periodic duties) maps its pages again at once; under load that is a few hundred minor faults per
+/// period, well under a millisecond.
 const RELEASE_EVERY: Duration = Duration::from_secs(30);
 
 /// Hands freed heap pages back to the kernel (glibc keeps freed memory in its arenas until asked; SQLite

@@ -54,7 +54,9 @@ impl Wake {
 
     fn due_times(&self) -> MutexGuard<'_, BinaryHeap<Reverse<Instant>>> {
         // The heap is valid whatever a panicking holder left half done: a due time is a plain value.
-        self.due.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.due
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -77,7 +79,10 @@ pub(crate) struct Wakes {
 
 /// A worker's poll strategy: an item whenever it should look for jobs. `poll` is `None` when only this
 /// process pushes to the queue.
-pub(crate) fn stream(wake: Arc<Wake>, poll: Option<Duration>) -> Pin<Box<dyn Stream<Item = ()> + Send>> {
+pub(crate) fn stream(
+    wake: Arc<Wake>,
+    poll: Option<Duration>,
+) -> Pin<Box<dyn Stream<Item = ()> + Send>> {
     Box::pin(futures::stream::unfold(wake, move |wake| async move {
         let polled = poll.map(|every| Instant::now() + every);
         match wake.next_due().into_iter().chain(polled).min() {
