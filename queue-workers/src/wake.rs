@@ -3,7 +3,8 @@
 //! beside API nodes) is also polled every `poll`, since their pushes reach us only through storage. A queue
 //! only this process pushes to (`Pushers::ThisProcess`: an embedded node's SQLite file) is not polled: its
 //! worker also wakes when a delayed job it pushed falls due, and else sleeps until apalis' heartbeat. An idle
-//! embedded node then runs no queue query between heartbeats, where polling ran fourteen a second.
+//! embedded node then runs no queue query between heartbeats (measured: 645 SQLite reads and 240 writes per
+//! 30 s with the polls, 19 and 8 without).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
