@@ -23,25 +23,12 @@ pub(crate) fn release_idle_memory() {
     unmap_clean_code();
 }
 
-/// The first release after boot, once its background tasks have started and a supervisor's first probes
-/// have been served. Without it the code and heap of the node's first request stayed resident until the
-/// first periodic release: 22-27 MB for the first 30 s of an idle node that answered one health probe.
-const FIRST_RELEASE_AFTER: Duration = Duration::from_secs(3);
-
 /// [`release_idle_memory`] every [`RELEASE_EVERY`] until shutdown. Measured on an idle node (docs
 /// "Measured"): once boot's code was dropped, the code of one-time work after it kept the resident set
-/// growing from 23 to 29 MB in the first minute. The periodic releases keep their phase (boot + 30 s, ...):
-/// they then run just after the node's own 30 s duties (the outbox sweep, the queue heartbeats), which
-/// raise an idle node by up to 10 MB; released 7 s later instead, that rise stayed resident for 7 s.
+/// growing from 23 to 29 MB in the first minute.
 pub(crate) async fn release_periodically(shutdown: CancellationToken) {
-    let booted = tokio::time::Instant::now();
-    let mut tick = tokio::time::interval_at(booted + RELEASE_EVERY, RELEASE_EVERY);
-    tokio::select! {
-        _ = shutdown.cancelled() => return,
-        _ = tokio::time::sleep_until(booted + FIRST_RELEASE_AFTER) => {
-            let _ = tokio::task::spawn_blocking(release_idle_memory).await;
-        }
-    }
+    let mut tick =
+        tokio::time::interval_at(tokio::time::Instant::now() + RELEASE_EVERY, RELEASE_EVERY);
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
