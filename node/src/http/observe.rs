@@ -60,6 +60,7 @@ pub(crate) async fn observe(
     next: Next,
 ) -> Response {
     let started = Instant::now();
+    crate::footprint::note_request();
     let route: Arc<str> = match req.extensions().get::<MatchedPath>() {
         Some(path) => Arc::from(path.as_str()),
         None => Arc::from("unmatched"),
