@@ -2,14 +2,11 @@
 //! `GET /api/audit`, and prunes rows older than `AUDIT_RETENTION_DAYS`. With raft, rows go to the durable
 //! local spool and reach every replica through the log; pruning is a replicated command the leader issues,
 //! so every replica prunes the same rows. A handler records without waiting, but the response of the request
-//! waits for the row's write ([`hold_response_for_audit`]), so a crash after a response never loses its row.
+//! waits for the row's write ([`with_durable_audit`], run around every handler by `http/edge.rs`), so a crash after a response never loses its row.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::Request;
-use axum::middleware::Next;
-use axum::response::Response;
 use parking_lot::Mutex;
 use sqlx::SqlitePool;
 use tokio::task::JoinHandle;
@@ -58,11 +55,6 @@ pub async fn with_durable_audit<T>(work: impl Future<Output = T>) -> T {
         let _ = handle.await;
     }
     out
-}
-
-/// The HTTP layer of [`with_durable_audit`]: a response leaves only after its audit rows are on disk.
-pub async fn hold_response_for_audit(req: Request, next: Next) -> Response {
-    with_durable_audit(next.run(req)).await
 }
 
 impl AuditLog {

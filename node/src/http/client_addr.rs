@@ -12,11 +12,9 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
-use axum::middleware::Next;
-use axum::response::Response;
 use ipnet::IpNet;
 use subtle::ConstantTimeEq;
 
@@ -46,11 +44,7 @@ pub fn client_ip(parts: &Parts) -> Option<IpAddr> {
 }
 
 /// Sets `ClientAddr` (and `PeerForwarded`) and strips the cluster headers so nothing later reads them.
-pub(crate) async fn identify_client(
-    State(ctx): State<ApiContext>,
-    mut req: Request,
-    next: Next,
-) -> Response {
+pub(crate) fn identify_client(ctx: &ApiContext, req: &mut Request) {
     let peer = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -68,7 +62,6 @@ pub(crate) async fn identify_client(
     let headers = req.headers_mut();
     headers.remove(CLUSTER_SECRET_HEADER);
     headers.remove(CLIENT_ADDRESS_HEADER);
-    next.run(req).await
 }
 
 /// Constant-time check of the presented cluster secret; false when this node has none.

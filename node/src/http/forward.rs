@@ -12,9 +12,8 @@
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use wagate_proto::headers::{FORWARDED, SERVED_BY};
 
@@ -58,29 +57,29 @@ fn session_in_path(path: &str) -> Option<&str> {
 }
 
 pub(crate) async fn forward_to_owner(
-    State(ctx): State<ApiContext>,
+    ctx: &ApiContext,
     req: Request,
-    next: Next,
+    next: impl AsyncFnOnce(Request) -> Response,
 ) -> Response {
     let Some(session_id) = session_in_path(req.uri().path()).map(str::to_string) else {
-        return next.run(req).await;
+        return next(req).await;
     };
     let marks = Marks {
         is_forwarded: req.headers().contains_key(FORWARDED),
         is_upgrade: req.headers().contains_key(header::UPGRADE),
     };
-    let mut response = match decide(&ctx, &session_id, marks).await {
+    let mut response = match decide(ctx, &session_id, marks).await {
         // Held until the answer: a planned handover of the session waits for it.
-        Decision::Local(_serving) => next.run(req).await,
+        Decision::Local(_serving) => next(req).await,
         Decision::Refuse => ApiError::from(LeaseError::HeldElsewhere).into_response(),
-        Decision::Forward(url) => match check_caller_here(&ctx, req).await {
+        Decision::Forward(url) => match check_caller_here(ctx, req).await {
             Ok(req) => {
                 let target = Target {
                     session_id: &session_id,
                     marks,
                     url,
                 };
-                forward_following_owner(&ctx, req, target, next).await
+                forward_following_owner(ctx, req, target, next).await
             }
             Err(refusal) => refusal.into_response(),
         },
@@ -228,7 +227,7 @@ async fn forward_following_owner(
     ctx: &ApiContext,
     req: Request,
     mut target: Target<'_>,
-    next: Next,
+    next: impl AsyncFnOnce(Request) -> Response,
 ) -> Response {
     let (parts, body) = req.into_parts();
     let limit = usize::try_from(ctx.config.body_size_limit).unwrap_or(usize::MAX);
@@ -246,9 +245,7 @@ async fn forward_following_owner(
         tokio::time::sleep(REROUTE_POLL).await;
         match decide(ctx, target.session_id, target.marks).await {
             Decision::Local(serving) => {
-                let response = next
-                    .run(Request::from_parts(parts, Body::from(bytes)))
-                    .await;
+                let response = next(Request::from_parts(parts, Body::from(bytes))).await;
                 drop(serving);
                 return response;
             }

@@ -14,7 +14,6 @@ use std::time::Duration;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
 use axum::http::{HeaderValue, Version, header};
-use axum::middleware::Next;
 use axum::response::Response;
 use futures::StreamExt;
 use http_body::{Frame, SizeHint};
@@ -67,10 +66,13 @@ impl HttpBody for TrackedBody {
     }
 }
 
-pub(crate) async fn drain_unread_bodies(req: Request, next: Next) -> Response {
+pub(crate) async fn drain_unread_bodies(
+    req: Request,
+    next: impl AsyncFnOnce(Request) -> Response,
+) -> Response {
     // HTTP/2 ends a stream, not the connection, and forbids `Connection`; bodiless requests need nothing.
     if req.body().is_end_stream() || req.version() >= Version::HTTP_2 {
-        return next.run(req).await;
+        return next(req).await;
     }
     let declared = req
         .headers()
@@ -83,7 +85,7 @@ pub(crate) async fn drain_unread_bodies(req: Request, next: Next) -> Response {
         is_finished: false,
     }));
     let tracked = Body::new(TrackedBody(slot.clone()));
-    let mut response = next.run(Request::from_parts(parts, tracked)).await;
+    let mut response = next(Request::from_parts(parts, tracked)).await;
     let rest = {
         let mut slot = slot.lock();
         if slot.is_finished {

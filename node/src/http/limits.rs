@@ -13,9 +13,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 pub use shared::SharedWindows;
@@ -61,22 +60,20 @@ fn is_exempt(path: &str) -> bool {
 }
 
 /// 415 for encoded bodies and 413 for declared oversize bodies, before anything else looks at the request.
-pub async fn refuse_unreadable_bodies(
-    State(ctx): State<ApiContext>,
-    req: Request,
-    next: Next,
-) -> Response {
+pub fn refuse_unreadable_bodies(ctx: &ApiContext, req: &Request) -> Option<Response> {
     if let Some(encoding) = req.headers().get(header::CONTENT_ENCODING) {
         let identity = encoding
             .to_str()
             .map(|v| v.trim().eq_ignore_ascii_case("identity"))
             .unwrap_or(false);
         if !identity {
-            return ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "Content-Encoding is not supported; send an identity-encoded body",
-            )
-            .into_response();
+            return Some(
+                ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "Content-Encoding is not supported; send an identity-encoded body",
+                )
+                .into_response(),
+            );
         }
     }
     let declared = req
@@ -85,25 +82,31 @@ pub async fn refuse_unreadable_bodies(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|len| len > ctx.config.body_size_limit) {
-        return ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "Request body exceeds BODY_SIZE_LIMIT",
-        )
-        .into_response();
+        return Some(
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Request body exceeds BODY_SIZE_LIMIT",
+            )
+            .into_response(),
+        );
     }
-    next.run(req).await
+    None
 }
 
-pub async fn rate_limit(State(ctx): State<ApiContext>, req: Request, next: Next) -> Response {
+pub async fn rate_limit(
+    ctx: &ApiContext,
+    req: Request,
+    next: impl AsyncFnOnce(Request) -> Response,
+) -> Response {
     if is_exempt(req.uri().path()) || req.extensions().get::<PeerForwarded>().is_some() {
-        return next.run(req).await;
+        return next(req).await;
     }
     let Some(ip) = client_ip_from(req.extensions()) else {
-        return next.run(req).await;
+        return next(req).await;
     };
     match ctx.limiter.check(ip).await {
         Decision::Admitted(quota) => {
-            let mut response = next.run(req).await;
+            let mut response = next(req).await;
             set_quota_headers(response.headers_mut(), quota);
             response
         }

@@ -1,14 +1,13 @@
 //! The HTTP surface: `router()` merges one router per resource, adds the OpenAPI document and its UI, and
-//! wraps everything in the cross-cutting layers (request id, observation: span, metrics and access log
-//! (`observe`), the keep-alive guard, panic guard, client address, 415/413, rate limit, and, innermost,
-//! forwarding of session-scoped requests to the owner node).
+//! wraps everything in the request id layers, the body limit and `edge.rs`, the one middleware that runs
+//! each request's cross-cutting steps (keep-alive guard, client address, observation, panic guard, 415/413,
+//! rate limit, forwarding to the owner node, the audit hold).
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::Uri;
 use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
-use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{
     MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
 };
@@ -28,6 +27,7 @@ pub(crate) mod chats;
 pub(crate) mod client_addr;
 pub(crate) mod contacts;
 pub(crate) mod docs;
+pub(crate) mod edge;
 pub(crate) mod engine_call;
 pub(crate) mod error;
 pub(crate) mod extract;
@@ -132,27 +132,8 @@ fn api_router(ctx: ApiContext, body_limit: usize) -> Router {
     api.merge(docs::router(openapi::finish(&openapi)))
         .fallback(unknown_route)
         .method_not_allowed_fallback(unknown_route)
-        // Innermost: a response leaves once the audit rows its handler recorded are on disk.
-        .layer(axum::middleware::from_fn(
-            crate::audit::hold_response_for_audit,
-        ))
-        .layer(from_fn_with_state(ctx.clone(), forward::forward_to_owner))
+        .layer(from_fn_with_state(ctx.clone(), edge::edge))
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(from_fn_with_state(ctx.clone(), limits::rate_limit))
-        .layer(from_fn_with_state(
-            ctx.clone(),
-            limits::refuse_unreadable_bodies,
-        ))
-        .layer(CatchPanicLayer::custom(|_| {
-            ApiError::internal("handler panicked").into_response()
-        }))
-        .layer(from_fn_with_state(ctx.clone(), observe::observe))
-        // Outside the observation layer, so the access log names the client this layer decided.
-        .layer(from_fn_with_state(
-            ctx.clone(),
-            client_addr::identify_client,
-        ))
-        .layer(axum::middleware::from_fn(keep_alive::drain_unread_bodies))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(RandomRequestId))
         .with_state(ctx)

@@ -7,9 +7,8 @@ use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{MatchedPath, Request};
 use axum::http::{Extensions, Method};
-use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
 use wagate_proto::Role;
@@ -55,9 +54,9 @@ fn is_send_route(route: &str) -> bool {
 }
 
 pub(crate) async fn observe(
-    State(ctx): State<ApiContext>,
+    ctx: &ApiContext,
     mut req: Request,
-    next: Next,
+    next: impl AsyncFnOnce(Request) -> Response,
 ) -> Response {
     let started = Instant::now();
     crate::footprint::note_request();
@@ -100,7 +99,7 @@ pub(crate) async fn observe(
         propagation::adopt_from_headers(&span, req.headers());
         propagation::record_trace_id(&span);
     }
-    let response = sampling::serve_marked(kept, next.run(req).instrument(span.clone())).await;
+    let response = sampling::serve_marked(kept, next(req).instrument(span.clone())).await;
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
     if kept {

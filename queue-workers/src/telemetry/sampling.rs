@@ -103,12 +103,19 @@ pub fn keeps_request(headers: &HeaderMap) -> bool {
 }
 
 /// Runs `work` marked as part of a trace that is not kept (a no-op mark when `kept`).
+/// Without trace export nothing reads the mark, and the scope would be entered and left on every poll.
 pub async fn serve_marked<F: Future>(kept: bool, work: F) -> F::Output {
+    if !super::tracing_enabled() {
+        return work.await;
+    }
     NOT_KEPT.scope(!kept, work).await
 }
 
 /// [`serve_marked`] for synchronous work, such as making the request's own span.
 pub fn sync_marked<R>(kept: bool, work: impl FnOnce() -> R) -> R {
+    if !super::tracing_enabled() {
+        return work();
+    }
     NOT_KEPT.sync_scope(!kept, work)
 }
 
