@@ -199,6 +199,8 @@ mod quiet_tests {
         ACTIVITY.note();
         ACTIVITY.resumed.notified().await;
         let stopped = tokio::spawn(ACTIVITY.stopped());
+        // Let it start its wait at the current (paused) time.
+        tokio::task::yield_now().await;
         advance(QUIET_AFTER_REQUESTS - Duration::from_millis(100)).await;
         assert!(!stopped.is_finished());
         advance(Duration::from_millis(200)).await;
@@ -213,12 +215,17 @@ mod quiet_tests {
         static ACTIVITY: RequestActivity = RequestActivity::new();
         ACTIVITY.note();
         let stopped = tokio::spawn(ACTIVITY.stopped());
+        // Let it start its wait at the current (paused) time.
+        tokio::task::yield_now().await;
         for _ in 0..20 {
             advance(Duration::from_millis(500)).await;
             ACTIVITY.note();
         }
         assert!(!stopped.is_finished());
-        advance(QUIET_AFTER_REQUESTS * 2 + Duration::from_millis(100)).await;
+        // The window the last request fell in ends, then a whole quiet one.
+        for _ in 0..2 {
+            advance(QUIET_AFTER_REQUESTS + Duration::from_millis(100)).await;
+        }
         assert!(stopped.is_finished());
     }
 }
