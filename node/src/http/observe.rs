@@ -121,7 +121,9 @@ pub(crate) async fn observe(
         Some((id, role)) => (id.as_str(), role.as_str()),
         None => ("-", "-"),
     };
-    let _entered = span.enter();
+    // In a kept trace the line carries the span's trace id; otherwise it names everything itself, and
+    // entering the span would only print the request id twice.
+    let _entered = kept.then(|| span.enter());
     tracing::info!(
         target: "wagate::access",
         method,

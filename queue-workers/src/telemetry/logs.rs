@@ -13,9 +13,8 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
-use tracing_subscriber::EnvFilter;
 use tracing_subscriber::Layer as _;
-use tracing_subscriber::filter::{FilterExt as _, dynamic_filter_fn};
+use tracing_subscriber::filter::{FilterExt as _, Targets, dynamic_filter_fn};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -147,19 +146,22 @@ pub fn flush_logs() {
 /// leaves the first subscriber in place.
 pub fn init(settings: &LogSettings) -> anyhow::Result<TracingGuard> {
     let ansi = std::io::stdout().is_terminal();
+    // `Targets`, not `EnvFilter`: our filters name targets and levels only, and `EnvFilter` took a lock on
+    // its span table at every span's creation, entry, exit and close (each poll of a request's future).
+    let log_filter: Targets = settings.filter().parse()?;
     let (writer, writer_guard) = stdout_writer();
     let fmt_text = (!settings.json).then(|| {
         tracing_subscriber::fmt::layer()
             .with_ansi(ansi)
             .with_writer(writer.clone())
-            .with_filter(EnvFilter::new(settings.filter()))
+            .with_filter(log_filter.clone())
     });
     let fmt_json = settings.json.then(|| {
         tracing_subscriber::fmt::layer()
             .json()
             .with_ansi(false)
             .with_writer(writer)
-            .with_filter(EnvFilter::new(settings.filter()))
+            .with_filter(log_filter)
     });
     let provider = match settings.otel_endpoint.as_deref().filter(|e| !e.is_empty()) {
         Some(endpoint) => Some(tracer_provider(settings, endpoint)?),
@@ -168,6 +170,7 @@ pub fn init(settings: &LogSettings) -> anyhow::Result<TracingGuard> {
     // Only what a trace needs: code location, thread and target attributes cost an allocation or more per
     // span, and activating the OpenTelemetry context on every poll is for code that reads it implicitly
     // (ours passes spans explicitly). Requests whose trace is not kept never reach this layer.
+    let trace_filter: Targets = settings.trace_filter().parse()?;
     let otel = provider.as_ref().map(|p| {
         tracing_opentelemetry::layer()
             .with_tracer(p.tracer(settings.service_name))
@@ -176,10 +179,7 @@ pub fn init(settings: &LogSettings) -> anyhow::Result<TracingGuard> {
             .with_threads(false)
             .with_target(false)
             .with_context_activation(false)
-            .with_filter(
-                EnvFilter::new(settings.trace_filter())
-                    .and(dynamic_filter_fn(|_, _| !in_trace_not_kept())),
-            )
+            .with_filter(trace_filter.and(dynamic_filter_fn(|_, _| !in_trace_not_kept())))
     });
     let installed = tracing_subscriber::registry()
         .with(fmt_text)
@@ -198,4 +198,50 @@ pub fn init(settings: &LogSettings) -> anyhow::Result<TracingGuard> {
     Ok(TracingGuard {
         provider: provider.filter(|_| installed),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing::Level;
+    use tracing_subscriber::filter::Targets;
+
+    use super::{LogSettings, TraceSampling};
+
+    fn settings(level: &str) -> LogSettings {
+        LogSettings {
+            level: level.to_owned(),
+            json: false,
+            otel_endpoint: None,
+            sampling: TraceSampling::default(),
+            service_name: "wagate",
+            instance_id: "test".to_owned(),
+        }
+    }
+
+    #[test]
+    fn every_level_gives_filters_that_parse() {
+        for level in ["error", "warn", "info", "debug", "trace"] {
+            let settings = settings(level);
+            assert!(settings.filter().parse::<Targets>().is_ok(), "{level}");
+            assert!(
+                settings.trace_filter().parse::<Targets>().is_ok(),
+                "{level}"
+            );
+        }
+    }
+
+    #[test]
+    fn chatty_dependencies_stay_quiet_and_access_lines_stay_out_of_traces() {
+        let settings = settings("info");
+        let logs: Targets = settings.filter().parse().unwrap();
+        assert!(logs.would_enable("wagate::access", &Level::INFO));
+        assert!(logs.would_enable("tower_http::trace", &Level::INFO));
+        assert!(!logs.would_enable("sqlx::query", &Level::INFO));
+        assert!(!logs.would_enable("tower::buffer", &Level::INFO));
+        let traces: Targets = settings.trace_filter().parse().unwrap();
+        assert!(!traces.would_enable("wagate::access", &Level::INFO));
+        assert!(traces.would_enable("wagate_node::http", &Level::INFO));
+        let quiet: Targets = self::settings("warn").trace_filter().parse().unwrap();
+        assert!(quiet.would_enable("wagate_node::http", &Level::INFO));
+    }
 }
