@@ -626,7 +626,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     tracing::info!(%addr, engine = config.engine_type.as_str(), "wagate listening");
     let app = crate::http::router(ctx.clone()).into_make_service_with_connect_info::<SocketAddr>();
     crate::footprint::release_idle_memory();
-    tasks.spawn(crate::footprint::release_periodically(shutdown.clone()));
+    tasks.spawn(crate::footprint::release_when_quiet(shutdown.clone()));
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal(
             terminate,

@@ -5,65 +5,46 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-/// How often the node gives back what ran once since the last time. What runs all the time (the runtime,
-/// and its periodic duties) maps its pages again at once; under load that is a few hundred minor faults per
-/// period, well under a millisecond.
-const RELEASE_EVERY: Duration = Duration::from_secs(30);
+/// How often the node looks whether it went quiet. An idle node wakes for it and makes one system call.
+const LOOK_EVERY: Duration = Duration::from_secs(2);
 
-/// How long requests must have stopped before the node gives back what they touched. A node probed now and
-/// then (a health check, a dashboard's poll) otherwise kept the code and heap of its first request mapped
-/// until the next periodic release: 22-27 MB for up to 30 s after one probe, against ~15 MB before it.
-const QUIET_AFTER_REQUESTS: Duration = Duration::from_secs(2);
+/// Minor page faults since the last release that make another worth it: a fault maps up to 64 KiB of the
+/// binary back (the kernel's fault-around), or one page of heap.
+const FAULTS_WORTH_A_RELEASE: u64 = 32;
 
-/// The process's requests, as the release task sees them.
-static REQUESTS: RequestActivity = RequestActivity::new();
+/// Faults within one look that still count as quiet.
+const QUIET_FAULTS: u64 = 4;
+
+/// Whether a request came since the release task last looked. Under load a request costs one relaxed load
+/// of a flag that stays set.
+static REQUESTS_SEEN: AtomicBool = AtomicBool::new(false);
 
 /// Called once per request (`http/observe.rs`).
 pub(crate) fn note_request() {
-    REQUESTS.note();
+    if !REQUESTS_SEEN.load(Ordering::Relaxed) {
+        REQUESTS_SEEN.store(true, Ordering::Relaxed);
+    }
 }
 
-/// Whether a request came since the release task last looked, and the wake-up of that task when the node
-/// goes from quiet to serving. Under load a request costs one relaxed load of a flag that stays set.
-struct RequestActivity {
-    seen: AtomicBool,
-    resumed: Notify,
+/// What the release task saw in one look.
+#[derive(Debug, Clone, Copy)]
+struct Look {
+    /// Minor faults since the previous look.
+    recent_faults: u64,
+    /// Minor faults since the last release.
+    faults_since_release: u64,
+    requests_seen: bool,
 }
 
-impl RequestActivity {
-    const fn new() -> RequestActivity {
-        RequestActivity {
-            seen: AtomicBool::new(false),
-            resumed: Notify::const_new(),
-        }
-    }
-
-    fn note(&self) {
-        if !self.seen.load(Ordering::Relaxed) {
-            self.seen.store(true, Ordering::Relaxed);
-            self.resumed.notify_one();
-        }
-    }
-
-    /// Returns once a whole [`QUIET_AFTER_REQUESTS`] passed without a request. Under steady traffic it never
-    /// does, and nothing is released while it lasts: what requests run would only be mapped again.
-    async fn stopped(&self) {
-        loop {
-            self.seen.store(false, Ordering::Relaxed);
-            tokio::time::sleep(QUIET_AFTER_REQUESTS).await;
-            if !self.seen.load(Ordering::Relaxed) {
-                break;
-            }
-        }
-        // The window's requests left a wake-up behind, stale now; one that came after the last look keeps it.
-        let stale = std::pin::pin!(self.resumed.notified());
-        let _ = futures::FutureExt::now_or_never(stale);
-        if self.seen.load(Ordering::Relaxed) {
-            self.resumed.notify_one();
-        }
+impl Look {
+    /// Release once whatever ran (a request, a periodic duty, a pool's new connection) has mapped enough
+    /// back and has stopped: under traffic what requests run would only be mapped again at once.
+    fn calls_for_release(&self) -> bool {
+        !self.requests_seen
+            && self.recent_faults <= QUIET_FAULTS
+            && self.faults_since_release >= FAULTS_WORTH_A_RELEASE
     }
 }
 
@@ -79,28 +60,49 @@ pub(crate) fn release_idle_memory() {
     unmap_clean_code();
 }
 
-/// [`release_idle_memory`] every [`RELEASE_EVERY`] while no request comes, and once requests have stopped for
-/// [`QUIET_AFTER_REQUESTS`], until shutdown. Measured on an idle node (docs "Measured"): once boot's code was
-/// dropped, the code of one-time work after it kept the resident set growing from 23 to 29 MB in the first
-/// minute.
-pub(crate) async fn release_periodically(shutdown: CancellationToken) {
-    let mut tick =
-        tokio::time::interval_at(tokio::time::Instant::now() + RELEASE_EVERY, RELEASE_EVERY);
+/// [`release_idle_memory`] whenever the node went quiet after mapping pages back, until shutdown. Releases
+/// on a fixed 30 s period left a node probed once at 22-27 MB until the next one, and a fixed period cannot
+/// follow the periodic duties, which map their code back after each release (docs "Measured").
+pub(crate) async fn release_when_quiet(shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + LOOK_EVERY, LOOK_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut after_release = minor_faults();
+    let mut previous = after_release;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = tick.tick() => release_off_the_workers().await,
-            _ = REQUESTS.resumed.notified() => {
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    _ = REQUESTS.stopped() => {
-                        release_off_the_workers().await;
-                        tick.reset();
-                    }
-                }
-            }
+            _ = tick.tick() => {}
+        }
+        let faults = minor_faults();
+        let look = Look {
+            recent_faults: faults.saturating_sub(previous),
+            faults_since_release: faults.saturating_sub(after_release),
+            requests_seen: REQUESTS_SEEN.swap(false, Ordering::Relaxed),
+        };
+        previous = faults;
+        if look.calls_for_release() {
+            release_off_the_workers().await;
+            // The release's own faults (reading smaps, its thread) are not activity.
+            after_release = minor_faults();
+            previous = after_release;
         }
     }
+}
+
+/// The process's minor page faults so far (0 where `getrusage` is not available).
+fn minor_faults() -> u64 {
+    #[cfg(unix)]
+    {
+        let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: `getrusage` fills the struct it is given; `RUSAGE_SELF` is always valid.
+        let filled = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) } == 0;
+        if filled {
+            // SAFETY: filled by the successful call above (and zeroed before it).
+            let usage = unsafe { usage.assume_init() };
+            return u64::try_from(usage.ru_minflt).unwrap_or(0);
+        }
+    }
+    0
 }
 
 /// Off the runtime's workers: reading `/proc/self/smaps` walks the page tables of every mapping, a few
@@ -184,49 +186,40 @@ fn read_only_mapping_of(line: &str, exe: &str) -> bool {
 
 #[cfg(test)]
 mod quiet_tests {
-    use std::time::Duration;
+    use super::{FAULTS_WORTH_A_RELEASE, Look, QUIET_FAULTS};
 
-    use super::{QUIET_AFTER_REQUESTS, RequestActivity};
-
-    async fn advance(by: Duration) {
-        tokio::time::advance(by).await;
-        tokio::task::yield_now().await;
+    fn look(recent_faults: u64, faults_since_release: u64, requests_seen: bool) -> Look {
+        Look {
+            recent_faults,
+            faults_since_release,
+            requests_seen,
+        }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn one_request_is_followed_by_a_release_once_quiet() {
-        static ACTIVITY: RequestActivity = RequestActivity::new();
-        ACTIVITY.note();
-        ACTIVITY.resumed.notified().await;
-        let stopped = tokio::spawn(ACTIVITY.stopped());
-        // Let it start its wait at the current (paused) time.
-        tokio::task::yield_now().await;
-        advance(QUIET_AFTER_REQUESTS - Duration::from_millis(100)).await;
-        assert!(!stopped.is_finished());
-        advance(Duration::from_millis(200)).await;
-        assert!(stopped.is_finished());
-        // Nothing came since: no wake-up is left for the release task.
-        let next = std::pin::pin!(ACTIVITY.resumed.notified());
-        assert!(futures::FutureExt::now_or_never(next).is_none());
+    #[test]
+    fn a_quiet_node_that_mapped_pages_back_releases_them() {
+        assert!(look(0, FAULTS_WORTH_A_RELEASE, false).calls_for_release());
+        assert!(look(QUIET_FAULTS, 400, false).calls_for_release());
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn steady_requests_hold_the_release_off() {
-        static ACTIVITY: RequestActivity = RequestActivity::new();
-        ACTIVITY.note();
-        let stopped = tokio::spawn(ACTIVITY.stopped());
-        // Let it start its wait at the current (paused) time.
-        tokio::task::yield_now().await;
-        for _ in 0..20 {
-            advance(Duration::from_millis(500)).await;
-            ACTIVITY.note();
-        }
-        assert!(!stopped.is_finished());
-        // The window the last request fell in ends, then a whole quiet one.
-        for _ in 0..2 {
-            advance(QUIET_AFTER_REQUESTS + Duration::from_millis(100)).await;
-        }
-        assert!(stopped.is_finished());
+    #[test]
+    fn nothing_is_released_while_requests_come_or_pages_are_being_mapped() {
+        assert!(!look(0, 400, true).calls_for_release());
+        assert!(!look(QUIET_FAULTS + 1, 400, false).calls_for_release());
+    }
+
+    #[test]
+    fn a_node_with_little_mapped_back_is_left_alone() {
+        assert!(!look(0, FAULTS_WORTH_A_RELEASE - 1, false).calls_for_release());
+    }
+
+    #[test]
+    fn faults_are_counted() {
+        let before = super::minor_faults();
+        // Past glibc's largest mmap threshold (32 MiB), so these are fresh pages whatever ran before.
+        let touched = vec![1u8; 64 << 20];
+        std::hint::black_box(&touched);
+        assert!(super::minor_faults() > before);
     }
 }
 
