@@ -105,7 +105,11 @@ pub fn keeps_request(headers: &HeaderMap) -> bool {
 /// Runs `work` marked as part of a trace that is not kept (a no-op mark when `kept`).
 /// Without trace export nothing reads the mark, and the scope would be entered and left on every poll.
 pub async fn serve_marked<F: Future>(kept: bool, work: F) -> F::Output {
-    if !super::tracing_enabled() {
+    serve_marked_when(super::tracing_enabled(), kept, work).await
+}
+
+async fn serve_marked_when<F: Future>(exporting: bool, kept: bool, work: F) -> F::Output {
+    if !exporting {
         return work.await;
     }
     NOT_KEPT.scope(!kept, work).await
@@ -113,7 +117,11 @@ pub async fn serve_marked<F: Future>(kept: bool, work: F) -> F::Output {
 
 /// [`serve_marked`] for synchronous work, such as making the request's own span.
 pub fn sync_marked<R>(kept: bool, work: impl FnOnce() -> R) -> R {
-    if !super::tracing_enabled() {
+    sync_marked_when(super::tracing_enabled(), kept, work)
+}
+
+fn sync_marked_when<R>(exporting: bool, kept: bool, work: impl FnOnce() -> R) -> R {
+    if !exporting {
         return work();
     }
     NOT_KEPT.sync_scope(!kept, work)
@@ -273,9 +281,16 @@ mod tests {
     #[tokio::test]
     async fn the_mark_holds_inside_the_work_only() {
         assert!(!in_trace_not_kept());
-        assert!(serve_marked(false, async { in_trace_not_kept() }).await);
-        assert!(!serve_marked(true, async { in_trace_not_kept() }).await);
-        assert!(sync_marked(false, in_trace_not_kept));
+        assert!(serve_marked_when(true, false, async { in_trace_not_kept() }).await);
+        assert!(!serve_marked_when(true, true, async { in_trace_not_kept() }).await);
+        assert!(sync_marked_when(true, false, in_trace_not_kept));
         assert!(!in_trace_not_kept());
+    }
+
+    #[tokio::test]
+    async fn without_export_nothing_is_marked() {
+        assert!(!serve_marked_when(false, false, async { in_trace_not_kept() }).await);
+        assert!(!sync_marked_when(false, false, in_trace_not_kept));
+        assert!(!serve_marked(false, async { in_trace_not_kept() }).await);
     }
 }
