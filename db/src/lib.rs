@@ -15,11 +15,22 @@ pub use tx::{DataTx, begin};
 use std::str::FromStr;
 
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::pool::PoolOptions;
+use sqlx::postgres::PgPool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool};
 
 static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// What every pool of the workspace starts from: no idle timeout and no maximum lifetime, so sqlx spawns no
+/// reaper task. sqlx 0.9.0's reaper sizes its sweep from the idle count, which a release racing an acquire
+/// can wrap to `usize::MAX` for an instant (sqlx issue 3645); the sweep then never yields and holds a runtime
+/// worker at 100% CPU for good (seen here: a delivery test hung for 20 minutes). Connections now stay open
+/// until their pool closes; a pool never holds more than its maximum, and a broken PostgreSQL connection is
+/// still found by the check before each acquire.
+pub fn pool_options<DB: sqlx::Database>() -> PoolOptions<DB> {
+    PoolOptions::new().idle_timeout(None).max_lifetime(None)
+}
 
 /// A failure opening or migrating the data database.
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +81,7 @@ impl DataPool {
                     .journal_mode(SqliteJournalMode::Wal)
                     .busy_timeout(std::time::Duration::from_secs(5))
                     .foreign_keys(true);
-                let pool = SqlitePoolOptions::new()
+                let pool = pool_options()
                     .max_connections(8)
                     .test_before_acquire(false) // a local file: no liveness round trip per acquire
                     .connect_with(opts)
@@ -79,7 +90,7 @@ impl DataPool {
                 Ok(DataPool::Sqlite(pool))
             }
             DatabaseKind::Postgres => {
-                let pool = PgPoolOptions::new()
+                let pool = pool_options()
                     .max_connections(16)
                     .connect(url)
                     .await
@@ -152,5 +163,19 @@ mod tests {
                 "{wanted} missing from {options:?}"
             );
         }
+    }
+
+    /// Neither knob that makes sqlx spawn its reaper is set on a data pool (see [`pool_options`]).
+    #[tokio::test]
+    async fn data_pools_run_no_reaper() {
+        let pool = DataPool::connect(DatabaseKind::Sqlite, "sqlite::memory:")
+            .await
+            .expect("in-memory SQLite");
+        let DataPool::Sqlite(pool) = pool else {
+            unreachable!("asked for SQLite");
+        };
+        assert_eq!(pool.options().get_idle_timeout(), None);
+        assert_eq!(pool.options().get_max_lifetime(), None);
+        assert_eq!(pool.options().get_min_connections(), 0);
     }
 }

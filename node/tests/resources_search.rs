@@ -22,7 +22,10 @@ async fn data_db(node: &Node) -> SqlitePool {
     let options = SqliteConnectOptions::new()
         .filename(path)
         .busy_timeout(std::time::Duration::from_secs(5));
-    SqlitePool::connect_with(options).await.expect("data db")
+    wagate_db::pool_options()
+        .connect_with(options)
+        .await
+        .expect("data db")
 }
 
 async fn insert(db: &SqlitePool, session: &str, id: &str, body: &str, direction: &str) {

@@ -195,7 +195,10 @@ async fn data_db(node: &Node) -> SqlitePool {
     let options = SqliteConnectOptions::new()
         .filename(path)
         .busy_timeout(Duration::from_secs(5));
-    SqlitePool::connect_with(options).await.expect("data db")
+    wagate_db::pool_options()
+        .connect_with(options)
+        .await
+        .expect("data db")
 }
 
 /// What a linked session leaves behind once stopped: its phone and `engine_auth` row, and the device record

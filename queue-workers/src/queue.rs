@@ -10,7 +10,7 @@ use std::time::Duration;
 use apalis::prelude::{TaskBuilder, TaskSink};
 use apalis_core::backend::Vacuum;
 use apalis_redis::RedisStorage;
-use apalis_sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteStorage};
+use apalis_sqlite::{SqliteConnectOptions, SqlitePool, SqliteStorage};
 use sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use wagate_proto::jobs::{INGRESS_QUEUE, IngressJob, WEBHOOK_QUEUE, WebhookDeliveryJob};
 
@@ -160,7 +160,7 @@ impl QueueClient {
                     .synchronous(SqliteSynchronous::Normal)
                     .busy_timeout(Duration::from_secs(5))
                     .pragma("mmap_size", "268435456"); // reads without read() copies, as the data DB
-                let pool: SqlitePool = SqlitePoolOptions::new()
+                let pool: SqlitePool = wagate_db::pool_options()
                     .max_connections(4)
                     .test_before_acquire(false) // a local file: no liveness round trip per acquire
                     .connect_with(opts)

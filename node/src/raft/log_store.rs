@@ -17,7 +17,7 @@ use openraft::{
     AnyError, LogId, LogState, RaftLogId, RaftLogReader, StorageError, StorageIOError, Vote,
 };
 use sqlx::SqlitePool;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 
 use super::{Entry, NodeId, TypeConfig};
 
@@ -34,7 +34,7 @@ pub(crate) async fn open(path: &Path) -> Result<SqlitePool, sqlx::Error> {
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Full)
         .busy_timeout(std::time::Duration::from_secs(10));
-    let pool = SqlitePoolOptions::new()
+    let pool = wagate_db::pool_options()
         .max_connections(4)
         .connect_with(options)
         .await?;

@@ -10,8 +10,7 @@ use std::time::Duration;
 use dashmap::DashMap;
 
 use sqlx::migrate::Migrator;
-use sqlx::postgres::PgPoolOptions;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{Executor, SqlitePool};
 
 use super::{DataPool, StoreError, StoreResult, on_pool};
@@ -37,7 +36,7 @@ async fn open_sqlite(path: &str, max_connections: u32) -> Result<SqlitePool, sql
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(10))
         .pragma("mmap_size", MMAP_BYTES);
-    SqlitePoolOptions::new()
+    wagate_db::pool_options()
         .max_connections(max_connections)
         // A pooled SQLite connection is a file handle on its own thread; the default check before each
         // acquire is a round trip to that thread, one more per statement or transaction, for a failure a
@@ -71,7 +70,7 @@ pub async fn connect_data_sqlite(path: &Path) -> StoreResult<DataPool> {
             .pragma("mmap_size", MMAP_BYTES)
             // Refuses any write: a statement that would write here is a bug, not a slow write.
             .pragma("query_only", "true");
-        let readers = SqlitePoolOptions::new()
+        let readers = wagate_db::pool_options()
             .max_connections(READ_CONNECTIONS)
             .min_connections(0)
             .test_before_acquire(false)
@@ -99,7 +98,7 @@ pub(crate) fn read_pool(db: &DataPool) -> DataPool {
 
 /// Opens the data DB on PostgreSQL and applies its migrations. Sessions are pinned to UTC.
 pub async fn connect_data_postgres(url: &str) -> StoreResult<DataPool> {
-    let pool = PgPoolOptions::new()
+    let pool = wagate_db::pool_options()
         .max_connections(16)
         .acquire_timeout(Duration::from_secs(10))
         .after_connect(|conn, _| {

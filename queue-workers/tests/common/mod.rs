@@ -110,7 +110,10 @@ impl TestEnv {
             p.close().await;
         }
         if let Some(db) = self.pg_db {
-            let admin = sqlx::PgPool::connect(PG_ADMIN_URL).await.unwrap();
+            let admin = wagate_db::pool_options::<sqlx::Postgres>()
+                .connect(PG_ADMIN_URL)
+                .await
+                .unwrap();
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "DROP DATABASE IF EXISTS \"{db}\" WITH (FORCE)"
             )))
@@ -142,7 +145,10 @@ async fn sqlite_pool(dir: &Path) -> DataPool {
 
 async fn postgres_pool() -> (DataPool, String) {
     let name = format!("wagate_test_{}", uuid::Uuid::new_v4().simple());
-    let admin = sqlx::PgPool::connect(PG_ADMIN_URL).await.unwrap();
+    let admin = wagate_db::pool_options::<sqlx::Postgres>()
+        .connect(PG_ADMIN_URL)
+        .await
+        .unwrap();
     sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
         .execute(&admin)
         .await
