@@ -98,7 +98,7 @@ pub(crate) fn read_pool(db: &DataPool) -> DataPool {
 
 /// Opens the data DB on PostgreSQL and applies its migrations. Sessions are pinned to UTC.
 pub async fn connect_data_postgres(url: &str) -> StoreResult<DataPool> {
-    let pool = wagate_db::pool_options()
+    let pool = wagate_db::pool_options::<sqlx::Postgres>()
         .max_connections(16)
         .acquire_timeout(Duration::from_secs(10))
         .after_connect(|conn, _| {
