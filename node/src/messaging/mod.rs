@@ -21,6 +21,7 @@ pub(crate) mod forward;
 pub(crate) mod idempotency;
 pub(crate) mod ops;
 pub(crate) mod pacing;
+mod page_cache;
 pub(crate) mod reads;
 pub(crate) mod record;
 #[cfg(test)]
@@ -51,6 +52,8 @@ pub(crate) struct MessagingService {
     pacer: Option<Pacer>,
     /// Converts media for sends that ask for it (`convert: true`, or `ptt` audio that is not Opus).
     converter: Option<crate::media::convert::Converter>,
+    /// Message JSON kept between page reads, checked against each row's version.
+    page_cache: page_cache::PageCache,
 }
 
 impl MessagingService {
@@ -66,6 +69,7 @@ impl MessagingService {
             recorder,
             pacer,
             converter: None,
+            page_cache: page_cache::PageCache::default(),
         }
     }
 

@@ -1,16 +1,18 @@
 //! Reads from the message store: the session's message list (cursor or offset paging, filters, inline
 //! media switch), a chat's history, a message's reactions and its media bytes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::Bytes;
 
 use wagate_proto::dto::messages::{ListMessagesQuery, Message, ReactionGroup, ReactionSender};
 use wagate_proto::iso_ms;
 
-use super::MessagingService;
+use super::{MessagingService, page_cache};
 use super::error::{MessagingResult, bad};
 use super::record::MediaMeta;
-use crate::store::messages::{self as message_store, MessageRow, PageQuery};
-use crate::store::{from_json, reactions};
+use crate::store::messages::{self as message_store, MessageRow, PageQuery, VersionedRow};
+use crate::store::{StoreError, from_json, reactions};
 
 pub(crate) const DEFAULT_LIMIT: i64 = 50;
 
@@ -37,11 +39,63 @@ fn number(
 }
 
 impl MessagingService {
-    pub(crate) async fn list(
+    /// The session's message list as its JSON array: rows the page cache holds at their current version are
+    /// not read again (`page_cache.rs`).
+    pub(crate) async fn list_json(
         &self,
         session_id: &str,
         q: ListMessagesQuery,
-    ) -> MessagingResult<Vec<Message>> {
+    ) -> MessagingResult<Bytes> {
+        let (page, inline) = self.page_query(session_id, q).await?;
+        let keys = message_store::page_keys(&self.db, session_id, &page).await?;
+        let mut parts = self.page_cache.get_many(&keys);
+        let missing: Vec<&str> = keys
+            .iter()
+            .zip(&parts)
+            .filter(|(_, part)| part.is_none())
+            .map(|(key, _)| key.id.as_str())
+            .collect();
+        if !missing.is_empty() {
+            let mut built = self.build_rows(session_id, &missing, inline).await?;
+            for (key, part) in keys.iter().zip(parts.iter_mut()) {
+                if part.is_none() {
+                    // Absent when the row was deleted since its key was read.
+                    *part = built.remove(key.id.as_str());
+                }
+            }
+        }
+        let parts: Vec<Bytes> = parts.into_iter().flatten().collect();
+        Ok(page_cache::json_array(&parts))
+    }
+
+    /// Reads the rows of `ids` and builds each one's JSON, keeping those without media.
+    async fn build_rows(
+        &self,
+        session_id: &str,
+        ids: &[&str],
+        inline: bool,
+    ) -> MessagingResult<HashMap<String, Bytes>> {
+        let rows = message_store::versioned_rows(&self.db, session_id, ids).await?;
+        let mut built = HashMap::with_capacity(rows.len());
+        for VersionedRow { version, row } in rows {
+            let plain = row.media.is_none();
+            let id = row.id.clone();
+            let message = self.to_message(row, inline).await?;
+            let json = Bytes::from(serde_json::to_vec(&message).map_err(StoreError::from)?);
+            if plain {
+                self.page_cache.put(id.clone(), version, json.clone());
+            }
+            built.insert(id, json);
+        }
+        Ok(built)
+    }
+
+    /// What a list request asks for, checked: the page and whether media comes inline.
+    async fn page_query(
+        &self,
+        session_id: &str,
+        q: ListMessagesQuery,
+    ) -> MessagingResult<(PageQuery, bool)> {
         self.check_session(session_id).await?;
         let limit = number(
             "limit",
@@ -82,17 +136,16 @@ impl MessagingService {
             after,
             limit,
         };
-        let rows = message_store::page(&self.db, session_id, &page).await?;
-        self.to_messages(rows, inline).await
+        Ok((page, inline))
     }
 
-    pub(crate) async fn history(
+    pub(crate) async fn history_json(
         &self,
         session_id: &str,
         chat_id: &str,
         limit: Option<String>,
-    ) -> MessagingResult<Vec<Message>> {
-        self.list(
+    ) -> MessagingResult<Bytes> {
+        self.list_json(
             session_id,
             ListMessagesQuery {
                 chat_id: Some(chat_id.to_string()),
@@ -101,18 +154,6 @@ impl MessagingService {
             },
         )
         .await
-    }
-
-    async fn to_messages(
-        &self,
-        rows: Vec<MessageRow>,
-        inline: bool,
-    ) -> MessagingResult<Vec<Message>> {
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            out.push(self.to_message(row, inline).await?);
-        }
-        Ok(out)
     }
 
     async fn to_message(&self, r: MessageRow, inline: bool) -> MessagingResult<Message> {

@@ -38,45 +38,54 @@ const INSERT_MANY_SQLITE_JSON: &str = "INSERT INTO messages (id, session_id, wa_
      ON CONFLICT (session_id, wa_message_id) DO NOTHING RETURNING id";
 /// [`UPDATE_STATUS`] for many messages at once: `$1` is the list of `(session, network id, status, rank)`, a
 /// JSON array of arrays on SQLite and four parallel arrays on PostgreSQL. Each message appears once in it.
-const UPDATE_STATUS_MANY_SQLITE: &str = "UPDATE messages SET status = u.status FROM \
+const UPDATE_STATUS_MANY_SQLITE: &str = "UPDATE messages SET status = u.status, version = messages.version + 1 FROM \
      (SELECT value ->> 0 AS session_id, value ->> 1 AS wa_id, value ->> 2 AS status, value ->> 3 AS rank \
       FROM json_each($1)) AS u \
      WHERE messages.session_id = u.session_id AND messages.wa_message_id = u.wa_id \
      AND (CASE messages.status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 \
      WHEN 'read' THEN 3 ELSE 4 END) < u.rank";
-const UPDATE_STATUS_MANY_POSTGRES: &str = "UPDATE messages SET status = u.status FROM \
+const UPDATE_STATUS_MANY_POSTGRES: &str = "UPDATE messages SET status = u.status, version = messages.version + 1 FROM \
      UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[]) AS u(session_id, wa_id, status, rank) \
      WHERE messages.session_id = u.session_id AND messages.wa_message_id = u.wa_id \
      AND (CASE messages.status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 \
      WHEN 'read' THEN 3 ELSE 4 END) < u.rank";
 /// Moves the status forward only (pending < sent < delivered < read; failed is terminal).
-const UPDATE_STATUS: &str = "UPDATE messages SET status = $3 WHERE session_id = $1 AND wa_message_id = $2 \
+const UPDATE_STATUS: &str = "UPDATE messages SET status = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2 \
      AND (CASE status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 \
      ELSE 4 END) < $4";
 const SET_REVOKED: &str =
-    "UPDATE messages SET revoked = TRUE WHERE session_id = $1 AND wa_message_id = $2";
-const SET_BODY: &str = "UPDATE messages SET body = $3 WHERE session_id = $1 AND wa_message_id = $2";
+    "UPDATE messages SET revoked = TRUE, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
+const SET_BODY: &str =
+    "UPDATE messages SET body = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
 const SET_STARRED: &str =
-    "UPDATE messages SET starred = $3 WHERE session_id = $1 AND wa_message_id = $2";
+    "UPDATE messages SET starred = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
 const FIND: &str =
     "SELECT * FROM messages WHERE session_id = $1 AND (id = $2 OR wa_message_id = $2) LIMIT 1";
-const PAGE: &str = "SELECT * FROM messages WHERE session_id = $1 \
-     AND ($2 IS NULL OR chat_id = $2) AND ($3 IS NULL OR from_jid = $3) \
-     AND ($4 IS NULL OR direction = $4) AND ($5 IS NULL OR type = $5) \
-     AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) \
-     ORDER BY created_at DESC, id DESC LIMIT $8 OFFSET $9";
-/// [`PAGE`] on SQLite as ONE row: a JSON array of rows, each an array of the columns in `MessageRow`'s
-/// field order (flags as JSON booleans). sqlx hands SQLite rows from the connection's thread to the task one
-/// by one, each with its own allocations; a page of 50 was bounded by those hand-offs, not by the query.
-const PAGE_SQLITE_JSON: &str = "SELECT json_group_array(json_array(id, session_id, wa_message_id, chat_id, \
-     from_jid, to_jid, chat_name, author, body, type, direction, status, timestamp, \
-     json(iif(has_media, 'true', 'false')), media, mentioned_ids, json(iif(is_group, 'true', 'false')), \
-     quoted_id, extra, json(iif(starred, 'true', 'false')), json(iif(revoked, 'true', 'false')), created_at) \
-     ORDER BY created_at DESC, id DESC) FROM (SELECT * FROM messages WHERE session_id = $1 \
+/// The rows of a page as `[id, version, has no media]`, in page order: what the page cache needs to serve the
+/// rows it holds without reading them (see `messaging/page_cache.rs`).
+const PAGE_KEYS_SQLITE_JSON: &str = "SELECT json_group_array(json_array(id, version, json(iif(media IS NULL, 'true', 'false'))) \
+     ORDER BY created_at DESC, id DESC) FROM (SELECT id, version, media, created_at FROM messages \
+     WHERE session_id = $1 \
      AND ($2 IS NULL OR chat_id = $2) AND ($3 IS NULL OR from_jid = $3) \
      AND ($4 IS NULL OR direction = $4) AND ($5 IS NULL OR type = $5) \
      AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) \
      ORDER BY created_at DESC, id DESC LIMIT $8 OFFSET $9)";
+const PAGE_KEYS: &str = "SELECT id, version, media IS NULL AS plain FROM messages WHERE session_id = $1 \
+     AND ($2 IS NULL OR chat_id = $2) AND ($3 IS NULL OR from_jid = $3) \
+     AND ($4 IS NULL OR direction = $4) AND ($5 IS NULL OR type = $5) \
+     AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) \
+     ORDER BY created_at DESC, id DESC LIMIT $8 OFFSET $9";
+/// The session's rows of the ids in `$2` (a JSON array), each as `[version, [columns of MessageRow]]`.
+const VERSIONED_ROWS_SQLITE_JSON: &str = "SELECT json_group_array(json_array(version, json_array(id, \
+     session_id, wa_message_id, chat_id, from_jid, to_jid, chat_name, author, body, type, direction, status, \
+     timestamp, json(iif(has_media, 'true', 'false')), media, mentioned_ids, \
+     json(iif(is_group, 'true', 'false')), quoted_id, extra, json(iif(starred, 'true', 'false')), \
+     json(iif(revoked, 'true', 'false')), created_at))) \
+     FROM messages WHERE session_id = $1 AND id IN (SELECT value FROM json_each($2))";
+const VERSIONED_ROWS: &str = "SELECT * FROM messages WHERE session_id = $1 AND id = ANY($2)";
+/// Every row's version moved past any it had before: imported rows come in at version 0, and a node may
+/// hold a row of the same id from before the import.
+const RESTAMP_VERSIONS: &str = "UPDATE messages SET version = $1";
 /// One row per chat: its name, newest message time and body, and inbound messages not read yet.
 const CHATS: &str = "SELECT chat_id, MAX(chat_name) AS name, MAX(timestamp) AS ts, \
      SUM(CASE WHEN direction = 'incoming' AND status <> 'read' THEN 1 ELSE 0 END) AS unread, \
@@ -116,6 +125,23 @@ pub(crate) struct MessageRow {
     pub starred: bool,
     pub revoked: bool,
     pub created_at: i64,
+}
+
+/// A row of a page as the page cache sees it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Deserialize)]
+pub(crate) struct PageKey {
+    pub id: String,
+    pub version: i64,
+    /// Without media, a row's JSON depends on the row alone (media JSON reads the media store).
+    pub plain: bool,
+}
+
+/// A row with the version it was read at.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Deserialize)]
+pub(crate) struct VersionedRow {
+    pub version: i64,
+    #[sqlx(flatten)]
+    pub row: MessageRow,
 }
 
 /// What a page of `GET /messages` asks for; `None` filters match everything.
@@ -411,13 +437,14 @@ pub(crate) async fn direct_chats(
         .await)?)
 }
 
-/// A page, newest first. Read on the read-only pool (see `backends::read_pool`), whose connections keep
-/// the statement prepared (the text is constant: absent filters are bound as NULL, not left out).
-pub(crate) async fn page(
+/// The rows a page holds, newest first, as `(id, version, no media)`. Read on the read-only pool (see
+/// `backends::read_pool`), whose connections keep the statement prepared (the text is constant: absent
+/// filters are bound as NULL, not left out).
+pub(crate) async fn page_keys(
     db: &DataPool,
     session_id: &str,
     q: &PageQuery,
-) -> StoreResult<Vec<MessageRow>> {
+) -> StoreResult<Vec<PageKey>> {
     let db = &super::backends::read_pool(db);
     let (after_at, after_id) = match &q.after {
         Some((at, id)) => (Some(*at), Some(id.as_str())),
@@ -439,13 +466,47 @@ pub(crate) async fn page(
     }
     match db {
         DataPool::Sqlite(p) => {
-            let text: String = bind_page!(sqlx::query_scalar(PAGE_SQLITE_JSON))
+            let text: String = bind_page!(sqlx::query_scalar(PAGE_KEYS_SQLITE_JSON))
                 .fetch_one(p)
                 .await?;
             super::from_json(&text)
         }
-        DataPool::Postgres(p) => Ok(bind_page!(sqlx::query_as(PAGE)).fetch_all(p).await?),
+        DataPool::Postgres(p) => Ok(bind_page!(sqlx::query_as(PAGE_KEYS)).fetch_all(p).await?),
     }
+}
+
+/// The session's rows among `ids`, in no particular order (a row deleted since is absent).
+pub(crate) async fn versioned_rows(
+    db: &DataPool,
+    session_id: &str,
+    ids: &[&str],
+) -> StoreResult<Vec<VersionedRow>> {
+    let db = &super::backends::read_pool(db);
+    match db {
+        DataPool::Sqlite(p) => {
+            let text: String = sqlx::query_scalar(VERSIONED_ROWS_SQLITE_JSON)
+                .bind(session_id)
+                .bind(super::to_json(&ids)?)
+                .fetch_one(p)
+                .await?;
+            let pairs: Vec<(i64, MessageRow)> = super::from_json(&text)?;
+            Ok(pairs
+                .into_iter()
+                .map(|(version, row)| VersionedRow { version, row })
+                .collect())
+        }
+        DataPool::Postgres(p) => Ok(sqlx::query_as(VERSIONED_ROWS)
+            .bind(session_id)
+            .bind(ids)
+            .fetch_all(p)
+            .await?),
+    }
+}
+
+/// Moves every message row's version to `stamp` (a data import; see [`RESTAMP_VERSIONS`]).
+pub(crate) async fn restamp_versions(tx: &mut DataTx, stamp: i64) -> StoreResult<()> {
+    execute_tx!(tx, sqlx::query(RESTAMP_VERSIONS).bind(stamp))?;
+    Ok(())
 }
 
 /// Whether the chat has any stored message other than `except_id` (pacing's first-contact test).

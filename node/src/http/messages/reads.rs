@@ -2,6 +2,7 @@
 //! media bytes. All come from the message store.
 
 use axum::Json;
+use bytes::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -29,8 +30,13 @@ async fn list_messages(
     session: Scoped,
     State(ctx): State<ApiContext>,
     ApiQuery(query): ApiQuery<ListMessagesQuery>,
-) -> ApiResult<Json<Vec<Message>>> {
-    Ok(Json(ctx.messaging.list(session.id(), query).await?))
+) -> ApiResult<Response> {
+    Ok(json_body(ctx.messaging.list_json(session.id(), query).await?))
+}
+
+/// A JSON body built elsewhere (message lists come as bytes, mostly from memory: `messaging/page_cache.rs`).
+fn json_body(json: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], json).into_response()
 }
 
 #[derive(serde::Deserialize)]
@@ -61,10 +67,10 @@ async fn chat_history(
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<ChatPath>,
     ApiQuery(q): ApiQuery<HistoryQuery>,
-) -> ApiResult<Json<Vec<Message>>> {
-    Ok(Json(
+) -> ApiResult<Response> {
+    Ok(json_body(
         ctx.messaging
-            .history(session.id(), &path.chat_id, q.limit)
+            .history_json(session.id(), &path.chat_id, q.limit)
             .await?,
     ))
 }
