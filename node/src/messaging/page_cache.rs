@@ -143,7 +143,10 @@ mod tests {
 
     #[test]
     fn the_array_is_what_serialising_the_list_gives() {
-        let parts = [Bytes::from_static(b"{\"a\":1}"), Bytes::from_static(b"{\"b\":2}")];
+        let parts = [
+            Bytes::from_static(b"{\"a\":1}"),
+            Bytes::from_static(b"{\"b\":2}"),
+        ];
         assert_eq!(&json_array(&parts)[..], b"[{\"a\":1},{\"b\":2}]");
         assert_eq!(&json_array(&[])[..], b"[]");
     }

@@ -8,9 +8,9 @@ use bytes::Bytes;
 use wagate_proto::dto::messages::{ListMessagesQuery, Message, ReactionGroup, ReactionSender};
 use wagate_proto::iso_ms;
 
-use super::{MessagingService, page_cache};
 use super::error::{MessagingResult, bad};
 use super::record::MediaMeta;
+use super::{MessagingService, page_cache};
 use crate::store::messages::{self as message_store, MessageRow, PageQuery, VersionedRow};
 use crate::store::{StoreError, from_json, reactions};
 

@@ -53,12 +53,9 @@ const UPDATE_STATUS_MANY_POSTGRES: &str = "UPDATE messages SET status = u.status
 const UPDATE_STATUS: &str = "UPDATE messages SET status = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2 \
      AND (CASE status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 \
      ELSE 4 END) < $4";
-const SET_REVOKED: &str =
-    "UPDATE messages SET revoked = TRUE, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
-const SET_BODY: &str =
-    "UPDATE messages SET body = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
-const SET_STARRED: &str =
-    "UPDATE messages SET starred = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
+const SET_REVOKED: &str = "UPDATE messages SET revoked = TRUE, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
+const SET_BODY: &str = "UPDATE messages SET body = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
+const SET_STARRED: &str = "UPDATE messages SET starred = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
 const FIND: &str =
     "SELECT * FROM messages WHERE session_id = $1 AND (id = $2 OR wa_message_id = $2) LIMIT 1";
 /// The rows of a page as `[id, version, has no media]`, in page order: what the page cache needs to serve the

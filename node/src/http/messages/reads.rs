@@ -2,10 +2,10 @@
 //! media bytes. All come from the message store.
 
 use axum::Json;
-use bytes::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::dto::messages::{ListMessagesQuery, Message, ReactionGroup};
 
@@ -31,12 +31,21 @@ async fn list_messages(
     State(ctx): State<ApiContext>,
     ApiQuery(query): ApiQuery<ListMessagesQuery>,
 ) -> ApiResult<Response> {
-    Ok(json_body(ctx.messaging.list_json(session.id(), query).await?))
+    Ok(json_body(
+        ctx.messaging.list_json(session.id(), query).await?,
+    ))
 }
 
 /// A JSON body built elsewhere (message lists come as bytes, mostly from memory: `messaging/page_cache.rs`).
 fn json_body(json: Bytes) -> Response {
-    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], json).into_response()
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        json,
+    )
+        .into_response()
 }
 
 #[derive(serde::Deserialize)]
