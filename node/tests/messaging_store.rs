@@ -226,3 +226,55 @@ async fn send_pacing_refuses_with_429_and_counts_the_refusals() {
         metrics.text
     );
 }
+
+/// Pages serve rows from memory (`messaging/page_cache.rs`), never past a write: an edit the API answered
+/// shows in the very next page, and a receipt the network sends shows once it is stored, on a row read before.
+#[tokio::test]
+async fn a_page_read_before_a_write_shows_the_write() {
+    let p = pair(options()).await;
+    let to = jid(PHONE_B);
+    let sent = p
+        .post(
+            "messages/send-text",
+            json!({ "chatId": to, "text": "first draft" }),
+        )
+        .await;
+    assert_eq!(sent.status, 201, "{}", sent.text);
+    let id = sent.str("messageId");
+    let mine = |m: &Value| m["waMessageId"] == id.as_str();
+    p.wait_message(&p.a, "", |m| mine(m) && m["body"] == "first draft")
+        .await;
+    let edit = p
+        .post(
+            "messages/edit",
+            json!({ "chatId": to, "messageId": id, "body": "second draft" }),
+        )
+        .await;
+    assert_eq!(edit.status, 200, "{}", edit.text);
+    let page = p
+        .client
+        .get(&format!("/api/sessions/{}/messages", p.a))
+        .await
+        .unwrap();
+    let row = page
+        .body
+        .as_array()
+        .and_then(|rows| rows.iter().find(|m| mine(m)));
+    assert_eq!(
+        row.map(|m| m["body"].clone()),
+        Some(json!("second draft")),
+        "{}",
+        page.text
+    );
+    let ack = p
+        .client
+        .post(
+            &format!("/api/sim/sessions/{}/ack", p.a),
+            json!({ "messageId": id, "status": "read" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ack.status, 200, "{}", ack.text);
+    p.wait_message(&p.a, "", |m| mine(m) && m["status"] == "read")
+        .await;
+}
