@@ -33,6 +33,7 @@ mod footprint;
 pub(crate) mod hooks;
 pub mod http;
 pub(crate) mod infra;
+pub(crate) mod json;
 pub mod keys;
 pub mod maindb;
 pub(crate) mod media;

@@ -8,9 +8,9 @@ use bytes::Bytes;
 use wagate_proto::dto::messages::{ListMessagesQuery, Message, ReactionGroup, ReactionSender};
 use wagate_proto::iso_ms;
 
+use super::MessagingService;
 use super::error::{MessagingResult, bad};
 use super::record::MediaMeta;
-use super::{MessagingService, page_cache};
 use crate::store::messages::{self as message_store, MessageRow, PageQuery, VersionedRow};
 use crate::store::{StoreError, from_json, reactions};
 
@@ -65,7 +65,7 @@ impl MessagingService {
             }
         }
         let parts: Vec<Bytes> = parts.into_iter().flatten().collect();
-        Ok(page_cache::json_array(&parts))
+        Ok(crate::json::json_array(&parts))
     }
 
     /// Reads the rows of `ids` and builds each one's JSON, keeping those without media.

@@ -49,7 +49,7 @@ pub(crate) type ListKey = (i64, i64);
 pub(crate) struct RecordCache {
     shared: Option<Shared>,
     entries: DashMap<String, Stored<CachedRecord>>,
-    lists: DashMap<ListKey, Stored<Vec<SessionRecord>>>,
+    lists: DashMap<ListKey, Stored<ListPage>>,
     generation: AtomicU64,
 }
 
@@ -96,6 +96,9 @@ impl CachedRecord {
         Ok(slot.get_or_init(|| body).clone())
     }
 }
+
+/// A page of the session list: each row with its own JSON bodies (built on first use, as for one record).
+pub(crate) type ListPage = Vec<Arc<CachedRecord>>;
 
 /// What a lookup saw before the caller reads the data DB: pass it back to `fill`.
 pub(crate) struct FillTicket {
@@ -166,7 +169,7 @@ impl RecordCache {
     }
 
     /// A page of the session list if memory holds a current one; else a ticket for `fill_list`.
-    pub(crate) async fn lookup_list(&self, key: ListKey) -> Lookup<Vec<SessionRecord>> {
+    pub(crate) async fn lookup_list(&self, key: ListKey) -> Lookup<ListPage> {
         let (generation, token) = match self.begin(|s| vec![s.list_key(), s.all_key()]).await {
             Ok(seen) => seen,
             Err(ticket) => return Lookup::Miss(ticket),
@@ -183,12 +186,7 @@ impl RecordCache {
         })
     }
 
-    pub(crate) fn fill_list(
-        &self,
-        ticket: FillTicket,
-        key: ListKey,
-        records: Arc<Vec<SessionRecord>>,
-    ) {
+    pub(crate) fn fill_list(&self, ticket: FillTicket, key: ListKey, records: Arc<ListPage>) {
         if !ticket.may_fill {
             return;
         }

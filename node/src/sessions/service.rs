@@ -6,7 +6,7 @@ use std::sync::Arc;
 use dashmap::{DashMap, DashSet};
 use wagate_proto::dto::sessions::SessionConfig;
 
-use super::cache::{CachedRecord, Lookup};
+use super::cache::{CachedRecord, ListPage, Lookup};
 use super::deps::Deps;
 use super::error::{SessionError, SessionResult};
 use super::proxy;
@@ -194,42 +194,49 @@ impl SessionService {
         }
     }
 
-    /// A page of sessions, or the one with exactly `name`.
+    /// A page of sessions, or the one with exactly `name`, each with whether an engine runs it (here, or on
+    /// another node by its lease: not cached, read at each request).
     pub(crate) async fn list(
         &self,
         limit: i64,
         offset: i64,
         name: Option<&str>,
-    ) -> SessionResult<Vec<SessionView>> {
-        let records = match name {
+    ) -> SessionResult<Vec<(Arc<CachedRecord>, bool)>> {
+        let records: ListPage = match name {
             Some(name) => session_store::find_by_name(&self.deps.db, name)
                 .await?
                 .into_iter()
+                .map(|r| Arc::new(CachedRecord::new(r)))
                 .collect(),
-            None => Arc::unwrap_or_clone(self.cached_list(limit, offset).await?),
+            None => self.cached_list(limit, offset).await?.as_ref().clone(),
         };
         // In a cluster a list is answered here, but an engine may run on another node: its lease says so.
-        let ids: Vec<String> = records.iter().map(|r| r.id.clone()).collect();
+        let ids: Vec<String> = records.iter().map(|r| r.record.id.clone()).collect();
         let elsewhere: std::collections::HashSet<String> =
             self.leases.held_elsewhere(&ids).await.into_iter().collect();
         Ok(records
             .into_iter()
-            .map(|r| {
-                let is_elsewhere = elsewhere.contains(&r.id);
-                let mut view = self.view(r);
-                view.engine_loaded |= is_elsewhere;
-                view
+            .map(|cached| {
+                let id = &cached.record.id;
+                let loaded = self.runtime(id).is_some_and(|r| r.engine().is_some())
+                    || elsewhere.contains(id);
+                (cached, loaded)
             })
             .collect())
     }
 
     /// A page of the session list: from memory when current (`cache.rs`), else from the data DB.
-    async fn cached_list(&self, limit: i64, offset: i64) -> SessionResult<Arc<Vec<SessionRecord>>> {
+    async fn cached_list(&self, limit: i64, offset: i64) -> SessionResult<Arc<ListPage>> {
         let ticket = match self.deps.records.lookup_list((limit, offset)).await {
             Lookup::Hit(records) => return Ok(records),
             Lookup::Miss(ticket) => ticket,
         };
-        let records = Arc::new(session_store::list(&self.deps.db, limit, offset).await?);
+        let rows = session_store::list(&self.deps.db, limit, offset).await?;
+        let records: Arc<ListPage> = Arc::new(
+            rows.into_iter()
+                .map(|r| Arc::new(CachedRecord::new(r)))
+                .collect(),
+        );
         self.deps
             .records
             .fill_list(ticket, (limit, offset), records.clone());

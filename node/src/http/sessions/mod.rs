@@ -20,6 +20,7 @@ use super::extract::{ApiJson, query_pairs};
 use super::session_scope::Scoped;
 use crate::app::ApiContext;
 use crate::sessions::SessionView;
+use crate::sessions::cache::CachedRecord;
 
 mod lifecycle;
 mod settings;
@@ -112,12 +113,14 @@ async fn list_sessions(
     caller: Caller,
     State(ctx): State<ApiContext>,
     RawQuery(query): RawQuery,
-) -> ApiResult<Json<Vec<Session>>> {
+) -> ApiResult<Response> {
     caller.require(Role::Viewer)?;
     let p = parse_list(query.as_deref())?;
-    let sessions = if caller.is_scoped() {
+    let sessions: Vec<_> = if caller.is_scoped() {
         let all = ctx.sessions.list(i64::MAX, 0, p.name.as_deref()).await?;
-        let visible = all.into_iter().filter(|s| caller.may_access(&s.record.id));
+        let visible = all
+            .into_iter()
+            .filter(|(cached, _)| caller.may_access(&cached.record.id));
         visible
             .skip(p.offset as usize)
             .take(p.limit as usize)
@@ -127,7 +130,25 @@ async fn list_sessions(
             .list(p.limit, p.offset, p.name.as_deref())
             .await?
     };
-    Ok(Json(sessions.into_iter().map(Session::from).collect()))
+    let parts = sessions
+        .iter()
+        .map(|(cached, engine_loaded)| session_json(cached, *engine_loaded))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let body = crate::json::json_array(&parts);
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// A session's body, built once per row version (and engine state), then reused until the row's next
+/// write (`sessions/cache.rs`).
+fn session_json(cached: &CachedRecord, engine_loaded: bool) -> ApiResult<Bytes> {
+    let body = cached.json(engine_loaded, |record| {
+        let view = SessionView {
+            record: record.clone(),
+            engine_loaded,
+        };
+        serde_json::to_vec(&Session::from(view)).map(Bytes::from)
+    });
+    body.map_err(|err| ApiError::internal(format!("session not serialised: {err}")))
 }
 
 /// POST /api/sessions
@@ -172,15 +193,7 @@ async fn create_session(
 #[utoipa::path(get, path = "/api/sessions/{sessionId}", tag = "sessions", responses((status = 200, body = Session)))]
 async fn get_session(session: Scoped, State(ctx): State<ApiContext>) -> ApiResult<Response> {
     let (cached, engine_loaded) = ctx.sessions.get_cached(session.id()).await?;
-    // Built once per row version (and engine state), then reused until the row's next write.
-    let body = cached.json(engine_loaded, |record| {
-        let view = SessionView {
-            record: record.clone(),
-            engine_loaded,
-        };
-        serde_json::to_vec(&Session::from(view)).map(Bytes::from)
-    });
-    let body = body.map_err(|err| ApiError::internal(format!("session not serialised: {err}")))?;
+    let body = session_json(&cached, engine_loaded)?;
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
