@@ -1,9 +1,9 @@
 //! Log output and trace export of a process. Logs go to stdout as text (ANSI colours only on a terminal) or
-//! JSON (`LOG_FORMAT=json`), written in batches by a thread of their own. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans are also exported over OTLP/HTTP
+//! JSON (`LOG_FORMAT=json`), written in batches by a thread of their own (`log_writer`). With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans are also exported over OTLP/HTTP
 //! (protobuf) from a batch thread; unset, no OpenTelemetry layer is installed at all, so spans cost what plain
 //! `tracing` spans cost. Log lines inside a request or job span carry its `trace_id` field.
 
-use std::io::{BufWriter, IsTerminal};
+use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -12,12 +12,12 @@ use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
-use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::filter::{FilterExt as _, Targets, dynamic_filter_fn};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+use super::log_writer::{self, WriterGuard};
 use super::sampling::{KeepMarked, TraceSampling, in_trace_not_kept};
 
 static EXPORTING: AtomicBool = AtomicBool::new(false);
@@ -115,24 +115,7 @@ fn tracer_provider(settings: &LogSettings, endpoint: &str) -> anyhow::Result<Sdk
 }
 
 /// Keeps the log writer's thread; taken (and so flushed) by [`flush_logs`].
-static LOG_WRITER: Mutex<Option<WorkerGuard>> = Mutex::new(None);
-
-/// Lines the log writer's queue holds before a logger waits for it. The queue's slots are allocated and
-/// written when it is made, so they are resident for the process's life: the crate's default (128,000
-/// lines) was 4 MB of an idle node's memory. 8,192 lines are 256 KiB and 160 ms of access lines at 50,000
-/// requests/s.
-const LOG_QUEUE_LINES: usize = 8192;
-
-/// Log lines are written by a thread of their own, in batches: a request's thread formats its access line
-/// and hands it over instead of making a `write(2)` per line. No line is dropped: past the queue's bound
-/// the handover waits.
-fn stdout_writer() -> (NonBlocking, WorkerGuard) {
-    NonBlockingBuilder::default()
-        .buffered_lines_limit(LOG_QUEUE_LINES)
-        .lossy(false)
-        .thread_name("wagate-log")
-        .finish(BufWriter::with_capacity(64 * 1024, std::io::stdout()))
-}
+static LOG_WRITER: Mutex<Option<WriterGuard>> = Mutex::new(None);
 
 /// Writes out the log lines still queued and stops the writer; for a process about to exit (also done when
 /// the [`TracingGuard`] drops). Lines logged after it are lost.
@@ -149,7 +132,7 @@ pub fn init(settings: &LogSettings) -> anyhow::Result<TracingGuard> {
     // `Targets`, not `EnvFilter`: our filters name targets and levels only, and `EnvFilter` took a lock on
     // its span table at every span's creation, entry, exit and close (each poll of a request's future).
     let log_filter: Targets = settings.filter().parse()?;
-    let (writer, writer_guard) = stdout_writer();
+    let (writer, writer_guard) = log_writer::spawn(std::io::stdout(), "wagate-log")?;
     let fmt_text = (!settings.json).then(|| {
         tracing_subscriber::fmt::layer()
             .with_ansi(ansi)
