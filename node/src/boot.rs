@@ -625,8 +625,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         });
     tracing::info!(%addr, engine = config.engine_type.as_str(), "wagate listening");
     let app = crate::http::router(ctx.clone()).into_make_service_with_connect_info::<SocketAddr>();
-    crate::footprint::release_idle_memory();
-    tasks.spawn(crate::footprint::release_when_quiet(shutdown.clone()));
+    let pools = ctx.infra.sqlite_pools();
+    crate::footprint::release_after_boot(&pools).await;
+    tasks.spawn(crate::footprint::release_when_quiet(pools, shutdown.clone()));
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal(
             terminate,

@@ -1,10 +1,12 @@
 //! What an idle node keeps resident. Boot builds the route table, the OpenAPI document and the migrations
 //! once; later, code runs once too (a pool's new connection, a first statement, a WAL checkpoint). The heap
-//! such work freed and the code only it ran would otherwise stay charged to the process for its whole life.
+//! such work freed and the code only it ran would otherwise stay charged to the process for its whole life,
+//! and so would the SQLite connections a burst opened (a thread each, with its own schema and caches).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
 
 /// How often the node looks whether it went quiet. An idle node wakes for it and makes one system call.
@@ -60,10 +62,17 @@ pub(crate) fn release_idle_memory() {
     unmap_clean_code();
 }
 
-/// [`release_idle_memory`] whenever the node went quiet after mapping pages back, until shutdown. Releases
+/// What boot leaves behind, released once before the node serves: the spare connections its concurrent
+/// startup work opened, then [`release_idle_memory`].
+pub(crate) async fn release_after_boot(pools: &[SqlitePool]) {
+    wagate_db::close_spare_connections(pools).await;
+    release_idle_memory();
+}
+
+/// [`release_idle_memory`] (and the pools' spare connections closed) whenever the node went quiet after mapping pages back, until shutdown. Releases
 /// on a fixed 30 s period left a node probed once at 22-27 MB until the next one, and a fixed period cannot
 /// follow the periodic duties, which map their code back after each release (docs "Measured").
-pub(crate) async fn release_when_quiet(shutdown: CancellationToken) {
+pub(crate) async fn release_when_quiet(pools: Vec<SqlitePool>, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + LOOK_EVERY, LOOK_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut after_release = minor_faults();
@@ -81,6 +90,7 @@ pub(crate) async fn release_when_quiet(shutdown: CancellationToken) {
         };
         previous = faults;
         if look.calls_for_release() {
+            wagate_db::close_spare_connections(&pools).await;
             release_off_the_workers().await;
             // The release's own faults (reading smaps, its thread) are not activity.
             after_release = minor_faults();

@@ -201,4 +201,17 @@ impl NodeInfra {
     pub(crate) fn queue(&self) -> &QueueClient {
         &self.queue
     }
+
+    /// Every SQLite pool this node opened: the main DB, the data DB and its read-only companion, the queues.
+    pub(crate) fn sqlite_pools(&self) -> Vec<SqlitePool> {
+        let mut pools = vec![self.main_db.clone()];
+        if let DataPool::Sqlite(writers) = &self.data_db {
+            pools.push(writers.clone());
+            if let DataPool::Sqlite(readers) = crate::store::backends::read_pool(&self.data_db) {
+                pools.push(readers);
+            }
+        }
+        pools.extend(self.queue.sqlite_pool().cloned());
+        pools
+    }
 }

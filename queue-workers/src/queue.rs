@@ -194,6 +194,14 @@ impl QueueClient {
         &self.config
     }
 
+    /// The SQLite pool behind the queues, when they are in SQLite.
+    pub fn sqlite_pool(&self) -> Option<&SqlitePool> {
+        match &self.storages {
+            Storages::Sqlite { webhook, .. } => Some(webhook.pool()),
+            Storages::Redis { .. } => None,
+        }
+    }
+
     /// Pushes one delivery job for a batch of outbox rows, runnable after `delay` (whole seconds on every
     /// backend).
     pub async fn push_deliveries(
