@@ -224,7 +224,10 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         assert_eq!(pool.num_idle(), 3);
-        assert_eq!(close_spare_connections(std::slice::from_ref(&pool)).await, 2);
+        assert_eq!(
+            close_spare_connections(std::slice::from_ref(&pool)).await,
+            2
+        );
         assert_eq!((pool.size(), pool.num_idle()), (1, 1));
         let kept: i64 = sqlx::query_scalar("SELECT x FROM kept")
             .fetch_one(&pool)

@@ -627,7 +627,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let app = crate::http::router(ctx.clone()).into_make_service_with_connect_info::<SocketAddr>();
     let pools = ctx.infra.sqlite_pools();
     crate::footprint::release_after_boot(&pools).await;
-    tasks.spawn(crate::footprint::release_when_quiet(pools, shutdown.clone()));
+    tasks.spawn(crate::footprint::release_when_quiet(
+        pools,
+        shutdown.clone(),
+    ));
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal(
             terminate,
