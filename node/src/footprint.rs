@@ -9,8 +9,9 @@ use std::time::Duration;
 use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
 
-/// How often the node looks whether it went quiet. An idle node wakes for it and makes one system call.
-const LOOK_EVERY: Duration = Duration::from_secs(2);
+/// How often the node looks whether it went quiet. An idle node wakes for it and makes one system call. It is
+/// also about how long the rise after each periodic duty (its code mapped back) lasts before the release.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// Minor page faults since the last release that make another worth it: a fault maps up to 64 KiB of the
 /// binary back (the kernel's fault-around), or one page of heap.
@@ -69,8 +70,8 @@ pub(crate) async fn release_after_boot(pools: &[SqlitePool]) {
     release_idle_memory();
 }
 
-/// [`release_idle_memory`] (and the pools' spare connections closed) whenever the node went quiet after mapping pages back, until shutdown. Releases
-/// on a fixed 30 s period left a node probed once at 22-27 MB until the next one, and a fixed period cannot
+/// [`release_idle_memory`] (and the pools' spare connections closed) whenever the node went quiet after
+/// mapping pages back, until shutdown. Releases on a fixed 30 s period left a node probed once at 22-27 MB until the next one, and a fixed period cannot
 /// follow the periodic duties, which map their code back after each release (docs "Measured").
 pub(crate) async fn release_when_quiet(pools: Vec<SqlitePool>, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + LOOK_EVERY, LOOK_EVERY);
