@@ -71,8 +71,9 @@ pub(crate) async fn release_after_boot(pools: &[SqlitePool]) {
 }
 
 /// [`release_idle_memory`] (and the pools' spare connections closed) whenever the node went quiet after
-/// mapping pages back, until shutdown. Releases on a fixed 30 s period left a node probed once at 22-27 MB until the next one, and a fixed period cannot
-/// follow the periodic duties, which map their code back after each release (docs "Measured").
+/// mapping pages back, until shutdown. Releases on a fixed 30 s period left a node probed once at 22-27 MB
+/// until the next one, and a fixed period cannot follow the periodic duties, which map their code back after
+/// each release (docs "Measured").
 pub(crate) async fn release_when_quiet(pools: Vec<SqlitePool>, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + LOOK_EVERY, LOOK_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
