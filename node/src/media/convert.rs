@@ -9,10 +9,25 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::process::Command;
-use tokio::sync::Semaphore;
+use tokio::sync::{Mutex, Semaphore};
+
+/// How long a successful `ffmpeg -version` vouches for the binary. Without it every conversion request
+/// spawned a probe of its own: a burst spawned as many as it had requests, and on a loaded machine one of
+/// them missing the probe's timeout refused a conversion that would have run.
+const PROBE_VALID_FOR: Duration = Duration::from_secs(60);
+
+/// How long a failed probe stands, so that requests queued behind a probe that hung are refused at once
+/// instead of each waiting out a probe of its own.
+const FAILED_PROBE_STANDS_FOR: Duration = Duration::from_secs(5);
+
+/// How long the probe may take before the binary counts as not runnable: the spec's request budget.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The last probe: when it ran and, if it failed, why.
+type Probed = Option<(Instant, Result<(), String>)>;
 
 /// What to convert into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,6 +143,8 @@ pub(crate) struct Converter {
     running: Arc<Semaphore>,
     /// Conversions admitted (running or waiting for a slot).
     admitted: Arc<AtomicUsize>,
+    /// The last probe. Held across a probe, so concurrent checks wait for one probe.
+    probed: Arc<Mutex<Probed>>,
 }
 
 /// A finished conversion's output file (deleted when dropped).
@@ -150,15 +167,34 @@ impl Converter {
         Converter {
             running: Arc::new(Semaphore::new(limits.concurrency.max(1))),
             admitted: Arc::new(AtomicUsize::new(0)),
+            probed: Arc::new(Mutex::new(None)),
             limits: Arc::new(limits),
         }
     }
 
-    /// Whether conversion is enabled and the binary runs (`ffmpeg -version` exits 0).
+    /// Whether conversion is enabled and the binary runs: `ffmpeg -version` exited 0 within the last
+    /// [`PROBE_VALID_FOR`] (and did not fail within the last [`FAILED_PROBE_STANDS_FOR`]), or does so now.
     pub(crate) async fn check(&self) -> Result<(), ConvertError> {
         if !self.limits.enabled {
             return Err(ConvertError::Disabled);
         }
+        let mut probed = self.probed.lock().await;
+        if let Some((at, outcome)) = probed.as_ref() {
+            let stands_for = match outcome {
+                Ok(()) => PROBE_VALID_FOR,
+                Err(_) => FAILED_PROBE_STANDS_FOR,
+            };
+            if at.elapsed() < stands_for {
+                return outcome.clone().map_err(ConvertError::NotRunnable);
+            }
+        }
+        let outcome = self.probe().await;
+        *probed = Some((Instant::now(), outcome.clone()));
+        outcome.map_err(ConvertError::NotRunnable)
+    }
+
+    /// Runs `ffmpeg -version` once; the error says why the binary is not runnable.
+    async fn probe(&self) -> Result<(), String> {
         let probe = Command::new(&self.limits.ffmpeg)
             .arg("-version")
             .stdin(Stdio::null())
@@ -166,21 +202,27 @@ impl Converter {
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .status();
-        match tokio::time::timeout(Duration::from_secs(10), probe).await {
+        match tokio::time::timeout(PROBE_TIMEOUT, probe).await {
             Ok(Ok(status)) if status.success() => Ok(()),
-            Ok(Ok(status)) => Err(ConvertError::NotRunnable(format!(
+            Ok(Ok(status)) => Err(format!(
                 "{} -version exited with {status}",
                 self.limits.ffmpeg.display()
-            ))),
-            Ok(Err(err)) => Err(ConvertError::NotRunnable(format!(
+            )),
+            Ok(Err(err)) => Err(format!(
                 "{} cannot be run: {err}",
                 self.limits.ffmpeg.display()
-            ))),
-            Err(_) => Err(ConvertError::NotRunnable(format!(
-                "{} -version did not answer",
-                self.limits.ffmpeg.display()
-            ))),
+            )),
+            Err(_) => Err(format!(
+                "{} -version did not answer within {} s",
+                self.limits.ffmpeg.display(),
+                PROBE_TIMEOUT.as_secs()
+            )),
         }
+    }
+
+    /// Forgets the last probe: the binary could not be started after all (removed, replaced).
+    async fn forget_probe(&self) {
+        *self.probed.lock().await = None;
     }
 
     /// Converts the stored object `key` into a new object of `session_id` (a send's media). The input is
@@ -268,12 +310,16 @@ impl Converter {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let child = cmd.spawn().map_err(|err| {
-            ConvertError::NotRunnable(format!(
-                "{} cannot be run: {err}",
-                self.limits.ffmpeg.display()
-            ))
-        })?;
+        let child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(err) => {
+                self.forget_probe().await;
+                return Err(ConvertError::NotRunnable(format!(
+                    "{} cannot be run: {err}",
+                    self.limits.ffmpeg.display()
+                )));
+            }
+        };
         let timeout = Duration::from_millis(self.limits.timeout_ms);
         // On timeout the future (and with it the child) is dropped: kill_on_drop kills the process.
         let outcome = tokio::time::timeout(timeout, child.wait_with_output())
@@ -341,6 +387,47 @@ mod tests {
         assert!(matches!(
             Converter::new(off).check().await,
             Err(ConvertError::Disabled)
+        ));
+    }
+
+    #[tokio::test]
+    async fn one_probe_vouches_for_a_burst_until_the_binary_fails_to_start() {
+        let dir = tempfile::tempdir().unwrap();
+        // A stand-in "ffmpeg" that counts its -version probes.
+        let script = dir.path().join("counting-ffmpeg");
+        let probes = dir.path().join("probes");
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\necho probe >> {}\nexit 0\n", probes.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let converter = Converter::new(limits(script.to_str().unwrap(), dir.path()));
+        let burst: Vec<_> = (0..8)
+            .map(|_| {
+                let c = converter.clone();
+                tokio::spawn(async move { c.check().await })
+            })
+            .collect();
+        for check in burst {
+            assert!(check.await.unwrap().is_ok());
+        }
+        assert!(converter.check().await.is_ok());
+        let counted = std::fs::read_to_string(&probes).unwrap();
+        assert_eq!(counted.lines().count(), 1, "one probe for nine checks");
+
+        // The binary goes away: the conversion that cannot start it withdraws the probe's word.
+        std::fs::remove_file(&script).unwrap();
+        let input = dir.path().join("in");
+        std::fs::write(&input, b"x").unwrap();
+        assert!(matches!(
+            converter.convert(&input, Target::Voice).await,
+            Err(ConvertError::NotRunnable(_))
+        ));
+        assert!(matches!(
+            converter.check().await,
+            Err(ConvertError::NotRunnable(_))
         ));
     }
 
