@@ -374,6 +374,15 @@ mod tests {
         }
     }
 
+    /// An executable shell script named `name` in `dir` that stands in for ffmpeg and runs `body`.
+    fn stand_in_ffmpeg(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let script = dir.join(name);
+        std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        script
+    }
+
     #[tokio::test]
     async fn a_missing_binary_is_not_runnable_and_disabled_is_disabled() {
         let dir = tempfile::tempdir().unwrap();
@@ -394,15 +403,12 @@ mod tests {
     async fn one_probe_vouches_for_a_burst_until_the_binary_fails_to_start() {
         let dir = tempfile::tempdir().unwrap();
         // A stand-in "ffmpeg" that counts its -version probes.
-        let script = dir.path().join("counting-ffmpeg");
         let probes = dir.path().join("probes");
-        std::fs::write(
-            &script,
-            format!("#!/bin/sh\necho probe >> {}\nexit 0\n", probes.display()),
-        )
-        .unwrap();
-        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        let script = stand_in_ffmpeg(
+            dir.path(),
+            "counting-ffmpeg",
+            &format!("echo probe >> {}\nexit 0", probes.display()),
+        );
         let converter = Converter::new(limits(script.to_str().unwrap(), dir.path()));
         let burst: Vec<_> = (0..8)
             .map(|_| {
@@ -435,18 +441,15 @@ mod tests {
     async fn a_slow_child_is_killed_at_the_timeout_and_a_second_is_refused_meanwhile() {
         let dir = tempfile::tempdir().unwrap();
         // A stand-in "ffmpeg" that answers -version and otherwise hangs, recording its pid.
-        let script = dir.path().join("slow-ffmpeg");
         let pidfile = dir.path().join("pid");
-        std::fs::write(
-            &script,
-            format!(
-                "#!/bin/sh\n[ \"$1\" = -version ] && exit 0\necho $$ > {}\nexec sleep 30\n",
+        let script = stand_in_ffmpeg(
+            dir.path(),
+            "slow-ffmpeg",
+            &format!(
+                "[ \"$1\" = -version ] && exit 0\necho $$ > {}\nexec sleep 30",
                 pidfile.display()
             ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        );
         let converter = Converter::new(limits(script.to_str().unwrap(), dir.path()));
         let input = dir.path().join("in");
         std::fs::write(&input, b"x").unwrap();
