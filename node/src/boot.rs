@@ -329,6 +329,12 @@ fn converter(config: &Config, media: &MediaStore) -> Converter {
 }
 
 /// The send pacing governor, when `SEND_PACING_ENABLED=true`.
+/// Whether this node alone writes messages to its data DB: an SQLite file outside a cluster. In a cluster
+/// the sessions' owners write them, and they move between nodes.
+fn sole_message_writer(config: &Config) -> bool {
+    config.database_type == DatabaseType::Sqlite && !config.redis_enabled
+}
+
 fn pacer(config: &Config) -> Option<Pacer> {
     config.send_pacing_enabled.then(|| {
         Pacer::new(PacingLimits {
@@ -436,10 +442,13 @@ async fn build_context(
         wagate_engine_sim::peers::attach(net, Arc::new(peers));
     }
     let converter = converter(&config, &media);
-    let messaging = Arc::new(
+    let mut messaging =
         MessagingService::new(data_db.clone(), sessions.clone(), recorder, pacer(&config))
-            .with_converter(converter.clone()),
-    );
+            .with_converter(converter.clone());
+    if sole_message_writer(&config) {
+        messaging = messaging.keeping_whole_pages();
+    }
+    let messaging = Arc::new(messaging);
     let automation = Arc::new(AutomationService::new(data_db.clone()));
     automation.set_sender(Box::new(SessionSender::new(messaging.clone())));
     let admin = Arc::new(DataAdmin::new(

@@ -227,8 +227,9 @@ async fn send_pacing_refuses_with_429_and_counts_the_refusals() {
     );
 }
 
-/// Pages serve rows from memory (`messaging/page_cache.rs`), never past a write: an edit the API answered
-/// shows in the very next page, and a receipt the network sends shows once it is stored, on a row read before.
+/// Pages serve rows, and on this single SQLite node whole pages, from memory (`messaging/page_cache.rs`), never
+/// past a write: an edit and a send the API answered show in the very next page, and a receipt the network
+/// sends shows once it is stored, on a row read before.
 #[tokio::test]
 async fn a_page_read_before_a_write_shows_the_write() {
     let p = pair(options()).await;
@@ -263,6 +264,25 @@ async fn a_page_read_before_a_write_shows_the_write() {
     assert_eq!(
         row.map(|m| m["body"].clone()),
         Some(json!("second draft")),
+        "{}",
+        page.text
+    );
+    let again = p
+        .post(
+            "messages/send-text",
+            json!({ "chatId": to, "text": "follow-up" }),
+        )
+        .await;
+    assert_eq!(again.status, 201, "{}", again.text);
+    let page = p
+        .client
+        .get(&format!("/api/sessions/{}/messages", p.a))
+        .await
+        .unwrap();
+    let rows = page.body.as_array().cloned().unwrap_or_default();
+    assert!(
+        rows.iter()
+            .any(|m| m["waMessageId"] == again.str("messageId").as_str()),
         "{}",
         page.text
     );

@@ -274,7 +274,9 @@ impl DataAdmin {
         data_tables::reconcile_credentials(&mut tx).await?;
         // An imported row may reuse an id a node's page cache holds at the version it came in at.
         crate::store::messages::restamp_versions(&mut tx, wagate_db::now_ms()).await?;
-        tx.commit().await.map_err(StoreError::from)?;
+        let committed = tx.commit().await;
+        crate::store::message_writes::changed_everywhere();
+        committed.map_err(StoreError::from)?;
         Ok(normalised)
     }
 }

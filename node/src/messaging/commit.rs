@@ -18,6 +18,7 @@ use crate::events::pipeline::{OutboxIds, settle};
 use crate::events::{Event, Pipeline};
 use std::collections::HashMap;
 
+use crate::store::message_writes;
 use crate::store::messages::{self as message_store, MessageRow, StatusMove};
 use crate::store::reactions::{self, ReactionRow};
 use crate::store::status_updates::{self, NewStatus};
@@ -199,7 +200,9 @@ async fn commit_group(
         .filter_map(|(w, _)| w.event.clone())
         .collect();
     let outbox = pipeline.publish_in(&mut tx, &events).await?;
-    tx.commit().await?;
+    let committed = tx.commit().await;
+    message_writes::changed(writes.iter().map(|w| key(&w.change).0));
+    committed?;
     Ok((events, outbox))
 }
 

@@ -69,13 +69,20 @@ impl MessagingService {
             recorder,
             pacer,
             converter: None,
-            page_cache: page_cache::PageCache::default(),
+            page_cache: page_cache::PageCache::new(false),
         }
     }
 
     /// Sends may convert their media with `converter`.
     pub(crate) fn with_converter(mut self, converter: crate::media::convert::Converter) -> Self {
         self.converter = Some(converter);
+        self
+    }
+
+    /// Whole message pages may be kept between reads: this process is the data DB's only writer of
+    /// messages (`page_cache.rs`).
+    pub(crate) fn keeping_whole_pages(mut self) -> Self {
+        self.page_cache = page_cache::PageCache::new(true);
         self
     }
 

@@ -15,7 +15,7 @@ use super::record::reaction_row;
 use super::send::own_jid;
 use super::validate as v;
 use crate::engine::{Engine, SentMessage};
-use crate::store::{self, StoreError, messages as message_store};
+use crate::store::{self, StoreError, message_writes, messages as message_store};
 
 /// The target of an operation: chat, network id of the message, and the ready engine.
 struct Target {
@@ -91,7 +91,9 @@ impl MessagingService {
         let sent = t.engine.edit(&t.chat, &t.wa_id, &body).await?;
         let mut tx = store::begin(&self.db).await?;
         message_store::set_body(&mut tx, session_id, &t.wa_id, &body).await?;
-        tx.commit().await.map_err(StoreError::from)?;
+        let committed = tx.commit().await;
+        message_writes::changed([session_id]);
+        committed.map_err(StoreError::from)?;
         Ok(sent)
     }
 
@@ -113,7 +115,9 @@ impl MessagingService {
         if for_everyone {
             let mut tx = store::begin(&self.db).await?;
             message_store::mark_revoked(&mut tx, session_id, &t.wa_id).await?;
-            tx.commit().await.map_err(StoreError::from)?;
+            let committed = tx.commit().await;
+            message_writes::changed([session_id]);
+            committed.map_err(StoreError::from)?;
         }
         Ok(())
     }

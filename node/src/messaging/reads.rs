@@ -39,14 +39,18 @@ fn number(
 }
 
 impl MessagingService {
-    /// The session's message list as its JSON array: rows the page cache holds at their current version are
-    /// not read again (`page_cache.rs`).
+    /// The session's message list as its JSON array: a whole page kept since the session's last write is served
+    /// as it is, and rows the page cache holds at their current version are not read again (`page_cache.rs`).
     pub(crate) async fn list_json(
         &self,
         session_id: &str,
         q: ListMessagesQuery,
     ) -> MessagingResult<Bytes> {
         let (page, inline) = self.page_query(session_id, q).await?;
+        let whole = self.page_cache.whole_page(session_id, &page, inline);
+        if let Some(kept) = whole.as_ref().and_then(|w| self.page_cache.get_page(w)) {
+            return Ok(kept);
+        }
         let keys = message_store::page_keys(&self.db, session_id, &page).await?;
         let mut parts = self.page_cache.get_many(&keys);
         let missing: Vec<&str> = keys
@@ -65,7 +69,11 @@ impl MessagingService {
             }
         }
         let parts: Vec<Bytes> = parts.into_iter().flatten().collect();
-        Ok(crate::json::json_array(&parts))
+        let json = crate::json::json_array(&parts);
+        if let Some(whole) = whole.filter(|_| keys.iter().all(|k| k.plain)) {
+            self.page_cache.put_page(whole, json.clone());
+        }
+        Ok(json)
     }
 
     /// Reads the rows of `ids` and builds each one's JSON, keeping those without media.

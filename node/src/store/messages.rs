@@ -388,13 +388,15 @@ pub(crate) async fn set_starred(
     wa_id: &str,
     starred: bool,
 ) -> StoreResult<()> {
-    execute!(
+    let done = execute!(
         db,
         sqlx::query(SET_STARRED)
             .bind(session_id)
             .bind(wa_id)
             .bind(starred)
-    )?;
+    );
+    super::message_writes::changed([session_id]);
+    done?;
     Ok(())
 }
 

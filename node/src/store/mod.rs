@@ -13,6 +13,7 @@ pub(crate) mod contact_names;
 pub(crate) mod data_tables;
 pub(crate) mod idempotency;
 pub(crate) mod keys;
+pub(crate) mod message_writes;
 pub(crate) mod messages;
 pub(crate) mod poll_votes;
 pub(crate) mod reactions;

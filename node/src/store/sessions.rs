@@ -185,8 +185,10 @@ pub(crate) async fn list_takeover_candidates(db: &DataPool) -> StoreResult<Vec<S
 }
 
 pub(crate) async fn delete(db: &DataPool, id: &str) -> StoreResult<()> {
-    let done = execute!(db, sqlx::query(DELETE).bind(id))?;
-    if done == 0 {
+    let done = execute!(db, sqlx::query(DELETE).bind(id));
+    // Its messages went with it (`ON DELETE CASCADE`).
+    super::message_writes::changed([id]);
+    if done? == 0 {
         return Err(StoreError::NotFound);
     }
     Ok(())
