@@ -40,7 +40,7 @@ pub(crate) trait Leases: Send + Sync {
         true
     }
     /// Which of `ids` another node holds now (its engine runs there); none in the embedded mode.
-    async fn held_elsewhere(&self, _ids: &[String]) -> Vec<String> {
+    async fn held_elsewhere(&self, _ids: &[&str]) -> Vec<String> {
         Vec::new()
     }
     /// Forgets everything kept about a deleted session (the cluster's generation counter).

@@ -333,7 +333,7 @@ pub(crate) fn parse_owner(value: &str) -> Option<Owner> {
 
 #[async_trait]
 impl Leases for RedisLeases {
-    async fn held_elsewhere(&self, ids: &[String]) -> Vec<String> {
+    async fn held_elsewhere(&self, ids: &[&str]) -> Vec<String> {
         if ids.is_empty() {
             return Vec::new();
         }
@@ -356,7 +356,7 @@ impl Leases for RedisLeases {
                         .and_then(parse_owner)
                         .is_some_and(|o| o.node_id != self.node_id)
                 })
-                .map(|(id, _)| id.clone())
+                .map(|(id, _)| id.to_string())
                 .collect(),
             Err(err) => {
                 tracing::warn!(error = %err, "lease owners not read; listing this node's view");

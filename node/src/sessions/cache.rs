@@ -48,7 +48,8 @@ pub(crate) type ListKey = (i64, i64);
 
 pub(crate) struct RecordCache {
     shared: Option<Shared>,
-    entries: DashMap<String, Stored<CachedRecord>>,
+    /// Looked up on every session read: foldhash rather than SipHash.
+    entries: DashMap<String, Stored<CachedRecord>, foldhash::fast::RandomState>,
     lists: DashMap<ListKey, Stored<ListPage>>,
     generation: AtomicU64,
 }
@@ -129,7 +130,7 @@ impl RecordCache {
     fn with(shared: Option<Shared>) -> RecordCache {
         RecordCache {
             shared,
-            entries: DashMap::new(),
+            entries: DashMap::default(),
             lists: DashMap::new(),
             generation: AtomicU64::new(0),
         }

@@ -72,6 +72,10 @@ impl Runtime {
         self.engine.lock().clone()
     }
 
+    pub(crate) fn has_engine(&self) -> bool {
+        self.engine.lock().is_some()
+    }
+
     pub(crate) fn status(&self) -> SessionStatus {
         *self.status.borrow()
     }

@@ -33,7 +33,8 @@ pub(crate) struct SessionView {
 pub(crate) struct SessionService {
     pub(super) deps: Arc<Deps>,
     pub(super) leases: Arc<dyn Leases>,
-    pub(super) runtimes: DashMap<String, Arc<Runtime>>,
+    /// Looked up for every session of every list read: hashed with foldhash rather than SipHash.
+    pub(super) runtimes: DashMap<String, Arc<Runtime>, foldhash::fast::RandomState>,
     /// One gate per session being loaded (see `load`); removed once nobody waits on it.
     pub(super) loading: DashMap<String, Arc<tokio::sync::Mutex<()>>>,
     /// Sessions whose credentials are being torn down (logout, delete): start and delete wait.
@@ -75,7 +76,7 @@ impl SessionService {
         SessionService {
             deps,
             leases,
-            runtimes: DashMap::new(),
+            runtimes: DashMap::default(),
             loading: DashMap::new(),
             teardowns: DashSet::new(),
             start_timeout_ms,
@@ -97,12 +98,17 @@ impl SessionService {
         self.runtimes.get(id).map(|r| r.clone())
     }
 
+    /// Whether the session's engine runs on this node (without taking a reference to its runtime).
+    fn engine_runs_here(&self, id: &str) -> bool {
+        self.runtimes.get(id).is_some_and(|r| r.has_engine())
+    }
+
     /// Ids of the sessions with an engine running on this node.
     pub(crate) fn running_engine_ids(&self) -> Vec<String> {
         let mut ids: Vec<String> = self
             .runtimes
             .iter()
-            .filter(|r| r.value().engine().is_some())
+            .filter(|r| r.value().has_engine())
             .map(|r| r.key().clone())
             .collect();
         ids.sort();
@@ -117,6 +123,7 @@ impl SessionService {
             .into_iter()
             .map(|r| r.id)
             .collect();
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
         let mut elsewhere = self.leases.held_elsewhere(&all).await;
         elsewhere.sort();
         Ok(RunningEngines {
@@ -126,9 +133,7 @@ impl SessionService {
     }
 
     pub(super) fn view(&self, record: SessionRecord) -> SessionView {
-        let engine_loaded = self
-            .runtime(&record.id)
-            .is_some_and(|r| r.engine().is_some());
+        let engine_loaded = self.engine_runs_here(&record.id);
         SessionView {
             record,
             engine_loaded,
@@ -163,7 +168,7 @@ impl SessionService {
     /// The cached record and whether an engine runs it here (not cached: the runtimes say so).
     pub(crate) async fn get_cached(&self, id: &str) -> SessionResult<(Arc<CachedRecord>, bool)> {
         let cached = self.cached_record(id).await?;
-        let engine_loaded = self.runtime(id).is_some_and(|r| r.engine().is_some());
+        let engine_loaded = self.engine_runs_here(id);
         Ok((cached, engine_loaded))
     }
 
@@ -211,15 +216,14 @@ impl SessionService {
             None => self.cached_list(limit, offset).await?.as_ref().clone(),
         };
         // In a cluster a list is answered here, but an engine may run on another node: its lease says so.
-        let ids: Vec<String> = records.iter().map(|r| r.record.id.clone()).collect();
+        let ids: Vec<&str> = records.iter().map(|r| r.record.id.as_str()).collect();
         let elsewhere: std::collections::HashSet<String> =
             self.leases.held_elsewhere(&ids).await.into_iter().collect();
         Ok(records
             .into_iter()
             .map(|cached| {
                 let id = &cached.record.id;
-                let loaded = self.runtime(id).is_some_and(|r| r.engine().is_some())
-                    || elsewhere.contains(id);
+                let loaded = self.engine_runs_here(id) || elsewhere.contains(id);
                 (cached, loaded)
             })
             .collect())

@@ -144,7 +144,7 @@ async fn other_nodes_see_a_held_lease_as_loaded_and_a_deleted_session_leaves_no_
     let f = fixture().await;
     let (a, b) = (f.node("a", 10_000), f.node("b", 10_000));
     let lease = a.acquire(&f.session, &f.records).await.expect("a acquires");
-    let ids = vec![f.session.clone(), "never-held".to_string()];
+    let ids = [f.session.as_str(), "never-held"];
     assert_eq!(b.held_elsewhere(&ids).await, vec![f.session.clone()]);
     assert!(a.held_elsewhere(&ids).await.is_empty(), "its own lease");
 
