@@ -23,6 +23,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -98,8 +100,38 @@ impl CachedRecord {
     }
 }
 
-/// A page of the session list: each row with its own JSON bodies (built on first use, as for one record).
-pub(crate) type ListPage = Vec<Arc<CachedRecord>>;
+/// A page of the session list: each row with its own JSON bodies (built on first use, as for one record),
+/// and the whole page's body for the `engineLoaded` flags it was last asked with (the flags are read from
+/// the runtimes at each request; they rarely change between two polls).
+pub(crate) struct ListPage {
+    pub rows: Vec<Arc<CachedRecord>>,
+    body: Mutex<Option<(Vec<bool>, Bytes)>>,
+}
+
+impl ListPage {
+    pub(crate) fn new(rows: Vec<Arc<CachedRecord>>) -> ListPage {
+        ListPage {
+            rows,
+            body: Mutex::new(None),
+        }
+    }
+
+    /// The page's body with these flags (one per row), built by `build` when the flags differ from the last.
+    pub(crate) fn json<E>(
+        &self,
+        loaded: &[bool],
+        build: impl FnOnce() -> Result<Bytes, E>,
+    ) -> Result<Bytes, E> {
+        if let Some((flags, body)) = self.body.lock().as_ref()
+            && flags == loaded
+        {
+            return Ok(body.clone());
+        }
+        let body = build()?;
+        *self.body.lock() = Some((loaded.to_vec(), body.clone()));
+        Ok(body)
+    }
+}
 
 /// What a lookup saw before the caller reads the data DB: pass it back to `fill`.
 pub(crate) struct FillTicket {
@@ -429,7 +461,7 @@ mod tests {
         let Lookup::Miss(t) = cache.lookup_list((100, 0)).await else {
             panic!("empty cache hit");
         };
-        cache.fill_list(t, (100, 0), Arc::new(vec![]));
+        cache.fill_list(t, (100, 0), Arc::new(ListPage::new(vec![])));
         assert!(matches!(cache.lookup_list((100, 0)).await, Lookup::Hit(_)));
         cache.invalidate("b").await;
         assert!(matches!(cache.lookup_list((100, 0)).await, Lookup::Miss(_)));
@@ -453,7 +485,7 @@ mod tests {
         let Lookup::Miss(lt) = b.lookup_list((10, 0)).await else {
             panic!("empty list hit");
         };
-        b.fill_list(lt, (10, 0), Arc::new(vec![]));
+        b.fill_list(lt, (10, 0), Arc::new(ListPage::new(vec![])));
         assert!(matches!(b.lookup_list((10, 0)).await, Lookup::Hit(_)));
 
         a.invalidate("s").await;
@@ -502,5 +534,25 @@ mod tests {
         assert!(!t.may_fill);
         cache.fill(t, record("s", SessionStatus::Ready));
         assert!(status(cache.lookup("s").await).is_none());
+    }
+
+    #[test]
+    fn a_list_body_is_rebuilt_when_an_engine_flag_changes() {
+        let page = ListPage::new(vec![
+            record("a", SessionStatus::Ready),
+            record("b", SessionStatus::Disconnected),
+        ]);
+        let builds = std::cell::Cell::new(0);
+        let body = |loaded: &[bool]| {
+            page.json(loaded, || {
+                builds.set(builds.get() + 1);
+                Ok::<_, ()>(Bytes::from(format!("{loaded:?}")))
+            })
+        };
+        assert_eq!(body(&[true, false]), Ok(Bytes::from("[true, false]")));
+        assert_eq!(body(&[true, false]), Ok(Bytes::from("[true, false]")));
+        assert_eq!(builds.get(), 1, "the same flags reuse the body");
+        assert_eq!(body(&[false, false]), Ok(Bytes::from("[false, false]")));
+        assert_eq!(builds.get(), 2);
     }
 }

@@ -207,26 +207,38 @@ impl SessionService {
         offset: i64,
         name: Option<&str>,
     ) -> SessionResult<Vec<(Arc<CachedRecord>, bool)>> {
-        let records: ListPage = match name {
+        let records: Vec<Arc<CachedRecord>> = match name {
             Some(name) => session_store::find_by_name(&self.deps.db, name)
                 .await?
                 .into_iter()
                 .map(|r| Arc::new(CachedRecord::new(r)))
                 .collect(),
-            None => self.cached_list(limit, offset).await?.as_ref().clone(),
+            None => self.cached_list(limit, offset).await?.rows.clone(),
         };
-        // In a cluster a list is answered here, but an engine may run on another node: its lease says so.
+        let loaded = self.engines_loaded(&records).await;
+        Ok(records.into_iter().zip(loaded).collect())
+    }
+
+    /// A page of sessions as kept in memory (`cache.rs`), with whether an engine runs each one.
+    pub(crate) async fn list_page(
+        &self,
+        limit: i64,
+        offset: i64,
+    ) -> SessionResult<(Arc<ListPage>, Vec<bool>)> {
+        let page = self.cached_list(limit, offset).await?;
+        let loaded = self.engines_loaded(&page.rows).await;
+        Ok((page, loaded))
+    }
+
+    /// Whether an engine runs each session, here or on another node by its lease (in a cluster a list is
+    /// answered here, but an engine may run elsewhere): not cached, read at each request.
+    async fn engines_loaded(&self, records: &[Arc<CachedRecord>]) -> Vec<bool> {
         let ids: Vec<&str> = records.iter().map(|r| r.record.id.as_str()).collect();
         let elsewhere: std::collections::HashSet<String> =
             self.leases.held_elsewhere(&ids).await.into_iter().collect();
-        Ok(records
-            .into_iter()
-            .map(|cached| {
-                let id = &cached.record.id;
-                let loaded = self.engine_runs_here(id) || elsewhere.contains(id);
-                (cached, loaded)
-            })
-            .collect())
+        ids.iter()
+            .map(|id| self.engine_runs_here(id) || elsewhere.contains(*id))
+            .collect()
     }
 
     /// A page of the session list: from memory when current (`cache.rs`), else from the data DB.
@@ -236,11 +248,11 @@ impl SessionService {
             Lookup::Miss(ticket) => ticket,
         };
         let rows = session_store::list(&self.deps.db, limit, offset).await?;
-        let records: Arc<ListPage> = Arc::new(
+        let records = Arc::new(ListPage::new(
             rows.into_iter()
                 .map(|r| Arc::new(CachedRecord::new(r)))
                 .collect(),
-        );
+        ));
         self.deps
             .records
             .fill_list(ticket, (limit, offset), records.clone());

@@ -116,6 +116,18 @@ async fn list_sessions(
 ) -> ApiResult<Response> {
     caller.require(Role::Viewer)?;
     let p = parse_list(query.as_deref())?;
+    if !caller.is_scoped() && p.name.is_none() {
+        let (page, loaded) = ctx.sessions.list_page(p.limit, p.offset).await?;
+        let body = page.json(&loaded, || {
+            list_body(
+                page.rows
+                    .iter()
+                    .map(AsRef::as_ref)
+                    .zip(loaded.iter().copied()),
+            )
+        })?;
+        return Ok(json_response(body));
+    }
     let sessions: Vec<_> = if caller.is_scoped() {
         let all = ctx.sessions.list(i64::MAX, 0, p.name.as_deref()).await?;
         let visible = all
@@ -130,12 +142,24 @@ async fn list_sessions(
             .list(p.limit, p.offset, p.name.as_deref())
             .await?
     };
-    let parts = sessions
-        .iter()
-        .map(|(cached, engine_loaded)| session_json(cached, *engine_loaded))
+    let body = list_body(
+        sessions
+            .iter()
+            .map(|(cached, loaded)| (cached.as_ref(), *loaded)),
+    )?;
+    Ok(json_response(body))
+}
+
+/// The list's JSON array from each row's body.
+fn list_body<'a>(rows: impl Iterator<Item = (&'a CachedRecord, bool)>) -> ApiResult<Bytes> {
+    let parts = rows
+        .map(|(cached, engine_loaded)| session_json(cached, engine_loaded))
         .collect::<ApiResult<Vec<_>>>()?;
-    let body = crate::json::json_array(&parts);
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+    Ok(crate::json::json_array(&parts))
+}
+
+fn json_response(body: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// A session's body, built once per row version (and engine state), then reused until the row's next
