@@ -339,6 +339,33 @@ async fn a_table_absent_from_the_source_is_listed_in_skipped_tables() {
     );
 }
 
+/// A message page a lone SQLite node keeps whole in memory is never served past an import that rewrote its
+/// rows (the import raises every session's write generation).
+#[tokio::test]
+async fn a_message_page_read_before_an_import_shows_the_imported_rows() {
+    let node = Node::start(options().env("DATABASE_TYPE", "sqlite"))
+        .await
+        .unwrap();
+    let c = node.client();
+    let mut payload = full_payload();
+    assert_eq!(import(&c, payload.clone()).await.body["imported"], true);
+    // Text only: the voice note's media would keep the page from being kept whole.
+    let path = format!("/api/sessions/{SESSION_A}/messages?type=text");
+    for _ in 0..2 {
+        let page = c.get(&path).await.unwrap();
+        assert_eq!(page.status, 200, "{}", page.text);
+        assert_eq!(page.body[0]["body"], "hello", "{}", page.text);
+    }
+    payload["tables"]["messages"][0]["body"] = json!("rewritten by the import");
+    assert_eq!(import(&c, payload).await.body["imported"], true);
+    let page = c.get(&path).await.unwrap();
+    assert_eq!(
+        page.body[0]["body"], "rewritten by the import",
+        "{}",
+        page.text
+    );
+}
+
 fn row_by<'a>(export: &'a Value, table: &str, key: &str, value: &str) -> &'a Value {
     export["tables"][table]
         .as_array()
