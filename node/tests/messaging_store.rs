@@ -234,14 +234,23 @@ async fn send_pacing_refuses_with_429_and_counts_the_refusals() {
 async fn a_page_read_before_a_write_shows_the_write() {
     let p = pair(options()).await;
     let to = jid(PHONE_B);
-    let sent = p
-        .post(
-            "messages/send-text",
-            json!({ "chatId": to, "text": "first draft" }),
-        )
-        .await;
-    assert_eq!(sent.status, 201, "{}", sent.text);
-    let id = sent.str("messageId");
+    let send = async |text: &str| {
+        let sent = p
+            .post("messages/send-text", json!({ "chatId": to, "text": text }))
+            .await;
+        assert_eq!(sent.status, 201, "{}", sent.text);
+        sent.str("messageId")
+    };
+    let first_page = async || {
+        let page = p
+            .client
+            .get(&format!("/api/sessions/{}/messages", p.a))
+            .await
+            .unwrap();
+        assert_eq!(page.status, 200, "{}", page.text);
+        page.body.as_array().cloned().unwrap_or_default()
+    };
+    let id = send("first draft").await;
     let mine = |m: &Value| m["waMessageId"] == id.as_str();
     p.wait_message(&p.a, "", |m| mine(m) && m["body"] == "first draft")
         .await;
@@ -252,39 +261,18 @@ async fn a_page_read_before_a_write_shows_the_write() {
         )
         .await;
     assert_eq!(edit.status, 200, "{}", edit.text);
-    let page = p
-        .client
-        .get(&format!("/api/sessions/{}/messages", p.a))
-        .await
-        .unwrap();
-    let row = page
-        .body
-        .as_array()
-        .and_then(|rows| rows.iter().find(|m| mine(m)));
+    let rows = first_page().await;
+    let row = rows.iter().find(|m| mine(m));
     assert_eq!(
         row.map(|m| m["body"].clone()),
         Some(json!("second draft")),
-        "{}",
-        page.text
+        "{rows:?}"
     );
-    let again = p
-        .post(
-            "messages/send-text",
-            json!({ "chatId": to, "text": "follow-up" }),
-        )
-        .await;
-    assert_eq!(again.status, 201, "{}", again.text);
-    let page = p
-        .client
-        .get(&format!("/api/sessions/{}/messages", p.a))
-        .await
-        .unwrap();
-    let rows = page.body.as_array().cloned().unwrap_or_default();
+    let follow_up = send("follow-up").await;
+    let rows = first_page().await;
     assert!(
-        rows.iter()
-            .any(|m| m["waMessageId"] == again.str("messageId").as_str()),
-        "{}",
-        page.text
+        rows.iter().any(|m| m["waMessageId"] == follow_up.as_str()),
+        "{rows:?}"
     );
     let ack = p
         .client
