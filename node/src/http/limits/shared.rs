@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -81,10 +82,10 @@ const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(1);
 /// Most requests one script call decides (the script passes them to `ZADD` as arguments at once).
 const MAX_BATCH: usize = 128;
 
-/// What a queued check is told: its decision, or that it now makes the next call for those queued with it.
+/// What a queued check is told: its decision, or that it now makes the next call (the baton).
 enum Turn {
     Decided(Decision),
-    Lead(Vec<oneshot::Sender<Turn>>),
+    Lead(Baton),
 }
 
 /// The checks of one address waiting for the call in flight to finish.
@@ -93,6 +94,9 @@ struct Queue {
     waiting: Vec<oneshot::Sender<Turn>>,
 }
 
+/// Addresses with a call in flight, and the checks queued behind each.
+type InFlight = Arc<Mutex<HashMap<IpAddr, Queue, foldhash::fast::RandomState>>>;
+
 pub struct SharedWindows {
     conn: ConnectionManager,
     script: redis::Script,
@@ -100,8 +104,7 @@ pub struct SharedWindows {
     tiers: Vec<RateTier>,
     member_prefix: String,
     sequence: AtomicU64,
-    /// Addresses with a call in flight, and the checks queued behind it.
-    in_flight: Mutex<HashMap<IpAddr, Queue, foldhash::fast::RandomState>>,
+    in_flight: InFlight,
     fallback: LocalWindows,
     is_degraded: AtomicBool,
     next_attempt: Mutex<Option<Instant>>,
@@ -127,7 +130,7 @@ impl SharedWindows {
             tiers: tiers.to_vec(),
             member_prefix: format!("{node_id}:{:08x}:", rand::random::<u32>()),
             sequence: AtomicU64::new(0),
-            in_flight: Mutex::new(HashMap::default()),
+            in_flight: InFlight::default(),
             fallback: LocalWindows::new(tiers),
             is_degraded: AtomicBool::new(false),
             next_attempt: Mutex::new(None),
@@ -185,22 +188,21 @@ impl SharedWindows {
                 }
             }
         };
-        let others = match queued {
-            None => Vec::new(),
+        let baton = match queued {
+            None => Baton {
+                in_flight: self.in_flight.clone(),
+                ip,
+                others: Vec::new(),
+                armed: true,
+            },
             Some(told) => match told.await {
                 Ok(Turn::Decided(decision)) => return Ok(decision),
-                Ok(Turn::Lead(others)) => others,
+                Ok(Turn::Lead(baton)) => baton,
                 Err(_) => return Err(lead_lost()),
             },
         };
-        let leading = Leading {
-            windows: self,
-            ip,
-            others,
-            armed: true,
-        };
-        let decided = self.check_in_redis(ip, 1 + leading.others.len()).await;
-        leading.pass_on(decided)
+        let decided = self.check_in_redis(ip, 1 + baton.others.len()).await;
+        baton.pass_on(decided)
     }
 
     async fn check_in_redis(&self, ip: IpAddr, k: usize) -> redis::RedisResult<Vec<Decision>> {
@@ -234,31 +236,31 @@ fn lead_lost() -> redis::RedisError {
     ))
 }
 
-/// The check making the call for its address, with the queued checks its call decides too. When the call
-/// answers it tells them, then hands the next call to the first check that queued meanwhile. When Redis
-/// fails they fail with it (and fall back). Dropped unfinished (its own caller went away or ran out of
-/// budget), it hands the next call on all the same, its batch first: they are decided again rather than
-/// left to wait for nothing (at worst counted twice, never a false outage).
-struct Leading<'a> {
-    windows: &'a SharedWindows,
+/// The right to make the next call for an address, with the queued checks that call decides too. When
+/// the call answers, the holder tells them, then hands the baton to the first check that queued meanwhile.
+/// When Redis fails they fail with it (and fall back). Dropped unused (its check went away or ran out of
+/// budget, before or during the call) it is handed on all the same, its batch first: they are decided
+/// again rather than left waiting for nothing (at worst counted twice, never a stalled address).
+struct Baton {
+    in_flight: InFlight,
     ip: IpAddr,
     others: Vec<oneshot::Sender<Turn>>,
     armed: bool,
 }
 
-impl Leading<'_> {
-    /// Answers this check's own decision (the batch's first).
+impl Baton {
+    /// Answers the holder's own decision (the batch's first).
     fn pass_on(
         mut self,
         decided: redis::RedisResult<Vec<Decision>>,
     ) -> redis::RedisResult<Decision> {
+        self.armed = false;
         let decisions = match decided {
             Ok(decisions) => decisions,
             Err(err) => {
                 // Dropping the batch and the queue tells every waiting check that the call failed.
                 self.others.clear();
-                self.windows.in_flight.lock().remove(&self.ip);
-                self.armed = false;
+                self.in_flight.lock().remove(&self.ip);
                 return Err(err);
             }
         };
@@ -267,41 +269,50 @@ impl Leading<'_> {
         for (tell, decision) in std::mem::take(&mut self.others).into_iter().zip(decisions) {
             let _ = tell.send(Turn::Decided(decision));
         }
-        self.hand_over(Vec::new());
+        hand_over(&self.in_flight, self.ip, Vec::new());
         mine
-    }
-
-    /// Gives the next call to the first check still waiting (`carried` ahead of the queue), with up to
-    /// `MAX_BATCH - 1` others behind it; with none waiting, the address has no call in flight any more.
-    fn hand_over(&mut self, carried: Vec<oneshot::Sender<Turn>>) {
-        self.armed = false;
-        let mut in_flight = self.windows.in_flight.lock();
-        let queue = in_flight.entry(self.ip).or_default();
-        queue.waiting.splice(0..0, carried);
-        while !queue.waiting.is_empty() {
-            let take = queue.waiting.len().min(MAX_BATCH);
-            let mut batch: Vec<_> = queue.waiting.drain(..take).collect();
-            let next = batch.remove(0);
-            match next.send(Turn::Lead(batch)) {
-                Ok(()) => return,
-                // That check stopped waiting; the rest of its batch goes back to the front of the queue.
-                Err(Turn::Lead(rest)) => {
-                    queue.waiting.splice(0..0, rest);
-                }
-                Err(Turn::Decided(_)) => {}
-            }
-        }
-        in_flight.remove(&self.ip);
     }
 }
 
-impl Drop for Leading<'_> {
+impl Drop for Baton {
     fn drop(&mut self) {
         if self.armed {
-            let batch = std::mem::take(&mut self.others);
-            self.hand_over(batch);
+            self.armed = false;
+            hand_over(&self.in_flight, self.ip, std::mem::take(&mut self.others));
         }
     }
+}
+
+/// Gives the baton to the first check still waiting (`carried` ahead of the queue), with up to
+/// `MAX_BATCH - 1` others behind it; with none waiting, the address has no call in flight any more.
+fn hand_over(in_flight: &InFlight, ip: IpAddr, carried: Vec<oneshot::Sender<Turn>>) {
+    let mut map = in_flight.lock();
+    let queue = map.entry(ip).or_default();
+    queue.waiting.splice(0..0, carried);
+    while !queue.waiting.is_empty() {
+        let take = queue.waiting.len().min(MAX_BATCH);
+        let mut others: Vec<_> = queue.waiting.drain(..take).collect();
+        let next = others.remove(0);
+        let baton = Baton {
+            in_flight: in_flight.clone(),
+            ip,
+            others,
+            armed: true,
+        };
+        match next.send(Turn::Lead(baton)) {
+            Ok(()) => return,
+            // That check stopped waiting: its batch goes back to the front of the queue (disarmed first,
+            // so dropping it does not hand over again under this lock).
+            Err(Turn::Lead(mut baton)) => {
+                baton.armed = false;
+                queue
+                    .waiting
+                    .splice(0..0, std::mem::take(&mut baton.others));
+            }
+            Err(Turn::Decided(_)) => {}
+        }
+    }
+    map.remove(&ip);
 }
 
 /// The script's reply through the shared rule, one decision per request of the batch in order; a malformed
@@ -478,13 +489,19 @@ mod tests {
                 waiting: vec![tell],
             },
         );
-        drop(Leading {
-            windows: &limiter,
+        drop(Baton {
+            in_flight: limiter.in_flight.clone(),
             ip,
             others: Vec::new(),
             armed: true,
         });
-        assert!(matches!(told.await, Ok(Turn::Lead(batch)) if batch.is_empty()));
+        let Ok(Turn::Lead(baton)) = told.await else {
+            panic!("the queued check is handed the next call");
+        };
+        assert!(baton.others.is_empty());
+        // Dropped unused in turn (its check went away), the baton frees the address: nobody else waits.
+        drop(baton);
+        assert!(limiter.in_flight.lock().is_empty());
         let (gone, _) = oneshot::channel::<Turn>();
         let (tell, told) = oneshot::channel();
         limiter.in_flight.lock().insert(
@@ -493,8 +510,8 @@ mod tests {
                 waiting: vec![gone, tell],
             },
         );
-        drop(Leading {
-            windows: &limiter,
+        drop(Baton {
+            in_flight: limiter.in_flight.clone(),
             ip,
             others: Vec::new(),
             armed: true,
@@ -503,8 +520,20 @@ mod tests {
             matches!(told.await, Ok(Turn::Lead(_))),
             "a check that stopped waiting is passed over"
         );
-        // The check told to lead would make the call; here nobody does, so the test frees the address.
-        limiter.in_flight.lock().remove(&ip);
+        assert!(limiter.in_flight.lock().is_empty());
+        // A baton handed to a check that goes away before reading it is handed on from the channel.
+        let (tell, told) = oneshot::channel();
+        let (next, next_told) = oneshot::channel();
+        limiter.in_flight.lock().insert(
+            ip,
+            Queue {
+                waiting: vec![tell, next],
+            },
+        );
+        hand_over(&limiter.in_flight, ip, Vec::new());
+        drop(told);
+        assert!(matches!(next_told.await, Ok(Turn::Lead(_))));
+        assert!(limiter.in_flight.lock().is_empty());
         assert!(matches!(limiter.check(ip).await, Decision::Admitted(_)));
         assert!(limiter.in_flight.lock().is_empty());
     }
