@@ -63,5 +63,5 @@ pub struct ContextParts {
     /// The simulated network, when `ENGINE_TYPE=sim` (its control API is mounted only then).
     pub(crate) sim: Option<SimNetwork>,
     /// The client session-scoped requests are forwarded to their owner node with.
-    pub(crate) forwarder: reqwest::Client,
+    pub(crate) forwarder: crate::http::peer_client::PeerClient,
 }

@@ -488,7 +488,7 @@ async fn build_context(
             None => AuditLog::new(main_db.clone()),
         },
         metrics: install_metrics(&config),
-        forwarder: crate::http::forward::client(config.session_proxy_timeout_ms),
+        forwarder: crate::http::peer_client::PeerClient::new(config.session_proxy_timeout_ms),
         config,
         keys,
     }))

@@ -466,27 +466,42 @@ async fn forward_cost(args: &ReadsArgs, tag: &str) -> anyhow::Result<String> {
         reply.header("x-wagate-served-by")
     );
     let path = format!("/api/sessions/{id}");
+    let owner_url = format!("{}{path}", cluster.nodes[0].base_url());
+    let through_url = format!("{}{path}", cluster.nodes[1].base_url());
     let counters = Counters::new();
-    let load = Load {
+    let loaded = Load {
         args,
         counters: &counters,
     };
-    let local = load
-        .run(&format!("{}{path}", cluster.nodes[0].base_url()), &key)
-        .await?;
-    let forwarded = load
-        .run(&format!("{}{path}", cluster.nodes[1].base_url()), &key)
-        .await?;
+    // One connection as well: at `--connections` on a saturated machine p50 follows throughput, and the
+    // forwarded read costs both nodes' CPU; one request at a time shows the forward's own latency.
+    let single_args = ReadsArgs {
+        connections: 1,
+        threads: 1,
+        ..args.clone()
+    };
+    let single = Load {
+        args: &single_args,
+        counters: &counters,
+    };
+    let local = loaded.run(&owner_url, &key).await?;
+    let forwarded = loaded.run(&through_url, &key).await?;
+    let local_one = single.run(&owner_url, &key).await?;
+    let forwarded_one = single.run(&through_url, &key).await?;
     Ok(format!(
         "forward (2-node cluster, PostgreSQL + Redis): GET /api/sessions/{{id}} at its owner {:.0} req/s p50 {:.2} ms p99 {:.2} ms; \
-         through the other node {:.0} req/s p50 {:.2} ms p99 {:.2} ms; the forward adds {:.2} ms p50",
+         through the other node {:.0} req/s p50 {:.2} ms p99 {:.2} ms; the forward adds {:.2} ms p50. \
+         One connection: at its owner p50 {:.3} ms, through the other node p50 {:.3} ms; the forward adds {:.3} ms p50",
         local.rps,
         local.p50_ms,
         local.p99_ms,
         forwarded.rps,
         forwarded.p50_ms,
         forwarded.p99_ms,
-        forwarded.p50_ms - local.p50_ms
+        forwarded.p50_ms - local.p50_ms,
+        local_one.p50_ms,
+        forwarded_one.p50_ms,
+        forwarded_one.p50_ms - local_one.p50_ms
     ))
 }
 

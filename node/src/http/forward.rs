@@ -20,6 +20,7 @@ use wagate_proto::headers::{FORWARDED, SERVED_BY};
 use super::auth::Caller;
 use super::client_addr::{CLIENT_ADDRESS_HEADER, CLUSTER_SECRET_HEADER, client_ip_from};
 use super::error::ApiError;
+use super::peer_client::PeerError;
 use crate::app::ApiContext;
 use crate::cluster::Route;
 use crate::cluster::lease::LeaseError;
@@ -35,16 +36,6 @@ pub(crate) enum ForwardError {
     BrokeAfterSend,
     #[error("Request body exceeds BODY_SIZE_LIMIT")]
     BodyTooLarge,
-}
-
-/// The HTTP client forwards go through: no proxy from the environment, `SESSION_PROXY_TIMEOUT_MS` budget.
-pub(crate) fn client(timeout_ms: u64) -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_millis(timeout_ms))
-        .connect_timeout(Duration::from_millis(timeout_ms.min(5_000)))
-        .build()
-        .unwrap_or_default()
 }
 
 /// The session id of a session-scoped path (a UUID segment right after `sessions/`), if any.
@@ -159,13 +150,11 @@ pub(crate) async fn post_to_owner(
         headers.insert(HeaderName::from_static("x-api-key"), key.clone());
     }
     mark_forwarded(ctx, &mut headers);
-    let sent = ctx
-        .forwarder
-        .post(format!("{url}{path}"))
-        .headers(headers)
-        .send()
-        .await
-        .map_err(classify)?;
+    let mut request = Request::post(format!("{url}{path}"))
+        .body(Body::empty())
+        .map_err(|_| ForwardError::NotReached)?;
+    *request.headers_mut() = headers;
+    let sent = ctx.forwarder.send(request).await.map_err(ForwardError::from)?;
     Ok(Some(sent.status()))
 }
 
@@ -185,28 +174,23 @@ fn mark_forwarded(ctx: &ApiContext, headers: &mut HeaderMap) {
     }
 }
 
-/// Headers that describe one hop, not the message; never copied across a forward.
-fn is_hop_by_hop(name: &HeaderName) -> bool {
-    matches!(
-        name.as_str(),
-        "connection"
-            | "keep-alive"
-            | "proxy-authenticate"
-            | "proxy-authorization"
-            | "te"
-            | "trailer"
-            | "transfer-encoding"
-            | "upgrade"
-            | "host"
-            | "content-length"
-    )
-}
-
-fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
-    for (name, value) in from {
-        if !is_hop_by_hop(name) {
-            to.append(name.clone(), value.clone());
-        }
+/// Removes the hop-by-hop headers of a message crossing a forward. A body's length is not copied either:
+/// the body itself tells the next hop (hyper sets `content-length` from an exact size).
+fn drop_hop_by_hop(headers: &mut HeaderMap) {
+    const HOP_BY_HOP: [HeaderName; 10] = [
+        header::CONNECTION,
+        HeaderName::from_static("keep-alive"),
+        header::PROXY_AUTHENTICATE,
+        header::PROXY_AUTHORIZATION,
+        header::TE,
+        header::TRAILER,
+        header::TRANSFER_ENCODING,
+        header::UPGRADE,
+        header::HOST,
+        header::CONTENT_LENGTH,
+    ];
+    for name in &HOP_BY_HOP {
+        headers.remove(name);
     }
 }
 
@@ -287,8 +271,10 @@ async fn forward(
         .path_and_query()
         .map(|p| p.as_str())
         .unwrap_or("/");
-    let mut headers = HeaderMap::new();
-    copy_headers(&parts.headers, &mut headers);
+    let uri = axum::http::Uri::try_from(format!("{base_url}{path}"))
+        .map_err(|_| ForwardError::NotReached)?;
+    let mut headers = parts.headers.clone();
+    drop_hop_by_hop(&mut headers);
     mark_forwarded(ctx, &mut headers);
     wagate_workers::telemetry::propagation::inject_into_headers(span, &mut headers);
     if let Some(client) =
@@ -296,62 +282,28 @@ async fn forward(
     {
         headers.insert(CLIENT_ADDRESS_HEADER, client);
     }
-    let url = format!("{base_url}{path}");
     let attempt = |body: axum::body::Bytes| {
-        ctx.forwarder
-            .request(parts.method.clone(), &url)
-            .headers(headers.clone())
-            .body(body)
-            .send()
+        let mut request = Request::new(Body::from(body));
+        *request.method_mut() = parts.method.clone();
+        *request.uri_mut() = uri.clone();
+        *request.headers_mut() = headers.clone();
+        ctx.forwarder.send(request)
     };
-    let sent = match attempt(bytes.clone()).await {
-        Err(err) if closed_unanswered(&err) => attempt(bytes).await,
+    let mut answer = match attempt(bytes.clone()).await {
+        Err(PeerError::ClosedUnanswered) => attempt(bytes).await,
         other => other,
-    }
-    .map_err(classify)?;
-    let mut response = Response::builder().status(sent.status());
-    if let Some(out) = response.headers_mut() {
-        copy_headers(sent.headers(), out);
-    }
-    response
-        .body(Body::from_stream(sent.bytes_stream()))
-        .map_err(|_| ForwardError::BrokeAfterSend)
+    }?;
+    drop_hop_by_hop(answer.headers_mut());
+    Ok(answer)
 }
 
-/// A pooled keep-alive connection the owner closed (a graceful stop closes idle connections) just as the
-/// request went out on it: the owner never read the request, so one retry on a fresh connection is safe.
-/// A stopped owner then refuses the new connection, which answers 503 like any unreachable owner.
-fn closed_unanswered(err: &reqwest::Error) -> bool {
-    if err.is_connect() || err.is_timeout() {
-        return false;
-    }
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        if let Some(hyper_err) = cause.downcast_ref::<hyper::Error>()
-            && hyper_err.is_incomplete_message()
-        {
-            return true;
+impl From<PeerError> for ForwardError {
+    fn from(err: PeerError) -> Self {
+        match err {
+            PeerError::NotReached => ForwardError::NotReached,
+            PeerError::TimedOut => ForwardError::TimedOut,
+            PeerError::ClosedUnanswered | PeerError::Broke => ForwardError::BrokeAfterSend,
         }
-        if let Some(io) = cause.downcast_ref::<std::io::Error>()
-            && matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
-            )
-        {
-            return true;
-        }
-        source = cause.source();
-    }
-    false
-}
-
-fn classify(err: reqwest::Error) -> ForwardError {
-    if err.is_connect() {
-        ForwardError::NotReached
-    } else if err.is_timeout() {
-        ForwardError::TimedOut
-    } else {
-        ForwardError::BrokeAfterSend
     }
 }
 

@@ -47,6 +47,7 @@ pub(crate) mod messages;
 pub(crate) mod metrics;
 pub(crate) mod observe;
 pub(crate) mod openapi;
+pub(crate) mod peer_client;
 pub(crate) mod profile;
 pub(crate) mod queue_dashboard;
 pub(crate) mod search;
