@@ -154,7 +154,11 @@ pub(crate) async fn post_to_owner(
         .body(Body::empty())
         .map_err(|_| ForwardError::NotReached)?;
     *request.headers_mut() = headers;
-    let sent = ctx.forwarder.send(request).await.map_err(ForwardError::from)?;
+    let sent = ctx
+        .forwarder
+        .send(request)
+        .await
+        .map_err(ForwardError::from)?;
     Ok(Some(sent.status()))
 }
 

@@ -52,18 +52,14 @@ impl PeerClient {
     }
 
     /// Sends `request` (an absolute `http://` URI) and answers the peer's response, its body streamed.
-    pub(crate) async fn send(
-        &self,
-        request: Request<Body>,
-    ) -> Result<Response<Body>, PeerError> {
+    pub(crate) async fn send(&self, request: Request<Body>) -> Result<Response<Body>, PeerError> {
         let answer = tokio::time::timeout(self.budget, self.client.request(request))
             .await
             .map_err(|_elapsed| PeerError::TimedOut)?
             .map_err(|err| classify(&err))?;
         let budget = self.budget;
-        Ok(answer.map(|body: Incoming| {
-            Body::new(tower_http::timeout::TimeoutBody::new(budget, body))
-        }))
+        Ok(answer
+            .map(|body: Incoming| Body::new(tower_http::timeout::TimeoutBody::new(budget, body))))
     }
 }
 
