@@ -4,7 +4,9 @@
 //! worker while a delivery is in flight still delivers it after the restart; a rolling restart of every
 //! node (SIGTERM, then start again) under a client at about 100 requests/s answers every request 2xx: each
 //! stopping node hands its sessions over and requests for one in transit wait for the new owner. The client
-//! only moves on to the next node when one does not take the connection. Polls, never asserts timing.
+//! only moves on to the next node when one does not take the connection. A session that runs on a node
+//! again after a webhook was added while it ran elsewhere delivers to that webhook. Polls, never asserts
+//! timing.
 
 mod support;
 
@@ -349,4 +351,49 @@ async fn a_read_forwarded_to_a_dead_owner_follows_the_session_instead_of_failing
     assert_eq!(after.status, 200, "{}", after.text);
     assert_eq!(after.header("x-wagate-served-by"), Some("node-b"));
     assert_eq!(after.body["id"], s.as_str());
+}
+
+/// Each node caches a session's webhooks for its event pipeline; a node that runs the session again must
+/// not match its events against what it cached the last time it ran it.
+#[tokio::test]
+async fn a_session_back_on_a_node_delivers_to_a_webhook_added_while_it_ran_elsewhere() {
+    let c = cluster(2, &[]).await;
+    let s = create_linked(&c.client(0), "moved-hooks", "15550004005")
+        .await
+        .expect("linked on node a");
+    // Node a matches one event while the session has no webhook (and keeps that answer).
+    inbound(&c.client(0), &s, PEER, "before any webhook").await;
+    let move_to = |node: usize| {
+        let client = c.client(node);
+        let s = s.clone();
+        async move {
+            let stopped = client
+                .post_empty(&format!("/api/sessions/{s}/stop"))
+                .await
+                .expect("stop");
+            assert_eq!(stopped.status, 200, "{}", stopped.text);
+            let started = client
+                .post_empty(&format!("/api/sessions/{s}/start"))
+                .await
+                .expect("start");
+            assert_eq!(started.status, 200, "{}", started.text);
+            started.header("x-wagate-served-by").map(str::to_owned)
+        }
+    };
+    assert_eq!(move_to(1).await.as_deref(), Some("node-b"));
+    let rx = Receiver::start().await.expect("receiver");
+    add_webhook(
+        &c.client(1),
+        &s,
+        json!({ "url": rx.url(), "events": ["message.received"] }),
+    )
+    .await;
+    assert_eq!(move_to(0).await.as_deref(), Some("node-a"));
+    inbound(&c.client(0), &s, PEER, "after the move back").await;
+    let all = rx.wait_until(BUDGET, |d| !d.is_empty()).await;
+    assert_eq!(
+        all[0].json()["data"]["body"],
+        "after the move back",
+        "{all:?}"
+    );
 }

@@ -372,7 +372,8 @@ async fn refused_credentials_answer_503_and_lose_nothing() {
             json!({ "chatId": to, "base64": b64(b"NOT-NOW"), "mimetype": "image/png" }),
         )
         .await;
-    assert_eq!(send.status, 503, "{}", send.text);
+    // The media send path never answers 503 (the spec): a client must not take it as safe to retry.
+    assert_eq!(send.status, 500, "{}", send.text);
     let count = p
         .client
         .get("/api/infra/storage/files/count")
@@ -407,7 +408,7 @@ async fn an_unreachable_endpoint_answers_503_with_a_clear_message() {
             json!({ "chatId": jid(PHONE_B), "base64": b64(b"NOWHERE"), "mimetype": "image/png" }),
         )
         .await;
-    assert_eq!(send.status, 503, "{}", send.text);
+    assert_eq!(send.status, 500, "the media send path never answers 503: {}", send.text);
     assert!(
         send.body["message"]
             .as_str()

@@ -84,6 +84,14 @@ async fn unanswered_queries_answer_503_and_never_exists_false() {
         .await
         .expect("archive");
     assert_eq!(write.status, 503, "{}", write.text);
+    let read = c
+        .post(
+            &at(&alice, "/chats/read"),
+            json!({ "chatId": jid("4915200000002") }),
+        )
+        .await
+        .expect("read");
+    assert_eq!(read.status, 503, "chats read: {}", read.text);
     // Routes that never answer 503 are not bounded by the query budget.
     let link = c
         .post(

@@ -85,6 +85,14 @@ async fn listing_pages_and_filters_by_exact_name() {
         c.get("/api/sessions?name=LIST-B").await.expect("r").body,
         json!([])
     );
+    assert_eq!(
+        c.get("/api/sessions?name=list-b&offset=1")
+            .await
+            .expect("r")
+            .body,
+        json!([]),
+        "the match is paged like any list"
+    );
     for bad in [
         "?name=",
         "?name=list-a&name=list-b",
@@ -205,6 +213,15 @@ async fn the_proxy_is_never_shown_and_scoped_keys_cannot_change_it() {
         .await
         .expect("r");
     assert_eq!(reply.status, 403);
+    let created = node
+        .client_with_key(Some(&scoped))
+        .post(
+            "/api/sessions",
+            json!({ "name": "proxied-by-scoped", "proxyUrl": "http://10.1.2.3:3128" }),
+        )
+        .await
+        .expect("r");
+    assert_eq!(created.status, 403, "a proxy at creation too: {}", created.text);
     let cleared = c.patch(&url, json!({ "proxyUrl": null })).await.expect("r");
     assert_eq!(cleared.body["enabled"], false);
 }

@@ -74,7 +74,12 @@ pub(crate) fn normalise(session_id: &str, event: &EngineEvent) -> Option<Event> 
         } => {
             let participants: Vec<Value> = participants
                 .iter()
-                .map(|p| json!({ "id": p.id, "state": p.state.as_str(), "lastSeen": p.last_seen }))
+                .map(|p| {
+                    without_nulls(
+                        json!({ "id": p.id, "state": p.state.as_str(), "lastSeen": p.last_seen }),
+                        &["lastSeen"],
+                    )
+                })
                 .collect();
             (
                 EventName::PresenceUpdate,
@@ -85,11 +90,14 @@ pub(crate) fn normalise(session_id: &str, event: &EngineEvent) -> Option<Event> 
         EngineEvent::Call(call) => call_event(call),
         EngineEvent::Status(status) => (
             EventName::StatusReceived,
-            json!({
-                "statusId": status.status_id, "contact": status.contact, "type": status.kind,
-                "caption": status.caption, "hasMedia": status.has_media,
-                "postedAt": status.posted_at, "expiresAt": status.expires_at,
-            }),
+            without_nulls(
+                json!({
+                    "statusId": status.status_id, "contact": status.contact, "type": status.kind,
+                    "caption": status.caption, "hasMedia": status.has_media,
+                    "postedAt": status.posted_at, "expiresAt": status.expires_at,
+                }),
+                &["caption"],
+            ),
         ),
         _ => return None,
     };
@@ -124,12 +132,25 @@ pub(crate) fn message_data(msg: &InboundMessage) -> Value {
 pub(crate) fn media_data(media: &ReceivedMedia) -> Value {
     let size = media.size();
     let is_held = media.stored.is_none() || media.data.len() as u64 == size;
-    if size > INLINE_MEDIA_MAX_BYTES as u64 || !is_held {
+    let data = if size > INLINE_MEDIA_MAX_BYTES as u64 || !is_held {
         json!({ "mimetype": media.mimetype, "filename": media.filename, "omitted": true, "sizeBytes": size })
     } else {
         let data = base64::engine::general_purpose::STANDARD.encode(&media.data);
         json!({ "mimetype": media.mimetype, "filename": media.filename, "data": data, "sizeBytes": size })
+    };
+    without_nulls(data, &["filename"])
+}
+
+/// The envelope's optional fields (wire-notes `name?`) are left out when absent, not sent as `null`.
+fn without_nulls(mut data: Value, optional: &[&str]) -> Value {
+    if let Some(obj) = data.as_object_mut() {
+        for key in optional {
+            if obj.get(*key).is_some_and(Value::is_null) {
+                obj.remove(*key);
+            }
+        }
     }
+    data
 }
 
 fn group_event(group: &GroupEvent) -> (EventName, Value) {
@@ -143,7 +164,7 @@ fn group_event(group: &GroupEvent) -> (EventName, Value) {
         "groupId": group.group_id, "actorId": group.actor_id, "participantIds": group.participant_ids,
         "changes": group.changes, "timestamp": group.timestamp,
     });
-    (name, data)
+    (name, without_nulls(data, &["actorId", "changes"]))
 }
 
 fn call_event(call: &CallEvent) -> (EventName, Value) {

@@ -1,9 +1,14 @@
 //! The per-session cache of active webhooks the pipeline matches events against, so the hot path does not
-//! query. Filled on first use per session, invalidated by the webhook service on every change. It does not
-//! evaluate filters (`filter.rs`) or write rows (`pipeline.rs`).
+//! query. Filled on first use per session, invalidated by the webhook service on every change and when this
+//! node loads the session (in a cluster the webhook writes of a session go to the node that runs it, so a
+//! node that runs it again may hold what was true when it last did). Entries also age out after
+//! `MAX_AGE`: a write that raced a session's move between nodes, or a data import on another node, is
+//! seen within that bound rather than never. It does not evaluate filters (`filter.rs`) or write rows
+//! (`pipeline.rs`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use wagate_proto::EventName;
@@ -27,9 +32,12 @@ impl Subscription {
     }
 }
 
+/// How long an entry is trusted without an invalidation: one query per session and interval at most.
+const MAX_AGE: Duration = Duration::from_secs(10);
+
 /// Cached subscriptions per session id.
 pub(crate) struct SubscriptionCache {
-    by_session: DashMap<String, Arc<Vec<Subscription>>>,
+    by_session: DashMap<String, (Arc<Vec<Subscription>>, Instant)>,
     /// Bumped by every invalidation: a load that started before one must not be cached, or it would
     /// re-install what the change just replaced.
     generation: AtomicU64,
@@ -50,8 +58,10 @@ impl SubscriptionCache {
         tx: &mut DataTx,
         session_id: &str,
     ) -> StoreResult<Arc<Vec<Subscription>>> {
-        if let Some(hit) = self.by_session.get(session_id) {
-            return Ok(hit.clone());
+        if let Some(hit) = self.by_session.get(session_id)
+            && hit.1.elapsed() < MAX_AGE
+        {
+            return Ok(hit.0.clone());
         }
         let generation = self.generation.load(Ordering::Acquire);
         let rows = webhook_store::list_active_for_session_in(tx, session_id).await?;
@@ -74,7 +84,8 @@ impl SubscriptionCache {
                 .collect(),
         );
         if self.generation.load(Ordering::Acquire) == generation {
-            self.by_session.insert(session_id.to_owned(), subs.clone());
+            self.by_session
+                .insert(session_id.to_owned(), (subs.clone(), Instant::now()));
         }
         subs
     }

@@ -44,7 +44,14 @@ pub(crate) fn access_for(method: &Method, template: &str) -> Access {
         "/api/webhooks" => return Access::role(Role::Operator),
         _ => {}
     }
-    if template.starts_with("/api/auth/api-keys") || template.starts_with("/api/admin/") {
+    // Data export and import and the media archives read or replace every session's data: a key
+    // restricted to some sessions may not use them, whatever its role.
+    if template.starts_with("/api/auth/api-keys")
+        || template.starts_with("/api/admin/")
+        || template.starts_with("/api/infra/export-data")
+        || template.starts_with("/api/infra/import-data")
+        || template.starts_with("/api/infra/storage/")
+    {
         return Access::unscoped(Role::Admin);
     }
     if template.starts_with("/api/infra/")
@@ -116,6 +123,23 @@ mod tests {
             Role::Operator
         );
         assert_eq!(role(Method::GET, "/api/webhooks"), Role::Operator);
+    }
+
+    #[test]
+    fn whole_data_routes_refuse_session_restricted_keys() {
+        for template in [
+            "/api/infra/export-data",
+            "/api/infra/import-data",
+            "/api/infra/storage/files/count",
+            "/api/infra/storage/export",
+            "/api/infra/storage/import",
+            "/api/admin/queues",
+        ] {
+            let access = access_for(&Method::GET, template);
+            assert_eq!(access.role, Role::Admin, "{template}");
+            assert!(access.unscoped_only, "{template}");
+        }
+        assert!(!access_for(&Method::GET, "/api/infra/status").unscoped_only);
     }
 
     #[test]

@@ -50,6 +50,9 @@ async fn create_call_link(
         .ok_or_else(|| ApiError::bad_request("startTime must be epoch milliseconds"))?;
     let engine = session.engine().await?;
     // Unbounded on purpose: call-link create is among the routes that never answer 503.
-    let link = engine.create_call_link(kind, start_time).await?;
+    let link = engine
+        .create_call_link(kind, start_time)
+        .await
+        .map_err(|e| ApiError::from(e).never_unavailable())?;
     Ok(Json(CallLink { link }))
 }

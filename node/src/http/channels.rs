@@ -67,7 +67,8 @@ async fn create_channel(
     // Unbounded on purpose: channel create is among the routes that never answer 503.
     let channel = engine
         .create_channel(&body.name, body.description.as_deref())
-        .await?;
+        .await
+        .map_err(|e| ApiError::from(e).never_unavailable())?;
     Ok((StatusCode::CREATED, Json(channel.into())))
 }
 

@@ -11,15 +11,15 @@ use wagate_proto::Jid;
 use super::error::{ApiError, ApiResult};
 use super::extract::query_pairs;
 use crate::app::ApiContext;
-use crate::engine::{EngineError, EngineResult};
+use crate::engine::EngineError;
 
 /// Bounds an engine query by `ENGINE_QUERY_TIMEOUT_MS` (the spec's 30-second budget): an unanswered
 /// query is `Timeout` (503), never a guessed answer. Routes the spec says never answer 503 (group and
 /// channel create, status posts, call-link create) do not use it.
-pub(crate) async fn bounded<T>(
+pub(crate) async fn bounded<T, E: From<EngineError>>(
     ctx: &ApiContext,
-    query: impl Future<Output = EngineResult<T>>,
-) -> EngineResult<T> {
+    query: impl Future<Output = Result<T, E>>,
+) -> Result<T, E> {
     let budget = Duration::from_millis(ctx.config.engine_query_timeout_ms);
     let query =
         tracing::Instrument::instrument(query, tracing::info_span!("engine_call", op = "query"));
@@ -31,7 +31,7 @@ pub(crate) async fn bounded<T>(
                 "engine" => ctx.sessions.engine_kind().as_str()
             )
             .increment(1);
-            Err(EngineError::Timeout)
+            Err(EngineError::Timeout.into())
         })
 }
 

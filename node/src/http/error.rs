@@ -59,6 +59,16 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error")
     }
 
+    /// For the routes the spec says never answer 503 (group, channel and call-link create, the media send
+    /// path, status posts): a 503 tells a client that retrying is safe, and these may already have reached
+    /// the network, so their unavailability answers 500 with the same message.
+    pub fn never_unavailable(mut self) -> ApiError {
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            self.status = StatusCode::INTERNAL_SERVER_ERROR;
+        }
+        self
+    }
+
     pub fn with_code(mut self, code: &'static str) -> ApiError {
         self.code = Some(code);
         self

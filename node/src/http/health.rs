@@ -58,8 +58,8 @@ pub(crate) async fn readiness(ctx: &ApiContext) -> (bool, Readiness) {
             main_database: state(probe.main_up),
             data_database: state(probe.data_up),
             redis: probe.redis_up.map(state),
-            draining: probe.draining,
         },
+        draining: probe.draining,
     };
     (ok, body)
 }

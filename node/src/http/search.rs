@@ -104,6 +104,17 @@ fn hit(row: SearchRow) -> SearchHit {
     }
 }
 
+/// The spec's 503 covers a provider that failed as well as one that did not answer; a refusal of the
+/// query itself (4xx) stays what it is.
+fn provider_failure(err: crate::messaging::MessagingError) -> ApiError {
+    let err = ApiError::from(err);
+    if err.status.is_server_error() {
+        ApiError::unavailable("Search provider failed")
+    } else {
+        err
+    }
+}
+
 /// GET /api/search
 #[utoipa::path(get, path = "/api/search", tag = "search", params(SearchQuery),
     responses((status = 200, body = SearchResults)))]
@@ -117,7 +128,8 @@ async fn search_messages(
     let started = Instant::now();
     let (rows, total) = tokio::time::timeout(SEARCH_TIMEOUT, ctx.messaging.search(&filter))
         .await
-        .map_err(|_| ApiError::unavailable("Search provider did not answer in time"))??;
+        .map_err(|_| ApiError::unavailable("Search provider did not answer in time"))?
+        .map_err(provider_failure)?;
     Ok(Json(SearchResults {
         hits: rows.into_iter().map(hit).collect(),
         total,

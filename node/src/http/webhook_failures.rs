@@ -74,7 +74,8 @@ async fn list_delivery_failures(
     if let Some(id) = &q.session_id {
         caller.require_session(id)?;
     }
-    let (limit, offset) = page(q.limit, q.offset, 50, 1000)?;
+    // The reference contract: 1-1000, default 1000.
+    let (limit, offset) = page(q.limit, q.offset, 1000, 1000)?;
     let (limit, offset) = (limit as i64, offset as i64);
     let rows = if caller.is_scoped() && q.session_id.is_none() {
         // A scoped key's rows are a subset: read the whole log, then page what it may see.

@@ -210,9 +210,7 @@ impl KeyService {
         if key.expires_at.is_some_and(|at| at <= now) {
             return Err(KeyRefusal::Expired);
         }
-        if let Some(allowed) = &key.allowed_ips
-            && !rules::ip_allowed(allowed, client)
-        {
+        if !address_allowed(&key, client) {
             return Err(KeyRefusal::AddressNotAllowed);
         }
         Ok(key)
@@ -403,6 +401,13 @@ fn not_found(err: StoreError) -> KeyError {
         StoreError::NotFound => KeyError::NotFound,
         other => KeyError::Store(other),
     }
+}
+
+/// Whether the key's `allowedIps` (none = any address) admit `client`.
+pub(crate) fn address_allowed(key: &ApiKey, client: Option<IpAddr>) -> bool {
+    key.allowed_ips
+        .as_deref()
+        .is_none_or(|allowed| rules::ip_allowed(allowed, client))
 }
 
 #[cfg(test)]

@@ -43,7 +43,8 @@ impl NewKey {
 
     pub(crate) fn into_key(self, plaintext: &str) -> Result<ApiKey, KeyError> {
         check_name(&self.name)?;
-        if let Some(sessions) = &self.allowed_sessions {
+        let allowed_sessions = self.allowed_sessions.map(canonical_sessions);
+        if let Some(sessions) = &allowed_sessions {
             check_allowed_sessions(sessions)?;
         }
         if let Some(ips) = &self.allowed_ips {
@@ -56,7 +57,7 @@ impl NewKey {
             key_hash: hash_key(plaintext),
             key_prefix: plaintext.chars().take(8).collect(),
             role: self.role.unwrap_or(Role::Operator),
-            allowed_sessions: self.allowed_sessions,
+            allowed_sessions,
             allowed_ips: self.allowed_ips,
             is_active: true,
             expires_at: self.expires_at,
@@ -78,6 +79,7 @@ impl KeyChange {
             key.role = role;
         }
         if let Some(sessions) = self.allowed_sessions {
+            let sessions = sessions.map(canonical_sessions);
             if let Some(list) = &sessions {
                 check_allowed_sessions(list)?;
             }
@@ -107,6 +109,18 @@ fn check_name(name: &str) -> Result<(), KeyError> {
         ));
     }
     crate::names::printable("name", name).map_err(KeyError::Invalid)
+}
+
+/// Session ids as requests name them once parsed (lowercase hyphenated UUIDs), so a key listing an id in
+/// capitals or braces still reaches that session; other entries stay as given.
+fn canonical_sessions(sessions: Vec<String>) -> Vec<String> {
+    sessions
+        .into_iter()
+        .map(|entry| match uuid::Uuid::parse_str(&entry) {
+            Ok(id) => id.to_string(),
+            Err(_) => entry,
+        })
+        .collect()
 }
 
 /// The spec refuses entries that are empty, whitespace-padded, comma-bearing or duplicated.

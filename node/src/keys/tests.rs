@@ -100,6 +100,37 @@ async fn malformed_allowed_sessions_are_refused() {
     }
 }
 
+#[tokio::test]
+async fn allowed_session_ids_are_kept_as_requests_name_them() {
+    let (keys, _dir) = service().await;
+    let new = NewKey {
+        allowed_sessions: Some(vec![
+            "3F2504E0-4F89-41D3-9A0C-0305E82C3301".to_string(),
+            "some-name".to_string(),
+        ]),
+        ..new_key("scoped", Role::Operator)
+    };
+    let (key, _) = keys.create(new).await.expect("created");
+    assert_eq!(
+        key.allowed_sessions.as_deref(),
+        Some(
+            &[
+                "3f2504e0-4f89-41d3-9a0c-0305e82c3301".to_string(),
+                "some-name".to_string()
+            ][..]
+        )
+    );
+    // The same id in two spellings is one entry twice.
+    let twice = NewKey {
+        allowed_sessions: Some(vec![
+            "3F2504E0-4F89-41D3-9A0C-0305E82C3301".to_string(),
+            "3f2504e0-4f89-41d3-9a0c-0305e82c3301".to_string(),
+        ]),
+        ..new_key("twice", Role::Operator)
+    };
+    assert!(matches!(keys.create(twice).await, Err(KeyError::Invalid(_))));
+}
+
 #[test]
 fn ip_rules_match_addresses_and_ranges() {
     let allowed = vec!["10.0.0.0/8".to_string(), "127.0.0.1".to_string()];

@@ -69,6 +69,8 @@ impl SessionService {
             return Ok(runtime);
         }
         let lease = self.leases.acquire(id, &self.deps.records).await?;
+        // While we hold the lease the session's webhook writes come here; before it, they went elsewhere.
+        self.deps.pipeline.subscriptions().invalidate(id);
         let record = match self.record(id).await {
             Ok(record) => record,
             Err(err) => {

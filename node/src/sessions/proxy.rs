@@ -30,7 +30,7 @@ pub(crate) fn view(raw: Option<&str>) -> SessionProxy {
             has_credentials: false,
         };
     };
-    let host = url.host_str().map(|h| match url.port_or_known_default() {
+    let host = url.host_str().map(|h| match url.port_or_known_default().or(socks_port(&url)) {
         Some(port) => format!("{h}:{port}"),
         None => h.to_string(),
     });
@@ -40,6 +40,12 @@ pub(crate) fn view(raw: Option<&str>) -> SessionProxy {
         proxy_host: host,
         has_credentials: !url.username().is_empty() || url.password().is_some(),
     }
+}
+
+/// The port SOCKS proxies listen on unless told otherwise (the `url` crate knows none for these schemes),
+/// so `proxyHost` is always `host:port`.
+fn socks_port(url: &Url) -> Option<u16> {
+    url.scheme().starts_with("socks").then_some(1080)
 }
 
 /// SOCKS4 sends the user name as the connect user id and drops the password: credentials cannot work.
@@ -60,6 +66,14 @@ mod tests {
         assert_eq!(v.proxy_host.as_deref(), Some("proxy.example:1080"));
         assert!(v.has_credentials && v.enabled);
         assert!(!view(None).enabled);
+        assert_eq!(
+            view(Some("socks5h://proxy.example")).proxy_host.as_deref(),
+            Some("proxy.example:1080")
+        );
+        assert_eq!(
+            view(Some("http://proxy.example")).proxy_host.as_deref(),
+            Some("proxy.example:80")
+        );
     }
 
     #[test]

@@ -211,6 +211,9 @@ impl SessionService {
             Some(name) => session_store::find_by_name(&self.deps.db, name)
                 .await?
                 .into_iter()
+                // The one match is a list of one, paged like any other.
+                .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+                .take(usize::try_from(limit).unwrap_or(0))
                 .map(|r| Arc::new(CachedRecord::new(r)))
                 .collect(),
             None => self.cached_list(limit, offset).await?.rows.clone(),

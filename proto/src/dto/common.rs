@@ -50,7 +50,11 @@ pub struct Health {
 #[serde(rename_all = "camelCase")]
 pub struct Readiness {
     pub status: String,
+    /// Every entry is a component's `{status}` (wire-notes), so clients can walk them alike.
     pub details: ReadinessDetails,
+    /// Present (`true`) only while the node drains: it takes no new sessions and is leaving.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub draining: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -61,9 +65,6 @@ pub struct ReadinessDetails {
     /// In a cluster only: Redis holds the leases, the registry and the queues.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redis: Option<ComponentState>,
-    /// A draining node is not ready: it takes no new sessions and is leaving.
-    #[serde(default)]
-    pub draining: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

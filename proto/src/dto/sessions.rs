@@ -174,9 +174,10 @@ pub struct SessionStats {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryUsage {
-    pub heap_used: f64,
-    pub heap_total: f64,
-    pub rss: f64,
+    /// Whole megabytes, as OpenWA's clients type them.
+    pub heap_used: u64,
+    pub heap_total: u64,
+    pub rss: u64,
 }
 
 #[cfg(test)]

@@ -170,7 +170,7 @@ pub struct DeliveryFailure {
 pub struct DeliveryFailureQuery {
     /// Only this session's failures.
     pub session_id: Option<String>,
-    /// Page size: 1-1000, default 50.
+    /// Page size: 1-1000, default 1000.
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
     /// Rows to skip, default 0.

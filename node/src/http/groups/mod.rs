@@ -116,7 +116,8 @@ async fn create_group(
             subject: body.name,
             participants,
         })
-        .await?;
+        .await
+        .map_err(|e| ApiError::from(e).never_unavailable())?;
     Ok((StatusCode::CREATED, Json(summary(group))))
 }
 

@@ -11,6 +11,7 @@ use wagate_proto::dto::messages::{
 };
 
 use crate::app::ApiContext;
+use crate::http::engine_call::bounded;
 use crate::http::error::ApiResult;
 use crate::http::extract::ApiJson;
 use crate::http::session_scope::Scoped;
@@ -142,6 +143,7 @@ async fn read_chat(
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<ReadChatRequest>,
 ) -> Success {
-    ctx.messaging.read_chat(session.id(), body).await?;
+    // The spec lists the chat read among the engine queries that answer 503 after 30 seconds.
+    bounded(&ctx, ctx.messaging.read_chat(session.id(), body)).await?;
     Ok(Json(SuccessResult::ok()))
 }

@@ -16,7 +16,7 @@ use wagate_proto::dto::messages::{
 use super::idem::Idem;
 use crate::app::ApiContext;
 use crate::engine::{MediaKind, SentMessage};
-use crate::http::error::ApiResult;
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::ApiJson;
 use crate::http::session_scope::Scoped;
 use crate::messaging::MessagingResult;
@@ -85,7 +85,10 @@ macro_rules! media_route {
             (status = 409), (status = 413), (status = 429)))]
         async fn $name(session: Scoped, State(ctx): State<ApiContext>, headers: HeaderMap,
             ApiJson(body): ApiJson<SendMediaRequest>) -> ApiResult<Response> {
-            send_with(&ctx, &session, &headers, $route, body, |b| draft::media($kind, b)).await
+            // The media send path never answers 503 (the spec): it may already have reached the network.
+            send_with(&ctx, &session, &headers, $route, body, |b| draft::media($kind, b))
+                .await
+                .map_err(ApiError::never_unavailable)
         }
     };
 }

@@ -184,6 +184,12 @@ async fn create_session(
     ApiJson(body): ApiJson<CreateSessionRequest>,
 ) -> ApiResult<(StatusCode, Json<Session>)> {
     caller.require(Role::Operator)?;
+    // The spec refuses the proxy update to session-restricted keys; a proxy set at creation is the same.
+    if caller.is_scoped() && body.proxy_url.as_deref().is_some_and(|url| !url.is_empty()) {
+        return Err(ApiError::forbidden(
+            "A session-restricted key may not set a session proxy",
+        ));
+    }
     let name = match &body.name {
         Some(serde_json::Value::String(name)) => name.clone(),
         _ => {
@@ -235,16 +241,13 @@ async fn delete_session(session: Scoped, State(ctx): State<ApiContext>) -> ApiRe
     Ok(StatusCode::NO_CONTENT)
 }
 
-fn rss_mb() -> f64 {
+/// Resident memory in whole megabytes (rounded).
+fn rss_mb() -> u64 {
     let pages = std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse::<f64>().ok())
-        })
-        .unwrap_or(0.0);
-    (pages * 4096.0 / (1024.0 * 1024.0) * 100.0).round() / 100.0
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .unwrap_or(0);
+    (pages * 4096 + 512 * 1024) / (1024 * 1024)
 }
 
 /// GET /api/sessions/stats/overview

@@ -20,6 +20,7 @@ use crate::http::media_input::load_stored_media;
 use crate::http::session_scope::Scoped;
 use crate::media::StoredMedia;
 use crate::messaging::ResourceMedia;
+use crate::messaging::validate;
 
 const MAX_RECIPIENTS: usize = 256;
 const FONTS: [u8; 8] = [0, 1, 2, 6, 7, 8, 9, 10];
@@ -92,6 +93,7 @@ async fn send_text_status(
     if body.text.trim().is_empty() {
         return Err(ApiError::bad_request("text must not be empty"));
     }
+    validate::max_chars("text", &body.text, validate::TEXT_MAX)?;
     if body.font.is_some_and(|f| !FONTS.contains(&f)) {
         return Err(ApiError::bad_request(
             "font must be one of 0, 1, 2, 6, 7, 8, 9, 10",
@@ -108,7 +110,9 @@ async fn send_text_status(
         content,
         recipients: audience,
     };
-    publish(&ctx, session.id(), post, None).await
+    publish(&ctx, session.id(), post, None)
+        .await
+        .map_err(ApiError::never_unavailable)
 }
 
 async fn send_media(
@@ -127,6 +131,9 @@ async fn send_media(
         base64: body.base64.clone(),
         mimetype: body.mimetype.clone(),
     });
+    if let Some(caption) = &body.caption {
+        validate::max_chars("caption", caption, validate::CAPTION_MAX)?;
+    }
     let audience = recipients(&ctx, body.recipients.as_deref())?;
     session.engine().await?;
     let ResourceMedia {
@@ -155,7 +162,9 @@ async fn send_image_status(
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<SendMediaStatusRequest>,
 ) -> ApiResult<(StatusCode, Json<StatusResult>)> {
-    send_media(ctx, session, body, MessageType::Image).await
+    send_media(ctx, session, body, MessageType::Image)
+        .await
+        .map_err(ApiError::never_unavailable)
 }
 
 /// POST /api/sessions/{sessionId}/status/send-video
@@ -166,7 +175,9 @@ async fn send_video_status(
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<SendMediaStatusRequest>,
 ) -> ApiResult<(StatusCode, Json<StatusResult>)> {
-    send_media(ctx, session, body, MessageType::Video).await
+    send_media(ctx, session, body, MessageType::Video)
+        .await
+        .map_err(ApiError::never_unavailable)
 }
 
 /// POST /api/sessions/{sessionId}/status/send-voice
@@ -177,5 +188,7 @@ async fn send_voice_status(
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<SendMediaStatusRequest>,
 ) -> ApiResult<(StatusCode, Json<StatusResult>)> {
-    send_media(ctx, session, body, MessageType::Voice).await
+    send_media(ctx, session, body, MessageType::Voice)
+        .await
+        .map_err(ApiError::never_unavailable)
 }

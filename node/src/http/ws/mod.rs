@@ -48,7 +48,7 @@ async fn open_socket(
     upgrade.on_upgrade(move |socket| async move {
         let mut socket = socket;
         if let Some(key) = authenticate(&ctx, &mut socket, presented, client).await {
-            run(ctx, socket, key).await;
+            run(ctx, socket, key, client).await;
         }
     })
 }
@@ -106,7 +106,7 @@ impl FrameBudget {
     }
 }
 
-async fn run(ctx: ApiContext, mut socket: WebSocket, mut key: Arc<ApiKey>) {
+async fn run(ctx: ApiContext, mut socket: WebSocket, mut key: Arc<ApiKey>, client: Option<IpAddr>) {
     // Events raised on any node of a cluster; the scope and QR rules below apply to them all.
     let mut feed = ctx.pipeline.hub().subscribe_cluster();
     let mut subs = Subscriptions::default();
@@ -140,7 +140,7 @@ async fn run(ctx: ApiContext, mut socket: WebSocket, mut key: Arc<ApiKey>) {
                 }
                 Err(RecvError::Closed) => break,
             },
-            _ = revalidate.tick() => match recheck(&ctx.keys, &key) {
+            _ = revalidate.tick() => match recheck(&ctx.keys, &key, client) {
                 KeyCheck::Keep(current) => { key = current; None }
                 KeyCheck::Evict(why) => {
                     close_unauthorized(&mut socket, why).await;

@@ -3,6 +3,7 @@
 //! session-exists read on subscribe, which asks the session service.
 
 use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -153,9 +154,10 @@ pub(super) enum KeyCheck {
     Evict(&'static str),
 }
 
-/// Deleted, revoked, expired or narrowed (a lower role, or `allowedSessions` lost a session or became a
-/// list) evicts; a wider role or scope is taken over without a reconnect.
-pub(super) fn recheck(keys: &KeyService, key: &ApiKey) -> KeyCheck {
+/// Deleted, revoked, expired or narrowed (a lower role, `allowedSessions` lost a session or became a
+/// list, or `allowedIps` no longer admits the socket's client) evicts; a wider role or scope is taken over
+/// without a reconnect.
+pub(super) fn recheck(keys: &KeyService, key: &ApiKey, client: Option<IpAddr>) -> KeyCheck {
     let Some(current) = keys.current(&key.id) else {
         return KeyCheck::Evict("API key was deleted");
     };
@@ -175,6 +177,9 @@ pub(super) fn recheck(keys: &KeyService, key: &ApiKey) -> KeyCheck {
     }
     if current.role < key.role {
         return KeyCheck::Evict("API key's role was narrowed");
+    }
+    if !crate::keys::address_allowed(&current, client) {
+        return KeyCheck::Evict("API key's allowed addresses no longer include this client");
     }
     KeyCheck::Keep(current)
 }
