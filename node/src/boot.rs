@@ -618,7 +618,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     spawn_background(&ctx, &tasks, &shutdown)?;
     spawn_raft_duties(&ctx, &tasks, &shutdown);
     spawn_session_duties(&ctx, &tasks, &shutdown);
-    tasks.spawn(ctx.bulk.clone().resume_all());
+    tasks.spawn(ctx.bulk.clone().keep_resuming());
     let terminate = signal(SignalKind::terminate()).context("could not handle SIGTERM")?;
     let interrupt = signal(SignalKind::interrupt()).context("could not handle SIGINT")?;
     let addr = format!("{}:{}", config.bind_host, config.api_port);

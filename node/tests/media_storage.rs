@@ -408,7 +408,11 @@ async fn an_unreachable_endpoint_answers_503_with_a_clear_message() {
             json!({ "chatId": jid(PHONE_B), "base64": b64(b"NOWHERE"), "mimetype": "image/png" }),
         )
         .await;
-    assert_eq!(send.status, 500, "the media send path never answers 503: {}", send.text);
+    assert_eq!(
+        send.status, 500,
+        "the media send path never answers 503: {}",
+        send.text
+    );
     assert!(
         send.body["message"]
             .as_str()

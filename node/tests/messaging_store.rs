@@ -1,5 +1,5 @@
-//! The message store's list (cursor paging, filters), bulk batches that survive a restart and can be
-//! cancelled, and send pacing refusals.
+//! The message store's list (cursor paging, filters), bulk batches that survive a restart, wait while
+//! their session is stopped and can be cancelled, and send pacing refusals.
 
 mod messaging_support;
 
@@ -159,6 +159,57 @@ async fn a_bulk_batch_survives_a_node_restart() {
         .map(|m| m["body"].as_str().unwrap_or_default().to_string())
         .collect();
     assert_eq!(bodies.len(), 4, "{bodies:?}");
+}
+
+/// A batch sends only where its session runs: stopped, the session keeps its batch `processing` with the
+/// rest pending (none marked failed unsent), and a later start sends the rest.
+#[tokio::test]
+async fn a_batch_of_a_stopped_session_waits_for_its_next_start() {
+    let p = pair(options()).await;
+    let items: Vec<_> = (0..3).map(|i| json!({ "chatId": jid(PHONE_B), "type": "text", "content": { "text": format!("later {i}") } })).collect();
+    let accepted = p
+        .post(
+            "messages/send-bulk",
+            json!({ "messages": items, "options": { "delayBetweenMessages": 2000 }, "batchId": "b-stop" }),
+        )
+        .await;
+    assert_eq!(accepted.status, 202, "{}", accepted.text);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while batch(&p, "b-stop").await["progress"]["sent"] != 1 {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stopped = p
+        .client
+        .post_empty(&format!("/api/sessions/{}/stop", p.a))
+        .await
+        .unwrap();
+    assert_eq!(stopped.status, 200, "{}", stopped.text);
+    // Past the item delay and more than one resume look: nothing is sent or failed while it is stopped.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let waiting = batch(&p, "b-stop").await;
+    assert_eq!(waiting["status"], "processing", "{waiting}");
+    assert_eq!(
+        waiting["progress"],
+        json!({ "total": 3, "sent": 1, "failed": 0, "pending": 2, "cancelled": 0 }),
+        "{waiting}"
+    );
+    let started = p
+        .client
+        .post_empty(&format!("/api/sessions/{}/start", p.a))
+        .await
+        .unwrap();
+    assert_eq!(started.status, 200, "{}", started.text);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = batch(&p, "b-stop").await;
+        if status["status"] == "completed" {
+            assert_eq!(status["progress"]["sent"], 3, "{status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{status}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 #[tokio::test]

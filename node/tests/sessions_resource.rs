@@ -221,7 +221,11 @@ async fn the_proxy_is_never_shown_and_scoped_keys_cannot_change_it() {
         )
         .await
         .expect("r");
-    assert_eq!(created.status, 403, "a proxy at creation too: {}", created.text);
+    assert_eq!(
+        created.status, 403,
+        "a proxy at creation too: {}",
+        created.text
+    );
     let cleared = c.patch(&url, json!({ "proxyUrl": null })).await.expect("r");
     assert_eq!(cleared.body["enabled"], false);
 }

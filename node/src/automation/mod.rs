@@ -15,6 +15,7 @@ use wagate_proto::dto::automation::{CreateAutomationRuleRequest, UpdateAutomatio
 use wagate_proto::dto::webhooks::FilterCondition;
 
 use crate::events::filter;
+use crate::events::memo::SessionMemo;
 use crate::store::automation::{self as rule_store, RuleRecord};
 use crate::store::{DataPool, StoreError, now_ms};
 
@@ -40,8 +41,9 @@ const MAX_COOLDOWN_SECONDS: i64 = 30 * 24 * 3600;
 
 pub(crate) struct AutomationService {
     db: DataPool,
-    /// Rules per session, oldest first; dropped on every change.
-    cache: DashMap<String, Arc<Vec<RuleRecord>>>,
+    /// Rules per session, oldest first; dropped on every change here, aged out for changes made on
+    /// another node while the session ran elsewhere (`events/memo.rs`).
+    cache: SessionMemo<Vec<RuleRecord>>,
     /// Last reply time per (rule id, chat id), epoch ms.
     cooldowns: DashMap<(String, String), i64>,
     sender: ArcSwapOption<Box<dyn AutomationSender>>,
@@ -51,7 +53,7 @@ impl AutomationService {
     pub(crate) fn new(db: DataPool) -> AutomationService {
         AutomationService {
             db,
-            cache: DashMap::new(),
+            cache: SessionMemo::new(),
             cooldowns: DashMap::new(),
             sender: ArcSwapOption::empty(),
         }
@@ -59,7 +61,7 @@ impl AutomationService {
 
     /// Drops every cached rule list (after a data import replaced the rules).
     pub(crate) fn forget_all(&self) {
-        self.cache.clear();
+        self.cache.invalidate_all();
     }
 
     /// Installs the hook replies go through; until then matching rules only log.
@@ -85,7 +87,7 @@ impl AutomationService {
             updated_at: now,
         };
         rule_store::insert(&self.db, &rule).await?;
-        self.cache.remove(session_id);
+        self.cache.invalidate(session_id);
         Ok(rule)
     }
 
@@ -125,7 +127,7 @@ impl AutomationService {
         rule_store::update(&self.db, &rule)
             .await
             .map_err(|e| not_found(e, id))?;
-        self.cache.remove(session_id);
+        self.cache.invalidate(session_id);
         Ok(rule)
     }
 
@@ -133,16 +135,17 @@ impl AutomationService {
         rule_store::delete(&self.db, session_id, id)
             .await
             .map_err(|e| not_found(e, id))?;
-        self.cache.remove(session_id);
+        self.cache.invalidate(session_id);
         Ok(())
     }
 
     async fn rules_of(&self, session_id: &str) -> RuleResult<Arc<Vec<RuleRecord>>> {
-        if let Some(hit) = self.cache.get(session_id) {
-            return Ok(hit.clone());
+        if let Some(hit) = self.cache.fresh(session_id) {
+            return Ok(hit);
         }
+        let ticket = self.cache.ticket();
         let rules = Arc::new(rule_store::list_for_session(&self.db, session_id).await?);
-        self.cache.insert(session_id.to_owned(), rules.clone());
+        self.cache.keep(session_id, ticket, rules.clone());
         Ok(rules)
     }
 }

@@ -5,6 +5,7 @@
 //! # Layout
 //! - `normalise`: `EngineEvent` -> `Event` with the wire-notes §5 `data`.
 //! - `filter`: webhook/automation filter conditions (validation and evaluation).
+//! - `memo`: a per-session memo of rows every event reads (aged out, invalidated on change).
 //! - `subscriptions`: the per-session cache of active webhooks.
 //! - `pipeline`: `Pipeline` (outbox rows inside the caller's transaction, enqueue and fan-out after commit).
 //! - `reconciler`: in-process workers (`ROLE=all`), the outbox sweep and pruning of settled rows.
@@ -14,6 +15,7 @@
 pub(crate) mod filter;
 pub(crate) mod hub;
 pub(crate) mod ingest;
+pub(crate) mod memo;
 pub(crate) mod normalise;
 pub(crate) mod pipeline;
 pub(crate) mod reconciler;

@@ -114,7 +114,7 @@ async fn get_profile_pictures(
             };
             pictures.insert(contact.to_string(), url);
         }
-        Ok(pictures)
+        Ok::<_, EngineError>(pictures)
     };
     let pictures = bounded(&ctx, lookups).await?;
     Ok(Json(ProfilePictures { pictures }))

@@ -104,15 +104,11 @@ fn hit(row: SearchRow) -> SearchHit {
     }
 }
 
-/// The spec's 503 covers a provider that failed as well as one that did not answer; a refusal of the
-/// query itself (4xx) stays what it is.
-fn provider_failure(err: crate::messaging::MessagingError) -> ApiError {
-    let err = ApiError::from(err);
-    if err.status.is_server_error() {
-        ApiError::unavailable("Search provider failed")
-    } else {
-        err
-    }
+/// The spec's 503 covers a provider that failed as well as one that did not answer (the query itself was
+/// checked before it reached the provider).
+fn provider_failure(err: crate::store::StoreError) -> ApiError {
+    tracing::error!(error = %err, "search provider failed");
+    ApiError::unavailable("Search provider failed")
 }
 
 /// GET /api/search

@@ -128,7 +128,10 @@ async fn allowed_session_ids_are_kept_as_requests_name_them() {
         ]),
         ..new_key("twice", Role::Operator)
     };
-    assert!(matches!(keys.create(twice).await, Err(KeyError::Invalid(_))));
+    assert!(matches!(
+        keys.create(twice).await,
+        Err(KeyError::Invalid(_))
+    ));
 }
 
 #[test]

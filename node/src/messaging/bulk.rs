@@ -1,7 +1,11 @@
 //! Bulk batches: validate and store a batch (`message_batches`), then send its items one by one in a
-//! background task with the requested delay, saving each result and the next index, so a batch resumes
-//! after a restart (`resume_all` at boot). Cancel marks the remaining items cancelled and wakes the runner.
-//! Items go through the same send path as single sends (pacing, hook, recording).
+//! background task with the requested delay, saving each result and the next index. A batch runs only on
+//! the node whose engine runs its session: its runner stops, leaving the batch `processing`, when the
+//! session is no longer here (stopped, handed over, taken over), and `keep_resuming` starts a runner for
+//! every `processing` batch of a session that runs here (after a restart, a takeover, a later start), so
+//! in a cluster no other node sends its items or marks them failed. Cancel marks the remaining items
+//! cancelled and wakes the runner. Items go through the same send path as single sends (pacing, hook,
+//! recording).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,8 +35,10 @@ const DEFAULT_DELAY_MS: u64 = 3000;
 /// The longest delay between two items (one hour). The spec names only the minimum; without a ceiling a
 /// caller could park a batch in `processing` for ever, and the arithmetic on the delay could overflow.
 const MAX_DELAY_MS: u64 = 3_600_000;
-/// How long an item waits for its session to become ready (e.g. after a restart) before failing.
+/// How long an item waits for its session (running here) to become ready before failing.
 const READY_WAIT: Duration = Duration::from_secs(60);
+/// How often this node looks for batches of its sessions that no runner here sends.
+const RESUME_EVERY: Duration = Duration::from_secs(2);
 
 pub(crate) struct BulkRunner {
     service: Arc<MessagingService>,
@@ -249,17 +255,47 @@ impl BulkRunner {
             .ok_or_else(|| MessagingError::NotFound(format!("Batch {batch_id} not found")))
     }
 
-    /// Restarts every batch left `processing` (boot).
-    pub(crate) async fn resume_all(self: Arc<Self>) {
+    /// Until shutdown: starts a runner for each `processing` batch of a session whose engine runs here and
+    /// that no runner here sends (at boot once sessions are restored, after a takeover or a handover, when
+    /// a stopped session starts again).
+    pub(crate) async fn keep_resuming(self: Arc<Self>) {
+        loop {
+            self.resume_here().await;
+            tokio::select! {
+                _ = self.shutdown.cancelled() => return,
+                _ = tokio::time::sleep(RESUME_EVERY) => {}
+            }
+        }
+    }
+
+    async fn resume_here(self: &Arc<Self>) {
+        let running: std::collections::HashSet<String> = self
+            .service
+            .sessions
+            .running_engine_ids()
+            .into_iter()
+            .collect();
+        if running.is_empty() {
+            return;
+        }
         match batch_store::processing(&self.service.db).await {
-            Ok(rows) => rows.into_iter().for_each(|row| self.spawn(row.id)),
+            Ok(rows) => rows
+                .into_iter()
+                .filter(|row| running.contains(&row.session_id))
+                .for_each(|row| self.spawn(row.id)),
             Err(err) => tracing::error!(error = %err, "bulk batches could not be resumed"),
         }
     }
 
+    /// Starts the batch's runner unless one already sends it here.
     fn spawn(self: &Arc<Self>, batch_id: String) {
         let token = self.shutdown.child_token();
-        self.cancels.insert(batch_id.clone(), token.clone());
+        match self.cancels.entry(batch_id.clone()) {
+            dashmap::mapref::entry::Entry::Occupied(_) => return,
+            dashmap::mapref::entry::Entry::Vacant(slot) => {
+                slot.insert(token.clone());
+            }
+        }
         let runner = self.clone();
         tokio::spawn(async move {
             if let Err(err) = runner.run(&batch_id, &token).await {
@@ -309,18 +345,24 @@ impl BulkRunner {
         Ok(Some((row, items, options)))
     }
 
-    /// Waits (bounded) for the session to be ready; false on shutdown or cancel.
+    /// Waits (bounded) for the session to be ready. False on shutdown or cancel, and as soon as no engine
+    /// of the session runs here: the batch stays `processing` for the node that runs it next.
     async fn wait_ready(&self, session_id: &str, token: &CancellationToken) -> bool {
         let deadline = tokio::time::Instant::now() + READY_WAIT;
-        while self.service.sessions.ready_engine(session_id).is_err()
-            && tokio::time::Instant::now() < deadline
-        {
+        loop {
+            if self.service.sessions.loaded_engine(session_id).is_none() {
+                return false;
+            }
+            if self.service.sessions.ready_engine(session_id).is_ok()
+                || tokio::time::Instant::now() >= deadline
+            {
+                return true;
+            }
             tokio::select! {
                 _ = token.cancelled() => return false,
                 _ = tokio::time::sleep(Duration::from_millis(200)) => {}
             }
         }
-        true
     }
 
     async fn send_item(

@@ -30,10 +30,12 @@ pub(crate) fn view(raw: Option<&str>) -> SessionProxy {
             has_credentials: false,
         };
     };
-    let host = url.host_str().map(|h| match url.port_or_known_default().or(socks_port(&url)) {
-        Some(port) => format!("{h}:{port}"),
-        None => h.to_string(),
-    });
+    let host = url
+        .host_str()
+        .map(|h| match url.port_or_known_default().or(socks_port(&url)) {
+            Some(port) => format!("{h}:{port}"),
+            None => h.to_string(),
+        });
     SessionProxy {
         enabled: true,
         proxy_type: Some(url.scheme().to_string()),

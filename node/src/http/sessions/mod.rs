@@ -245,7 +245,11 @@ async fn delete_session(session: Scoped, State(ctx): State<ApiContext>) -> ApiRe
 fn rss_mb() -> u64 {
     let pages = std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
         .unwrap_or(0);
     (pages * 4096 + 512 * 1024) / (1024 * 1024)
 }
