@@ -120,6 +120,29 @@ async fn one_row_per_subscribed_webhook_whose_filters_pass() {
     assert_eq!(acks, ["a-all", "c-ack"]);
 }
 
+/// A delete can overtake the memo of a session's webhooks; the event is still written, without a row for
+/// the webhook that is gone (the foreign key would otherwise fail the event's whole write).
+#[tokio::test]
+async fn a_webhook_deleted_behind_the_memo_costs_its_row_not_the_event() {
+    let (_dir, db) = db().await;
+    for id in ["a", "b", "c"] {
+        webhook_store::insert(&db, &hook(id, &["*"], None))
+            .await
+            .unwrap();
+    }
+    let p = Pipeline::new(db.clone());
+    p.publish(received()).await.unwrap();
+    assert_eq!(outbox(&db).await.len(), 3);
+    // Deleted without telling the pipeline: the memo still names all three.
+    webhook_store::delete(&db, SID, "a").await.unwrap();
+    p.publish(received()).await.expect("two rows (one statement)");
+    webhook_store::delete(&db, SID, "b").await.unwrap();
+    p.publish(received()).await.expect("one row");
+    // A delete takes the webhook's rows with it (ON DELETE CASCADE): c's three are left.
+    let ids: Vec<String> = outbox(&db).await.into_iter().map(|r| r.0).collect();
+    assert_eq!(ids, ["c", "c", "c"]);
+}
+
 #[tokio::test]
 async fn rows_roll_back_with_the_transaction_and_cache_needs_invalidation() {
     let (_dir, db) = db().await;

@@ -21,10 +21,13 @@ use wagate_db::table_spec::{TableSpec, int, int_or, json, text};
 /// Rows of many events in one statement per chunk (see [`MultiRow`]): `(id, webhook_id, session_id, event,
 /// idempotency_key, payload, status, now, now, now)` per row
 /// (each placeholder once, see [`MultiRow::new`]).
+/// Rows are written only for webhooks that still exist: the event path matches against a per-session
+/// memo of a session's webhooks, which a delete can overtake, and a row naming a deleted webhook would
+/// break the foreign key and with it the whole event's write (the message itself would be lost).
 static INSERT_MANY: LazyLock<MultiRow> = LazyLock::new(|| {
     MultiRow::new(
-        "INSERT INTO webhook_outbox_events (id, webhook_id, session_id, event, idempotency_key, payload, \
-         status, attempts, next_attempt_at, created_at, updated_at) VALUES",
+        "WITH v (id, webhook_id, session_id, event, idempotency_key, payload, status, attempts, \
+         next_attempt_at, created_at, updated_at) AS (VALUES",
         10,
         |n| {
             format!(
@@ -33,7 +36,11 @@ static INSERT_MANY: LazyLock<MultiRow> = LazyLock::new(|| {
                 placeholders(n + 7, 3).trim_start_matches('(')
             )
         },
-        "",
+        ") INSERT INTO webhook_outbox_events (id, webhook_id, session_id, event, idempotency_key, payload, \
+         status, attempts, next_attempt_at, created_at, updated_at) \
+         SELECT id, webhook_id, session_id, event, idempotency_key, payload, status, attempts, \
+         next_attempt_at, created_at, updated_at FROM v \
+         WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = v.webhook_id)",
     )
 });
 /// `webhook_outbox_events` as the spec's data export shows it (`webhookOutboxEvents`).
@@ -65,7 +72,8 @@ pub const WEBHOOK_OUTBOX_EVENTS_EXPORT: TableSpec = TableSpec {
 const INSERT_MANY_SQLITE_JSON: &str = "INSERT INTO webhook_outbox_events (id, webhook_id, session_id, event, \
      idempotency_key, payload, status, attempts, next_attempt_at, created_at, updated_at) \
      SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, $2, 0, value ->> 6, \
-     value ->> 6, value ->> 6 FROM json_each($1) ORDER BY key";
+     value ->> 6, value ->> 6 FROM json_each($1) \
+     WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.id = value ->> 1) ORDER BY key";
 const PRUNE_SETTLED: &str = "DELETE FROM webhook_outbox_events \
      WHERE status IN ('delivered', 'failed') AND updated_at <= $1";
 const MARK_DELIVERED: &str = "UPDATE webhook_outbox_events \
