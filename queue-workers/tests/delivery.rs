@@ -243,7 +243,7 @@ async fn duplicate_jobs_deliver_once(kind: Kind) {
     env.finish().await;
 }
 
-async fn inactive_webhook_drops_the_row(kind: Kind) {
+async fn inactive_webhook_keeps_the_row_in_the_failure_log(kind: Kind) {
     let env = TestEnv::start(kind, test_settings()).await;
     let rx = Receiver::start(vec![], None).await;
     let mut seed = WebhookSeed::new(&rx.url);
@@ -254,12 +254,19 @@ async fn inactive_webhook_drops_the_row(kind: Kind) {
         .await
         .unwrap();
 
-    wait_for("row dropped", || async {
-        outbox_status(&env.pool, &oid).await.is_none()
+    // A paused webhook's waiting delivery stays redrivable: a failure row, never dispatched.
+    wait_for("row failed", || async {
+        outbox_status(&env.pool, &oid).await.as_deref() == Some("failed")
     })
     .await;
     assert!(rx.requests().is_empty());
-    assert!(failure_rows(&env.pool, &wid).await.is_empty());
+    let failures = failure_rows(&env.pool, &wid).await;
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].attempts, 0);
+    assert_eq!(
+        failures[0].last_error.as_deref(),
+        Some("webhook deactivated before delivery")
+    );
     env.finish().await;
 }
 
@@ -464,8 +471,8 @@ macro_rules! suite {
                 super::duplicate_jobs_deliver_once($kind).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn inactive_webhook_drops_the_row() {
-                super::inactive_webhook_drops_the_row($kind).await
+            async fn inactive_webhook_keeps_the_row_in_the_failure_log() {
+                super::inactive_webhook_keeps_the_row_in_the_failure_log($kind).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn reconcile_requeues_a_lost_row() {

@@ -188,13 +188,16 @@ async fn dispatch(
     let mut live = Vec::with_capacity(claimed.len());
     let mut gone = Vec::new();
     for c in claimed {
-        match targets.get(&c.webhook_id).filter(|t| t.active) {
-            Some(target) => live.push((c, target.clone())),
+        match targets.get(&c.webhook_id) {
+            Some(target) if target.active => live.push((c, target.clone())),
+            // Paused (say for the receiver's maintenance): kept in the failure log, where a redrive
+            // delivers it once the webhook is active again, rather than dropped without a trace.
+            Some(target) => deactivated(ctx, &c, target).await?,
             None => gone.push(c),
         }
     }
     if !gone.is_empty() {
-        tracing::debug!(rows = gone.len(), "webhook gone or inactive; dropping rows");
+        tracing::debug!(rows = gone.len(), "webhook deleted; dropping its rows");
         let ids: Vec<String> = gone.into_iter().map(|c| c.id).collect();
         outbox::drop_rows(&ctx.pool, &ids).await?;
     }
@@ -492,6 +495,30 @@ async fn schedule_retry(
         tracing::warn!(outbox_id = %claimed.id, error = %e, "cannot push the retry job");
     }
     Ok(())
+}
+
+/// The webhook was deactivated while the row waited: a failure row with the attempts made so far.
+async fn deactivated(
+    ctx: &DeliveryContext,
+    claimed: &ClaimedAttempt,
+    target: &WebhookTarget,
+) -> Result<(), StoreError> {
+    const WHY: &str = "webhook deactivated before delivery";
+    tracing::warn!(
+        webhook_id = %claimed.webhook_id, session_id = %claimed.session_id, event = %claimed.event,
+        outbox_id = %claimed.id, "webhook inactive; delivery recorded in the delivery-failure log"
+    );
+    metrics::counter!(WEBHOOK_DELIVERIES, "outcome" => delivery_outcome::FAILED).increment(1);
+    let record = FailureRecord {
+        claimed,
+        url: &target.url,
+        delivery_id: &delivery_id_of(claimed),
+        // `attempts` already counts the attempt this claim would have made.
+        attempts: (claimed.attempts - 1).max(0),
+        last_status_code: None,
+        last_error: WHY,
+    };
+    outbox::record_failure(&ctx.pool, &record, now_ms()).await
 }
 
 /// The row can never be sent (oversize or unreadable payload): a failure row with `attempts` 0.
