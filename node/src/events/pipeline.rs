@@ -183,6 +183,12 @@ impl Pipeline {
     }
 }
 
+/// How long an event the network will not send again (its traffic acknowledged on receipt) is retried
+/// through a database outage before it counts as not persisted, and the pauses between tries.
+pub(crate) const KEEP_RETRYING: std::time::Duration = std::time::Duration::from_secs(120);
+pub(crate) const FIRST_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+pub(crate) const MAX_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Counts events acknowledged to the network although they could not be persisted.
 pub(crate) const PERSIST_FAILED_METRIC: &str = "wagate_events_persist_failed_total";
 

@@ -135,7 +135,9 @@ async fn a_webhook_deleted_behind_the_memo_costs_its_row_not_the_event() {
     assert_eq!(outbox(&db).await.len(), 3);
     // Deleted without telling the pipeline: the memo still names all three.
     webhook_store::delete(&db, SID, "a").await.unwrap();
-    p.publish(received()).await.expect("two rows (one statement)");
+    p.publish(received())
+        .await
+        .expect("two rows (one statement)");
     webhook_store::delete(&db, SID, "b").await.unwrap();
     p.publish(received()).await.expect("one row");
     // A delete takes the webhook's rows with it (ON DELETE CASCADE): c's three are left.

@@ -8,13 +8,17 @@
 //! commit (their session loop moves on, so many events share a transaction); sends do. An engine event's
 //! acknowledgement to the network (`engine::Ack`) rides with its write and is settled here after the commit
 //! (`events::pipeline::settle`), so nothing is acknowledged that is not stored. A batch that fails is
-//! retried write by write, so one bad write fails alone. Input: [`Write`]s from the `Recorder`; it owns no SQL of its own.
+//! retried write by write, so one bad write fails alone; an engine event the network will not send again
+//! whose write failed only for the moment (the database away) is retried until it is stored, before
+//! anything queued after it. Input: [`Write`]s from the `Recorder`; it owns no SQL of its own.
 
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 use crate::engine::{Ack, AckStatus};
-use crate::events::pipeline::{OutboxIds, settle};
+use crate::events::pipeline::{
+    FIRST_RETRY_PAUSE, KEEP_RETRYING, MAX_RETRY_PAUSE, OutboxIds, is_permanent, settle,
+};
 use crate::events::{Event, Pipeline};
 use std::collections::HashMap;
 
@@ -68,6 +72,13 @@ struct Waiting {
 }
 
 impl Waiting {
+    /// An engine event the network will not send again (a receipt, a group or call notification; the
+    /// library acknowledged it on receipt) and nobody waits for: if its write fails, only this writer can
+    /// still store it.
+    fn only_here(&self) -> bool {
+        self.done.is_none() && !self.ack.is_owed()
+    }
+
     fn finish(self, result: StoreResult<()>) {
         match self.done {
             Some(done) => {
@@ -147,26 +158,53 @@ async fn run(db: DataPool, pipeline: Pipeline, mut rx: mpsc::Receiver<Waiting>) 
                     w.finish(Ok(()));
                 }
             }
-            Err(e) if group.len() > 1 => {
-                tracing::debug!(error = %e, writes = group.len(), "group commit failed; writing one by one");
-                for w in group {
-                    let result = match commit_group(&db, &pipeline, &[&w.write]).await {
-                        Ok((events, outbox)) => {
-                            pipeline.after_commit(events, outbox).await;
-                            Ok(())
-                        }
-                        Err(e) => Err(e),
-                    };
-                    w.finish(result);
-                }
-            }
             Err(e) => {
-                if let Some(w) = group.pop() {
-                    w.finish(Err(e));
+                tracing::debug!(error = %e, writes = group.len(), "group commit failed; writing one by one");
+                let mut unowed = Vec::new();
+                for w in group {
+                    match commit_one(&db, &pipeline, &w.write).await {
+                        Err(e) if w.only_here() && !is_permanent(&e) => unowed.push(w),
+                        result => w.finish(result),
+                    }
                 }
+                retry_until_stored(&db, &pipeline, unowed).await;
             }
         }
     }
+}
+
+/// Writes that failed only for the moment and that nobody else keeps (see [`Waiting::only_here`]): retried
+/// in order, with growing pauses, before anything queued after them, for up to [`KEEP_RETRYING`].
+/// Meanwhile the queue fills and the sessions' event loops wait for room (backpressure); past the budget a
+/// write fails as before (logged and counted by `settle`).
+async fn retry_until_stored(db: &DataPool, pipeline: &Pipeline, unowed: Vec<Waiting>) {
+    if unowed.is_empty() {
+        return;
+    }
+    tracing::warn!(
+        writes = unowed.len(),
+        "event writes failed for now; retrying them before anything else"
+    );
+    let deadline = tokio::time::Instant::now() + KEEP_RETRYING;
+    let mut pause = FIRST_RETRY_PAUSE;
+    let mut queue = std::collections::VecDeque::from(unowed);
+    while let Some(w) = queue.pop_front() {
+        match commit_one(db, pipeline, &w.write).await {
+            Err(e) if !is_permanent(&e) && tokio::time::Instant::now() < deadline => {
+                queue.push_front(w);
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_RETRY_PAUSE);
+            }
+            result => w.finish(result),
+        }
+    }
+}
+
+/// One write in a transaction of its own, published after its commit.
+async fn commit_one(db: &DataPool, pipeline: &Pipeline, write: &Write) -> StoreResult<()> {
+    let (events, outbox) = commit_group(db, pipeline, &[write]).await?;
+    pipeline.after_commit(events, outbox).await;
+    Ok(())
 }
 
 /// The group commit's span: with traces exported, part of the first traced event's trace (the others' traces

@@ -350,3 +350,40 @@ async fn push_names_saved_by_engines_name_the_contacts() {
         ]
     );
 }
+
+/// A receipt is acknowledged to the network on receipt (it is never sent again): when its write fails for
+/// a moment (here the messages table is away for a second), the writer retries it until it is stored.
+#[tokio::test]
+async fn a_receipt_whose_write_fails_for_a_moment_is_stored_once_it_can_be() {
+    let rig = rig().await;
+    rig.record(&[EngineEvent::Message(Box::new(message(
+        "S1",
+        true,
+        1_700_000_000,
+        "sent by us",
+    )))])
+    .await;
+    let rename = |sql: &'static str| {
+        let db = rig.db.clone();
+        async move {
+            on_pool!(&db, |p| sqlx::query(sql).execute(p).await.map(|_| ())).expect("rename");
+        }
+    };
+    rename("ALTER TABLE messages RENAME TO messages_away").await;
+    let receipt = EngineEvent::Ack {
+        message_id: "S1".into(),
+        chat_id: jid(ANN),
+        status: AckStatus::Read,
+    };
+    rig.recorder.record_event(SID, &receipt, Ack::none()).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    rename("ALTER TABLE messages_away RENAME TO messages").await;
+    let read = "SELECT COUNT(*) FROM messages WHERE session_id = $1 AND status = 'read'";
+    for _ in 0..200 {
+        if rig.count(read).await == 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the receipt was not stored after the table came back");
+}
