@@ -21,6 +21,11 @@ impl Ingest {
         Ingest { pipeline, recorder }
     }
 
+    /// Waits (at most `budget`) until the event writes queued so far are committed.
+    pub(crate) async fn flush(&self, budget: std::time::Duration) {
+        self.recorder.flush(budget).await;
+    }
+
     /// Persists and publishes `event`; `ack` (the network's acknowledgement of its traffic) is settled once
     /// the event's transaction committed, or by the failure rule of `pipeline::settle`.
     pub(crate) async fn handle(&self, session_id: &str, event: EngineEvent, ack: Ack) {
