@@ -549,9 +549,17 @@ async fn shutdown_signal(
     if let Some(cluster) = ctx.infra.cluster() {
         cluster.leave(ctx.sessions.as_ref()).await;
     }
+    // The sessions still here stop taking traffic and store what their engines already handed over (the
+    // network does not send receipts or notifications again), before the loops and the writer stop.
+    ctx.sessions.quiesce_all(QUIESCE_BUDGET).await;
+    ctx.messaging.flush_event_writes(QUIESCE_BUDGET).await;
     shutdown.cancel();
     tokio::spawn(exit_if_stuck(stop_grace(&ctx.config)));
 }
+
+/// How long a stopping node gives its sessions to hand their queued events to the writer, and the writer
+/// to commit them (each).
+const QUIESCE_BUDGET: Duration = Duration::from_secs(5);
 
 /// How long open requests and background work (a webhook attempt runs up to `WEBHOOK_TIMEOUT`) may take to
 /// finish once the node is told to stop.

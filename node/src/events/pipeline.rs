@@ -167,6 +167,24 @@ impl Pipeline {
         Ok(())
     }
 
+    /// Publishes an event nobody else keeps (the network will not send its traffic again, or this node
+    /// made it): a write that fails only for the moment is tried again, with growing pauses, for up to
+    /// `KEEP_RETRYING`, before it counts as not persisted.
+    pub(crate) async fn publish_kept(&self, event: Event) -> StoreResult<()> {
+        let deadline = tokio::time::Instant::now() + KEEP_RETRYING;
+        let mut pause = FIRST_RETRY_PAUSE;
+        loop {
+            match self.publish(event.clone()).await {
+                Err(e) if !is_permanent(&e) && tokio::time::Instant::now() < deadline => {
+                    tracing::warn!(session_id = %event.session_id, event = event.name.as_str(), error = %e, "event not persisted yet; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
+                }
+                result => return result,
+            }
+        }
+    }
+
     /// A live feed of every event published on this node (automation, tests).
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.hub.subscribe()

@@ -63,8 +63,36 @@ pub(crate) struct Write {
 /// Writes waiting at most; a caller beyond that waits for room (backpressure on the sessions' event loops).
 const QUEUE_DEPTH: usize = 8192;
 
+/// Writes queued or being written, so a stopping process can wait for them (`GroupCommit::flush`).
+#[derive(Default)]
+struct InFlight {
+    count: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+/// One write's place in [`InFlight`], given back when the write is over, whichever way.
+struct Counted(std::sync::Arc<InFlight>);
+
+impl Counted {
+    fn new(in_flight: &std::sync::Arc<InFlight>) -> Counted {
+        in_flight
+            .count
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Counted(in_flight.clone())
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
 struct Waiting {
     write: Write,
+    _counted: Counted,
     /// `None`: nobody waits for the outcome (an engine event); the outcome settles `ack` here.
     done: Option<oneshot::Sender<StoreResult<()>>>,
     /// The network's acknowledgement of the traffic behind an engine event (`Ack::none()` for sends).
@@ -99,6 +127,7 @@ impl Waiting {
 #[derive(Clone)]
 pub(crate) struct GroupCommit {
     writes: mpsc::Sender<Waiting>,
+    in_flight: std::sync::Arc<InFlight>,
 }
 
 /// The writer is gone (shutdown): a failure that passes, so an engine event's traffic is redelivered.
@@ -111,7 +140,25 @@ impl GroupCommit {
     pub(crate) fn spawn(db: DataPool, pipeline: Pipeline) -> GroupCommit {
         let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
         tokio::spawn(run(db, pipeline, rx));
-        GroupCommit { writes: tx }
+        GroupCommit {
+            writes: tx,
+            in_flight: std::sync::Arc::default(),
+        }
+    }
+
+    /// Waits (at most `budget`) until every write queued so far is committed or failed: a stopping
+    /// process calls it after its sessions handed over their last events.
+    pub(crate) async fn flush(&self, budget: std::time::Duration) {
+        let idle = async {
+            loop {
+                let notified = self.in_flight.idle.notified();
+                if self.in_flight.count.load(std::sync::atomic::Ordering::Acquire) == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        let _ = tokio::time::timeout(budget, idle).await;
     }
 
     /// Applies `write` and publishes its event; answers once it is committed (or failed).
@@ -119,6 +166,7 @@ impl GroupCommit {
         let (done, answer) = oneshot::channel();
         let waiting = Waiting {
             write,
+            _counted: Counted::new(&self.in_flight),
             done: Some(done),
             ack: Ack::none(),
         };
@@ -133,6 +181,7 @@ impl GroupCommit {
     pub(crate) async fn submit(&self, write: Write, ack: Ack) -> StoreResult<()> {
         let waiting = Waiting {
             write,
+            _counted: Counted::new(&self.in_flight),
             done: None,
             ack,
         };

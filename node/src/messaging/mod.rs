@@ -86,6 +86,11 @@ impl MessagingService {
         self
     }
 
+    /// Waits (at most `budget`) until the event writes queued so far are committed (a stopping process).
+    pub(crate) async fn flush_event_writes(&self, budget: std::time::Duration) {
+        self.recorder.flush(budget).await;
+    }
+
     /// 404 for an unknown session.
     pub(crate) async fn check_session(&self, session_id: &str) -> MessagingResult<()> {
         self.sessions.cached_record(session_id).await?;

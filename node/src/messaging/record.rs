@@ -80,6 +80,11 @@ impl Recorder {
         }
     }
 
+    /// Waits (at most `budget`) until the event writes queued so far are committed (a stopping process).
+    pub(crate) async fn flush(&self, budget: std::time::Duration) {
+        self.writer.flush(budget).await;
+    }
+
     pub(crate) fn media(&self) -> &MediaStore {
         &self.media
     }

@@ -39,6 +39,10 @@ pub(crate) struct Runtime {
     events_tx: EventSender,
     cancel: CancellationToken,
     is_stale: AtomicBool,
+    /// Set by `quiesce`: the loop stores what the engine already handed over, then ends.
+    is_quiescing: AtomicBool,
+    /// Cancelled when the loop has ended.
+    loop_done: CancellationToken,
 }
 
 impl Runtime {
@@ -63,6 +67,8 @@ impl Runtime {
             wake: Notify::new(),
             events_tx,
             is_stale: AtomicBool::new(false),
+            is_quiescing: AtomicBool::new(false),
+            loop_done: CancellationToken::new(),
         });
         tokio::spawn(runtime.clone().run(events_rx));
         runtime
@@ -110,6 +116,20 @@ impl Runtime {
         if let Some(engine) = engine {
             let _ = engine.kill().await;
         }
+    }
+
+    /// For a process that is stopping: kills the engine (so it takes no more traffic from the network),
+    /// then lets the loop store the events it already handed over (the network will not send receipts,
+    /// group or call notifications again) before the loop ends. No transition is persisted: the stored
+    /// status stays what it was, for the restore at the next boot. Waits at most `budget`.
+    pub(crate) async fn quiesce(&self, budget: Duration) {
+        self.is_quiescing.store(true, Ordering::SeqCst);
+        let engine = self.engine.lock().take();
+        if let Some(engine) = engine {
+            let _ = engine.kill().await;
+        }
+        self.cancel.cancel();
+        let _ = tokio::time::timeout(budget, self.loop_done.cancelled()).await;
     }
 
     /// Gives the session up without another write (its lease is lost or handed over): no event is
@@ -285,6 +305,22 @@ impl Runtime {
                 Some(event) = events.recv() => self.on_event(event).await,
                 _ = sleep_until(deadline) => self.on_reconnect_due().await,
                 _ = self.wake.notified() => {}
+            }
+        }
+        if self.is_quiescing.load(Ordering::SeqCst) {
+            self.store_what_is_queued(&mut events).await;
+        }
+        self.loop_done.cancel();
+    }
+
+    /// The traffic events still queued when a stopping process quiesced the session; lifecycle events (the
+    /// engine's own end among them) change nothing now.
+    async fn store_what_is_queued(&self, events: &mut UnboundedReceiver<Incoming>) {
+        while let Ok(incoming) = events.try_recv() {
+            if effects::is_lifecycle(&incoming.event) {
+                incoming.ack.complete();
+            } else {
+                self.on_event(incoming).await;
             }
         }
     }

@@ -103,6 +103,13 @@ impl SessionService {
         self.runtimes.get(id).is_some_and(|r| r.has_engine())
     }
 
+    /// For a process that is stopping: every session loaded here stops taking traffic and stores what its
+    /// engine already handed over (`Runtime::quiesce`), all at once, within `budget`.
+    pub(crate) async fn quiesce_all(&self, budget: Duration) {
+        let loaded: Vec<Arc<Runtime>> = self.runtimes.iter().map(|r| r.value().clone()).collect();
+        futures::future::join_all(loaded.iter().map(|r| r.quiesce(budget))).await;
+    }
+
     /// Ids of the sessions with an engine running on this node.
     pub(crate) fn running_engine_ids(&self) -> Vec<String> {
         let mut ids: Vec<String> = self

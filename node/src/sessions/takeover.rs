@@ -26,7 +26,21 @@ fn needs_takeover(record: &SessionRecord) -> bool {
         || (record.status == QrReady && record.phone.is_none())
 }
 
+/// How long a session let go of may take to store the events its engine already handed over, and the
+/// writer to commit them (each).
+const LET_GO_BUDGET: std::time::Duration = std::time::Duration::from_secs(3);
+
 impl SessionService {
+    /// Lets a session go while its lease is still ours: the engine stops taking traffic, the events it
+    /// already handed over are stored (the network will not send receipts or notifications again), and
+    /// only then is the runtime given up and the lease released for the next owner.
+    async fn let_go(&self, runtime: &super::runtime::Runtime) {
+        runtime.quiesce(LET_GO_BUDGET).await;
+        self.deps.ingest.flush(LET_GO_BUDGET).await;
+        runtime.abandon().await;
+        self.leases.release(&runtime.id, runtime.lease).await;
+    }
+
     async fn take_over_session(&self, id: &str) -> SessionResult<()> {
         if self.runtime(id).is_some() {
             return Ok(());
@@ -118,8 +132,7 @@ impl SessionHost for SessionService {
 
     async fn hand_out(&self, session_id: &str) {
         if let Some((_, runtime)) = self.runtimes.remove(session_id) {
-            runtime.abandon().await;
-            self.leases.release(session_id, runtime.lease).await;
+            self.let_go(&runtime).await;
         }
     }
 
@@ -138,8 +151,7 @@ impl SessionHost for SessionService {
         let mut released = 0;
         for id in ids {
             if let Some((_, runtime)) = self.runtimes.remove(&id) {
-                runtime.abandon().await;
-                self.leases.release(&id, runtime.lease).await;
+                self.let_go(&runtime).await;
                 released += 1;
             }
         }
