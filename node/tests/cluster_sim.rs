@@ -136,7 +136,8 @@ async fn sim_traffic_crosses_nodes_and_every_nodes_sockets_see_it() {
     // y's own `ready` may still be on its way from node b when the socket opens (seen on a loaded machine).
     let on_scoped = until(&mut scoped, |f| {
         f["type"] == "event"
-            && !(f["payload"]["event"] == "session.status" && f["payload"]["sessionId"] == y.as_str())
+            && !(f["payload"]["event"] == "session.status"
+                && f["payload"]["sessionId"] == y.as_str())
     })
     .await;
     assert!(

@@ -84,7 +84,12 @@ impl Counted {
 
 impl Drop for Counted {
     fn drop(&mut self) {
-        if self.0.count.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+        if self
+            .0
+            .count
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
+            == 1
+        {
             self.0.idle.notify_waiters();
         }
     }
@@ -152,7 +157,12 @@ impl GroupCommit {
         let idle = async {
             loop {
                 let notified = self.in_flight.idle.notified();
-                if self.in_flight.count.load(std::sync::atomic::Ordering::Acquire) == 0 {
+                if self
+                    .in_flight
+                    .count
+                    .load(std::sync::atomic::Ordering::Acquire)
+                    == 0
+                {
                     return;
                 }
                 notified.await;

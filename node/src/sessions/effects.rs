@@ -209,7 +209,12 @@ pub(crate) async fn emit(rt: &Runtime, st: &RunState, effect: &Effect, trigger: 
         _ => return,
     };
     // Made here, so kept here: retried through a database outage rather than dropped.
-    if let Err(err) = rt.deps.pipeline.publish_kept(Event::new(name, id, data)).await {
+    if let Err(err) = rt
+        .deps
+        .pipeline
+        .publish_kept(Event::new(name, id, data))
+        .await
+    {
         tracing::error!(session_id = id, event = name.as_str(), error = %err, "session event not persisted");
     }
 }

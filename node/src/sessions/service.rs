@@ -105,7 +105,7 @@ impl SessionService {
 
     /// For a process that is stopping: every session loaded here stops taking traffic and stores what its
     /// engine already handed over (`Runtime::quiesce`), all at once, within `budget`.
-    pub(crate) async fn quiesce_all(&self, budget: Duration) {
+    pub(crate) async fn quiesce_all(&self, budget: std::time::Duration) {
         let loaded: Vec<Arc<Runtime>> = self.runtimes.iter().map(|r| r.value().clone()).collect();
         futures::future::join_all(loaded.iter().map(|r| r.quiesce(budget))).await;
     }
