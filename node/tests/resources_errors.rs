@@ -114,7 +114,7 @@ async fn unanswered_queries_answer_503_and_never_exists_false() {
 }
 
 #[tokio::test]
-async fn status_posts_need_recipients_on_the_socket_column() {
+async fn status_posts_need_recipients_on_the_socket_column_and_keep_the_message_limits() {
     let node = node().await;
     let c = node.client();
     let alice = linked_session(&c, "alice", ALICE).await;
@@ -123,6 +123,8 @@ async fn status_posts_need_recipients_on_the_socket_column() {
         json!({ "text": "hi", "recipients": [] }),
         json!({ "text": "hi", "recipients": ["not-a-jid"] }),
         json!({ "text": "hi", "recipients": [jid("4915200000002")], "font": 3 }),
+        // The message limits apply to status posts too: text 4096, caption 1024 characters.
+        json!({ "text": "x".repeat(4097), "recipients": [jid("4915200000002")] }),
     ];
     for body in bodies {
         let reply = c
@@ -140,6 +142,15 @@ async fn status_posts_need_recipients_on_the_socket_column() {
         .await
         .expect("post");
     assert_eq!(reply.status, 400, "{}", reply.text);
+    let reply = c
+        .post(
+            &at(&alice, "/status/send-image"),
+            json!({ "image": { "base64": "aGk=" }, "caption": "c".repeat(1025), "recipients": [jid("4915200000002")] }),
+        )
+        .await
+        .expect("post");
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    assert!(reply.str("message").contains("caption"), "{}", reply.text);
 }
 
 /// What every session-scoped route answers when more than one thing is wrong: the key first (403), then the
