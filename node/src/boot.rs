@@ -449,7 +449,11 @@ async fn build_context(
         messaging = messaging.keeping_whole_pages();
     }
     let messaging = Arc::new(messaging);
-    let automation = Arc::new(AutomationService::new(data_db.clone()));
+    let mut automation = AutomationService::new(data_db.clone());
+    if let Some(cluster) = &cluster {
+        automation = automation.with_shared_cooldowns(cluster.pool.clone(), &cluster.prefix);
+    }
+    let automation = Arc::new(automation);
     automation.set_sender(Box::new(SessionSender::new(messaging.clone())));
     let admin = Arc::new(DataAdmin::new(
         data_db.clone(),

@@ -750,3 +750,76 @@ async fn a_session_taken_over_keeps_its_ringing_call_account_state_and_read_stat
         after.text
     );
 }
+
+/// An automation rule's cooldown is the cluster's: a session that moves to another node does not reply to
+/// the same chat again inside it.
+#[tokio::test]
+async fn an_automation_cooldown_follows_its_session_to_another_node() {
+    let c = cluster().await;
+    let s = create_linked(&c.client(0), "auto-moves", "15550003011")
+        .await
+        .expect("linked on node a");
+    let rule = json!({
+        "name": "price",
+        "conditions": [{ "field": "body", "operator": "contains", "value": "price" }],
+        "replyText": "Prices at example.com",
+        "cooldownSeconds": 3600
+    });
+    ok(c.client(0).post(&at(&s, "/automation-rules"), rule).await.expect("rule"));
+    let customer = jid("15550003099");
+    let ask = |node: usize, body: &'static str| {
+        let client = c.client(node);
+        let (s, customer) = (s.clone(), customer.clone());
+        async move {
+            ok(client
+                .post(
+                    &format!("/api/sim/sessions/{s}/inbound"),
+                    json!({ "from": customer, "type": "text", "body": body }),
+                )
+                .await
+                .expect("inbound"));
+        }
+    };
+    let replies = || async {
+        c.client(1)
+            .get(&at(&s, "/messages?direction=outgoing"))
+            .await
+            .expect("messages")
+            .body
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    ask(0, "what is the price?").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while replies().await == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no first reply");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for action in ["stop", "start"] {
+        let moved = c
+            .client(1)
+            .post_empty(&at(&s, &format!("/{action}")))
+            .await
+            .expect(action);
+        assert_eq!(moved.status, 200, "{action}: {}", moved.text);
+    }
+    wait_status(&c.client(1), &s, "ready").await.expect("ready on b");
+    assert!(c.row(&s).expect("row").starts_with("node-b|"), "moved to node b");
+    ask(1, "price again?").await;
+    // The message is stored before the matcher runs; give the matcher the time a reply took the first time.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let incoming = c
+            .client(1)
+            .get(&at(&s, "/messages?direction=incoming"))
+            .await
+            .expect("messages");
+        if incoming.body.as_array().map_or(0, Vec::len) >= 2 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "second question not stored");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(replies().await, 1, "one reply per cooldown, whichever node runs the session");
+}

@@ -1,6 +1,8 @@
 //! The automation matcher: reads `message.received` from the pipeline's live feed, picks the first enabled
 //! rule of the session whose conditions hold, and replies once per cooldown per chat. Never replies to the
-//! session's own messages. It does not persist anything; cooldowns live in memory.
+//! session's own messages. It does not persist anything; cooldowns live in memory, and in a cluster in
+//! Redis (a session that moves to another node keeps them; while Redis does not answer, each node decides
+//! with its own).
 
 use std::sync::Arc;
 
@@ -67,7 +69,7 @@ impl AutomationService {
         let Some(rule) = first_match(&rules, &event.data) else {
             return;
         };
-        if !self.claim_cooldown(rule, chat_id, now_ms()) {
+        if !self.claim(rule, chat_id).await {
             return;
         }
         let Some(sender) = self.sender.load_full() else {
@@ -82,7 +84,21 @@ impl AutomationService {
         }
     }
 
-    /// Whether the rule may reply in `chat_id` now; if so, the cooldown starts.
+    /// Whether the rule may reply in `chat_id` now (the cluster's cooldown when there is one); if so, the
+    /// cooldown starts.
+    async fn claim(&self, rule: &RuleRecord, chat_id: &str) -> bool {
+        if let Some(shared) = &self.shared_cooldowns
+            && rule.cooldown_seconds > 0
+        {
+            match shared.claim(rule, chat_id).await {
+                Ok(claimed) => return claimed,
+                Err(e) => tracing::warn!(rule_id = %rule.id, error = %e, "automation cooldown not read from Redis; deciding on this node"),
+            }
+        }
+        self.claim_cooldown(rule, chat_id, now_ms())
+    }
+
+    /// Whether the rule may reply in `chat_id` now by this node's own record; if so, the cooldown starts.
     fn claim_cooldown(&self, rule: &RuleRecord, chat_id: &str, now: i64) -> bool {
         let key = (rule.id.clone(), chat_id.to_owned());
         let window = rule.cooldown_seconds.saturating_mul(1000);
@@ -92,6 +108,46 @@ impl AutomationService {
         }
         *entry = now;
         true
+    }
+}
+
+/// How long a claim waits for Redis before the node decides alone.
+const SHARED_CLAIM_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The cluster's cooldowns: one key per rule and chat, set only when absent, expiring with the cooldown.
+pub(crate) struct SharedCooldowns {
+    pool: deadpool_redis::Pool,
+    prefix: String,
+}
+
+impl SharedCooldowns {
+    pub(crate) fn new(pool: deadpool_redis::Pool, prefix: &str) -> SharedCooldowns {
+        SharedCooldowns {
+            pool,
+            prefix: format!("{prefix}auto-cooldown:"),
+        }
+    }
+
+    /// True when this call started the cooldown (nobody replied in the window).
+    async fn claim(&self, rule: &RuleRecord, chat_id: &str) -> Result<bool, String> {
+        let window_ms = u64::try_from(rule.cooldown_seconds.saturating_mul(1000)).unwrap_or(0);
+        let key = format!("{}{}:{chat_id}", self.prefix, rule.id);
+        let claim = async {
+            let mut conn = self.pool.get().await.map_err(|e| e.to_string())?;
+            let set: Option<String> = deadpool_redis::redis::cmd("SET")
+                .arg(&key)
+                .arg(1)
+                .arg("NX")
+                .arg("PX")
+                .arg(window_ms.max(1))
+                .query_async(&mut *conn)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(set.is_some())
+        };
+        tokio::time::timeout(SHARED_CLAIM_TIMEOUT, claim)
+            .await
+            .map_err(|_| "Redis did not answer in time".to_string())?
     }
 }
 

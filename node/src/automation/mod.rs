@@ -44,8 +44,11 @@ pub(crate) struct AutomationService {
     /// Rules per session, oldest first; dropped on every change here, aged out for changes made on
     /// another node while the session ran elsewhere (`events/memo.rs`).
     cache: SessionMemo<Vec<RuleRecord>>,
-    /// Last reply time per (rule id, chat id), epoch ms.
+    /// Last reply time per (rule id, chat id), epoch ms: the cooldowns of an embedded node, and a cluster
+    /// node's own decisions while Redis does not answer.
     cooldowns: DashMap<(String, String), i64>,
+    /// In a cluster the cooldowns live in Redis, so a session that moves to another node keeps them.
+    shared_cooldowns: Option<matcher::SharedCooldowns>,
     sender: ArcSwapOption<Box<dyn AutomationSender>>,
 }
 
@@ -55,8 +58,19 @@ impl AutomationService {
             db,
             cache: SessionMemo::new(),
             cooldowns: DashMap::new(),
+            shared_cooldowns: None,
             sender: ArcSwapOption::empty(),
         }
+    }
+
+    /// Cooldowns kept in Redis under `{prefix}auto-cooldown:` (a cluster).
+    pub(crate) fn with_shared_cooldowns(
+        mut self,
+        pool: deadpool_redis::Pool,
+        prefix: &str,
+    ) -> AutomationService {
+        self.shared_cooldowns = Some(matcher::SharedCooldowns::new(pool, prefix));
+        self
     }
 
     /// Drops every cached rule list (after a data import replaced the rules).
