@@ -765,7 +765,10 @@ async fn an_automation_cooldown_follows_its_session_to_another_node() {
         "replyText": "Prices at example.com",
         "cooldownSeconds": 3600
     });
-    ok(c.client(0).post(&at(&s, "/automation-rules"), rule).await.expect("rule"));
+    ok(c.client(0)
+        .post(&at(&s, "/automation-rules"), rule)
+        .await
+        .expect("rule"));
     let customer = jid("15550003099");
     let ask = |node: usize, body: &'static str| {
         let client = c.client(node);
@@ -803,8 +806,13 @@ async fn an_automation_cooldown_follows_its_session_to_another_node() {
             .expect(action);
         assert_eq!(moved.status, 200, "{action}: {}", moved.text);
     }
-    wait_status(&c.client(1), &s, "ready").await.expect("ready on b");
-    assert!(c.row(&s).expect("row").starts_with("node-b|"), "moved to node b");
+    wait_status(&c.client(1), &s, "ready", Duration::from_secs(20))
+        .await
+        .expect("ready on b");
+    assert!(
+        c.row(&s).expect("row").starts_with("node-b|"),
+        "moved to node b"
+    );
     ask(1, "price again?").await;
     // The message is stored before the matcher runs; give the matcher the time a reply took the first time.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -817,9 +825,16 @@ async fn an_automation_cooldown_follows_its_session_to_another_node() {
         if incoming.body.as_array().map_or(0, Vec::len) >= 2 {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "second question not stored");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "second question not stored"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(replies().await, 1, "one reply per cooldown, whichever node runs the session");
+    assert_eq!(
+        replies().await,
+        1,
+        "one reply per cooldown, whichever node runs the session"
+    );
 }

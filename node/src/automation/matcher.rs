@@ -92,7 +92,9 @@ impl AutomationService {
         {
             match shared.claim(rule, chat_id).await {
                 Ok(claimed) => return claimed,
-                Err(e) => tracing::warn!(rule_id = %rule.id, error = %e, "automation cooldown not read from Redis; deciding on this node"),
+                Err(e) => {
+                    tracing::warn!(rule_id = %rule.id, error = %e, "automation cooldown not read from Redis; deciding on this node")
+                }
             }
         }
         self.claim_cooldown(rule, chat_id, now_ms())
