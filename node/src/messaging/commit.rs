@@ -9,8 +9,8 @@
 //! acknowledgement to the network (`engine::Ack`) rides with its write and is settled here after the commit
 //! (`events::pipeline::settle`), so nothing is acknowledged that is not stored. A batch that fails is
 //! retried write by write, so one bad write fails alone; an engine event the network will not send again
-//! whose write failed only for the moment (the database away) is retried until it is stored, before
-//! anything queued after it. Input: [`Write`]s from the `Recorder`; it owns no SQL of its own.
+//! whose write failed only for the moment (the database away) is retried until it is stored, before the
+//! writer takes anything more from its queue (the other writes of its own group may commit first). Input: [`Write`]s from the `Recorder`; it owns no SQL of its own.
 
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
@@ -233,7 +233,8 @@ async fn run(db: DataPool, pipeline: Pipeline, mut rx: mpsc::Receiver<Waiting>) 
 }
 
 /// Writes that failed only for the moment and that nobody else keeps (see [`Waiting::only_here`]): retried
-/// in order, with growing pauses, before anything queued after them, for up to [`KEEP_RETRYING`].
+/// in order, with growing pauses, before the writer takes anything more from its queue, for up to
+/// [`KEEP_RETRYING`].
 /// Meanwhile the queue fills and the sessions' event loops wait for room (backpressure); past the budget a
 /// write fails as before (logged and counted by `settle`).
 async fn retry_until_stored(db: &DataPool, pipeline: &Pipeline, unowed: Vec<Waiting>) {
