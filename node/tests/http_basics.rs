@@ -232,3 +232,36 @@ async fn settings_and_stats_overview_are_served() {
     assert!(stats.body["sessions"]["total"].is_i64(), "{}", stats.text);
     assert!(stats.body["messages"]["total"].is_i64(), "{}", stats.text);
 }
+
+#[tokio::test]
+async fn every_session_scoped_answer_names_the_node_refusals_included() {
+    const SERVED_BY: &str = "x-wagate-served-by";
+    let node = Node::start(binary().env("NODE_ID", "node-basics"))
+        .await
+        .expect("node");
+    let client = node.client();
+    let unknown = client
+        .get("/api/sessions/00000000-0000-4000-8000-000000000000")
+        .await
+        .expect("404");
+    assert_eq!(unknown.status, 404);
+    assert_eq!(unknown.header(SERVED_BY), Some("node-basics"));
+    let by_name = client
+        .get("/api/sessions/no-such-name/chats")
+        .await
+        .expect("by name");
+    assert!(by_name.status >= 400, "{}", by_name.text);
+    assert_eq!(by_name.header(SERVED_BY), Some("node-basics"));
+    let encoded = client
+        .raw(
+            Method::POST,
+            "/api/sessions/00000000-0000-4000-8000-000000000000/messages/send-text",
+        )
+        .header("Content-Encoding", "gzip")
+        .body("x");
+    let refused = client.send(encoded).await.expect("415");
+    assert_error_shape(&refused, 415);
+    assert_eq!(refused.header(SERVED_BY), Some("node-basics"));
+    let list = client.get("/api/sessions").await.expect("list");
+    assert_eq!(list.header(SERVED_BY), None, "not session-scoped");
+}

@@ -344,3 +344,31 @@ async fn keys_are_revalidated_revoked_and_narrowed_keys_are_evicted_renames_are_
         "a rename evicts nobody"
     );
 }
+
+#[tokio::test]
+async fn a_plain_request_gets_the_json_error_of_any_keyed_route() {
+    let node = start().await;
+    let anonymous = node
+        .client_with_key(None)
+        .get("/api/ws")
+        .await
+        .expect("no key");
+    assert_eq!(anonymous.status, 401, "{}", anonymous.text);
+    assert_eq!(anonymous.body["statusCode"], 401);
+    assert_eq!(anonymous.body["message"], "API key is missing");
+    let wrong = node
+        .client_with_key(Some("wrong"))
+        .get("/api/ws")
+        .await
+        .expect("bad key");
+    assert_eq!(wrong.status, 401, "{}", wrong.text);
+    let keyed = node.client().get("/api/ws").await.expect("keyed");
+    assert!(
+        keyed.status == 400 || keyed.status == 426,
+        "{}",
+        keyed.text
+    );
+    assert_eq!(keyed.body["statusCode"], keyed.status);
+    assert!(keyed.body["message"].is_string(), "{}", keyed.text);
+    assert!(keyed.body["error"].is_string(), "{}", keyed.text);
+}

@@ -31,8 +31,19 @@ pub(crate) async fn edge(State(ctx): State<ApiContext>, req: Request, next: Next
     .await
 }
 
-/// What runs under the panic guard: the checks that can refuse a request, then its handler.
+/// What runs under the panic guard. Every answer to a session-scoped path names the node that served it,
+/// refusals included.
 async fn admitted(ctx: &ApiContext, req: Request, next: Next) -> Response {
+    let session_scoped = forward::is_session_scoped(req.uri().path());
+    let mut response = checked(ctx, req, next).await;
+    if session_scoped {
+        forward::stamp_served_by(ctx, &mut response);
+    }
+    response
+}
+
+/// The checks that can refuse a request, then its handler.
+async fn checked(ctx: &ApiContext, req: Request, next: Next) -> Response {
     if let Some(refusal) = limits::refuse_unreadable_bodies(ctx, &req) {
         return refusal;
     }

@@ -59,7 +59,7 @@ pub(crate) async fn forward_to_owner(
         is_forwarded: req.headers().contains_key(FORWARDED),
         is_upgrade: req.headers().contains_key(header::UPGRADE),
     };
-    let mut response = match decide(ctx, &session_id, marks).await {
+    let response = match decide(ctx, &session_id, marks).await {
         // Held until the answer: a planned handover of the session waits for it.
         Decision::Local(_serving) => next(req).await,
         Decision::Refuse => ApiError::from(LeaseError::HeldElsewhere).into_response(),
@@ -75,12 +75,29 @@ pub(crate) async fn forward_to_owner(
             Err(refusal) => refusal.into_response(),
         },
     };
+    response
+}
+
+/// Whether a path addresses one session (by id or by name), so its answer names the node that served it:
+/// `/api/sessions/{idOrName}/...` and the sim's `/api/sim/sessions/{id}/...`, not the list or the stats.
+pub(crate) fn is_session_scoped(path: &str) -> bool {
+    let Some(rest) = path
+        .strip_prefix("/api/sessions/")
+        .or_else(|| path.strip_prefix("/api/sim/sessions/"))
+    else {
+        return false;
+    };
+    let segment = rest.split('/').next().unwrap_or_default();
+    !segment.is_empty() && segment != "stats"
+}
+
+/// Adds `X-Wagate-Served-By: <this node>` unless the owner a request was forwarded to already named itself.
+pub(crate) fn stamp_served_by(ctx: &ApiContext, response: &mut Response) {
     if !response.headers().contains_key(SERVED_BY)
         && let Ok(value) = HeaderValue::from_str(&ctx.config.node_id)
     {
         response.headers_mut().insert(SERVED_BY, value);
     }
-    response
 }
 
 /// The caller's key and access rule, checked here too before the request leaves: a revocation made through

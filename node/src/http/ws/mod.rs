@@ -1,7 +1,8 @@
 //! `GET /api/ws` (wire-notes §6): the upgrade, key presentation (upgrade header or a first `auth` frame
 //! within 5 s) and the socket loop: frames in (rate-limited), events out from the pipeline's live feed, and
 //! the periodic re-validation of the key. A missing or bad key still upgrades, then gets one UNAUTHORIZED
-//! frame and a close. Subscription rules live in `subscriptions.rs`.
+//! frame and a close; a request that is not an upgrade gets the JSON error body. Subscription rules live in
+//! `subscriptions.rs`.
 
 mod frames;
 mod subscriptions;
@@ -13,14 +14,17 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::response::{IntoResponse, Response};
 use tokio::sync::broadcast::error::RecvError;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::dto::ws::{ClientFrame, codes};
 
 use super::auth::presented_key;
 use super::client_addr::client_ip_from;
+use super::error::ApiError;
 use crate::app::ApiContext;
+use crate::keys::KeyRefusal;
 use crate::store::keys::ApiKey;
 use frames::{error_frame, event_frame, reply_frame};
 use subscriptions::{KeyCheck, Subscriptions, recheck};
@@ -41,16 +45,38 @@ async fn open_socket(
     State(ctx): State<ApiContext>,
     extensions: axum::http::Extensions,
     headers: HeaderMap,
-    upgrade: WebSocketUpgrade,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     let presented = presented_key(&headers).map(str::to_owned);
     let client = client_ip_from(&extensions);
+    let upgrade = match upgrade {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return refuse_plain_request(&ctx, presented, client, rejection).await,
+    };
     upgrade.on_upgrade(move |socket| async move {
         let mut socket = socket;
         if let Some(key) = authenticate(&ctx, &mut socket, presented, client).await {
             run(ctx, socket, key, client).await;
         }
     })
+}
+
+/// A request that cannot become a WebSocket gets the JSON error every other route answers: 401 for a missing
+/// or refused key (as on any keyed route), else the reason the upgrade was refused, with its status.
+async fn refuse_plain_request(
+    ctx: &ApiContext,
+    presented: Option<String>,
+    client: Option<IpAddr>,
+    rejection: WebSocketUpgradeRejection,
+) -> Response {
+    let error = match presented {
+        None => ApiError::from(KeyRefusal::Missing),
+        Some(key) => match ctx.keys.verify_fresh(&key, client).await {
+            Ok(_) => ApiError::new(rejection.status(), rejection.body_text()),
+            Err(refusal) => ApiError::from(refusal),
+        },
+    };
+    error.into_response()
 }
 
 /// The key from the header, or from an `auth` frame; on refusal sends UNAUTHORIZED and closes.
