@@ -233,6 +233,11 @@ async fn a_cancelled_batch_stops_and_reports_cancelled_items() {
     assert_eq!(cancelled.body["status"], "cancelled");
     assert_eq!(cancelled.body["progress"]["cancelled"], 2);
     assert_eq!(batch(&p, &id).await["status"], "cancelled");
+    let again = p
+        .post(&format!("messages/batch/{id}/cancel"), json!({}))
+        .await;
+    assert_eq!(again.status, 400, "a finished batch: {}", again.text);
+    assert_eq!(batch(&p, &id).await["status"], "cancelled");
     let missing = p
         .client
         .get(&format!("/api/sessions/{}/messages/batch/nope", p.a))

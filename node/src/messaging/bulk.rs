@@ -229,16 +229,21 @@ impl BulkRunner {
         let _guard = self.lock.lock().await;
         let mut row = self.load(session_id, batch_id).await?;
         let mut results: Vec<BatchItemResult> = from_json(&row.results)?;
-        if row.status == "processing" {
-            for r in results.iter_mut().filter(|r| r.status == "pending") {
-                r.status = "cancelled".into();
-            }
-            row.status = "cancelled".into();
-            row.completed_at = Some(now_ms());
-            row.results = to_json(&results)?;
-            row.updated_at = now_ms();
-            batch_store::save(&self.service.db, &row).await?;
+        // Terminal statuses are exclusive: a finished batch is not reported as cancelled.
+        if row.status != "processing" {
+            return Err(MessagingError::BadInput(format!(
+                "Batch {batch_id} is already {}",
+                row.status
+            )));
         }
+        for r in results.iter_mut().filter(|r| r.status == "pending") {
+            r.status = "cancelled".into();
+        }
+        row.status = "cancelled".into();
+        row.completed_at = Some(now_ms());
+        row.results = to_json(&results)?;
+        row.updated_at = now_ms();
+        batch_store::save(&self.service.db, &row).await?;
         if let Some(token) = self.cancels.get(batch_id) {
             token.cancel();
         }

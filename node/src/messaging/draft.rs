@@ -77,6 +77,9 @@ pub(crate) fn reply(b: ReplyRequest) -> MessagingResult<Draft> {
     })
 }
 
+/// The spec's audio mimetype: a voice note's default, and plain audio's when its URL names none.
+pub(crate) const DEFAULT_AUDIO_MIMETYPE: &str = "audio/ogg; codecs=opus";
+
 /// The media of one of the five media routes (`kind` from the route; `ptt` turns audio into voice).
 pub(crate) fn media(kind: MediaKind, b: SendMediaRequest) -> MessagingResult<Draft> {
     let to = v::jid("chatId", b.chat_id.as_deref())?;
@@ -88,8 +91,9 @@ pub(crate) fn media(kind: MediaKind, b: SendMediaRequest) -> MessagingResult<Dra
     };
     let mimetype = b.mimetype.filter(|m| !m.trim().is_empty());
     let input = media_input(b.url, b.base64, mimetype.is_some())?;
+    // A voice note is Opus unless the caller says otherwise; plain audio keeps what its URL serves.
     let mimetype = match (mimetype, kind) {
-        (None, MediaKind::Voice | MediaKind::Audio) => Some("audio/ogg; codecs=opus".to_string()),
+        (None, MediaKind::Voice) => Some(DEFAULT_AUDIO_MIMETYPE.to_string()),
         (m, _) => m,
     };
     let not_opus = !mimetype
@@ -217,6 +221,21 @@ mod tests {
         };
         assert_eq!(m.kind, MediaKind::Voice);
         assert_eq!(m.mimetype.as_deref(), Some("audio/ogg; codecs=opus"));
+    }
+
+    #[test]
+    fn plain_audio_leaves_the_mimetype_to_its_url() {
+        let body = SendMediaRequest {
+            chat_id: Some("4915100000001@c.us".into()),
+            url: Some("https://example.com/a.mp3".into()),
+            ..SendMediaRequest::default()
+        };
+        let draft = media(MediaKind::Audio, body).unwrap();
+        let DraftContent::Media(m) = draft.content else {
+            panic!("not media")
+        };
+        assert_eq!(m.kind, MediaKind::Audio);
+        assert_eq!(m.mimetype, None);
     }
 
     #[test]

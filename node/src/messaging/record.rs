@@ -358,7 +358,10 @@ impl Recorder {
 
     /// The row's media as the API shows it: inline base64 when asked and small enough, else the marker.
     pub(crate) async fn media_json(&self, meta: &MediaMeta, inline: bool) -> Value {
-        let mut out = json!({ "mimetype": meta.mimetype, "filename": meta.filename, "sizeBytes": meta.size_bytes });
+        let mut out = json!({ "mimetype": meta.mimetype, "sizeBytes": meta.size_bytes });
+        if let Some(filename) = &meta.filename {
+            out["filename"] = json!(filename);
+        }
         let data = if inline && meta.size_bytes as usize <= INLINE_MEDIA_MAX_BYTES {
             match self.media.get(&meta.key).await {
                 Ok(Some(bytes)) => Some(bytes),

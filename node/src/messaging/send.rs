@@ -9,7 +9,7 @@ use super::draft::{Draft, DraftContent, MediaDraft, MediaInput};
 use super::error::{MessagingResult, message_not_found};
 use super::record::MediaMeta;
 use crate::engine::{
-    InboundMessage, MediaMessage, MediaSource, MessageContent, OutgoingMessage, QuotedRef,
+    InboundMessage, MediaKind, MediaMessage, MediaSource, MessageContent, OutgoingMessage, QuotedRef,
     SentMessage,
 };
 use crate::store::messages::{self as message_store, MessageRow};
@@ -112,7 +112,10 @@ impl MessagingService {
         let mut mimetype = draft
             .mimetype
             .or_else(|| stored.content_type.clone())
-            .unwrap_or_else(|| "application/octet-stream".to_string());
+            .unwrap_or_else(|| match draft.kind {
+                MediaKind::Audio => super::draft::DEFAULT_AUDIO_MIMETYPE.to_string(),
+                _ => "application/octet-stream".to_string(),
+            });
         let stored = match (draft.convert, &self.converter) {
             (Some(target), Some(converter)) => {
                 let converted = converter

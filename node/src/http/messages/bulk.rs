@@ -49,7 +49,7 @@ async fn get_batch(
 
 /// POST /api/sessions/{sessionId}/messages/batch/{batchId}/cancel
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/messages/batch/{batchId}/cancel", tag = "messages",
-    responses((status = 200, body = BatchCancelled), (status = 404)))]
+    responses((status = 200, body = BatchCancelled), (status = 400, description = "the batch already finished"), (status = 404)))]
 async fn cancel_batch(
     session: Scoped,
     State(ctx): State<ApiContext>,

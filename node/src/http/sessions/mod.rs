@@ -45,7 +45,7 @@ impl From<SessionView> for Session {
             status: r.status,
             phone: r.phone.as_deref().map(linked_number),
             push_name: r.push_name,
-            last_error: r.last_error,
+            last_error: r.last_error.filter(|_| shows_last_error(r.status)),
             engine_loaded: view.engine_loaded,
             connected_at: r.connected_at.map(iso_ms),
             last_active: r.last_active.map(iso_ms),
@@ -54,6 +54,15 @@ impl From<SessionView> for Session {
             updated_at: iso_ms(r.updated_at),
         }
     }
+}
+
+/// The spec shows `lastError` on `failed` and `action_required`, and on `initializing` while retries back
+/// off; a reason kept from an earlier status (a restored or swept session now `disconnected`) is not shown.
+fn shows_last_error(status: SessionStatus) -> bool {
+    matches!(
+        status,
+        SessionStatus::Failed | SessionStatus::ActionRequired | SessionStatus::Initializing
+    )
 }
 
 /// The linked number as the spec shows it (`4915100000001`), from the stored JID.
