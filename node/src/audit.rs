@@ -83,12 +83,7 @@ impl AuditLog {
         let row = AuditRow {
             id: uuid::Uuid::now_v7().to_string(),
             action: action.to_string(),
-            severity: if status_code >= 400 {
-                "warning"
-            } else {
-                "info"
-            }
-            .to_string(),
+            severity: severity_of(status_code).to_string(),
             api_key_id: actor.api_key_id.clone(),
             api_key_name: actor.api_key_name.clone(),
             session_id: session_id.map(str::to_string),
@@ -152,5 +147,26 @@ impl AuditLog {
                 }
             }
         }
+    }
+}
+
+/// The contract's severities (`info`, `warn`, `error`) by the answer's status.
+fn severity_of(status_code: u16) -> &'static str {
+    match status_code {
+        500.. => "error",
+        400.. => "warn",
+        _ => "info",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::severity_of;
+
+    #[test]
+    fn severities_are_the_contracts_names() {
+        assert_eq!(severity_of(201), "info");
+        assert_eq!(severity_of(409), "warn");
+        assert_eq!(severity_of(504), "error");
     }
 }

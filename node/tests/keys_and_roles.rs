@@ -94,6 +94,7 @@ async fn key_lifecycle_create_list_revoke_delete() {
         .await
         .expect("audit");
     assert_eq!(deleted.body["data"][0]["metadata"]["keyId"], id.as_str());
+    assert_eq!(deleted.body["data"][0]["severity"], "info");
 }
 
 #[tokio::test]

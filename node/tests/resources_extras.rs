@@ -54,6 +54,7 @@ async fn channels_create_subscribe_mute_transfer_and_refusals() {
         )
         .await
         .expect("subscribe"));
+    assert_eq!(subscribed.status, 201, "{}", subscribed.text);
     assert_eq!(subscribed.str("id"), channel);
     let info = ok(c
         .get(&at(&bob, &format!("/channels/{channel}")))

@@ -52,7 +52,12 @@ async fn list_audit(
         .map(|r| AuditEntry {
             id: r.id,
             action: r.action,
-            severity: r.severity,
+            // Rows written before the contract's names were adopted say `warning`.
+            severity: if r.severity == "warning" {
+                "warn".to_owned()
+            } else {
+                r.severity
+            },
             api_key_id: r.api_key_id,
             api_key_name: r.api_key_name,
             session_id: r.session_id,

@@ -74,12 +74,12 @@ async fn create_channel(
 
 /// POST /api/sessions/{sessionId}/channels/subscribe
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/channels/subscribe", tag = "channels",
-    request_body = SubscribeChannelRequest, responses((status = 200, body = Channel)))]
+    request_body = SubscribeChannelRequest, responses((status = 201, body = Channel)))]
 async fn subscribe_channel(
     session: Scoped,
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<SubscribeChannelRequest>,
-) -> ApiResult<Json<Channel>> {
+) -> ApiResult<(StatusCode, Json<Channel>)> {
     let code = body
         .invite_code
         .trim()
@@ -91,9 +91,8 @@ async fn subscribe_channel(
         return Err(ApiError::bad_request("inviteCode must not be empty"));
     }
     let engine = session.engine().await?;
-    Ok(Json(
-        bounded(&ctx, engine.subscribe_channel(&code)).await?.into(),
-    ))
+    let channel = bounded(&ctx, engine.subscribe_channel(&code)).await?;
+    Ok((StatusCode::CREATED, Json(channel.into())))
 }
 
 /// GET /api/sessions/{sessionId}/channels/{channelId}
