@@ -44,8 +44,7 @@ pub(crate) struct Suppressed {
 /// `Ok` when every condition holds for `data`.
 pub(crate) fn evaluate(conditions: &[FilterCondition], data: &Value) -> Result<(), Suppressed> {
     for c in conditions {
-        let actual = data.get(c.field.data_key()).filter(|v| !v.is_null());
-        let Some(actual) = actual else {
+        let Some(actual) = field_value(c.field, data) else {
             return Err(Suppressed {
                 field: c.field,
                 is_missing: true,
@@ -59,6 +58,16 @@ pub(crate) fn evaluate(conditions: &[FilterCondition], data: &Value) -> Result<(
         }
     }
     Ok(())
+}
+
+/// The value a condition reads. The sender of a group message is its `author` where the engine names one
+/// apart from `from` (the browser engine's `from` is the group there).
+fn field_value(field: FilterField, data: &Value) -> Option<&Value> {
+    let present = |key: &str| data.get(key).filter(|v| !v.is_null());
+    match field {
+        FilterField::Sender => present("author").or_else(|| present("from")),
+        other => present(other.data_key()),
+    }
 }
 
 /// The payload's top-level keys (for the `webhook_filter_suppressed` debug line).
@@ -134,6 +143,15 @@ mod tests {
         let err = evaluate(&c, &ack).unwrap_err();
         assert!(err.is_missing);
         assert_eq!(err.field, FilterField::Sender);
+    }
+
+    #[test]
+    fn the_sender_of_a_group_message_is_its_author() {
+        let c = cond(json!({"field": "sender", "operator": "is", "value": "111@c.us"}));
+        let group = json!({"id": "m2", "from": "999@g.us", "author": "111@c.us", "isGroup": true});
+        assert!(evaluate(&c, &group).is_ok());
+        let other = json!({"id": "m3", "from": "999@g.us", "author": "444@c.us", "isGroup": true});
+        assert!(evaluate(&c, &other).is_err());
     }
 
     #[test]
