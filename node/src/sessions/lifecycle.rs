@@ -11,7 +11,7 @@ use super::proxy;
 use super::run_state::RunState;
 use super::runtime::Runtime;
 use super::service::{SessionService, SessionView};
-use super::state::{Effect, Teardown, Trigger};
+use super::state::{Effect, Teardown, TransitionError, Trigger};
 use crate::engine::{Engine, EngineError};
 
 impl SessionService {
@@ -30,13 +30,21 @@ impl SessionService {
         let runtime = self.load(id).await?;
         {
             let mut st = runtime.lock().await;
+            let before = (st.desired_running, st.policy, st.proxy_url.clone());
             st.desired_running = true;
             st.policy = super::backoff::ReconnectPolicy {
                 base_delay_ms: record.config.reconnect_base_delay,
                 max_attempts: record.config.max_reconnect_attempts,
             };
             st.proxy_url = record.proxy_url.clone();
-            runtime.drive(&mut st, Trigger::Start).await?;
+            if let Err(err) = runtime.drive(&mut st, Trigger::Start).await {
+                // A start refused on an active session leaves it as it runs: the config and proxy are
+                // read once per start, and this was none.
+                if matches!(err, SessionError::Transition(TransitionError::AlreadyActive(_))) {
+                    (st.desired_running, st.policy, st.proxy_url) = before;
+                }
+                return Err(err);
+            }
         }
         if !runtime
             .wait_settled(Duration::from_millis(self.start_timeout_ms))

@@ -370,6 +370,7 @@ fn start(from: SessionStatus) -> Result<Transition, TransitionError> {
                 StopEngine,
                 ResetReconnectAttempts,
                 ClearLastError,
+                ClearRestriction,
                 LaunchEngine,
                 EmitStatus,
             ],

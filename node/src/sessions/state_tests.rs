@@ -319,7 +319,9 @@ fn phone_unlink_disconnects_and_forgets_the_phone() {
 
 #[test]
 fn start_restarts_action_required_and_refuses_running_sessions() {
-    assert_eq!(go(ActionRequired, Trigger::Start, ctx()).to, Initializing);
+    let restart = go(ActionRequired, Trigger::Start, ctx());
+    assert_eq!(restart.to, Initializing);
+    assert!(restart.effects.contains(&ClearRestriction));
     assert_eq!(go(Failed, Trigger::Start, ctx()).to, Initializing);
     for from in [Initializing, QrReady, Authenticating, Ready] {
         let err = transition(from, &Trigger::Start, &ctx()).err();
