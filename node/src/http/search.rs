@@ -26,10 +26,28 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new().routes(routes!(search_messages))
 }
 
-/// ISO 8601 (date or date-time) or Unix seconds.
-fn instant(field: &str, raw: &str) -> ApiResult<i64> {
-    if let Ok(secs) = raw.parse::<i64>() {
-        return Ok(secs);
+/// Integers at or above this are Unix milliseconds (the published clients' unit); below it, Unix seconds
+/// (10^11 seconds is the year 5138, 10^11 milliseconds is 1973).
+const MILLIS_FROM: i64 = 100_000_000_000;
+
+/// Which end of a range an instant bounds: a message stamped in whole seconds is inside `[from, to]` in
+/// milliseconds when its second is at or after `from` rounded up, and at or before `to` rounded down.
+#[derive(Clone, Copy)]
+enum Bound {
+    From,
+    To,
+}
+
+/// ISO 8601 (date or date-time), Unix milliseconds or Unix seconds; in Unix seconds.
+fn instant(field: &str, raw: &str, bound: Bound) -> ApiResult<i64> {
+    if let Ok(number) = raw.parse::<i64>() {
+        if number.abs() < MILLIS_FROM {
+            return Ok(number);
+        }
+        return Ok(match bound {
+            Bound::From => number.div_euclid(1000) + i64::from(number.rem_euclid(1000) != 0),
+            Bound::To => number.div_euclid(1000),
+        });
     }
     if let Ok(at) = chrono::DateTime::parse_from_rfc3339(raw) {
         return Ok(at.timestamp());
@@ -38,7 +56,11 @@ fn instant(field: &str, raw: &str) -> ApiResult<i64> {
         .ok()
         .and_then(|d| d.and_hms_opt(0, 0, 0))
         .map(|d| d.and_utc().timestamp())
-        .ok_or_else(|| ApiError::bad_request(format!("{field} must be ISO 8601 or Unix seconds")))
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "{field} must be ISO 8601, Unix milliseconds or Unix seconds"
+            ))
+        })
 }
 
 fn parse(caller: &Caller, query: Option<&str>) -> ApiResult<SearchFilter> {
@@ -61,8 +83,8 @@ fn parse(caller: &Caller, query: Option<&str>) -> ApiResult<SearchFilter> {
             "direction" => f.direction = some(&value),
             "type" => f.kind = some(&value),
             "from" => f.from = some(&value),
-            "dateFrom" => f.date_from = Some(instant("dateFrom", &value)?),
-            "dateTo" => f.date_to = Some(instant("dateTo", &value)?),
+            "dateFrom" => f.date_from = Some(instant("dateFrom", &value, Bound::From)?),
+            "dateTo" => f.date_to = Some(instant("dateTo", &value, Bound::To)?),
             "limit" => f.limit = whole("limit", &value, 1, 100)? as i64,
             "offset" => f.offset = whole("offset", &value, 0, 1_000_000)? as i64,
             _ => {}
@@ -132,4 +154,19 @@ async fn search_messages(
         took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         provider: PROVIDER.to_string(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Bound, instant};
+
+    #[test]
+    fn instants_read_milliseconds_seconds_and_iso() {
+        assert_eq!(instant("d", "1700000000", Bound::From).ok(), Some(1_700_000_000));
+        assert_eq!(instant("d", "1700000000000", Bound::From).ok(), Some(1_700_000_000));
+        assert_eq!(instant("d", "1700000000500", Bound::From).ok(), Some(1_700_000_001));
+        assert_eq!(instant("d", "1700000000500", Bound::To).ok(), Some(1_700_000_000));
+        assert_eq!(instant("d", "2023-11-14", Bound::To).ok(), Some(1_699_920_000));
+        assert!(instant("d", "soon", Bound::To).is_err());
+    }
 }
