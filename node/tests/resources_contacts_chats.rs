@@ -62,6 +62,15 @@ async fn contacts_check_block_pictures_and_edits() {
         .unwrap_or_default();
     assert_eq!(stranger["number"], STRANGER, "{}", list.text);
     assert_eq!(stranger["isBlocked"], false);
+    let all = list.body.as_array().cloned().unwrap_or_default();
+    let paged = c
+        .get(&at(&alice, "/contacts?limit=1&offset=1"))
+        .await
+        .expect("paged");
+    let second: Vec<Value> = all.into_iter().skip(1).take(1).collect();
+    assert_eq!(paged.body, Value::Array(second), "{}", paged.text);
+    let bad = c.get(&at(&alice, "/contacts?limit=0")).await.expect("bad");
+    assert_eq!(bad.status, 400, "{}", bad.text);
     let one = c
         .get(&at(&alice, &format!("/contacts/{}", jid(STRANGER))))
         .await

@@ -4,16 +4,17 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Jid;
 use wagate_proto::dto::common::SuccessResult;
+use wagate_proto::dto::chats::PageQuery;
 use wagate_proto::dto::contacts::{
     ContactCheck, ContactPhone, ContactRecord, PictureUrl, ProfilePictures, ProfilePicturesQuery,
     UpsertContactRequest,
 };
 
-use super::engine_call::{bounded, jid};
+use super::engine_call::{Page, bounded, jid};
 use super::error::{ApiError, ApiResult};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::session_scope::Scoped;
@@ -40,15 +41,19 @@ fn path_contact(path: &(String, String)) -> ApiResult<Jid> {
 }
 
 /// GET /api/sessions/{sessionId}/contacts
-#[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts", tag = "contacts",
+#[utoipa::path(get, path = "/api/sessions/{sessionId}/contacts", tag = "contacts", params(PageQuery),
     responses((status = 200, body = [ContactRecord])))]
 async fn list_contacts(
     session: Scoped,
     State(ctx): State<ApiContext>,
+    RawQuery(query): RawQuery,
 ) -> ApiResult<Json<Vec<ContactRecord>>> {
+    let page = Page::parse(query.as_deref(), 1000, 1000)?;
     let engine = session.engine().await?;
     let contacts = bounded(&ctx, engine.list_contacts()).await?;
-    Ok(Json(contacts.into_iter().map(Into::into).collect()))
+    Ok(Json(
+        page.apply(contacts).into_iter().map(Into::into).collect(),
+    ))
 }
 
 /// GET /api/sessions/{sessionId}/contacts/blocked
