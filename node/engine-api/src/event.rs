@@ -120,11 +120,16 @@ pub enum GroupAction {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupChanges {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub announce: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub locked: Option<bool>,
     /// Participants promoted to admin (`true`) or demoted (`false`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub admin: Option<bool>,
 }
 

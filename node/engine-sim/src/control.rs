@@ -205,7 +205,12 @@ impl SimNetwork {
         let msg = StoredMessage {
             id,
             from: spec.from.clone(),
-            to: if chat.is_group() { chat } else { me.clone() },
+            // A group, channel, status or broadcast message is addressed to that chat; a direct one to us.
+            to: if matches!(chat.kind(), wagate_proto::jid::ChatKind::Individual) {
+                me.clone()
+            } else {
+                chat
+            },
             kind: spec.kind,
             body: spec.body.unwrap_or_default(),
             timestamp: now(),
