@@ -274,6 +274,23 @@ async fn calls_links_rejection_auto_reject_and_profile() {
         .await
         .expect("link"));
     assert!(link.str("link").starts_with("https://"), "{}", link.text);
+    // What a client without integers sends (a Python float).
+    ok(c.post(
+        &at(&alice, "/calls/link"),
+        json!({ "type": "video", "startTime": 1_700_000_000_000.5_f64 }),
+    )
+    .await
+    .expect("float link"));
+    assert_eq!(
+        c.post(
+            &at(&alice, "/calls/link"),
+            json!({ "type": "audio", "startTime": -1 })
+        )
+        .await
+        .expect("negative")
+        .status,
+        400
+    );
     assert_eq!(
         c.post(
             &at(&alice, "/calls/link"),

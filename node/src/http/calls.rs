@@ -45,8 +45,7 @@ async fn create_call_link(
         _ => return Err(ApiError::bad_request("type must be audio or video")),
     };
     let start_time = body
-        .start_time
-        .filter(|t| *t >= 0)
+        .start_millis()
         .ok_or_else(|| ApiError::bad_request("startTime must be epoch milliseconds"))?;
     let engine = session.engine().await?;
     // Unbounded on purpose: call-link create is among the routes that never answer 503.
