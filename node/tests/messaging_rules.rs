@@ -163,6 +163,12 @@ async fn every_validation_rule_answers_400_naming_the_field() {
         .await;
     assert_eq!(reply.status, 413, "{}", reply.text);
     assert!(reply.body.get("code").is_none());
+    let item = json!({ "chatId": to, "type": "image",
+        "content": { "image": { "base64": big, "mimetype": "image/png" } } });
+    let bulk = p
+        .post("messages/send-bulk", json!({ "messages": [item] }))
+        .await;
+    assert_eq!(bulk.status, 413, "a bulk item's media too: {}", bulk.text);
 }
 
 async fn serve_media(bytes: &'static [u8]) -> String {

@@ -96,6 +96,17 @@ fn item_draft(index: usize, item: &BulkItem) -> MessagingResult<Draft> {
     draft::media(media_kind, body).map_err(at)
 }
 
+/// The size an item's inline base64 media decodes to (0 without one), known before the batch is accepted
+/// so that media over `MEDIA_DOWNLOAD_MAX_BYTES` is refused with 413 as a single send's is.
+fn inline_media_bytes(item: &BulkItem) -> u64 {
+    let encoded = item
+        .kind
+        .as_deref()
+        .and_then(|kind| item.content.as_ref()?.get(kind)?.get("base64")?.as_str())
+        .map_or(0, |b64| b64.bytes().filter(|b| !b.is_ascii_whitespace()).count());
+    (encoded as u64 / 4) * 3
+}
+
 fn progress(results: &[BatchItemResult]) -> BatchProgress {
     let count = |s: &str| results.iter().filter(|r| r.status == s).count();
     BatchProgress {
@@ -157,8 +168,12 @@ impl BulkRunner {
         if items.is_empty() || items.len() > MAX_ITEMS {
             return Err(bad(format!("messages must hold 1-{MAX_ITEMS} items")));
         }
+        let max_media = self.service.media_max_bytes();
         for (i, item) in items.iter().enumerate() {
             item_draft(i, item)?;
+            if inline_media_bytes(item) > max_media {
+                return Err(MediaError::TooLarge(max_media).into());
+            }
         }
         let options = req.options.unwrap_or_default();
         let delay = options.delay_between_messages.unwrap_or(DEFAULT_DELAY_MS);

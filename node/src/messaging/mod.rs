@@ -91,6 +91,11 @@ impl MessagingService {
         self.recorder.flush(budget).await;
     }
 
+    /// `MEDIA_DOWNLOAD_MAX_BYTES`: the most media one send may carry.
+    pub(crate) fn media_max_bytes(&self) -> u64 {
+        self.recorder.media().max_bytes()
+    }
+
     /// 404 for an unknown session.
     pub(crate) async fn check_session(&self, session_id: &str) -> MessagingResult<()> {
         self.sessions.cached_record(session_id).await?;
