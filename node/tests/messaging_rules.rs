@@ -135,6 +135,11 @@ async fn every_validation_rule_answers_400_naming_the_field() {
             json!({ "messages": [{ "chatId": to, "type": "text", "content": { "text": "x" } }], "options": { "delayBetweenMessages": 999 } }),
             "delayBetweenMessages",
         ),
+        (
+            "messages/send-bulk",
+            json!({ "messages": [{ "chatId": to, "type": "text", "content": { "text": "no tag", "mentions": ["4915100000001@c.us"] } }] }),
+            "mention",
+        ),
     ];
     for (route, body, field) in cases {
         let reply = p.post(route, body).await;

@@ -213,6 +213,38 @@ async fn a_batch_of_a_stopped_session_waits_for_its_next_start() {
 }
 
 #[tokio::test]
+async fn stop_on_error_ends_the_batch_at_its_first_failed_item() {
+    let p = pair(options()).await;
+    // The outbound-address guard refuses a loopback media URL: the item fails when it is sent.
+    let blocked = json!({ "chatId": jid(PHONE_B), "type": "image",
+        "content": { "image": { "url": "http://127.0.0.1:9/blocked.png" } } });
+    let after = json!({ "chatId": jid(PHONE_B), "type": "text", "content": { "text": "after" } });
+    let accepted = p
+        .post(
+            "messages/send-bulk",
+            json!({ "messages": [blocked, after], "batchId": "b-stop-on-error",
+                "options": { "delayBetweenMessages": 1000, "stopOnError": true } }),
+        )
+        .await;
+    assert_eq!(accepted.status, 202, "{}", accepted.text);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let status = batch(&p, "b-stop-on-error").await;
+        if status["status"] != "processing" {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "{status}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(done["status"], "failed", "{done}");
+    assert_eq!(
+        done["progress"],
+        json!({ "total": 2, "sent": 0, "failed": 1, "pending": 0, "cancelled": 1 }),
+        "{done}"
+    );
+}
+
+#[tokio::test]
 async fn a_cancelled_batch_stops_and_reports_cancelled_items() {
     let p = pair(options()).await;
     let items: Vec<_> = (0..3)

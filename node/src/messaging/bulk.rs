@@ -54,6 +54,7 @@ fn item_draft(index: usize, item: &BulkItem) -> MessagingResult<Draft> {
     let chat_id = item.chat_id.clone().filter(|c| !c.trim().is_empty());
     let chat_id = chat_id.ok_or_else(|| at(bad("chatId is required")))?;
     let content = item.content.clone().unwrap_or(Value::Null);
+    let mentions = item_mentions(&content).map_err(at)?;
     let kind = item.kind.as_deref().unwrap_or("text");
     let media_kind = match kind {
         "text" => {
@@ -64,6 +65,7 @@ fn item_draft(index: usize, item: &BulkItem) -> MessagingResult<Draft> {
             let body = SendTextRequest {
                 chat_id: Some(chat_id),
                 text,
+                mentions,
                 ..Default::default()
             };
             return draft::text(body).map_err(at);
@@ -91,9 +93,19 @@ fn item_draft(index: usize, item: &BulkItem) -> MessagingResult<Draft> {
             .get("caption")
             .and_then(Value::as_str)
             .map(str::to_string),
+        mentions,
         ..Default::default()
     };
     draft::media(media_kind, body).map_err(at)
+}
+
+/// `content.mentions`: per item, since a WID is taggable only in a chat it is in.
+fn item_mentions(content: &Value) -> MessagingResult<Vec<String>> {
+    match content.get("mentions") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(list) => serde_json::from_value(list.clone())
+            .map_err(|_| bad("content.mentions must be an array of strings")),
+    }
 }
 
 /// The size an item's inline base64 media decodes to (0 without one), known before the batch is accepted
@@ -341,7 +353,8 @@ impl BulkRunner {
                 return Ok(());
             }
             let outcome = self.send_item(&row.session_id, index, &items[index]).await;
-            self.save_result(batch_id, index, &items[index], outcome)
+            let stop_on_error = options.stop_on_error == Some(true);
+            self.save_result(batch_id, index, &items[index], outcome, stop_on_error)
                 .await?;
         }
     }
@@ -401,6 +414,7 @@ impl BulkRunner {
         index: usize,
         item: &BulkItem,
         outcome: MessagingResult<String>,
+        stop_on_error: bool,
     ) -> MessagingResult<()> {
         let _guard = self.lock.lock().await;
         let Some(mut row) = batch_store::get_by_id(&self.service.db, batch_id).await? else {
@@ -409,6 +423,7 @@ impl BulkRunner {
         let mut results: Vec<BatchItemResult> = from_json(&row.results)?;
         let chat_id = item.chat_id.clone().unwrap_or_default();
         let now = now_ms();
+        let failed = outcome.is_err();
         let result = match outcome {
             Ok(id) => BatchItemResult {
                 chat_id,
@@ -429,7 +444,13 @@ impl BulkRunner {
             *slot = result;
         }
         row.next_index = i64::try_from(index + 1).unwrap_or(i64::MAX);
-        if row.status == "processing" && index + 1 >= results.len() {
+        if row.status == "processing" && failed && stop_on_error {
+            for r in results.iter_mut().filter(|r| r.status == "pending") {
+                r.status = "cancelled".into();
+            }
+            row.status = "failed".into();
+            row.completed_at = Some(now);
+        } else if row.status == "processing" && index + 1 >= results.len() {
             row.status = "completed".into();
             row.completed_at = Some(now);
         }
@@ -487,6 +508,7 @@ mod tests {
             let options = BulkOptions {
                 delay_between_messages: delay,
                 randomize_delay: randomize,
+                stop_on_error: None,
             };
             let ms = delay_ms(&options);
             assert!(

@@ -15,7 +15,8 @@ pub struct SendBulkRequest {
 }
 
 /// `{chatId, type: text|image|video|audio|document, content}`; `content` is keyed by type: `{text}` or
-/// `{image|video|audio|document: {url|base64, mimetype?, filename?, ptt?}, caption?}`.
+/// `{image|video|audio|document: {url|base64, mimetype?, filename?, ptt?}, caption?}`, either with
+/// `mentions?` (WIDs tagged in the text or caption).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BulkItem {
@@ -32,6 +33,9 @@ pub struct BulkOptions {
     /// Milliseconds, 1000-3600000 (at most one hour); default 3000.
     pub delay_between_messages: Option<u64>,
     pub randomize_delay: Option<bool>,
+    /// The first failed item ends the batch: the rest are cancelled and the batch reads `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_on_error: Option<bool>,
 }
 
 /// The 202 answer to send-bulk.
