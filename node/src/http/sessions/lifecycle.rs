@@ -8,7 +8,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::dto::sessions::{PairingCodeRequest, PairingCodeResponse, QrResponse, Session};
 
 use crate::app::ApiContext;
-use crate::http::error::ApiResult;
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::ApiJson;
 use crate::http::session_scope::Scoped;
 
@@ -26,8 +26,9 @@ pub(super) fn router() -> OpenApiRouter<ApiContext> {
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/start", tag = "sessions",
     responses((status = 200, body = Session), (status = 409), (status = 504)))]
 async fn start_session(session: Scoped, State(ctx): State<ApiContext>) -> ApiResult<Json<Session>> {
-    let result = ctx.sessions.start(session.id()).await;
-    let status = result.as_ref().map(|_| 200).unwrap_or(500);
+    let result = ctx.sessions.start(session.id()).await.map_err(ApiError::from);
+    // The row names the status the caller got, a refusal's or a timeout's as well.
+    let status = result.as_ref().map_or_else(|e| e.status.as_u16(), |_| 200);
     ctx.audit.record(
         "session_started",
         &session.caller.actor(),
