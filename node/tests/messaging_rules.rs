@@ -362,6 +362,13 @@ async fn operations_on_messages() {
         let reply = p.post(route, body).await;
         assert!(ok(&reply), "{route}: {}", reply.text);
     }
+    let quoting_deleted = p
+        .post(
+            "messages/reply",
+            json!({ "chatId": to, "quotedMessageId": id, "text": "too late" }),
+        )
+        .await;
+    assert_eq!(quoting_deleted.status, 404, "{}", quoting_deleted.text);
     let poll = p
         .post(
             "messages/send-poll",

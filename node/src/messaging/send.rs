@@ -48,7 +48,14 @@ impl MessagingService {
             }
         };
         let quoted = match draft.quoted_id.as_deref() {
-            Some(id) => Some(self.find_message(session_id, id).await?),
+            Some(id) => {
+                let row = self.find_message(session_id, id).await?;
+                // A message deleted for everyone is gone from the chat: nothing is left to quote.
+                if row.revoked {
+                    return Err(message_not_found(id));
+                }
+                Some(row)
+            }
             None => None,
         };
         let (content, meta) = self
