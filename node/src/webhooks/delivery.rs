@@ -4,7 +4,8 @@
 
 use serde_json::json;
 use wagate_workers::webhook::deliver::{
-    AttemptOutcome, Delivery, deliver_once, envelope_body, new_delivery_id,
+    AttemptOutcome, Delivery, WireBody, deliver_once, envelope_body, envelope_body_within,
+    new_delivery_id,
 };
 
 use wagate_workers::webhook::store::failures::{self as failure_store, FailureRow};
@@ -99,16 +100,17 @@ impl WebhookService {
             });
         };
         let delivery_id = new_delivery_id();
-        let outcome = match envelope_body(&row.payload, &delivery_id) {
+        let max = self.settings.max_payload_bytes;
+        let outcome = match envelope_body_within(&row.payload, &delivery_id, max) {
             Err(e) => AttemptOutcome::Failed {
                 status_code: None,
                 error: e.to_string(),
             },
-            Ok(body) if body.len() > self.settings.max_payload_bytes => AttemptOutcome::Failed {
+            Ok(WireBody::TooLarge(_)) => AttemptOutcome::Failed {
                 status_code: None,
                 error: "payload exceeds WEBHOOK_MAX_PAYLOAD_BYTES; not dispatched".to_owned(),
             },
-            Ok(body) => {
+            Ok(WireBody::Fits(body)) => {
                 let headers = serde_json::to_string(&w.headers).unwrap_or_default();
                 let d = Delivery {
                     url: &w.url,

@@ -137,6 +137,43 @@ pub fn envelope_body(stored_payload: &str, delivery_id: &str) -> Result<Vec<u8>,
     Ok(serde_json::to_vec(&wire)?)
 }
 
+/// A wire body that fits `WEBHOOK_MAX_PAYLOAD_BYTES`, or the size of the smallest one that did not.
+pub enum WireBody {
+    Fits(Vec<u8>),
+    TooLarge(usize),
+}
+
+/// [`envelope_body`] within `max` bytes. An envelope over it whose message carries inline media is sent with
+/// the omitted marker in the media's place (`{mimetype, filename?, omitted: true, sizeBytes}`), as media
+/// too large to inline always is, rather than not at all: the inline cap is fixed, while the payload cap
+/// is the operator's, and base64 plus the rest of the envelope can pass it even under the inline cap.
+pub fn envelope_body_within(
+    stored_payload: &str,
+    delivery_id: &str,
+    max: usize,
+) -> Result<WireBody, DeliverError> {
+    let body = envelope_body(stored_payload, delivery_id)?;
+    if body.len() <= max {
+        return Ok(WireBody::Fits(body));
+    }
+    let mut envelope: serde_json::Value = serde_json::from_str(stored_payload)?;
+    let Some(media) = envelope
+        .pointer_mut("/data/media")
+        .and_then(serde_json::Value::as_object_mut)
+        .filter(|m| m.contains_key("data"))
+    else {
+        return Ok(WireBody::TooLarge(body.len()));
+    };
+    media.remove("data");
+    media.insert("omitted".to_owned(), serde_json::Value::Bool(true));
+    let body = envelope_body(&envelope.to_string(), delivery_id)?;
+    Ok(if body.len() <= max {
+        WireBody::Fits(body)
+    } else {
+        WireBody::TooLarge(body.len())
+    })
+}
+
 /// A fresh `dlv_<uuid>` delivery id.
 pub fn new_delivery_id() -> String {
     format!("dlv_{}", uuid::Uuid::new_v4())
@@ -281,6 +318,36 @@ mod tests {
             String::from_utf8(body).unwrap(),
             r#"{"event":"message.received","timestamp":"2026-01-01T00:00:00Z","sessionId":"s1","idempotencyKey":"k1","deliveryId":"dlv_x","data":{"z":1,"a":[1, 2]}}"#
         );
+    }
+
+    #[test]
+    fn inline_media_over_the_payload_cap_goes_as_the_omitted_marker() {
+        let data = "A".repeat(400);
+        let stored = format!(
+            r#"{{"event":"message.received","timestamp":"t","sessionId":"s1","idempotencyKey":"k1","data":{{"id":"m1","media":{{"mimetype":"image/png","data":"{data}","sizeBytes":300}}}}}}"#
+        );
+        let Ok(WireBody::Fits(whole)) = envelope_body_within(&stored, "dlv_x", 10_000) else {
+            panic!("fits whole");
+        };
+        assert!(String::from_utf8(whole).unwrap().contains(&data));
+        let Ok(WireBody::Fits(marked)) = envelope_body_within(&stored, "dlv_x", 300) else {
+            panic!("fits with the marker");
+        };
+        let marked: serde_json::Value = serde_json::from_slice(&marked).unwrap();
+        assert_eq!(
+            marked["data"]["media"],
+            serde_json::json!({"mimetype": "image/png", "omitted": true, "sizeBytes": 300})
+        );
+        assert_eq!(marked["deliveryId"], "dlv_x");
+        assert!(matches!(
+            envelope_body_within(&stored, "dlv_x", 100),
+            Ok(WireBody::TooLarge(_))
+        ));
+        let plain = r#"{"event":"x","timestamp":"t","sessionId":"s","idempotencyKey":"k","data":{"body":"long enough"}}"#;
+        assert!(matches!(
+            envelope_body_within(plain, "dlv_x", 20),
+            Ok(WireBody::TooLarge(_))
+        ));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::queue::QueueClient;
 
 use super::WebhookSettings;
 use super::deliver::{
-    AttemptOutcome, Delivery, WebhookClient, deliver_once, envelope_body, is_blocked,
+    AttemptOutcome, Delivery, WireBody, WebhookClient, deliver_once, envelope_body_within, is_blocked,
     new_delivery_id,
 };
 use super::store::StoreError;
@@ -281,17 +281,16 @@ async fn attempt_one(
     target: &WebhookTarget,
 ) -> Attempted {
     let delivery_id = delivery_id_of(claimed);
-    let body = match envelope_body(&claimed.payload, &delivery_id) {
-        Ok(body) => body,
+    let max = ctx.settings.max_payload_bytes;
+    let body = match envelope_body_within(&claimed.payload, &delivery_id, max) {
+        Ok(WireBody::Fits(body)) => body,
+        Ok(WireBody::TooLarge(len)) => {
+            return Attempted::NeverSent(format!(
+                "payload of {len} bytes exceeds WEBHOOK_MAX_PAYLOAD_BYTES ({max}); not dispatched"
+            ));
+        }
         Err(e) => return Attempted::NeverSent(e.to_string()),
     };
-    if body.len() > ctx.settings.max_payload_bytes {
-        return Attempted::NeverSent(format!(
-            "payload of {} bytes exceeds WEBHOOK_MAX_PAYLOAD_BYTES ({}); not dispatched",
-            body.len(),
-            ctx.settings.max_payload_bytes
-        ));
-    }
     // A closed semaphore never happens (neither is ever closed); then the attempt simply runs unbounded.
     let unrecorded = ctx.unrecorded.clone().acquire_owned().await.ok();
     let slot = ctx.slots.acquire().await.ok();
