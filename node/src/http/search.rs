@@ -41,7 +41,7 @@ enum Bound {
 /// ISO 8601 (date or date-time), Unix milliseconds or Unix seconds; in Unix seconds.
 fn instant(field: &str, raw: &str, bound: Bound) -> ApiResult<i64> {
     if let Ok(number) = raw.parse::<i64>() {
-        if number.abs() < MILLIS_FROM {
+        if number.unsigned_abs() < MILLIS_FROM.unsigned_abs() {
             return Ok(number);
         }
         return Ok(match bound {
