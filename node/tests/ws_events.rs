@@ -363,11 +363,7 @@ async fn a_plain_request_gets_the_json_error_of_any_keyed_route() {
         .expect("bad key");
     assert_eq!(wrong.status, 401, "{}", wrong.text);
     let keyed = node.client().get("/api/ws").await.expect("keyed");
-    assert!(
-        keyed.status == 400 || keyed.status == 426,
-        "{}",
-        keyed.text
-    );
+    assert!(keyed.status == 400 || keyed.status == 426, "{}", keyed.text);
     assert_eq!(keyed.body["statusCode"], keyed.status);
     assert!(keyed.body["message"].is_string(), "{}", keyed.text);
     assert!(keyed.body["error"].is_string(), "{}", keyed.text);

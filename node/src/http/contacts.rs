@@ -7,8 +7,8 @@ use axum::Json;
 use axum::extract::{RawQuery, State};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Jid;
-use wagate_proto::dto::common::SuccessResult;
 use wagate_proto::dto::chats::PageQuery;
+use wagate_proto::dto::common::SuccessResult;
 use wagate_proto::dto::contacts::{
     ContactCheck, ContactPhone, ContactRecord, PictureUrl, ProfilePictures, ProfilePicturesQuery,
     UpsertContactRequest,

@@ -162,11 +162,26 @@ mod tests {
 
     #[test]
     fn instants_read_milliseconds_seconds_and_iso() {
-        assert_eq!(instant("d", "1700000000", Bound::From).ok(), Some(1_700_000_000));
-        assert_eq!(instant("d", "1700000000000", Bound::From).ok(), Some(1_700_000_000));
-        assert_eq!(instant("d", "1700000000500", Bound::From).ok(), Some(1_700_000_001));
-        assert_eq!(instant("d", "1700000000500", Bound::To).ok(), Some(1_700_000_000));
-        assert_eq!(instant("d", "2023-11-14", Bound::To).ok(), Some(1_699_920_000));
+        assert_eq!(
+            instant("d", "1700000000", Bound::From).ok(),
+            Some(1_700_000_000)
+        );
+        assert_eq!(
+            instant("d", "1700000000000", Bound::From).ok(),
+            Some(1_700_000_000)
+        );
+        assert_eq!(
+            instant("d", "1700000000500", Bound::From).ok(),
+            Some(1_700_000_001)
+        );
+        assert_eq!(
+            instant("d", "1700000000500", Bound::To).ok(),
+            Some(1_700_000_000)
+        );
+        assert_eq!(
+            instant("d", "2023-11-14", Bound::To).ok(),
+            Some(1_699_920_000)
+        );
         assert!(instant("d", "soon", Bound::To).is_err());
     }
 }

@@ -115,7 +115,9 @@ fn inline_media_bytes(item: &BulkItem) -> u64 {
         .kind
         .as_deref()
         .and_then(|kind| item.content.as_ref()?.get(kind)?.get("base64")?.as_str())
-        .map_or(0, |b64| b64.bytes().filter(|b| !b.is_ascii_whitespace()).count());
+        .map_or(0, |b64| {
+            b64.bytes().filter(|b| !b.is_ascii_whitespace()).count()
+        });
     (encoded as u64 / 4) * 3
 }
 

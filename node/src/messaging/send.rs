@@ -9,8 +9,8 @@ use super::draft::{Draft, DraftContent, MediaDraft, MediaInput};
 use super::error::{MessagingResult, message_not_found};
 use super::record::MediaMeta;
 use crate::engine::{
-    InboundMessage, MediaKind, MediaMessage, MediaSource, MessageContent, OutgoingMessage, QuotedRef,
-    SentMessage,
+    InboundMessage, MediaKind, MediaMessage, MediaSource, MessageContent, OutgoingMessage,
+    QuotedRef, SentMessage,
 };
 use crate::store::messages::{self as message_store, MessageRow};
 

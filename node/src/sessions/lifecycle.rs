@@ -40,7 +40,10 @@ impl SessionService {
             if let Err(err) = runtime.drive(&mut st, Trigger::Start).await {
                 // A start refused on an active session leaves it as it runs: the config and proxy are
                 // read once per start, and this was none.
-                if matches!(err, SessionError::Transition(TransitionError::AlreadyActive(_))) {
+                if matches!(
+                    err,
+                    SessionError::Transition(TransitionError::AlreadyActive(_))
+                ) {
                     (st.desired_running, st.policy, st.proxy_url) = before;
                 }
                 return Err(err);

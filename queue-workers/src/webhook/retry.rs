@@ -17,8 +17,8 @@ use crate::queue::QueueClient;
 
 use super::WebhookSettings;
 use super::deliver::{
-    AttemptOutcome, Delivery, WireBody, WebhookClient, deliver_once, envelope_body_within, is_blocked,
-    new_delivery_id,
+    AttemptOutcome, Delivery, WebhookClient, WireBody, deliver_once, envelope_body_within,
+    is_blocked, new_delivery_id,
 };
 use super::store::StoreError;
 use super::store::outbox::{self, ClaimedAttempt, FailureRecord, Success};

@@ -26,7 +26,11 @@ pub(super) fn router() -> OpenApiRouter<ApiContext> {
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/start", tag = "sessions",
     responses((status = 200, body = Session), (status = 409), (status = 504)))]
 async fn start_session(session: Scoped, State(ctx): State<ApiContext>) -> ApiResult<Json<Session>> {
-    let result = ctx.sessions.start(session.id()).await.map_err(ApiError::from);
+    let result = ctx
+        .sessions
+        .start(session.id())
+        .await
+        .map_err(ApiError::from);
     // The row names the status the caller got, a refusal's or a timeout's as well.
     let status = result.as_ref().map_or_else(|e| e.status.as_u16(), |_| 200);
     ctx.audit.record(

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::HeaderMap;
-use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::broadcast::error::RecvError;
 use utoipa_axum::{router::OpenApiRouter, routes};
