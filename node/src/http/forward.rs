@@ -59,7 +59,7 @@ pub(crate) async fn forward_to_owner(
         is_forwarded: req.headers().contains_key(FORWARDED),
         is_upgrade: req.headers().contains_key(header::UPGRADE),
     };
-    let response = match decide(ctx, &session_id, marks).await {
+    match decide(ctx, &session_id, marks).await {
         // Held until the answer: a planned handover of the session waits for it.
         Decision::Local(_serving) => next(req).await,
         Decision::Refuse => ApiError::from(LeaseError::HeldElsewhere).into_response(),
@@ -74,8 +74,7 @@ pub(crate) async fn forward_to_owner(
             }
             Err(refusal) => refusal.into_response(),
         },
-    };
-    response
+    }
 }
 
 /// Whether a path addresses one session (by id or by name), so its answer names the node that served it:

@@ -8,11 +8,11 @@ use axum::extract::{RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use utoipa_axum::{router::OpenApiRouter, routes};
-use wagate_proto::Role;
 use wagate_proto::dto::sessions::{
     CreateSessionRequest, ListSessionsQuery, MemoryUsage, Session, SessionStats,
 };
 use wagate_proto::iso_ms;
+use wagate_proto::{Role, SessionStatus};
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
