@@ -540,6 +540,26 @@ async fn orphaned_engines_refuse_the_import_until_stopped_or_forced() {
 }
 
 #[tokio::test]
+async fn a_running_session_restored_by_its_own_export_can_be_started_again() {
+    let node = support::node().await;
+    let c = node.client();
+    let id = support::ready_session(&c, "restored-while-ready").await;
+    let snapshot = export(&c).await;
+    let restored = import(&c, snapshot).await;
+    assert_eq!(restored.status, 200, "{}", restored.text);
+    assert_eq!(restored.body["imported"], true, "{}", restored.text);
+    assert_eq!(restored.body["orphanedEngines"], json!([]));
+    let record = c.get(&format!("/api/sessions/{id}")).await.unwrap();
+    assert_eq!(record.body["status"], "disconnected", "{}", record.text);
+    assert_eq!(record.body["engineLoaded"], false, "{}", record.text);
+    let started = c
+        .post_empty(&format!("/api/sessions/{id}/start"))
+        .await
+        .unwrap();
+    assert_eq!(started.status, 200, "startable afterwards: {}", started.text);
+}
+
+#[tokio::test]
 async fn an_orphan_running_on_another_node_of_a_cluster_is_found_and_stopped_there() {
     let c = TestCluster::start(env!("CARGO_BIN_EXE_wagate"), 2, Timings::default())
         .await

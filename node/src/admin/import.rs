@@ -102,6 +102,9 @@ impl DataAdmin {
         }
         self.settle_orphans(&req, &payload_sessions, remote, &mut result)
             .await?;
+        let stopped_restored = self
+            .stop_restored(&payload_sessions, remote, &mut result)
+            .await?;
         self.take_in_inline_media(&mut req.tables, &mut result.warnings)
             .await;
         let replaced = self.replace_tables(&req.tables, &payload_sessions).await;
@@ -112,6 +115,11 @@ impl DataAdmin {
                 if normalised > 0 {
                     result.notices.push(format!(
                         "{normalised} session(s) with an active status were restored as disconnected; start them again"
+                    ));
+                }
+                if stopped_restored > 0 {
+                    result.notices.push(format!(
+                        "{stopped_restored} running session(s) of the payload were stopped; their restored records replace them"
                     ));
                 }
                 self.pipeline.subscriptions().invalidate_all();
@@ -187,6 +195,48 @@ impl DataAdmin {
         result.restart_required = true;
         result.orphaned_engines = orphans;
         Ok(())
+    }
+
+    /// Stops the running engines of sessions the payload restores (here, or through the node that runs
+    /// them), so that each reads as its restored record says and can be started again: an engine left
+    /// running under a replaced row would keep its old state and refuse the next start. Answers how many
+    /// stopped; one that did not stop is a warning.
+    async fn stop_restored(
+        &self,
+        payload_sessions: &HashSet<String>,
+        remote: &dyn RemoteStop,
+        result: &mut ImportResult,
+    ) -> AdminResult<usize> {
+        let running = self
+            .sessions
+            .running_engines_everywhere()
+            .await
+            .map_err(|err| AdminError::Internal(err.to_string()))?;
+        let mut stopped = 0;
+        let restored = running
+            .here
+            .iter()
+            .map(|id| (id, false))
+            .chain(running.elsewhere.iter().map(|id| (id, true)))
+            .filter(|(id, _)| payload_sessions.contains(*id));
+        for (id, elsewhere) in restored {
+            let outcome = if elsewhere {
+                remote.stop(id).await
+            } else {
+                self.sessions
+                    .stop(id)
+                    .await
+                    .map(|_| ())
+                    .map_err(|err| err.to_string())
+            };
+            match outcome {
+                Ok(()) => stopped += 1,
+                Err(err) => result.warnings.push(format!(
+                    "Session {id} was running and did not stop before the import: {err}"
+                )),
+            }
+        }
+        Ok(stopped)
     }
 
     /// Writes each message's inline `media.data` to the media store and keeps only its key in the row.
