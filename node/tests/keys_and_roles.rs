@@ -49,6 +49,13 @@ async fn key_lifecycle_create_list_revoke_delete() {
             .status,
         200
     );
+    // The use shows at once, though usage reaches the database only every few seconds.
+    let used = admin
+        .get(&format!("/api/auth/api-keys/{id}"))
+        .await
+        .expect("get");
+    assert_eq!(used.body["usageCount"], 1, "{}", used.text);
+    assert!(used.body["lastUsedAt"].is_string(), "{}", used.text);
     assert_eq!(
         admin
             .post_empty(&format!("/api/auth/api-keys/{id}/revoke"))

@@ -268,11 +268,24 @@ impl KeyService {
     }
 
     pub async fn list(&self) -> Result<Vec<ApiKey>, KeyError> {
-        Ok(key_store::list_keys(&self.pool).await?)
+        let keys = key_store::list_keys(&self.pool).await?;
+        Ok(keys.into_iter().map(|k| self.with_pending_usage(k)).collect())
     }
 
     pub async fn get(&self, id: &str) -> Result<ApiKey, KeyError> {
-        key_store::get_key(&self.pool, id).await.map_err(not_found)
+        let key = key_store::get_key(&self.pool, id).await.map_err(not_found)?;
+        Ok(self.with_pending_usage(key))
+    }
+
+    /// The stored record plus the uses this node counted since its last flush, so a key read right after it
+    /// was used shows that use (`lastUsedAt`, `usageCount`) without a write per request.
+    fn with_pending_usage(&self, mut key: ApiKey) -> ApiKey {
+        if let Some(pending) = self.usage.get(&key.id) {
+            let (count, last_used_at) = *pending;
+            key.usage_count = key.usage_count.saturating_add(count);
+            key.last_used_at = Some(key.last_used_at.map_or(last_used_at, |at| at.max(last_used_at)));
+        }
+        key
     }
 
     /// Writes `command`, reloads the cache when keys changed, and turns a refusal into its error.
@@ -366,16 +379,15 @@ impl KeyService {
     /// Writes the usage counted since the last flush, in one command. Called periodically and at shutdown;
     /// counts that could not be written are kept for the next flush.
     pub async fn flush_usage(&self) {
-        let pending: Vec<(String, (i64, i64))> = self
-            .usage
+        let ids: Vec<String> = self.usage.iter().map(|e| e.key().clone()).collect();
+        // Each entry is taken whole as it is removed: a use counted between the listing and the removal
+        // goes into this flush instead of being dropped with the entry.
+        let pending: Vec<(String, (i64, i64))> = ids
             .iter()
-            .map(|e| (e.key().clone(), *e.value()))
+            .filter_map(|id| self.usage.remove(id))
             .collect();
         if pending.is_empty() {
             return;
-        }
-        for (id, _) in &pending {
-            self.usage.remove(id);
         }
         let usage = pending
             .iter()
