@@ -54,7 +54,11 @@ async fn key_lifecycle_create_list_revoke_delete() {
         .get(&format!("/api/auth/api-keys/{id}"))
         .await
         .expect("get");
-    assert_eq!(used.body["usageCount"], 1, "{}", used.text);
+    assert!(
+        used.body["usageCount"].as_i64().is_some_and(|n| n >= 1),
+        "{}",
+        used.text
+    );
     assert!(used.body["lastUsedAt"].is_string(), "{}", used.text);
     assert_eq!(
         admin

@@ -376,15 +376,14 @@ impl KeyService {
         }
     }
 
-    /// Writes the usage counted since the last flush, in one command. Called periodically and at shutdown;
-    /// counts that could not be written are kept for the next flush.
+    /// Writes the usage counted since the last flush, in one command. Called periodically and at shutdown.
+    /// The counts stay in memory (so key reads include them) until written, and only what was written is
+    /// taken off; counts that could not be written stay for the next flush.
     pub async fn flush_usage(&self) {
-        let ids: Vec<String> = self.usage.iter().map(|e| e.key().clone()).collect();
-        // Each entry is taken whole as it is removed: a use counted between the listing and the removal
-        // goes into this flush instead of being dropped with the entry.
-        let pending: Vec<(String, (i64, i64))> = ids
+        let pending: Vec<(String, (i64, i64))> = self
+            .usage
             .iter()
-            .filter_map(|id| self.usage.remove(id))
+            .map(|e| (e.key().clone(), *e.value()))
             .collect();
         if pending.is_empty() {
             return;
@@ -398,12 +397,14 @@ impl KeyService {
             })
             .collect();
         if let Err(err) = self.writer.write(MainCommand::AddUsage { usage }).await {
-            tracing::warn!(error = %err, "could not record key usage; kept for the next flush");
-            for (id, (count, last_used_at)) in pending {
-                let mut entry = self.usage.entry(id).or_insert((0, last_used_at));
-                entry.0 += count;
-                entry.1 = entry.1.max(last_used_at);
-            }
+            return tracing::warn!(error = %err, "could not record key usage; kept for the next flush");
+        }
+        for (id, (written, _)) in pending {
+            // Uses counted while the write ran stay for the next flush.
+            self.usage.remove_if_mut(&id, |_, entry| {
+                entry.0 -= written;
+                entry.0 <= 0
+            });
         }
     }
 }
