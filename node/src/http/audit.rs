@@ -9,7 +9,7 @@ use wagate_proto::Role;
 use wagate_proto::dto::audit::{AuditEntry, AuditPage, AuditQuery};
 use wagate_proto::iso_ms;
 
-use super::auth::Caller;
+use super::auth::{Caller, canonical_session};
 use super::error::{ApiError, ApiResult};
 use super::extract::ApiQuery;
 use crate::app::ApiContext;
@@ -24,9 +24,11 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
 async fn list_audit(
     caller: Caller,
     State(ctx): State<ApiContext>,
-    ApiQuery(q): ApiQuery<AuditQuery>,
+    ApiQuery(mut q): ApiQuery<AuditQuery>,
 ) -> ApiResult<Json<AuditPage>> {
     caller.require(Role::Admin)?;
+    // Ids are stored in their canonical (lowercase, hyphenated) form.
+    q.session_id = q.session_id.as_deref().map(canonical_session);
     if let Some(session_id) = &q.session_id {
         caller.require_session(session_id)?;
     }

@@ -30,7 +30,7 @@ pub struct Caller {
 }
 
 /// A session id as keys list it (lowercase hyphenated UUID); anything else as given.
-fn canonical_session(raw: &str) -> String {
+pub(crate) fn canonical_session(raw: &str) -> String {
     uuid::Uuid::parse_str(raw)
         .map(|id| id.to_string())
         .unwrap_or_else(|_| raw.to_string())

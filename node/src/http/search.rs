@@ -10,7 +10,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Role;
 use wagate_proto::dto::search::{SearchHit, SearchQuery, SearchResults};
 
-use super::auth::Caller;
+use super::auth::{Caller, canonical_session};
 use super::engine_call::whole;
 use super::error::{ApiError, ApiResult};
 use super::extract::query_pairs;
@@ -78,7 +78,7 @@ fn parse(caller: &Caller, query: Option<&str>) -> ApiResult<SearchFilter> {
         }
         match key.as_str() {
             "q" => f.text = value.trim().to_string(),
-            "sessionId" => f.session_id = some(&value),
+            "sessionId" => f.session_id = some(&canonical_session(&value)),
             "chatId" => f.chat_id = some(&value),
             "direction" => f.direction = some(&value),
             "type" => f.kind = some(&value),

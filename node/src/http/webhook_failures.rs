@@ -9,7 +9,7 @@ use wagate_proto::dto::webhooks::{
 };
 use wagate_proto::{Role, iso_ms};
 
-use super::auth::Caller;
+use super::auth::{Caller, canonical_session};
 use super::error::{ApiError, ApiResult};
 use super::extract::{ApiJson, ApiQuery};
 use crate::app::ApiContext;
@@ -68,9 +68,10 @@ fn failure(r: FailureRow) -> DeliveryFailure {
 async fn list_delivery_failures(
     caller: Caller,
     State(ctx): State<ApiContext>,
-    ApiQuery(q): ApiQuery<DeliveryFailureQuery>,
+    ApiQuery(mut q): ApiQuery<DeliveryFailureQuery>,
 ) -> ApiResult<Json<Vec<DeliveryFailure>>> {
     caller.require(Role::Admin)?;
+    q.session_id = q.session_id.as_deref().map(canonical_session);
     if let Some(id) = &q.session_id {
         caller.require_session(id)?;
     }
@@ -99,9 +100,10 @@ async fn list_delivery_failures(
 async fn redrive_delivery_failures(
     caller: Caller,
     State(ctx): State<ApiContext>,
-    ApiJson(body): ApiJson<RedriveRequest>,
+    ApiJson(mut body): ApiJson<RedriveRequest>,
 ) -> ApiResult<Json<RedriveResult>> {
     caller.require(Role::Admin)?;
+    body.session_id = body.session_id.as_deref().map(canonical_session);
     match &body.session_id {
         Some(id) => caller.require_session(id)?,
         None => caller.require_unscoped()?,
