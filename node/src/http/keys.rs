@@ -45,9 +45,18 @@ fn admin(caller: &Caller) -> ApiResult<()> {
     caller.require_unscoped()
 }
 
+/// ISO 8601: a date-time with an offset, or without one (UTC, as Python's `isoformat()` writes a naive
+/// time), or a date alone (its start, UTC).
 fn parse_expiry(raw: &str) -> ApiResult<i64> {
-    chrono::DateTime::parse_from_rfc3339(raw)
-        .map(|t| t.timestamp_millis())
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(raw) {
+        return Ok(at.timestamp_millis());
+    }
+    let naive = chrono::NaiveDateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M:%S%.f").or_else(|_| {
+        chrono::NaiveDate::parse_from_str(raw, "%Y-%m-%d")
+            .map(|d| d.and_time(chrono::NaiveTime::MIN))
+    });
+    naive
+        .map(|t| t.and_utc().timestamp_millis())
         .map_err(|_| ApiError::bad_request("expiresAt must be an ISO 8601 date-time"))
 }
 
@@ -181,4 +190,20 @@ async fn validate_key(caller: Caller, State(ctx): State<ApiContext>) -> Json<Key
         engine_type: ctx.config.engine_type.as_str().to_string(),
         scoped: caller.is_scoped(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_expiry;
+
+    #[test]
+    fn expiry_takes_the_iso_8601_forms_clients_write() {
+        let midnight = 1_893_456_000_000; // 2030-01-01T00:00:00Z
+        assert_eq!(parse_expiry("2030-01-01T00:00:00Z").ok(), Some(midnight));
+        assert_eq!(parse_expiry("2030-01-01T01:00:00+01:00").ok(), Some(midnight));
+        assert_eq!(parse_expiry("2030-01-01T00:00:00").ok(), Some(midnight));
+        assert_eq!(parse_expiry("2030-01-01T00:00:00.000").ok(), Some(midnight));
+        assert_eq!(parse_expiry("2030-01-01").ok(), Some(midnight));
+        assert!(parse_expiry("next year").is_err());
+    }
 }
