@@ -556,7 +556,11 @@ async fn a_running_session_restored_by_its_own_export_can_be_started_again() {
         .post_empty(&format!("/api/sessions/{id}/start"))
         .await
         .unwrap();
-    assert_eq!(started.status, 200, "startable afterwards: {}", started.text);
+    assert_eq!(
+        started.status, 200,
+        "startable afterwards: {}",
+        started.text
+    );
 }
 
 #[tokio::test]

@@ -200,7 +200,10 @@ mod tests {
     fn expiry_takes_the_iso_8601_forms_clients_write() {
         let midnight = 1_893_456_000_000; // 2030-01-01T00:00:00Z
         assert_eq!(parse_expiry("2030-01-01T00:00:00Z").ok(), Some(midnight));
-        assert_eq!(parse_expiry("2030-01-01T01:00:00+01:00").ok(), Some(midnight));
+        assert_eq!(
+            parse_expiry("2030-01-01T01:00:00+01:00").ok(),
+            Some(midnight)
+        );
         assert_eq!(parse_expiry("2030-01-01T00:00:00").ok(), Some(midnight));
         assert_eq!(parse_expiry("2030-01-01T00:00:00.000").ok(), Some(midnight));
         assert_eq!(parse_expiry("2030-01-01").ok(), Some(midnight));

@@ -269,11 +269,16 @@ impl KeyService {
 
     pub async fn list(&self) -> Result<Vec<ApiKey>, KeyError> {
         let keys = key_store::list_keys(&self.pool).await?;
-        Ok(keys.into_iter().map(|k| self.with_pending_usage(k)).collect())
+        Ok(keys
+            .into_iter()
+            .map(|k| self.with_pending_usage(k))
+            .collect())
     }
 
     pub async fn get(&self, id: &str) -> Result<ApiKey, KeyError> {
-        let key = key_store::get_key(&self.pool, id).await.map_err(not_found)?;
+        let key = key_store::get_key(&self.pool, id)
+            .await
+            .map_err(not_found)?;
         Ok(self.with_pending_usage(key))
     }
 
@@ -283,7 +288,10 @@ impl KeyService {
         if let Some(pending) = self.usage.get(&key.id) {
             let (count, last_used_at) = *pending;
             key.usage_count = key.usage_count.saturating_add(count);
-            key.last_used_at = Some(key.last_used_at.map_or(last_used_at, |at| at.max(last_used_at)));
+            key.last_used_at = Some(
+                key.last_used_at
+                    .map_or(last_used_at, |at| at.max(last_used_at)),
+            );
         }
         key
     }
