@@ -145,9 +145,12 @@ impl SimNetwork {
         let group = state.groups.get_mut(id).ok_or_else(|| not_found(id))?;
         let mut audience: Vec<Jid> = group.members.keys().cloned().collect();
         match action {
-            GroupAction::Join => group
-                .members
-                .extend(participants.iter().map(|p| (p.clone(), MemberRole::Member))),
+            // A participant already in the group keeps the role it has.
+            GroupAction::Join => {
+                for p in participants {
+                    group.members.entry(p.clone()).or_insert(MemberRole::Member);
+                }
+            }
             GroupAction::Leave => group.members.retain(|m, _| !participants.contains(m)),
             GroupAction::Update => apply_changes(group, &changes.clone().unwrap_or_default()),
             GroupAction::JoinRequest => {

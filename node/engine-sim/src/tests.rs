@@ -471,6 +471,24 @@ async fn group_event_join_request_reaches_the_admin_and_can_be_approved() {
     assert_eq!(info.participants.len(), 2);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_join_event_for_a_member_keeps_its_role() {
+    let net = net();
+    let a = linked(&net, "a", A).await;
+    let new = NewGroup {
+        subject: "g".into(),
+        participants: vec![],
+    };
+    let group = a.engine.create_group(new).await.expect("create");
+    net.group_event("a", &group.id, GroupAction::Join, &[jid(A), jid(C)], None)
+        .expect("event");
+    let info = a.engine.group_info(&group.id).await.expect("info");
+    let creator = info.participants.iter().find(|p| p.id == jid(A));
+    assert!(creator.is_some_and(|p| p.is_super_admin), "{info:?}");
+    let joined = info.participants.iter().find(|p| p.id == jid(C));
+    assert!(joined.is_some_and(|p| !p.is_admin), "{info:?}");
+}
+
 /// Two sim networks (two processes' worth) joined through a real Redis (127.0.0.1:6379 or
 /// `WAGATE_TEST_REDIS_URL`, own key prefix): traffic, acks, reactions, who exists and the device view cross.
 #[tokio::test]
