@@ -200,6 +200,7 @@ impl GroupCommit {
 }
 
 async fn run(db: DataPool, pipeline: Pipeline, mut rx: mpsc::Receiver<Waiting>) {
+    let mut recent = RecentStatuses::default();
     while let Some(first) = rx.recv().await {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -207,6 +208,9 @@ async fn run(db: DataPool, pipeline: Pipeline, mut rx: mpsc::Receiver<Waiting>) 
                 Ok(more) => group.push(more),
                 Err(_) => break,
             }
+        }
+        for w in &mut group {
+            recent.apply_to(&mut w.write.change);
         }
         let span = group_span(&group);
         let writes: Vec<&Write> = group.iter().map(|w| &w.write).collect();
@@ -229,6 +233,74 @@ async fn run(db: DataPool, pipeline: Pipeline, mut rx: mpsc::Receiver<Waiting>) 
                 retry_until_stored(&db, &pipeline, unowed).await;
             }
         }
+    }
+}
+
+/// How long a status stays noted for a message whose row may still come, and how many are noted at most.
+const RECENT_STATUS_KEEP: std::time::Duration = std::time::Duration::from_secs(60);
+const RECENT_STATUS_MAX: usize = 65_536;
+
+/// The statuses asked for lately, by message. An acknowledgement can reach the writer before the row of its
+/// message (the network answers a send before the send path recorded it, or a receipt outruns the copy from
+/// another device); applied alone it finds no row, and the row would then be stored with its first status
+/// and stay there. Every insert takes the highest status noted for its message instead.
+#[derive(Default)]
+struct RecentStatuses {
+    by_message: HashMap<(String, String), (AckStatus, i64, std::time::Instant)>,
+}
+
+impl RecentStatuses {
+    /// Notes a status change; raises an insert's status to the highest noted for its message.
+    fn apply_to(&mut self, change: &mut Change) {
+        match change {
+            Change::Status {
+                session_id,
+                message_id,
+                status,
+                rank,
+            } => self.note(session_id, message_id, *status, *rank),
+            Change::Insert(row) => {
+                let noted = self
+                    .by_message
+                    .get(&(row.session_id.clone(), row.wa_message_id.clone()));
+                if let Some((status, rank, at)) = noted
+                    && at.elapsed() < RECENT_STATUS_KEEP
+                    && *rank > stored_rank(&row.status)
+                {
+                    row.status = status.as_str().to_owned();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn note(&mut self, session_id: &str, message_id: &str, status: AckStatus, rank: i64) {
+        let now = std::time::Instant::now();
+        if self.by_message.len() >= RECENT_STATUS_MAX {
+            self.by_message
+                .retain(|_, (_, _, at)| now.duration_since(*at) < RECENT_STATUS_KEEP);
+            if self.by_message.len() >= RECENT_STATUS_MAX {
+                self.by_message.clear();
+            }
+        }
+        let entry = self
+            .by_message
+            .entry((session_id.to_owned(), message_id.to_owned()))
+            .or_insert((status, rank, now));
+        if rank > entry.1 {
+            *entry = (status, rank, now);
+        }
+    }
+}
+
+/// The rank of a stored status, in the order `UPDATE_STATUS` moves forward by.
+fn stored_rank(status: &str) -> i64 {
+    match status {
+        "pending" => 0,
+        "sent" => 1,
+        "delivered" => 2,
+        "read" => 3,
+        _ => 4,
     }
 }
 

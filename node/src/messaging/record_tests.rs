@@ -387,3 +387,24 @@ async fn a_receipt_whose_write_fails_for_a_moment_is_stored_once_it_can_be() {
     }
     panic!("the receipt was not stored after the table came back");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ack_committed_before_its_message_row_still_reaches_the_row() {
+    let rig = rig().await;
+    let read = EngineEvent::Ack {
+        message_id: "EARLY1".into(),
+        chat_id: jid(ANN),
+        status: AckStatus::Read,
+    };
+    let own = EngineEvent::Message(Box::new(message("EARLY1", true, 1_700_000_300, "mine")));
+    rig.record(&[read, own]).await;
+    rig.await_count(MESSAGES, 1).await;
+    let status: String = on_pool!(&rig.db, |p| sqlx::query_scalar(
+        "SELECT status FROM messages WHERE session_id = $1 AND wa_message_id = 'EARLY1'"
+    )
+    .bind(SID)
+    .fetch_one(p)
+    .await)
+    .expect("status");
+    assert_eq!(status, "read", "the ack that came first is not lost");
+}
