@@ -306,6 +306,73 @@ async fn a_sender_filter_drops_events_without_a_sender(rig: Rig) {
     assert_eq!(got[0].json()["data"]["body"], "one");
 }
 
+/// What the session itself does to its message through the API raises the event too, from its side.
+async fn own_reactions_edits_and_revokes_raise_events(rig: Rig) {
+    let c = rig.client();
+    let s = ready_session(&c, "dlv-own").await;
+    let rx = Receiver::start().await.unwrap();
+    let events = json!(["message.reaction", "message.edited", "message.revoked"]);
+    add_webhook(&c, &s, json!({ "url": rx.url(), "events": events })).await;
+    inbound(&c, &s, PEER, "hello").await;
+    let sent = c
+        .post(
+            &format!("/api/sessions/{s}/messages/send-text"),
+            json!({ "chatId": PEER, "text": "typo" }),
+        )
+        .await
+        .unwrap();
+    assert!(sent.status < 300, "{}", sent.text);
+    let id = sent.str("messageId");
+    for (route, body) in [
+        ("react", json!({ "chatId": PEER, "messageId": id, "emoji": "👍" })),
+        ("edit", json!({ "chatId": PEER, "messageId": id, "body": "fixed" })),
+        ("delete", json!({ "chatId": PEER, "messageId": id })),
+    ] {
+        let r = c
+            .post(&format!("/api/sessions/{s}/messages/{route}"), body)
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{route}: {}", r.text);
+    }
+    rx.wait_until(WAIT, |d| d.len() >= 3).await;
+    let me = c.get(&format!("/api/sessions/{s}")).await.unwrap();
+    let me = format!("{}@c.us", me.body["phone"].as_str().unwrap_or_default());
+    let data = |event: &str| {
+        let got = rx.of_event(event);
+        assert_eq!(got.len(), 1, "{event}: {got:?}");
+        got[0].json()["data"].clone()
+    };
+    let reaction = data("message.reaction");
+    assert_eq!(
+        (&reaction["messageId"], &reaction["chatId"], &reaction["reaction"]),
+        (&json!(id), &json!(PEER), &json!("👍")),
+        "{reaction}"
+    );
+    assert_eq!(reaction["senderId"], me.as_str(), "{reaction}");
+    let edited = data("message.edited");
+    assert_eq!(
+        (&edited["messageId"], &edited["body"], &edited["fromMe"]),
+        (&json!(id), &json!("fixed"), &json!(true)),
+        "{edited}"
+    );
+    assert_eq!(edited["from"], me.as_str(), "{edited}");
+    let revoked = data("message.revoked");
+    assert_eq!(
+        (&revoked["revokedId"], &revoked["chatId"], &revoked["to"]),
+        (&json!(id), &json!(PEER), &json!(PEER)),
+        "{revoked}"
+    );
+    assert_eq!(revoked["from"], me.as_str(), "{revoked}");
+    assert!(revoked["id"].as_str().is_some_and(|r| r != id), "{revoked}");
+    // The edit is recorded as before: the event rides the same write.
+    let rows = c.get(&format!("/api/sessions/{s}/messages")).await.unwrap();
+    let row = rows
+        .body
+        .as_array()
+        .and_then(|r| r.iter().find(|m| m["waMessageId"] == id.as_str()).cloned());
+    assert_eq!(row.map(|m| m["body"].clone()), Some(json!("fixed")), "{}", rows.text);
+}
+
 /// An idle SQLite-queue worker picks a new delivery up within a second or so, not at its next 30 s heartbeat.
 async fn an_idle_worker_delivers_promptly(rig: Rig) {
     let c = rig.client();
@@ -408,6 +475,11 @@ async fn embedded_exhausted_deliveries_land_in_the_failure_log_and_redrive() {
 #[tokio::test]
 async fn embedded_sender_filter_drops_reactions() {
     a_sender_filter_drops_events_without_a_sender(Rig::embedded().await).await;
+}
+
+#[tokio::test]
+async fn embedded_own_reactions_edits_and_revokes_raise_events() {
+    own_reactions_edits_and_revokes_raise_events(Rig::embedded().await).await;
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! Operations on existing messages: react, edit, delete, pin, unpin, poll vote, star, click-button, and the chat read
 //! receipt. Each validates its body, takes the ready engine (409 first), resolves the message through the
 //! store when it is there (row id or network id), acts, and updates the store where the network will not
-//! tell us (own reactions, edits, deletes, stars).
+//! tell us (own reactions, edits, deletes, stars). Own reactions, edits and revokes for everyone also raise
+//! their events, as a send raises `message.sent`: the network reports only what others do.
 
 use wagate_proto::Jid;
 use wagate_proto::dto::messages::{
@@ -11,11 +12,11 @@ use wagate_proto::dto::messages::{
 
 use super::MessagingService;
 use super::error::{MessagingResult, bad};
-use super::record::reaction_row;
+use super::commit::Change;
 use super::send::own_jid;
 use super::validate as v;
-use crate::engine::{Engine, SentMessage};
-use crate::store::{self, StoreError, message_writes, messages as message_store};
+use crate::engine::{Engine, EngineEvent, SentMessage};
+use crate::store::messages as message_store;
 
 /// The target of an operation: chat, network id of the message, and the ready engine.
 struct Target {
@@ -60,16 +61,15 @@ impl MessagingService {
             )
             .await?;
         t.engine.react(&t.chat, &t.wa_id, &emoji).await?;
-        let me = own_jid(self.sessions.record(session_id).await?.phone.as_deref());
-        if let Some(me) = me {
-            let row = reaction_row(
-                session_id,
-                &t.wa_id,
-                t.chat.to_string(),
-                me.to_string(),
-                &emoji,
-            );
-            self.recorder.record_own_reaction(row).await?;
+        // A reaction row names its sender: without the session's own JID there is nothing to record.
+        if let Some(me) = self.own_jid(session_id).await? {
+            let action = EngineEvent::Reaction {
+                message_id: t.wa_id,
+                chat_id: t.chat,
+                reaction: emoji,
+                sender_id: me,
+            };
+            self.recorder.record_own_action(session_id, &action).await?;
         }
         Ok(())
     }
@@ -89,11 +89,20 @@ impl MessagingService {
             )
             .await?;
         let sent = t.engine.edit(&t.chat, &t.wa_id, &body).await?;
-        let mut tx = store::begin(&self.db).await?;
-        message_store::set_body(&mut tx, session_id, &t.wa_id, &body).await?;
-        let committed = tx.commit().await;
-        message_writes::changed([session_id]);
-        committed.map_err(StoreError::from)?;
+        let own = |me: Jid| EngineEvent::Edited {
+            message_id: t.wa_id.clone(),
+            chat_id: t.chat.clone(),
+            body: body.clone(),
+            from: me,
+            from_me: true,
+            timestamp: sent.timestamp,
+        };
+        let change = Change::Edit {
+            session_id: session_id.to_string(),
+            message_id: t.wa_id.clone(),
+            body: body.clone(),
+        };
+        self.record_own(session_id, own, change).await?;
         Ok(sent)
     }
 
@@ -112,14 +121,40 @@ impl MessagingService {
             .await?;
         let for_everyone = b.for_everyone.unwrap_or(true);
         t.engine.revoke(&t.chat, &t.wa_id, for_everyone).await?;
-        if for_everyone {
-            let mut tx = store::begin(&self.db).await?;
-            message_store::mark_revoked(&mut tx, session_id, &t.wa_id).await?;
-            let committed = tx.commit().await;
-            message_writes::changed([session_id]);
-            committed.map_err(StoreError::from)?;
+        if !for_everyone {
+            return Ok(());
+        }
+        let own = |me: Jid| EngineEvent::Revoked {
+            id: revoke_id(),
+            revoked_id: t.wa_id.clone(),
+            chat_id: t.chat.clone(),
+            from: me,
+            to: t.chat.clone(),
+            timestamp: chrono::Utc::now().timestamp(),
+        };
+        let change = Change::Revoke {
+            session_id: session_id.to_string(),
+            message_id: t.wa_id.clone(),
+        };
+        self.record_own(session_id, own, change).await
+    }
+
+    /// Records an edit or revoke the session made, with its event when the session's own JID is known.
+    async fn record_own(
+        &self,
+        session_id: &str,
+        own: impl FnOnce(Jid) -> EngineEvent,
+        change: Change,
+    ) -> MessagingResult<()> {
+        match self.own_jid(session_id).await? {
+            Some(me) => self.recorder.record_own_action(session_id, &own(me)).await?,
+            None => self.recorder.record_own_change(change).await?,
         }
         Ok(())
+    }
+
+    async fn own_jid(&self, session_id: &str) -> MessagingResult<Option<Jid>> {
+        Ok(own_jid(self.sessions.record(session_id).await?.phone.as_deref()))
     }
 
     pub(crate) async fn pin(&self, session_id: &str, b: PinRequest) -> MessagingResult<()> {
@@ -227,4 +262,10 @@ impl MessagingService {
         let engine = self.sessions.ready_engine(session_id)?;
         Ok(engine.mark_read(&chat, &ids).await?)
     }
+}
+
+/// The id of the revoke itself (the engines do not report the protocol message's): a fresh one in the
+/// form WhatsApp Web gives its message ids.
+fn revoke_id() -> String {
+    format!("3EB0{}", &uuid::Uuid::new_v4().simple().to_string()[..16]).to_uppercase()
 }

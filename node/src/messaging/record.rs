@@ -138,46 +138,18 @@ impl Recorder {
                     Err(err) => return settle(ack, session_id, &Err(err)),
                 }
             }
-            EngineEvent::Ack {
-                message_id, status, ..
-            } => Change::Status {
-                session_id: session_id.to_string(),
-                message_id: message_id.clone(),
-                status: *status,
-                rank: rank(*status),
-            },
-            EngineEvent::Revoked { revoked_id, .. } => Change::Revoke {
-                session_id: session_id.to_string(),
-                message_id: revoked_id.clone(),
-            },
-            EngineEvent::Edited {
-                message_id, body, ..
-            } => Change::Edit {
-                session_id: session_id.to_string(),
-                message_id: message_id.clone(),
-                body: body.clone(),
-            },
-            EngineEvent::Reaction {
-                message_id,
-                chat_id,
-                reaction,
-                sender_id,
-            } => Change::Reaction(reaction_row(
-                session_id,
-                message_id,
-                chat_id.to_string(),
-                sender_id.to_string(),
-                reaction,
-            )),
             EngineEvent::Status(update) => {
                 let stored = statuses::store_received_media(&self.media, session_id, update).await;
                 let row = statuses::received_row(session_id, update, stored.as_ref());
                 Change::StatusPost(Box::new(row))
             }
-            _ => {
-                let result = self.pipeline.publish(normalised).await;
-                return settle(ack, session_id, &result);
-            }
+            other => match plain_change(session_id, other) {
+                Some(change) => change,
+                None => {
+                    let result = self.pipeline.publish(normalised).await;
+                    return settle(ack, session_id, &result);
+                }
+            },
         };
         let write = Write {
             change,
@@ -186,6 +158,21 @@ impl Recorder {
         if let Err(err) = self.writer.submit(write, ack).await {
             tracing::warn!(session_id, error = %err, "message event not queued; left to the network to redeliver");
         }
+    }
+
+    /// Records what the session itself did to a message through the API (an edit, a revoke for everyone,
+    /// a reaction) and publishes its event, as `record_sent` does for a send: the network reports only
+    /// what other accounts, or this account's other devices, do.
+    pub(crate) async fn record_own_action(
+        &self,
+        session_id: &str,
+        action: &EngineEvent,
+    ) -> StoreResult<()> {
+        let Some(change) = plain_change(session_id, action) else {
+            return Ok(());
+        };
+        let event = normalise(session_id, action);
+        self.writer.commit(Write { change, event }).await
     }
 
     /// Records a message this service sent and publishes `message.sent`.
@@ -221,13 +208,9 @@ impl Recorder {
     }
 
     /// Records this account's own reaction (the network does not echo it back).
-    pub(crate) async fn record_own_reaction(&self, row: ReactionRow) -> StoreResult<()> {
-        self.writer
-            .commit(Write {
-                change: Change::Reaction(row),
-                event: None,
-            })
-            .await
+    /// Records a change of the session's own without an event (its own JID is not known yet).
+    pub(crate) async fn record_own_change(&self, change: Change) -> StoreResult<()> {
+        self.writer.commit(Write { change, event: None }).await
     }
 
     /// Stores a history chunk: what it says about chats and push names, then its messages once per network
@@ -388,6 +371,45 @@ impl Recorder {
         }
         out
     }
+}
+
+/// The store change an ack, revoke, edit or reaction makes; `None` for every other event.
+pub(crate) fn plain_change(session_id: &str, event: &EngineEvent) -> Option<Change> {
+    let change = match event {
+        EngineEvent::Ack {
+            message_id, status, ..
+        } => Change::Status {
+            session_id: session_id.to_string(),
+            message_id: message_id.clone(),
+            status: *status,
+            rank: rank(*status),
+        },
+        EngineEvent::Revoked { revoked_id, .. } => Change::Revoke {
+            session_id: session_id.to_string(),
+            message_id: revoked_id.clone(),
+        },
+        EngineEvent::Edited {
+            message_id, body, ..
+        } => Change::Edit {
+            session_id: session_id.to_string(),
+            message_id: message_id.clone(),
+            body: body.clone(),
+        },
+        EngineEvent::Reaction {
+            message_id,
+            chat_id,
+            reaction,
+            sender_id,
+        } => Change::Reaction(reaction_row(
+            session_id,
+            message_id,
+            chat_id.to_string(),
+            sender_id.to_string(),
+            reaction,
+        )),
+        _ => return None,
+    };
+    Some(change)
 }
 
 pub(crate) fn reaction_row(
