@@ -69,19 +69,24 @@ pub struct SimRestrictRequest {
     pub expires_at: Option<SimInstant>,
 }
 
-/// An instant in a sim body: epoch milliseconds or an ISO 8601 string.
+/// An instant in a sim body: epoch seconds or milliseconds, or an ISO 8601 string.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(untagged)]
 pub enum SimInstant {
-    Millis(i64),
+    Epoch(i64),
     Iso(String),
 }
+
+/// Epoch numbers from this size up are milliseconds (from March 1973 on); below it, seconds (up to the
+/// year 5138), so a body may give either unit, as the search dates may.
+const EPOCH_MILLIS_FROM: i64 = 100_000_000_000;
 
 impl SimInstant {
     /// Epoch milliseconds, or `None` for a string that is not RFC 3339.
     pub fn to_millis(&self) -> Option<i64> {
         match self {
-            SimInstant::Millis(ms) => Some(*ms),
+            SimInstant::Epoch(n) if n.abs() < EPOCH_MILLIS_FROM => n.checked_mul(1000),
+            SimInstant::Epoch(ms) => Some(*ms),
             SimInstant::Iso(text) => chrono::DateTime::parse_from_rfc3339(text)
                 .ok()
                 .map(|t| t.timestamp_millis()),
@@ -157,4 +162,20 @@ pub struct SimConnectedDevice {
     pub connected_at: i64,
     /// Whether that node announced itself within the lease TTL (always true outside a cluster).
     pub is_node_live: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SimInstant;
+
+    #[test]
+    fn an_epoch_number_is_read_as_seconds_or_milliseconds_by_its_size() {
+        let seconds = SimInstant::Epoch(1_893_456_000);
+        let millis = SimInstant::Epoch(1_893_456_000_000);
+        let iso = SimInstant::Iso("2030-01-01T00:00:00Z".into());
+        for instant in [seconds, millis, iso] {
+            assert_eq!(instant.to_millis(), Some(1_893_456_000_000), "{instant:?}");
+        }
+        assert_eq!(SimInstant::Iso("tomorrow".into()).to_millis(), None);
+    }
 }
