@@ -137,7 +137,7 @@ async fn status_posts_need_recipients_on_the_socket_column_and_keep_the_message_
     let reply = c
         .post(
             &at(&alice, "/status/send-image"),
-            json!({ "image": { "base64": "aGk=" }, "recipients": too_many }),
+            json!({ "image": { "base64": "aGk=", "mimetype": "image/png" }, "recipients": too_many }),
         )
         .await
         .expect("post");
@@ -145,12 +145,35 @@ async fn status_posts_need_recipients_on_the_socket_column_and_keep_the_message_
     let reply = c
         .post(
             &at(&alice, "/status/send-image"),
-            json!({ "image": { "base64": "aGk=" }, "caption": "c".repeat(1025), "recipients": [jid("4915200000002")] }),
+            json!({ "image": { "base64": "aGk=", "mimetype": "image/png" }, "caption": "c".repeat(1025), "recipients": [jid("4915200000002")] }),
         )
         .await
         .expect("post");
     assert_eq!(reply.status, 400, "{}", reply.text);
     assert!(reply.str("message").contains("caption"), "{}", reply.text);
+    // A status post's media is a media body: one of url or base64, raw base64, a mimetype with base64.
+    let to = [jid("4915200000002")];
+    for (media, message) in [
+        (json!({ "base64": "aGk=" }), "mimetype is required with base64"),
+        (
+            json!({ "base64": "aGk=", "url": "http://127.0.0.1:9/a.png", "mimetype": "image/png" }),
+            "exactly one of url or base64 is required",
+        ),
+        (
+            json!({ "base64": "data:image/png;base64,aGk=", "mimetype": "image/png" }),
+            "base64 must be raw base64 without a data: URL prefix",
+        ),
+    ] {
+        let reply = c
+            .post(
+                &at(&alice, "/status/send-image"),
+                json!({ "image": media, "recipients": to }),
+            )
+            .await
+            .expect("post");
+        assert_eq!(reply.status, 400, "{media}: {}", reply.text);
+        assert_eq!(reply.str("message"), message, "{}", reply.text);
+    }
 }
 
 /// What every session-scoped route answers when more than one thing is wrong: the key first (403), then the

@@ -28,7 +28,7 @@ pub(crate) mod record;
 mod record_tests;
 mod resource_media;
 mod search;
-pub(crate) use resource_media::ResourceMedia;
+pub(crate) use resource_media::{ResourceMedia, check_media_body};
 pub(crate) mod send;
 mod statuses;
 pub(crate) mod templates;

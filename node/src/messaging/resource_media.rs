@@ -49,6 +49,20 @@ impl MessagingService {
     }
 }
 
+/// The spec's media-body rules, which status posts follow as sends do (picture routes stay lenient):
+/// exactly one of url or base64, raw base64 without a data-URL prefix, and a mimetype with base64 unless
+/// the kind has a default one (a voice note's `audio/ogg; codecs=opus`).
+pub(crate) fn check_media_body(input: &MediaInput, has_default_mimetype: bool) -> MessagingResult<()> {
+    let has_mimetype = has_default_mimetype || non_empty(&input.mimetype).is_some();
+    super::draft::media_input(input.url.clone(), input.base64.clone(), has_mimetype)?;
+    if non_empty(&input.base64).is_some_and(|b64| b64.starts_with("data:")) {
+        return Err(super::error::bad(
+            "base64 must be raw base64 without a data: URL prefix",
+        ));
+    }
+    Ok(())
+}
+
 fn non_empty(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
@@ -67,7 +81,32 @@ fn bad_input(message: &str) -> MessagingError {
 
 #[cfg(test)]
 mod tests {
-    use super::strip_data_url;
+    use super::{MediaInput, check_media_body, strip_data_url};
+
+    fn input(url: Option<&str>, base64: Option<&str>, mimetype: Option<&str>) -> MediaInput {
+        MediaInput {
+            url: url.map(str::to_string),
+            base64: base64.map(str::to_string),
+            mimetype: mimetype.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_status_media_body_follows_the_media_body_rules() {
+        let refused = [
+            (input(None, Some("AAAA"), None), false, "mimetype is required"),
+            (input(Some("http://x/a.png"), Some("AAAA"), Some("image/png")), false, "exactly one"),
+            (input(None, None, Some("image/png")), false, "exactly one"),
+            (input(None, Some("data:image/png;base64,AAAA"), Some("image/png")), false, "data: URL"),
+        ];
+        for (body, default, message) in refused {
+            let err = check_media_body(&body, default).expect_err(message);
+            assert!(err.to_string().contains(message), "{err}");
+        }
+        assert!(check_media_body(&input(None, Some("AAAA"), None), true).is_ok());
+        assert!(check_media_body(&input(None, Some("AAAA"), Some("image/png")), false).is_ok());
+        assert!(check_media_body(&input(Some("http://x/a.png"), None, None), false).is_ok());
+    }
 
     #[test]
     fn data_url_prefix_is_dropped_and_raw_base64_kept() {

@@ -19,7 +19,7 @@ use crate::http::extract::ApiJson;
 use crate::http::media_input::load_stored_media;
 use crate::http::session_scope::Scoped;
 use crate::media::StoredMedia;
-use crate::messaging::ResourceMedia;
+use crate::messaging::{ResourceMedia, check_media_body};
 use crate::messaging::validate;
 
 const MAX_RECIPIENTS: usize = 256;
@@ -131,6 +131,7 @@ async fn send_media(
         base64: body.base64.clone(),
         mimetype: body.mimetype.clone(),
     });
+    check_media_body(&input, kind == MessageType::Voice)?;
     if let Some(caption) = &body.caption {
         validate::max_chars("caption", caption, validate::CAPTION_MAX)?;
     }
