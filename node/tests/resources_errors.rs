@@ -154,7 +154,10 @@ async fn status_posts_need_recipients_on_the_socket_column_and_keep_the_message_
     // A status post's media is a media body: one of url or base64, raw base64, a mimetype with base64.
     let to = [jid("4915200000002")];
     for (media, message) in [
-        (json!({ "base64": "aGk=" }), "mimetype is required with base64"),
+        (
+            json!({ "base64": "aGk=" }),
+            "mimetype is required with base64",
+        ),
         (
             json!({ "base64": "aGk=", "url": "http://127.0.0.1:9/a.png", "mimetype": "image/png" }),
             "exactly one of url or base64 is required",

@@ -324,8 +324,14 @@ async fn own_reactions_edits_and_revokes_raise_events(rig: Rig) {
     assert!(sent.status < 300, "{}", sent.text);
     let id = sent.str("messageId");
     for (route, body) in [
-        ("react", json!({ "chatId": PEER, "messageId": id, "emoji": "👍" })),
-        ("edit", json!({ "chatId": PEER, "messageId": id, "body": "fixed" })),
+        (
+            "react",
+            json!({ "chatId": PEER, "messageId": id, "emoji": "👍" }),
+        ),
+        (
+            "edit",
+            json!({ "chatId": PEER, "messageId": id, "body": "fixed" }),
+        ),
         ("delete", json!({ "chatId": PEER, "messageId": id })),
     ] {
         let r = c
@@ -344,7 +350,11 @@ async fn own_reactions_edits_and_revokes_raise_events(rig: Rig) {
     };
     let reaction = data("message.reaction");
     assert_eq!(
-        (&reaction["messageId"], &reaction["chatId"], &reaction["reaction"]),
+        (
+            &reaction["messageId"],
+            &reaction["chatId"],
+            &reaction["reaction"]
+        ),
         (&json!(id), &json!(PEER), &json!("👍")),
         "{reaction}"
     );
@@ -370,7 +380,12 @@ async fn own_reactions_edits_and_revokes_raise_events(rig: Rig) {
         .body
         .as_array()
         .and_then(|r| r.iter().find(|m| m["waMessageId"] == id.as_str()).cloned());
-    assert_eq!(row.map(|m| m["body"].clone()), Some(json!("fixed")), "{}", rows.text);
+    assert_eq!(
+        row.map(|m| m["body"].clone()),
+        Some(json!("fixed")),
+        "{}",
+        rows.text
+    );
 }
 
 /// An idle SQLite-queue worker picks a new delivery up within a second or so, not at its next 30 s heartbeat.

@@ -239,7 +239,9 @@ async fn sim_restrict(
         .expires_at
         .map(|at| {
             at.to_millis().map(|ms| ms.div_euclid(1000)).ok_or_else(|| {
-                ApiError::bad_request("expiresAt must be epoch seconds or milliseconds, or an ISO 8601 string")
+                ApiError::bad_request(
+                    "expiresAt must be epoch seconds or milliseconds, or an ISO 8601 string",
+                )
             })
         })
         .transpose()?;

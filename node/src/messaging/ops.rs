@@ -11,8 +11,8 @@ use wagate_proto::dto::messages::{
 };
 
 use super::MessagingService;
-use super::error::{MessagingResult, bad};
 use super::commit::Change;
+use super::error::{MessagingResult, bad};
 use super::send::own_jid;
 use super::validate as v;
 use crate::engine::{Engine, EngineEvent, SentMessage};
@@ -147,14 +147,20 @@ impl MessagingService {
         change: Change,
     ) -> MessagingResult<()> {
         match self.own_jid(session_id).await? {
-            Some(me) => self.recorder.record_own_action(session_id, &own(me)).await?,
+            Some(me) => {
+                self.recorder
+                    .record_own_action(session_id, &own(me))
+                    .await?
+            }
             None => self.recorder.record_own_change(change).await?,
         }
         Ok(())
     }
 
     async fn own_jid(&self, session_id: &str) -> MessagingResult<Option<Jid>> {
-        Ok(own_jid(self.sessions.record(session_id).await?.phone.as_deref()))
+        Ok(own_jid(
+            self.sessions.record(session_id).await?.phone.as_deref(),
+        ))
     }
 
     pub(crate) async fn pin(&self, session_id: &str, b: PinRequest) -> MessagingResult<()> {

@@ -210,7 +210,12 @@ impl Recorder {
     /// Records this account's own reaction (the network does not echo it back).
     /// Records a change of the session's own without an event (its own JID is not known yet).
     pub(crate) async fn record_own_change(&self, change: Change) -> StoreResult<()> {
-        self.writer.commit(Write { change, event: None }).await
+        self.writer
+            .commit(Write {
+                change,
+                event: None,
+            })
+            .await
     }
 
     /// Stores a history chunk: what it says about chats and push names, then its messages once per network

@@ -52,7 +52,10 @@ impl MessagingService {
 /// The spec's media-body rules, which status posts follow as sends do (picture routes stay lenient):
 /// exactly one of url or base64, raw base64 without a data-URL prefix, and a mimetype with base64 unless
 /// the kind has a default one (a voice note's `audio/ogg; codecs=opus`).
-pub(crate) fn check_media_body(input: &MediaInput, has_default_mimetype: bool) -> MessagingResult<()> {
+pub(crate) fn check_media_body(
+    input: &MediaInput,
+    has_default_mimetype: bool,
+) -> MessagingResult<()> {
     let has_mimetype = has_default_mimetype || non_empty(&input.mimetype).is_some();
     super::draft::media_input(input.url.clone(), input.base64.clone(), has_mimetype)?;
     if non_empty(&input.base64).is_some_and(|b64| b64.starts_with("data:")) {
@@ -94,10 +97,22 @@ mod tests {
     #[test]
     fn a_status_media_body_follows_the_media_body_rules() {
         let refused = [
-            (input(None, Some("AAAA"), None), false, "mimetype is required"),
-            (input(Some("http://x/a.png"), Some("AAAA"), Some("image/png")), false, "exactly one"),
+            (
+                input(None, Some("AAAA"), None),
+                false,
+                "mimetype is required",
+            ),
+            (
+                input(Some("http://x/a.png"), Some("AAAA"), Some("image/png")),
+                false,
+                "exactly one",
+            ),
             (input(None, None, Some("image/png")), false, "exactly one"),
-            (input(None, Some("data:image/png;base64,AAAA"), Some("image/png")), false, "data: URL"),
+            (
+                input(None, Some("data:image/png;base64,AAAA"), Some("image/png")),
+                false,
+                "data: URL",
+            ),
         ];
         for (body, default, message) in refused {
             let err = check_media_body(&body, default).expect_err(message);

@@ -19,8 +19,8 @@ use crate::http::extract::ApiJson;
 use crate::http::media_input::load_stored_media;
 use crate::http::session_scope::Scoped;
 use crate::media::StoredMedia;
-use crate::messaging::{ResourceMedia, check_media_body};
 use crate::messaging::validate;
+use crate::messaging::{ResourceMedia, check_media_body};
 
 const MAX_RECIPIENTS: usize = 256;
 const FONTS: [u8; 8] = [0, 1, 2, 6, 7, 8, 9, 10];
