@@ -396,3 +396,61 @@ async fn operations_on_messages() {
         .unwrap();
     assert_eq!(none.status, 404);
 }
+
+/// The embedded sim network forgets its messages with the process; the session's store does not, so a
+/// reply, reaction, edit, forward and delete for everyone still work on a message from before a restart.
+#[tokio::test]
+async fn operations_on_a_message_from_before_a_restart() {
+    let mut p = pair(options()).await;
+    let to = jid(PHONE_B);
+    let sent = p
+        .post(
+            "messages/send-text",
+            json!({ "chatId": to, "text": "before the restart" }),
+        )
+        .await;
+    assert_eq!(sent.status, 201, "{}", sent.text);
+    let id = sent.str("messageId");
+    p.wait_message(&p.b, "", |m| m["waMessageId"] == id.as_str())
+        .await;
+    p.node.restart().await.unwrap();
+    p.client = p.node.client();
+    wait_status(&p.client, &p.a, "ready").await;
+    wait_status(&p.client, &p.b, "ready").await;
+    for (route, body, status) in [
+        (
+            "messages/reply",
+            json!({ "chatId": to, "quotedMessageId": id, "text": "after the restart" }),
+            201,
+        ),
+        (
+            "messages/react",
+            json!({ "chatId": to, "messageId": id, "emoji": "👍" }),
+            200,
+        ),
+        (
+            "messages/edit",
+            json!({ "chatId": to, "messageId": id, "body": "edited after" }),
+            200,
+        ),
+        (
+            "messages/forward",
+            json!({ "fromChatId": to, "toChatId": to, "messageId": id }),
+            201,
+        ),
+        (
+            "messages/delete",
+            json!({ "chatId": to, "messageId": id }),
+            200,
+        ),
+    ] {
+        let reply = p.post(route, body).await;
+        assert_eq!(reply.status, status, "{route}: {}", reply.text);
+    }
+    p.wait_message(&p.b, "", |m| m["body"] == "after the restart")
+        .await;
+    p.wait_message(&p.b, "", |m| {
+        m["waMessageId"] == id.as_str() && m["body"] == "edited after"
+    })
+    .await;
+}

@@ -23,6 +23,7 @@ pub mod network;
 pub mod peers;
 /// `RedisPeers`: the cluster-wide sim network over Redis.
 pub mod peers_redis;
+mod recall;
 mod shared;
 #[cfg(test)]
 mod tests;
@@ -114,10 +115,17 @@ impl SimEngine {
         self.query().await
     }
 
-    /// `query()` after reading a message first seen elsewhere back (cluster mode).
+    /// `query()` after reading a message first seen elsewhere back (cluster mode), or, when the network
+    /// forgot it, from the session's store (`recall.rs`).
     async fn message_query(&self, message_id: &str) -> &str {
-        self.net.pull_message(message_id).await;
+        self.recall(message_id).await;
         self.query().await
+    }
+
+    async fn recall(&self, message_id: &str) {
+        self.net
+            .recall(self.id(), self.ctx.store.as_ref(), message_id)
+            .await;
     }
 }
 
@@ -153,6 +161,9 @@ impl Engine for SimEngine {
     }
 
     async fn send(&self, msg: OutgoingMessage) -> EngineResult<SentMessage> {
+        if let Some(quoted) = &msg.quoted_id {
+            self.recall(quoted).await;
+        }
         self.net.send(self.id(), self.ctx.media.as_ref(), msg).await
     }
     async fn react(&self, chat: &Jid, message_id: &str, emoji: &str) -> EngineResult<()> {
@@ -177,6 +188,7 @@ impl Engine for SimEngine {
         self.shared(revoked).await
     }
     async fn forward(&self, _from: &Jid, to: &Jid, message_id: &str) -> EngineResult<SentMessage> {
+        self.recall(message_id).await;
         self.net.forward(self.id(), to, message_id).await
     }
     async fn pin(&self, _chat: &Jid, message_id: &str, _duration_s: u32) -> EngineResult<()> {
