@@ -90,7 +90,9 @@ pub(crate) fn media(kind: MediaKind, b: SendMediaRequest) -> MessagingResult<Dra
         other => other,
     };
     let mimetype = b.mimetype.filter(|m| !m.trim().is_empty());
-    let input = media_input(b.url, b.base64, mimetype.is_some())?;
+    // The spec gives a voice note a default mimetype, so its base64 needs none.
+    let has_mimetype = mimetype.is_some() || matches!(kind, MediaKind::Voice);
+    let input = media_input(b.url, b.base64, has_mimetype)?;
     // A voice note is Opus unless the caller says otherwise; plain audio keeps what its URL serves.
     let mimetype = match (mimetype, kind) {
         (None, MediaKind::Voice) => Some(DEFAULT_AUDIO_MIMETYPE.to_string()),
@@ -221,6 +223,25 @@ mod tests {
         };
         assert_eq!(m.kind, MediaKind::Voice);
         assert_eq!(m.mimetype.as_deref(), Some("audio/ogg; codecs=opus"));
+    }
+
+    #[test]
+    fn a_base64_voice_note_needs_no_mimetype_but_plain_audio_does() {
+        let body = |ptt| SendMediaRequest {
+            chat_id: Some("4915100000001@c.us".into()),
+            base64: Some("T2dnUw==".into()),
+            ptt: Some(ptt),
+            ..SendMediaRequest::default()
+        };
+        let draft = media(MediaKind::Audio, body(true)).unwrap();
+        let DraftContent::Media(m) = draft.content else {
+            panic!("not media")
+        };
+        assert_eq!(m.mimetype.as_deref(), Some(DEFAULT_AUDIO_MIMETYPE));
+        let refused = media(MediaKind::Audio, body(false))
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(refused.to_string(), "mimetype is required with base64");
     }
 
     #[test]
