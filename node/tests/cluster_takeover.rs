@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use wagate_loadtest::harness::S3Server;
 use wagate_loadtest::harness::cluster::{ClusterOptions, TestCluster, Timings};
-use wagate_loadtest::harness::sessions::{create_linked, get};
+use wagate_loadtest::harness::sessions::{create, create_linked, get};
 
 const SERVED_BY: &str = "x-wagate-served-by";
 const BUDGET: Duration = Duration::from_secs(30);
@@ -285,6 +285,83 @@ async fn a_lapsed_session_nobody_serves_reads_as_not_loaded() {
         !rows.is_empty() && rows.iter().all(|s| s["engineLoaded"] == false),
         "{}",
         by_name.text
+    );
+}
+
+/// A start sent to a survivor once the dead owner's lease lapsed, before any sweep came by: the row still
+/// reads `ready` as the dead owner left it, and the start runs the session here rather than answering that
+/// it is already active and leaving it without an engine.
+#[tokio::test]
+async fn a_start_on_a_survivor_before_the_sweep_brings_the_session_back() {
+    let slow_sweep = Timings {
+        sweep_ms: 120_000,
+        ..Timings::default()
+    };
+    let mut c = TestCluster::start(env!("CARGO_BIN_EXE_wagate"), 2, slow_sweep)
+        .await
+        .expect("cluster");
+    let id = create_linked(&c.client(0), "restart-early", "15550002006")
+        .await
+        .expect("linked on node a");
+    c.nodes[0].kill9();
+    let deadline = Instant::now() + BUDGET;
+    loop {
+        let start = c
+            .client(1)
+            .post_empty(&format!("/api/sessions/{id}/start"))
+            .await
+            .expect("start");
+        // 503 or 409 while the dead owner still holds its lease (the forward reaches nobody, or the node
+        // knows the owner is gone but not yet its lease).
+        if start.status == 200 {
+            break;
+        }
+        assert!(matches!(start.status, 409 | 503), "{}", start.text);
+        assert!(Instant::now() < deadline, "{}", start.text);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let reply = c
+        .wait_served_ready(1, &id, &["node-a", ""], BUDGET)
+        .await
+        .expect("running on node b");
+    assert_eq!(reply.header(SERVED_BY), Some("node-b"));
+}
+
+/// The sweep's `qr_ready` row: a session whose QR nobody scanned, its owner dead, is left `disconnected`
+/// (no phone to scan a new QR), not started again elsewhere.
+#[tokio::test]
+async fn a_dead_owners_unscanned_session_is_left_disconnected() {
+    let mut c = TestCluster::start(env!("CARGO_BIN_EXE_wagate"), 2, Timings::default())
+        .await
+        .expect("cluster");
+    let id = create(&c.client(0), "never-scanned").await.expect("create");
+    let started = c
+        .client(0)
+        .post_empty(&format!("/api/sessions/{id}/start"))
+        .await
+        .expect("start");
+    assert_eq!(started.body["status"], "qr_ready", "{}", started.text);
+    c.nodes[0].kill9();
+    let deadline = Instant::now() + BUDGET;
+    loop {
+        let reply = get(&c.client(1), &id).await.expect("get");
+        if reply.status == 200 && reply.body["status"] == "disconnected" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{} {}", reply.status, reply.text);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Several sweeps later it is still there, with no engine anywhere.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let reply = get(&c.client(1), &id).await.expect("get");
+    assert_eq!(
+        (&reply.body["status"], &reply.body["engineLoaded"]),
+        (
+            &serde_json::json!("disconnected"),
+            &serde_json::json!(false)
+        ),
+        "{}",
+        reply.text
     );
 }
 

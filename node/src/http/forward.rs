@@ -309,8 +309,11 @@ async fn forward(
         *request.headers_mut() = headers.clone();
         ctx.forwarder.send(request)
     };
+    // A connection closed under the request usually means the peer shut an idle pooled connection as it
+    // went out, but it can also mean the peer took the request and then broke: only a request that may be
+    // repeated goes out again, so a send is never made twice (its caller gets the 502 instead).
     let mut answer = match attempt(bytes.clone()).await {
-        Err(PeerError::ClosedUnanswered) => attempt(bytes).await,
+        Err(PeerError::ClosedUnanswered) if parts.method.is_idempotent() => attempt(bytes).await,
         other => other,
     }?;
     drop_hop_by_hop(answer.headers_mut());

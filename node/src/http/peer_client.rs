@@ -22,8 +22,9 @@ pub(crate) enum PeerError {
     NotReached,
     /// No answer within the budget after the request was sent.
     TimedOut,
-    /// A pooled connection the peer had closed (a graceful stop closes idle ones) as the request went out on
-    /// it: the peer never read it, so sending it once more on a fresh connection is safe.
+    /// The connection closed before any answer: most often a pooled connection the peer had closed (a
+    /// graceful stop closes idle ones) as the request went out on it, but the peer may also have read the
+    /// request and broken before answering, so only an idempotent request is sent again.
     ClosedUnanswered,
     /// The exchange broke after the request was sent.
     Broke,

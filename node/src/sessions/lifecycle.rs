@@ -27,9 +27,13 @@ impl SessionService {
             tracing::warn!(session_id = id, proxy = %proxy::view(Some(url)).proxy_host.unwrap_or_default(),
                 "proxy_unauthenticatable: SOCKS4 sends the user name as user id and drops the password");
         }
+        let loaded_here = self.runtime(id).is_some();
         let runtime = self.load(id).await?;
         {
             let mut st = runtime.lock().await;
+            if !loaded_here {
+                settle_stale_status(&runtime, &mut st).await?;
+            }
             let before = (st.desired_running, st.policy, st.proxy_url.clone());
             st.desired_running = true;
             st.policy = super::backoff::ReconnectPolicy {
@@ -240,4 +244,20 @@ async fn teardown(engine: Option<Arc<dyn Engine>>) -> Teardown {
 /// (E.164).
 pub(crate) fn is_pairing_phone(phone: &str) -> bool {
     (1..=15).contains(&phone.len()) && phone.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// A session just loaded here runs no engine, whatever status its row shows: a row left `ready` (or any
+/// status only an engine holds) by a node that died before the takeover sweep reached it. The sweep's own
+/// rule applies first (`disconnected`, with its event); a `qr_ready` that rule keeps (the phone is known)
+/// starts from `disconnected` too, so the start launches the engine instead of answering that the session
+/// is already active and leaving it without one.
+async fn settle_stale_status(runtime: &Runtime, st: &mut RunState) -> SessionResult<()> {
+    if !super::takeover::is_engine_status(st.status) {
+        return Ok(());
+    }
+    runtime.drive(st, Trigger::TakeoverSweep).await?;
+    if super::takeover::is_engine_status(st.status) {
+        st.status = SessionStatus::Disconnected;
+    }
+    Ok(())
 }

@@ -15,10 +15,11 @@ use super::state::Trigger;
 use crate::cluster::SessionHost;
 use crate::store::sessions::SessionRecord;
 
-/// Whether a session with no live lease needs the sweep: it should run, or its status claims an engine.
+/// Whether a session with no live lease needs the sweep: it should run (linked, so it can), or its status
+/// claims an engine.
 fn needs_takeover(record: &SessionRecord) -> bool {
     use SessionStatus::*;
-    record.desired_running
+    (record.desired_running && record.phone.is_some())
         || matches!(
             record.status,
             Ready | Initializing | Authenticating | ActionRequired
@@ -57,7 +58,9 @@ impl SessionService {
             *st = RunState::from_record(&record);
             runtime.drive(&mut st, Trigger::TakeoverSweep).await?;
         }
-        if record.desired_running {
+        // A linked session comes back; one that was waiting for its QR to be scanned stays
+        // `disconnected` (the spec's sweep row), as no phone is there to scan a new one.
+        if record.desired_running && record.phone.is_some() {
             self.start(id).await?;
         } else {
             self.unload(id).await;
@@ -93,7 +96,7 @@ impl SessionService {
 }
 
 /// Statuses only a running engine can be in.
-fn is_engine_status(status: SessionStatus) -> bool {
+pub(super) fn is_engine_status(status: SessionStatus) -> bool {
     use SessionStatus::*;
     matches!(
         status,

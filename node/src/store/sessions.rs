@@ -13,9 +13,10 @@ const INSERT: &str = "INSERT INTO sessions (id, name, status, config, proxy_url,
 const SELECT_ONE: &str = "SELECT * FROM sessions WHERE id = $1";
 const SELECT_PAGE: &str = "SELECT * FROM sessions ORDER BY created_at, id LIMIT $1 OFFSET $2";
 const SELECT_BY_NAME: &str = "SELECT * FROM sessions WHERE name = $1";
-/// Sessions the takeover sweep looks at: meant to run, or left in a status only a running engine keeps
-/// (`qr_ready` only without a phone: with one the status is kept and nothing needs doing).
-const SELECT_TAKEOVER_CANDIDATES: &str = "SELECT id FROM sessions WHERE desired_running \
+/// Sessions the takeover sweep looks at: meant to run and linked (one never linked stays `disconnected`),
+/// or left in a status only a running engine keeps (`qr_ready` only without a phone: with one the status
+/// is kept and nothing needs doing). `sessions/takeover.rs` `needs_takeover` is the same rule.
+const SELECT_TAKEOVER_CANDIDATES: &str = "SELECT id FROM sessions WHERE (desired_running AND phone IS NOT NULL) \
      OR status IN ('ready', 'initializing', 'authenticating', 'action_required') \
      OR (status = 'qr_ready' AND phone IS NULL) ORDER BY updated_at, id";
 const DELETE: &str = "DELETE FROM sessions WHERE id = $1";
