@@ -365,6 +365,32 @@ async fn a_dead_owners_unscanned_session_is_left_disconnected() {
     );
 }
 
+/// A logout ends the link on every node: a node that ran the session before does not bring it back
+/// linked from what it remembered.
+#[tokio::test]
+async fn a_logout_on_one_node_ends_the_link_on_the_node_that_ran_it_before() {
+    let c = TestCluster::start(env!("CARGO_BIN_EXE_wagate"), 2, Timings::default())
+        .await
+        .expect("cluster");
+    let id = create_linked(&c.client(0), "moved-then-out", "15550002007")
+        .await
+        .expect("linked on node a");
+    let post = |node: usize, action: &'static str| {
+        let client = c.client(node);
+        let path = format!("/api/sessions/{id}/{action}");
+        async move { client.post_empty(&path).await.expect(action) }
+    };
+    assert_eq!(post(0, "stop").await.status, 200);
+    let on_b = post(1, "start").await;
+    assert_eq!(on_b.body["status"], "ready", "{}", on_b.text);
+    assert_eq!(on_b.header(SERVED_BY), Some("node-b"));
+    let out = post(1, "logout").await;
+    assert_eq!(out.status, 200, "{}", out.text);
+    let again = post(0, "start").await;
+    assert_eq!(again.body["status"], "qr_ready", "{}", again.text);
+    assert!(again.body["phone"].is_null(), "{}", again.text);
+}
+
 #[tokio::test]
 async fn after_a_takeover_a_survivor_serves_media_the_dead_owner_received_from_s3() {
     let s3 = S3Server::start().await.expect("moto");

@@ -12,7 +12,7 @@ use wagate_proto::Jid;
 const PAIRING_ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTVWXYZ23456789";
 
 impl SimNetwork {
-    /// Connects `session`. With credentials (given, or remembered from a link made on this network) the
+    /// Connects `session`. With credentials (given, or, embedded, remembered from a link made on this network) the
     /// device goes online and emits `Authenticated` + `Ready`; otherwise it emits a first `Qr` now and
     /// rotates it until scanned.
     pub fn start_device(
@@ -21,6 +21,9 @@ impl SimNetwork {
         events: EventSender,
         linked: Option<&LinkedAccount>,
     ) -> EngineResult<()> {
+        // In a cluster this process's memory of a link can be stale (the session was logged out while
+        // another node ran it): there only the credentials the node presents count.
+        let may_remember = self.peers().is_none();
         let mut state = self.lock();
         let device = state.devices.entry(session.to_string()).or_default();
         if device.failing_starts > 0 {
@@ -36,7 +39,7 @@ impl SimNetwork {
         }
         device.link = Link::Offline;
         let remembered = match (&device.phone, &device.credentials) {
-            (Some(phone), Some(credentials)) => Some(LinkedAccount {
+            (Some(phone), Some(credentials)) if may_remember => Some(LinkedAccount {
                 phone: phone.clone(),
                 push_name: None,
                 credentials: credentials.clone(),
