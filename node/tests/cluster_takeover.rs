@@ -391,6 +391,65 @@ async fn a_logout_on_one_node_ends_the_link_on_the_node_that_ran_it_before() {
     assert!(again.body["phone"].is_null(), "{}", again.text);
 }
 
+/// The sim outbox is the network's, shared in a cluster: it lists what the session sent on every node
+/// that ran it.
+#[tokio::test]
+async fn the_sim_outbox_lists_sends_made_on_every_node_that_ran_the_session() {
+    let c = TestCluster::start(env!("CARGO_BIN_EXE_wagate"), 2, Timings::default())
+        .await
+        .expect("cluster");
+    let id = create_linked(&c.client(0), "outbox-moves", "15550002008")
+        .await
+        .expect("linked on node a");
+    let send = |node: usize, text: &'static str| {
+        let client = c.client(node);
+        let path = format!("/api/sessions/{id}/messages/send-text");
+        async move {
+            let sent = client
+                .post(
+                    &path,
+                    serde_json::json!({ "chatId": "15550002999@c.us", "text": text }),
+                )
+                .await
+                .expect("send");
+            assert_eq!(sent.status, 201, "{}", sent.text);
+        }
+    };
+    send(0, "sent on a").await;
+    let stopped = c
+        .client(0)
+        .post_empty(&format!("/api/sessions/{id}/stop"))
+        .await
+        .expect("stop");
+    assert_eq!(stopped.status, 200, "{}", stopped.text);
+    let started = c
+        .client(1)
+        .post_empty(&format!("/api/sessions/{id}/start"))
+        .await
+        .expect("start");
+    assert_eq!(
+        started.header(SERVED_BY),
+        Some("node-b"),
+        "{}",
+        started.text
+    );
+    c.wait_served_ready(1, &id, &["node-a", ""], BUDGET)
+        .await
+        .expect("ready on b");
+    send(1, "sent on b").await;
+    let outbox = c
+        .client(0)
+        .get(&format!("/api/sim/sessions/{id}/outbox"))
+        .await
+        .expect("outbox");
+    let bodies: Vec<&str> = outbox
+        .body
+        .as_array()
+        .map(|rows| rows.iter().filter_map(|r| r["body"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(bodies, ["sent on a", "sent on b"], "{}", outbox.text);
+}
+
 #[tokio::test]
 async fn after_a_takeover_a_survivor_serves_media_the_dead_owner_received_from_s3() {
     let s3 = S3Server::start().await.expect("moto");

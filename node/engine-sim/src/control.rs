@@ -338,8 +338,21 @@ impl SimNetwork {
         Ok(call_id)
     }
 
-    /// What `session` has put on the network, oldest first.
-    pub fn outbox(&self, session: &str) -> Vec<OutboxEntry> {
+    /// What `session` has put on the network, oldest first: in a cluster from every node that ran it.
+    pub async fn outbox(&self, session: &str) -> Vec<OutboxEntry> {
+        if let Some(peers) = self.shared_peers() {
+            // This process's own sends first reach the peers, so a send is listed as soon as it answered.
+            self.flush_peers().await;
+            match peers.outbox(session).await {
+                Ok(entries) => {
+                    return entries
+                        .iter()
+                        .filter_map(|raw| serde_json::from_str(raw).ok())
+                        .collect();
+                }
+                Err(error) => tracing::warn!(%error, session, "sim outbox not read from the peers"),
+            }
+        }
         let state = self.lock();
         state
             .devices

@@ -5,7 +5,7 @@
 
 use super::control::resolve_quote;
 use super::network::{NetState, OutboxEntry, SimNetwork, StoredMessage, now};
-use super::peers::Record;
+use super::peers::{Op, Record};
 use wagate_engine_api::media::EngineMedia;
 use wagate_engine_api::{
     AckStatus, EngineError, EngineEvent, EngineResult, INLINE_MEDIA_MAX_BYTES, MediaSource,
@@ -69,15 +69,20 @@ impl SimNetwork {
         recipients: &[Jid],
         msg: StoredMessage,
     ) -> (bool, Vec<Jid>) {
+        let entry = OutboxEntry {
+            message_id: msg.id.clone(),
+            to: msg.to.clone(),
+            kind: msg.kind,
+            body: msg.body.clone(),
+            timestamp: msg.timestamp,
+        };
         if let Some(device) = state.devices.get_mut(session) {
-            device.outbox.push(OutboxEntry {
-                message_id: msg.id.clone(),
-                to: msg.to.clone(),
-                kind: msg.kind,
-                body: msg.body.clone(),
-                timestamp: msg.timestamp,
-            });
+            device.outbox.push(entry.clone());
         }
+        state.emit(Op::Sent {
+            session: session.to_string(),
+            entry,
+        });
         state.touch_chat(me, &msg.to, &msg, false);
         let mut reached = false;
         let mut open = Vec::with_capacity(recipients.len());

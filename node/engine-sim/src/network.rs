@@ -104,7 +104,7 @@ pub(super) struct Device {
 }
 
 /// What a session put on the network (the control API's `outbox`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutboxEntry {
     pub message_id: String,
     pub to: Jid,

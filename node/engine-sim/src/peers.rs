@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 use wagate_proto::Jid;
 
-use super::network::{SimNetwork, StoredMessage};
+use super::network::{OutboxEntry, SimNetwork, StoredMessage};
 use wagate_engine_api::{
     AckStatus, CallEvent, EngineEvent, GroupEvent, InboundMessage, PresenceEntry, StatusUpdate,
 };
@@ -305,6 +305,11 @@ pub enum Op {
         record: Record,
         id: String,
     },
+    /// `session` put `entry` on the network (its outbox, wherever the session runs next).
+    Sent {
+        session: String,
+        entry: OutboxEntry,
+    },
     /// `phone` blocked (or unblocked) `target`.
     Block {
         phone: Jid,
@@ -424,6 +429,8 @@ pub trait Peers: Send + Sync + 'static {
     async fn records(&self, record: Record) -> PeerResult<Vec<String>>;
     /// One stored record (JSON).
     async fn record(&self, record: Record, id: &str) -> PeerResult<Option<String>>;
+    /// What `session` put on the network, oldest first, from whichever node ran it (JSON entries).
+    async fn outbox(&self, session: &str) -> PeerResult<Vec<String>>;
     /// Whom each of `phones` blocked, in the same order.
     async fn blocked(&self, phones: &[Jid]) -> PeerResult<Vec<Vec<Jid>>>;
     /// `phone`'s presence (`available`, last seen) as last written, if ever.

@@ -109,6 +109,9 @@ return 0
 
 /// How long a message or call record stays readable by other nodes (the sim is a test network).
 const MESSAGE_TTL_S: u64 = 24 * 60 * 60;
+/// The newest entries of a session's outbox kept in Redis (the control API's view; the process keeps
+/// its own in memory).
+const OUTBOX_KEPT: i64 = 10_000;
 
 /// Whether this process holds a session's lease now (`Peers::holds_lease`).
 pub type Fence = Box<dyn Fn(&str) -> bool + Send + Sync>;
@@ -364,6 +367,22 @@ impl RedisPeers {
                         .ignore();
                 }
             }
+            Op::Sent { session, entry } => {
+                let key = self.key(&format!("outbox:{session}"));
+                pipe.cmd("RPUSH")
+                    .arg(&key)
+                    .arg(serde_json::to_string(entry).map_err(err)?)
+                    .ignore()
+                    .cmd("LTRIM")
+                    .arg(&key)
+                    .arg(-OUTBOX_KEPT)
+                    .arg(-1)
+                    .ignore()
+                    .cmd("EXPIRE")
+                    .arg(&key)
+                    .arg(MESSAGE_TTL_S)
+                    .ignore();
+            }
             Op::Delete { record, id } => {
                 if record.is_keyed() {
                     pipe.cmd("DEL")
@@ -559,6 +578,17 @@ impl Peers for RedisPeers {
         let mut conn = self.pool.get().await.map_err(err)?;
         redis::cmd("HVALS")
             .arg(self.record_key(record))
+            .query_async(&mut *conn)
+            .await
+            .map_err(err)
+    }
+
+    async fn outbox(&self, session: &str) -> PeerResult<Vec<String>> {
+        let mut conn = self.pool.get().await.map_err(err)?;
+        redis::cmd("LRANGE")
+            .arg(self.key(&format!("outbox:{session}")))
+            .arg(0)
+            .arg(-1)
             .query_async(&mut *conn)
             .await
             .map_err(err)

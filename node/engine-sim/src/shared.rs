@@ -75,7 +75,7 @@ fn parse<T: DeserializeOwned>(raw: &str) -> Option<T> {
 }
 
 impl SimNetwork {
-    fn shared_peers(&self) -> Option<&std::sync::Arc<dyn Peers>> {
+    pub(super) fn shared_peers(&self) -> Option<&std::sync::Arc<dyn Peers>> {
         self.peers()
     }
 

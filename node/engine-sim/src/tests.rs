@@ -123,7 +123,7 @@ async fn two_linked_sessions_exchange_a_message_with_acks() {
         acks,
         [AckStatus::Sent, AckStatus::Delivered, AckStatus::Read]
     );
-    let outbox = net.outbox("a");
+    let outbox = net.outbox("a").await;
     assert_eq!((outbox.len(), outbox[0].to.clone()), (1, jid(B)));
 }
 

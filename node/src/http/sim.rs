@@ -309,7 +309,7 @@ async fn sim_outbox(
     id: SessionId,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<Vec<SimOutboxEntry>>> {
-    let entries = network(&caller, &ctx)?.outbox(&id.0);
+    let entries = network(&caller, &ctx)?.outbox(&id.0).await;
     Ok(Json(
         entries
             .into_iter()
