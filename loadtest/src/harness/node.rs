@@ -246,8 +246,21 @@ impl Node {
     }
 }
 
+/// Lines of a node's log a failed test prints: its temp dir, log included, goes with it.
+const LOG_TAIL_ON_FAILURE: usize = 60;
+
 impl Drop for Node {
     fn drop(&mut self) {
         self.kill9();
+        if std::thread::panicking() {
+            let logs = self.logs();
+            let lines: Vec<&str> = logs.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(LOG_TAIL_ON_FAILURE)..];
+            eprintln!(
+                "--- last {} lines of the node's log ---\n{}",
+                tail.len(),
+                tail.join("\n")
+            );
+        }
     }
 }
