@@ -467,16 +467,41 @@ async fn apply_all(tx: &mut DataTx, writes: &[&Write]) -> StoreResult<Vec<bool>>
             }
         }
     }
-    message_store::update_status_many(tx, &moves).await?;
+    let moved = message_store::update_status_many(tx, &moves).await?;
+    let mut stale: HashMap<(&str, &str), bool> = HashMap::new();
     let mut effective = Vec::with_capacity(writes.len());
     for w in writes {
         effective.push(match &w.change {
             Change::Insert(row) => inserted.contains(&row.id),
-            Change::Status { .. } => true,
+            Change::Status {
+                session_id,
+                message_id,
+                ..
+            } => {
+                moved.contains(message_id)
+                    || !is_stale_status(tx, &mut stale, session_id, message_id).await?
+            }
             other => apply(tx, other).await?,
         });
     }
     Ok(effective)
+}
+
+/// Whether a status that moved nothing was stale: its message is stored with that status or a later one
+/// (a receipt the network handed over again, e.g. after a restart), so its event went out before. A
+/// status for a message not stored yet still publishes (its row may come later). Asked once per message.
+async fn is_stale_status<'a>(
+    tx: &mut DataTx,
+    known: &mut HashMap<(&'a str, &'a str), bool>,
+    session_id: &'a str,
+    message_id: &'a str,
+) -> StoreResult<bool> {
+    if let Some(stale) = known.get(&(session_id, message_id)) {
+        return Ok(*stale);
+    }
+    let stale = message_store::exists(tx, session_id, message_id).await?;
+    known.insert((session_id, message_id), stale);
+    Ok(stale)
 }
 
 /// Whether the change took effect in a way that publishes its event.
@@ -489,9 +514,10 @@ async fn apply(tx: &mut DataTx, change: &Change) -> StoreResult<bool> {
             status,
             rank,
         } => {
-            message_store::update_status(tx, session_id, message_id, status.as_str(), *rank)
-                .await?;
-            Ok(true)
+            let moved =
+                message_store::update_status(tx, session_id, message_id, status.as_str(), *rank)
+                    .await?;
+            Ok(moved || !message_store::exists(tx, session_id, message_id).await?)
         }
         Change::Revoke {
             session_id,

@@ -408,3 +408,54 @@ async fn an_ack_committed_before_its_message_row_still_reaches_the_row() {
     .expect("status");
     assert_eq!(status, "read", "the ack that came first is not lost");
 }
+
+/// A receipt the network hands over again (after a restart whose release was not journaled yet) moves
+/// nothing and publishes nothing a second time, alone or in a group; one for a message not stored yet
+/// still publishes (its row may come later).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receipt_handed_over_again_publishes_once() {
+    const ACKS: &str = "SELECT COUNT(*) FROM webhook_outbox_events WHERE session_id = $1 AND event = 'message.ack'";
+    let rig = rig().await;
+    webhook_store::insert(&rig.db, &webhook_for_everything())
+        .await
+        .expect("webhook");
+    let own = |id: &str| EngineEvent::Message(Box::new(message(id, true, 1_700_000_400, "mine")));
+    let ack = |id: &str, status| EngineEvent::Ack {
+        message_id: id.into(),
+        chat_id: jid(ANN),
+        status,
+    };
+    rig.record(&[own("AGAIN1"), own("AGAIN2")]).await;
+    rig.record(&[ack("AGAIN1", AckStatus::Delivered)]).await;
+    rig.record(&[ack("AGAIN1", AckStatus::Delivered)]).await;
+    assert_eq!(rig.count(ACKS).await, 1, "a repeat publishes nothing");
+    // A group: both receipts of AGAIN2 are news, the repeat of AGAIN1 and an older one are not.
+    let group = [
+        ack("AGAIN2", AckStatus::Delivered),
+        ack("AGAIN1", AckStatus::Delivered),
+        ack("AGAIN2", AckStatus::Read),
+        ack("AGAIN1", AckStatus::Sent),
+    ];
+    let settled = group.iter().map(|event| {
+        let (taken, settled) = tokio::sync::oneshot::channel();
+        let ack = Ack::new(move |ok: bool| {
+            let _ = taken.send(ok);
+        });
+        (event, ack, settled)
+    });
+    let mut waits = Vec::new();
+    for (event, ack, settled) in settled {
+        rig.recorder.record_event(SID, event, ack).await;
+        waits.push(settled);
+    }
+    for settled in waits {
+        assert!(settled.await.expect("settled"));
+    }
+    assert_eq!(rig.count(ACKS).await, 3, "AGAIN2 delivered and read");
+    rig.record(&[ack("NOT-STORED", AckStatus::Read)]).await;
+    assert_eq!(
+        rig.count(ACKS).await,
+        4,
+        "a receipt before its message publishes"
+    );
+}

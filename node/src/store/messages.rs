@@ -43,16 +43,17 @@ const UPDATE_STATUS_MANY_SQLITE: &str = "UPDATE messages SET status = u.status, 
       FROM json_each($1)) AS u \
      WHERE messages.session_id = u.session_id AND messages.wa_message_id = u.wa_id \
      AND (CASE messages.status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 \
-     WHEN 'read' THEN 3 ELSE 4 END) < u.rank";
+     WHEN 'read' THEN 3 ELSE 4 END) < u.rank RETURNING messages.wa_message_id";
 const UPDATE_STATUS_MANY_POSTGRES: &str = "UPDATE messages SET status = u.status, version = messages.version + 1 FROM \
      UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[]) AS u(session_id, wa_id, status, rank) \
      WHERE messages.session_id = u.session_id AND messages.wa_message_id = u.wa_id \
      AND (CASE messages.status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 \
-     WHEN 'read' THEN 3 ELSE 4 END) < u.rank";
+     WHEN 'read' THEN 3 ELSE 4 END) < u.rank RETURNING messages.wa_message_id";
 /// Moves the status forward only (pending < sent < delivered < read; failed is terminal).
 const UPDATE_STATUS: &str = "UPDATE messages SET status = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2 \
      AND (CASE status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 \
      ELSE 4 END) < $4";
+const EXISTS: &str = "SELECT 1 FROM messages WHERE session_id = $1 AND wa_message_id = $2";
 const SET_REVOKED: &str = "UPDATE messages SET revoked = TRUE, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
 const SET_BODY: &str = "UPDATE messages SET body = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
 const SET_STARRED: &str = "UPDATE messages SET starred = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
@@ -296,14 +297,21 @@ pub(crate) struct StatusMove<'a> {
 }
 
 /// Moves many messages' statuses forward in one statement; each message must appear at most once.
+/// Answers the network ids of the messages whose status moved.
 pub(crate) async fn update_status_many(
     tx: &mut DataTx,
     moves: &[StatusMove<'_>],
-) -> StoreResult<()> {
-    match moves {
-        [] => {}
+) -> StoreResult<HashSet<String>> {
+    let moved: Vec<String> = match moves {
+        [] => Vec::new(),
         [one] => {
-            update_status(tx, one.session_id, one.wa_message_id, one.status, one.rank).await?;
+            let moved =
+                update_status(tx, one.session_id, one.wa_message_id, one.status, one.rank).await?;
+            if moved {
+                vec![one.wa_message_id.to_owned()]
+            } else {
+                Vec::new()
+            }
         }
         _ => match tx {
             DataTx::Sqlite(t, _) => {
@@ -311,10 +319,10 @@ pub(crate) async fn update_status_many(
                     .iter()
                     .map(|m| (m.session_id, m.wa_message_id, m.status, m.rank))
                     .collect();
-                sqlx::query(UPDATE_STATUS_MANY_SQLITE)
+                sqlx::query_scalar(UPDATE_STATUS_MANY_SQLITE)
                     .bind(super::to_json(&list)?)
-                    .execute(&mut **t)
-                    .await?;
+                    .fetch_all(&mut **t)
+                    .await?
             }
             DataTx::Postgres(t) => {
                 let (mut sessions, mut wa_ids, mut statuses, mut ranks) =
@@ -325,17 +333,29 @@ pub(crate) async fn update_status_many(
                     statuses.push(m.status.to_owned());
                     ranks.push(m.rank);
                 }
-                sqlx::query(UPDATE_STATUS_MANY_POSTGRES)
+                sqlx::query_scalar(UPDATE_STATUS_MANY_POSTGRES)
                     .bind(sessions)
                     .bind(wa_ids)
                     .bind(statuses)
                     .bind(ranks)
-                    .execute(&mut **t)
-                    .await?;
+                    .fetch_all(&mut **t)
+                    .await?
             }
         },
-    }
-    Ok(())
+    };
+    Ok(moved.into_iter().collect())
+}
+
+/// Whether the session stores the message of network id `wa_id`.
+pub(crate) async fn exists(tx: &mut DataTx, session_id: &str, wa_id: &str) -> StoreResult<bool> {
+    let found: Option<i32> = on_tx!(tx, |c| {
+        sqlx::query_scalar(EXISTS)
+            .bind(session_id)
+            .bind(wa_id)
+            .fetch_optional(c)
+            .await
+    })?;
+    Ok(found.is_some())
 }
 
 /// Moves a message's status forward to `status` of `rank`; false when nothing changed.
