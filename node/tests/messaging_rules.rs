@@ -415,8 +415,23 @@ async fn operations_on_a_message_from_before_a_restart() {
         .await;
     p.node.restart().await.unwrap();
     p.client = p.node.client();
-    wait_status(&p.client, &p.a, "ready").await;
-    wait_status(&p.client, &p.b, "ready").await;
+    // The rows read `ready` as the killed process left them until the boot restore has run: wait for
+    // the engines themselves.
+    for session in [&p.a, &p.b] {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            let reply = p
+                .client
+                .get(&format!("/api/sessions/{session}"))
+                .await
+                .unwrap();
+            if reply.body["status"] == "ready" && reply.body["engineLoaded"] == true {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{}", reply.text);
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
     for (route, body, status) in [
         (
             "messages/reply",
