@@ -285,17 +285,20 @@ async fn join_cluster(config: &Config, db: &DataPool) -> anyhow::Result<Option<A
 }
 
 /// Sessions at boot: in a cluster the heartbeat and the takeover sweep run them; embedded, the restore.
-fn spawn_session_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &CancellationToken) {
+/// The restore reads and normalises the sessions before the node serves (a session a client starts in
+/// the first moments is this process's own, never one a stopped process left), then starts them in the
+/// background.
+async fn spawn_session_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &CancellationToken) {
     let config = &ctx.config;
     match ctx.infra.cluster() {
         Some(cluster) => cluster::spawn_duties(cluster, ctx.sessions.clone(), tasks, shutdown),
         None => {
             let concurrency = usize::try_from(config.session_restore_concurrency).unwrap_or(1);
-            tasks.spawn(
-                ctx.sessions
-                    .clone()
-                    .restore(config.auto_start_sessions, concurrency),
-            );
+            let wanted = ctx
+                .sessions
+                .normalise_at_boot(config.auto_start_sessions)
+                .await;
+            tasks.spawn(ctx.sessions.clone().start_restored(wanted, concurrency));
         }
     }
 }
@@ -629,7 +632,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let tasks = TaskTracker::new();
     spawn_background(&ctx, &tasks, &shutdown)?;
     spawn_raft_duties(&ctx, &tasks, &shutdown);
-    spawn_session_duties(&ctx, &tasks, &shutdown);
+    spawn_session_duties(&ctx, &tasks, &shutdown).await;
     tasks.spawn(ctx.bulk.clone().keep_resuming());
     let terminate = signal(SignalKind::terminate()).context("could not handle SIGTERM")?;
     let interrupt = signal(SignalKind::interrupt()).context("could not handle SIGINT")?;

@@ -1,6 +1,7 @@
 //! Boot restore for the embedded mode: sessions a stopped process left in an active status are marked
-//! `disconnected` (nothing runs them any more), then, with `AUTO_START_SESSIONS=true`, those that were
-//! meant to run are started again a few at a time (`SESSION_RESTORE_CONCURRENCY`), never all at once.
+//! `disconnected` (nothing runs them any more) before the node serves, then, with
+//! `AUTO_START_SESSIONS=true`, those that were meant to run are started again a few at a time
+//! (`SESSION_RESTORE_CONCURRENCY`), never all at once.
 
 use std::sync::Arc;
 
@@ -37,30 +38,40 @@ impl SessionService {
         self.leases.release(&record.id, lease).await;
     }
 
-    /// Runs once after boot.
-    pub(crate) async fn restore(self: Arc<Self>, auto_start: bool, concurrency: usize) {
+    /// Runs once at boot, before the node serves: sessions a stopped process left in an active status
+    /// are marked `disconnected`; answers those meant to run (with `auto_start`), to start again.
+    pub(crate) async fn normalise_at_boot(&self, auto_start: bool) -> Vec<String> {
         let records = match session_store::list(&self.deps.db, i64::MAX, 0).await {
             Ok(records) => records,
             Err(err) => {
-                return tracing::error!(error = %err, "session restore could not list sessions");
+                tracing::error!(error = %err, "session restore could not list sessions");
+                return Vec::new();
             }
         };
         for record in records.iter().filter(|r| was_active(r.status)) {
             self.normalise_after_restart(record).await;
         }
         if !auto_start {
-            return;
+            return Vec::new();
         }
-        let wanted: Vec<String> = records
+        records
             .into_iter()
             .filter(|r| r.desired_running)
             .map(|r| r.id)
-            .collect();
+            .collect()
+    }
+
+    /// Starts the sessions `normalise_at_boot` answered, a few at a time; one a client started meanwhile
+    /// is left as it runs.
+    pub(crate) async fn start_restored(self: Arc<Self>, wanted: Vec<String>, concurrency: usize) {
         tracing::info!(sessions = wanted.len(), concurrency, "restoring sessions");
         futures::stream::iter(wanted)
             .for_each_concurrent(concurrency.max(1), |id| {
                 let service = self.clone();
                 async move {
+                    if service.runtime(&id).is_some() {
+                        return;
+                    }
                     if let Err(err) = service.start(&id).await {
                         tracing::warn!(session_id = %id, error = %err, "session not restored");
                     }
