@@ -98,6 +98,15 @@ impl NodeInfra {
         }
     }
 
+    /// How many of `loaded` (sessions loaded here) this node holds the lease of: the count a
+    /// session-restricted admin sees.
+    pub(crate) fn leases_held_among(&self, loaded: &[String]) -> usize {
+        match &self.cluster {
+            Some(cluster) => loaded.iter().filter(|id| cluster.leases.holds(id)).count(),
+            None => loaded.len(),
+        }
+    }
+
     /// The other live nodes of the cluster (none embedded, and none when the registry cannot be read).
     pub(crate) async fn peers(&self) -> Vec<PeerStatus> {
         let Some(cluster) = &self.cluster else {

@@ -66,6 +66,20 @@ async fn errors_always_have_the_spec_shape() {
         .raw(Method::POST, "/api/auth/api-keys")
         .body("{not json");
     assert_error_shape(&node.client().send(bad_json).await.expect("400"), 400);
+    // An array would fill a body's fields in order: every body is an object.
+    let array = node
+        .client()
+        .post(
+            "/api/auth/api-keys",
+            json!(["array-key", "viewer", null, null, null]),
+        )
+        .await
+        .expect("400");
+    assert_error_shape(&array, 400);
+    assert_eq!(
+        array.body["message"],
+        "Invalid request body: expected a JSON object"
+    );
     let bad_query = node
         .client()
         .get("/api/audit?limit=abc")

@@ -187,6 +187,31 @@ async fn admin_routes_refuse_lower_roles_and_scoped_keys() {
             .body["scoped"],
         true
     );
+    // A drain hands over every session of the node; the node's counts show only the key's sessions.
+    assert_eq!(
+        scoped
+            .post_empty("/api/infra/drain")
+            .await
+            .expect("403")
+            .status,
+        403
+    );
+    let created = admin
+        .post("/api/sessions", json!({ "name": "counted" }))
+        .await
+        .expect("create");
+    let id = created.body["id"].as_str().unwrap_or_default().to_string();
+    let started = admin
+        .post_empty(&format!("/api/sessions/{id}/start"))
+        .await
+        .expect("start");
+    assert!(started.status < 300, "{}", started.text);
+    let all = admin.get("/api/infra/status").await.expect("status");
+    assert_eq!(all.body["sessionsLoaded"], 1, "{}", all.text);
+    let own = scoped.get("/api/infra/status").await.expect("status");
+    assert_eq!(own.status, 200, "{}", own.text);
+    assert_eq!(own.body["sessionsLoaded"], 0, "{}", own.text);
+    assert_eq!(own.body["leasesHeld"], 0, "{}", own.text);
 }
 
 #[tokio::test]

@@ -234,6 +234,47 @@ async fn media_urls_are_guarded_and_fetched_when_allowed() {
         base64::engine::general_purpose::STANDARD.encode(b"FROM-URL")
     );
     assert_eq!(got["media"]["mimetype"], "image/png");
+    // The sim plays a contact sending media: base64 under `data` or `base64`, or a URL it downloads.
+    let inbound = format!("/api/sim/sessions/{}/inbound", open.b);
+    let from = jid("4915100000077");
+    let b64 = base64::engine::general_purpose::STANDARD.encode(b"INBOUND-B64");
+    for media in [
+        json!({ "base64": b64, "mimetype": "image/png" }),
+        json!({ "url": url }),
+    ] {
+        let sent = open
+            .client
+            .post(
+                &inbound,
+                json!({ "from": from, "type": "image", "media": media }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(sent.status, 200, "{media}: {}", sent.text);
+        let id = sent.body["messageId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let got = open
+            .wait_message(&open.b, "type=image", |m| m["waMessageId"] == id.as_str())
+            .await;
+        assert_ne!(got["media"]["data"], "", "{media}: {got}");
+        assert_eq!(got["media"]["mimetype"], "image/png", "{got}");
+    }
+    for media in [
+        json!({ "mimetype": "image/png" }),
+        json!({ "url": url, "data": b64 }),
+    ] {
+        let refused = open
+            .client
+            .post(
+                &inbound,
+                json!({ "from": from, "type": "image", "media": media }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(refused.status, 400, "{media}: {}", refused.text);
+    }
 }
 
 #[tokio::test]

@@ -279,6 +279,42 @@ async fn a_cancelled_batch_stops_and_reports_cancelled_items() {
 }
 
 #[tokio::test]
+async fn a_cancel_right_after_submit_reports_what_was_really_sent() {
+    let p = pair(options()).await;
+    for round in 0..3 {
+        let items: Vec<_> = (0..4)
+            .map(|i| {
+                json!({ "chatId": jid(PHONE_B), "type": "text",
+                    "content": { "text": format!("cancel-{round}-{i}") } })
+            })
+            .collect();
+        let accepted = p
+            .post(
+                "messages/send-bulk",
+                json!({ "messages": items, "options": { "delayBetweenMessages": 5000 } }),
+            )
+            .await;
+        assert_eq!(accepted.status, 202, "{}", accepted.text);
+        let id = accepted.str("batchId");
+        let cancelled = p
+            .post(&format!("messages/batch/{id}/cancel"), json!({}))
+            .await;
+        assert_eq!(cancelled.status, 200, "{}", cancelled.text);
+        // The first item may have been in flight: the answer counts it as it ended, never as cancelled.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let later = batch(&p, &id).await;
+        assert_eq!(later["progress"], cancelled.body["progress"], "{later}");
+        let progress = &cancelled.body["progress"];
+        assert_eq!(progress["pending"], 0, "{progress}");
+        assert_eq!(
+            progress["sent"].as_u64().unwrap_or(9) + progress["cancelled"].as_u64().unwrap_or(9),
+            4,
+            "{progress}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn send_pacing_refuses_with_429_and_counts_the_refusals() {
     let opts = options()
         .env("SEND_PACING_ENABLED", "true")

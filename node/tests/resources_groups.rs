@@ -157,6 +157,12 @@ async fn invite_codes_settings_requests_and_pictures() {
         .expect("info");
     assert_eq!(info.status, 200, "{}", info.text);
     assert_eq!(info.body["name"], "Club");
+    let by_invite_code = c
+        .get(&at(&bob, &format!("/groups/join-info?inviteCode={invite}")))
+        .await
+        .expect("info by inviteCode");
+    assert_eq!(by_invite_code.status, 200, "{}", by_invite_code.text);
+    assert_eq!(by_invite_code.body["name"], "Club");
     let joined = c
         .post(&at(&bob, "/groups/join"), json!({ "inviteCode": invite }))
         .await

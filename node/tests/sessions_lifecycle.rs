@@ -314,6 +314,20 @@ async fn a_restriction_requires_action_and_lifting_it_restores_ready() {
         .expect("action_required");
     assert!(held.body["lastError"].is_string());
     assert_eq!(held.body["restriction"]["kind"], "temporary_ban");
+    // The engine stays connected: reads and chat actions go on, sends answer 409.
+    let chats = c
+        .get(&path(&id, "/chats"))
+        .await
+        .expect("chats while restricted");
+    assert_eq!(chats.status, 200, "{}", chats.text);
+    let send = c
+        .post(
+            &path(&id, "/messages/send-text"),
+            json!({ "chatId": "4915100000010@c.us", "text": "held" }),
+        )
+        .await
+        .expect("send while restricted");
+    assert_eq!(send.status, 409, "{}", send.text);
     c.post(&sim, json!({ "kind": "temporary_ban", "active": false }))
         .await
         .expect("lift");

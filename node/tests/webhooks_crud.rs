@@ -105,6 +105,10 @@ async fn invalid_webhooks_answer_400_naming_the_field() {
             json!({ "url": rx.url(), "events": ["*", "message.ack"] }),
             "events",
         ),
+        (
+            json!({ "url": rx.url(), "filters": { "condition": [{ "field": "body", "operator": "is", "value": "x" }] } }),
+            "unknown field `condition`",
+        ),
     ];
     for (body, needle) in cases {
         let r = c.post(&path, body.clone()).await.unwrap();

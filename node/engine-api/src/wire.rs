@@ -25,6 +25,8 @@ impl From<Channel> for WireChannel {
 
 impl From<ChatSummary> for WireChatSummary {
     fn from(c: ChatSummary) -> WireChatSummary {
+        // A mute whose end has passed has ended, whatever the engine still remembers.
+        let muted = c.muted && (c.mute_expiration == 0 || c.mute_expiration > now_ms());
         WireChatSummary {
             is_group: c.id.is_group(),
             kind: c.id.kind().as_str().to_string(),
@@ -35,10 +37,16 @@ impl From<ChatSummary> for WireChatSummary {
             last_message: c.last_message,
             archived: c.archived,
             pinned: c.pinned,
-            muted: c.muted,
-            mute_expiration: if c.muted { c.mute_expiration } else { 0 },
+            muted,
+            mute_expiration: if muted { c.mute_expiration } else { 0 },
         }
     }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl From<Contact> for ContactRecord {
@@ -52,5 +60,39 @@ impl From<Contact> for ContactRecord {
             is_blocked: c.is_blocked,
             profile_pic_url: c.profile_pic_url,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Jid;
+
+    fn chat(muted: bool, mute_expiration: i64) -> WireChatSummary {
+        let id = Jid::parse("4915100000001@c.us").unwrap();
+        ChatSummary {
+            name: "a".into(),
+            id,
+            archived: false,
+            pinned: false,
+            muted,
+            mute_expiration,
+            unread_count: 0,
+            timestamp: 0,
+            last_message: None,
+        }
+        .into()
+    }
+
+    #[test]
+    fn a_mute_that_has_ended_reads_as_unmuted() {
+        let past = chat(true, 1000);
+        assert!(!past.muted);
+        assert_eq!(past.mute_expiration, 0);
+        let future = chat(true, now_ms() + 3_600_000);
+        assert!(future.muted);
+        let forever = chat(true, 0);
+        assert!(forever.muted);
+        assert!(!chat(false, 0).muted);
     }
 }

@@ -44,10 +44,12 @@ pub(crate) fn access_for(method: &Method, template: &str) -> Access {
         "/api/webhooks" => return Access::role(Role::Operator),
         _ => {}
     }
-    // Data export and import and the media archives read or replace every session's data: a key
-    // restricted to some sessions may not use them, whatever its role.
+    // Data export and import and the media archives read or replace every session's data, and a drain
+    // hands every session of the node over: a key restricted to some sessions may not use them, whatever
+    // its role.
     if template.starts_with("/api/auth/api-keys")
         || template.starts_with("/api/admin/")
+        || template == "/api/infra/drain"
         || template.starts_with("/api/infra/export-data")
         || template.starts_with("/api/infra/import-data")
         || template.starts_with("/api/infra/storage/")
@@ -134,6 +136,7 @@ mod tests {
             "/api/infra/storage/export",
             "/api/infra/storage/import",
             "/api/admin/queues",
+            "/api/infra/drain",
         ] {
             let access = access_for(&Method::GET, template);
             assert_eq!(access.role, Role::Admin, "{template}");

@@ -21,10 +21,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
         let bytes = Bytes::from_request(req, state)
             .await
             .map_err(bytes_rejection)?;
-        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
-            b"{}"
-        } else {
-            &bytes
+        let text: &[u8] = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+            None => b"{}",
+            // serde would fill a struct's fields from an array in order; every body is an object.
+            Some(b'{') => &bytes,
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "Invalid request body: expected a JSON object",
+                ));
+            }
         };
         serde_json::from_slice(text)
             .map(ApiJson)

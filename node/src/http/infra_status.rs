@@ -43,6 +43,14 @@ async fn get_infra_status(
         infra.peers()
     );
     let reachable = webhooks.is_ok() && ingress.is_ok();
+    // A session-restricted admin counts only its own sessions.
+    let (sessions_loaded, leases_held) = if caller.is_scoped() {
+        let mut loaded = ctx.sessions.loaded_ids();
+        loaded.retain(|id| caller.may_access(id));
+        (loaded.len(), infra.leases_held_among(&loaded))
+    } else {
+        (ctx.sessions.loaded_count(), infra.leases_held())
+    };
     Ok(Json(InfraStatus {
         node_id: ctx.config.node_id.clone(),
         role: ctx.config.role.as_str().to_owned(),
@@ -50,8 +58,8 @@ async fn get_infra_status(
         version: wagate_proto::VERSION.to_owned(),
         cluster: infra.is_clustered(),
         draining: infra.is_draining(),
-        leases_held: infra.leases_held(),
-        sessions_loaded: ctx.sessions.loaded_count(),
+        leases_held,
+        sessions_loaded,
         peers,
         queue: QueueStatus {
             backend: infra.queue_backend().to_owned(),

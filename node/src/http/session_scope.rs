@@ -56,8 +56,15 @@ impl Scoped {
         record(&self.ctx, &self.caller, self.id()).await
     }
 
-    /// The session's ready engine: 404 for an unknown session first, then 409 while it is not ready.
+    /// The session's connected engine: 404 for an unknown session first, then 409 while it is not
+    /// connected. Sends go through `MessagingService`, which also refuses `action_required`.
     pub(crate) async fn engine(&self) -> ApiResult<Arc<dyn Engine>> {
+        record(&self.ctx, &self.caller, self.id()).await?;
+        Ok(self.ctx.sessions.connected_engine(self.id())?)
+    }
+
+    /// The engine for a send: as [`Scoped::engine`], but `action_required` answers 409 too.
+    pub(crate) async fn sending_engine(&self) -> ApiResult<Arc<dyn Engine>> {
         record(&self.ctx, &self.caller, self.id()).await?;
         Ok(self.ctx.sessions.ready_engine(self.id())?)
     }

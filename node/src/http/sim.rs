@@ -15,7 +15,9 @@ use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
 use super::extract::{ApiJson, ApiQuery, SessionId};
 use crate::app::ApiContext;
-use crate::engine::{AckStatus, CallPhase, GroupAction, GroupChanges, MessageType, ReceivedMedia};
+use crate::engine::{
+    AckStatus, CallPhase, GroupAction, GroupChanges, MessageType, ReceivedMedia, StoredFile,
+};
 use wagate_engine_sim::SimNetwork;
 use wagate_engine_sim::control::InboundSpec;
 
@@ -86,19 +88,47 @@ async fn sim_scan(
     Ok(ok())
 }
 
-fn media(raw: Option<SimMedia>) -> ApiResult<Option<ReceivedMedia>> {
+/// The media of a simulated inbound message: base64 (`data` or `base64`), or a URL downloaded into the
+/// session's media store.
+async fn media(
+    ctx: &ApiContext,
+    session_id: &str,
+    raw: Option<SimMedia>,
+) -> ApiResult<Option<ReceivedMedia>> {
     let Some(m) = raw else { return Ok(None) };
-    let data = base64::engine::general_purpose::STANDARD
-        .decode(m.data.unwrap_or_default())
-        .map_err(|_| ApiError::bad_request("media.data must be base64"))?;
+    let given = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());
+    let (data, stored, served) = match (given(&m.data), given(&m.url)) {
+        (true, false) => {
+            let data = base64::engine::general_purpose::STANDARD
+                .decode(m.data.unwrap_or_default().trim())
+                .map_err(|_| ApiError::bad_request("media.data must be base64"))?;
+            (data, None, None)
+        }
+        (false, true) => {
+            let url = m.url.unwrap_or_default();
+            let media = ctx.media.put_url(session_id, url.trim(), None).await?;
+            let stored = StoredFile {
+                key: media.key,
+                size: media.size,
+            };
+            (Vec::new(), Some(Box::new(stored)), media.content_type)
+        }
+        _ => {
+            return Err(ApiError::bad_request(
+                "media needs exactly one of data (base64) or url",
+            ));
+        }
+    };
     let mimetype = m
         .mimetype
+        .filter(|t| !t.trim().is_empty())
+        .or(served)
         .unwrap_or_else(|| "application/octet-stream".into());
     Ok(Some(ReceivedMedia {
         mimetype,
         filename: m.filename,
         data,
-        stored: None,
+        stored,
     }))
 }
 
@@ -121,7 +151,7 @@ async fn sim_inbound(
             .transpose()?,
         kind: enum_value::<MessageType>("type", b.kind.as_deref().unwrap_or("text"))?,
         body: b.body,
-        media: media(b.media)?,
+        media: media(&ctx, &id.0, b.media).await?,
         quoted_id: b.quoted_message_id,
         mentioned_ids: b
             .mentioned_ids
@@ -347,7 +377,8 @@ async fn sim_faults(
 }
 
 /// GET /api/sim/devices: the network's view of connected devices (cluster-wide with Redis). Not
-/// session-scoped, so any node answers it from the shared view.
+/// session-scoped, so any node answers it from the shared view; a session-restricted key sees only its
+/// sessions' devices.
 #[utoipa::path(get, path = "/api/sim/devices", tag = "sim", params(SimDevicesQuery),
     responses((status = 200, body = [SimConnectedDevice])))]
 async fn sim_devices(
@@ -367,6 +398,7 @@ async fn sim_devices(
     Ok(Json(
         devices
             .into_iter()
+            .filter(|d| caller.may_access(&d.session_id))
             .map(|d| SimConnectedDevice {
                 phone: d.phone.to_string(),
                 session_id: d.session_id,

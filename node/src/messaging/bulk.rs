@@ -4,7 +4,8 @@
 //! session is no longer here (stopped, handed over, taken over), and `keep_resuming` starts a runner for
 //! every `processing` batch of a session that runs here (after a restart, a takeover, a later start), so
 //! in a cluster no other node sends its items or marks them failed. Cancel marks the remaining items
-//! cancelled and wakes the runner. Items go through the same send path as single sends (pacing, hook,
+//! cancelled and wakes the runner; it first waits for an item already handed to the engine, so its answer
+//! counts that item as sent or failed, never as cancelled. Items go through the same send path as single sends (pacing, hook,
 //! recording).
 
 use std::sync::Arc;
@@ -44,8 +45,16 @@ pub(crate) struct BulkRunner {
     service: Arc<MessagingService>,
     /// Serialises read-modify-write of batch rows between runners and cancel.
     lock: tokio::sync::Mutex<()>,
-    cancels: DashMap<String, CancellationToken>,
+    running: DashMap<String, Running>,
     shutdown: CancellationToken,
+}
+
+/// A batch's runner on this node.
+#[derive(Clone)]
+struct Running {
+    token: CancellationToken,
+    /// Held from an item's send until its result is saved, so a cancel never overtakes a send in flight.
+    sending: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// One bulk item as a draft; errors name the item.
@@ -166,7 +175,7 @@ impl BulkRunner {
         Arc::new(BulkRunner {
             service,
             lock: tokio::sync::Mutex::new(()),
-            cancels: DashMap::new(),
+            running: DashMap::new(),
             shutdown,
         })
     }
@@ -255,6 +264,11 @@ impl BulkRunner {
         batch_id: &str,
     ) -> MessagingResult<BatchCancelled> {
         self.service.check_session(session_id).await?;
+        let running = self.running.get(batch_id).map(|r| r.clone());
+        let _turn = match &running {
+            Some(r) => Some(r.sending.lock().await),
+            None => None,
+        };
         let _guard = self.lock.lock().await;
         let mut row = self.load(session_id, batch_id).await?;
         let mut results: Vec<BatchItemResult> = from_json(&row.results)?;
@@ -273,8 +287,8 @@ impl BulkRunner {
         row.results = to_json(&results)?;
         row.updated_at = now_ms();
         batch_store::save(&self.service.db, &row).await?;
-        if let Some(token) = self.cancels.get(batch_id) {
-            token.cancel();
+        if let Some(r) = &running {
+            r.token.cancel();
         }
         Ok(BatchCancelled {
             batch_id: row.id,
@@ -323,23 +337,27 @@ impl BulkRunner {
 
     /// Starts the batch's runner unless one already sends it here.
     fn spawn(self: &Arc<Self>, batch_id: String) {
-        let token = self.shutdown.child_token();
-        match self.cancels.entry(batch_id.clone()) {
+        let running = Running {
+            token: self.shutdown.child_token(),
+            sending: Arc::new(tokio::sync::Mutex::new(())),
+        };
+        match self.running.entry(batch_id.clone()) {
             dashmap::mapref::entry::Entry::Occupied(_) => return,
             dashmap::mapref::entry::Entry::Vacant(slot) => {
-                slot.insert(token.clone());
+                slot.insert(running.clone());
             }
         }
         let runner = self.clone();
         tokio::spawn(async move {
-            if let Err(err) = runner.run(&batch_id, &token).await {
+            if let Err(err) = runner.run(&batch_id, &running).await {
                 tracing::error!(batch_id, error = %err, "bulk batch stopped");
             }
-            runner.cancels.remove(&batch_id);
+            runner.running.remove(&batch_id);
         });
     }
 
-    async fn run(&self, batch_id: &str, token: &CancellationToken) -> MessagingResult<()> {
+    async fn run(&self, batch_id: &str, running: &Running) -> MessagingResult<()> {
+        let token = &running.token;
         loop {
             let Some((row, items, options)) = self.next(batch_id).await? else {
                 return Ok(());
@@ -352,6 +370,11 @@ impl BulkRunner {
                 }
             }
             if token.is_cancelled() || !self.wait_ready(&row.session_id, token).await {
+                return Ok(());
+            }
+            let _sending = running.sending.lock().await;
+            // A cancel that took the turn first has marked this item cancelled.
+            if token.is_cancelled() {
                 return Ok(());
             }
             let outcome = self.send_item(&row.session_id, index, &items[index]).await;

@@ -93,19 +93,16 @@ pub(crate) fn media(kind: MediaKind, b: SendMediaRequest) -> MessagingResult<Dra
     // The spec gives a voice note a default mimetype, so its base64 needs none.
     let has_mimetype = mimetype.is_some() || matches!(kind, MediaKind::Voice);
     let input = media_input(b.url, b.base64, has_mimetype)?;
-    // A voice note is Opus unless the caller says otherwise; plain audio keeps what its URL serves.
-    let mimetype = match (mimetype, kind) {
-        (None, MediaKind::Voice) => Some(DEFAULT_AUDIO_MIMETYPE.to_string()),
-        (m, _) => m,
+    // Base64 voice without a mimetype is taken for Opus (the spec's default); a URL's served type decides
+    // once fetched, and a voice note that is not Opus then is converted (`send.rs` `materialise`).
+    let mimetype = match (mimetype, kind, &input) {
+        (None, MediaKind::Voice, MediaInput::Base64(_)) => Some(DEFAULT_AUDIO_MIMETYPE.to_string()),
+        (m, _, _) => m,
     };
-    let not_opus = !mimetype
-        .as_deref()
-        .is_some_and(crate::media::convert::is_opus);
     let convert = match kind {
-        MediaKind::Voice if b.convert == Some(true) || not_opus => {
+        MediaKind::Voice | MediaKind::Audio if b.convert == Some(true) => {
             Some(crate::media::convert::Target::Voice)
         }
-        MediaKind::Audio if b.convert == Some(true) => Some(crate::media::convert::Target::Voice),
         MediaKind::Video if b.convert == Some(true) => Some(crate::media::convert::Target::Video),
         _ => None,
     };
@@ -210,7 +207,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ptt_audio_becomes_voice_with_the_default_mimetype() {
+    fn ptt_audio_from_a_url_becomes_voice_typed_by_what_the_url_serves() {
         let body = SendMediaRequest {
             chat_id: Some("4915100000001@c.us".into()),
             url: Some("https://example.com/a.ogg".into()),
@@ -222,7 +219,8 @@ mod tests {
             panic!("not media")
         };
         assert_eq!(m.kind, MediaKind::Voice);
-        assert_eq!(m.mimetype.as_deref(), Some("audio/ogg; codecs=opus"));
+        assert_eq!(m.mimetype, None);
+        assert_eq!(m.convert, None);
     }
 
     #[test]

@@ -120,10 +120,19 @@ impl MessagingService {
             .mimetype
             .or_else(|| stored.content_type.clone())
             .unwrap_or_else(|| match draft.kind {
-                MediaKind::Audio => super::draft::DEFAULT_AUDIO_MIMETYPE.to_string(),
+                MediaKind::Audio | MediaKind::Voice => {
+                    super::draft::DEFAULT_AUDIO_MIMETYPE.to_string()
+                }
                 _ => "application/octet-stream".to_string(),
             });
-        let stored = match (draft.convert, &self.converter) {
+        // A voice note plays only as Opus: anything else (as declared or, for a URL, as served) is converted.
+        let convert = match draft.kind {
+            MediaKind::Voice if !crate::media::convert::is_opus(&mimetype) => {
+                Some(crate::media::convert::Target::Voice)
+            }
+            _ => draft.convert,
+        };
+        let stored = match (convert, &self.converter) {
             (Some(target), Some(converter)) => {
                 let converted = converter
                     .convert_object(media, session_id, &stored.key, target)

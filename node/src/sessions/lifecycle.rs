@@ -212,6 +212,19 @@ impl SessionService {
         runtime.engine().ok_or(SessionError::NotConnected)
     }
 
+    /// The engine of a session that is connected: `ready`, or `action_required` (the spec's "engine running
+    /// and connected", where only sends answer 409, so reads and chat, group and profile actions go on).
+    pub(crate) fn connected_engine(&self, id: &str) -> SessionResult<Arc<dyn Engine>> {
+        let runtime = self.runtime(id).ok_or(SessionError::NotConnected)?;
+        if !matches!(
+            runtime.status(),
+            SessionStatus::Ready | SessionStatus::ActionRequired
+        ) {
+            return Err(SessionError::NotConnected);
+        }
+        runtime.engine().ok_or(SessionError::NotConnected)
+    }
+
     /// The loaded session's own phone from its in-memory state (which the stored row mirrors), so a send
     /// needs no database read; `None` when the session is not loaded here or a transition holds its state.
     pub(crate) fn loaded_phone(&self, id: &str) -> Option<Option<String>> {

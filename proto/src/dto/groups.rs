@@ -61,6 +61,9 @@ pub struct CreateGroupRequest {
 pub struct JoinInfoQuery {
     /// The invite code (or the whole `https://chat.whatsapp.com/<code>` link).
     pub code: Option<String>,
+    /// The same as `code`, named as the join body and the invite-code read name it.
+    #[serde(rename = "inviteCode")]
+    pub invite_code: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

@@ -15,8 +15,11 @@ pub struct SimScanRequest {
 pub struct SimMedia {
     pub mimetype: Option<String>,
     pub filename: Option<String>,
-    /// Raw base64.
+    /// Raw base64 (also read as `base64`, the field name of the API's media inputs).
+    #[serde(alias = "base64")]
     pub data: Option<String>,
+    /// Or a URL the node downloads, as it does a send's media URL.
+    pub url: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]

@@ -68,9 +68,10 @@ pub struct FilterCondition {
     pub case_sensitive: Option<bool>,
 }
 
-/// All conditions must hold for a delivery.
+/// All conditions must hold for a delivery. Unknown keys are refused: a misspelt `conditions` would
+/// otherwise leave a webhook that receives every event.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WebhookFilters {
     #[serde(default)]
     pub conditions: Vec<FilterCondition>,

@@ -129,7 +129,8 @@ async fn get_join_info(
     State(ctx): State<ApiContext>,
     ApiQuery(query): ApiQuery<JoinInfoQuery>,
 ) -> ApiResult<Json<GroupJoinInfo>> {
-    let code = invite_code(query.code.as_deref().unwrap_or_default())?;
+    let given = query.code.or(query.invite_code);
+    let code = invite_code(given.as_deref().unwrap_or_default())?;
     let engine = session.engine().await?;
     let info = bounded(&ctx, engine.group_join_info(&code)).await?;
     Ok(Json(GroupJoinInfo {

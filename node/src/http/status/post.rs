@@ -100,7 +100,7 @@ async fn send_text_status(
         ));
     }
     let audience = recipients(&ctx, body.recipients.as_deref())?;
-    session.engine().await?;
+    session.sending_engine().await?;
     let content = StatusContent::Text {
         text: body.text,
         background_color: body.background_color,
@@ -136,7 +136,7 @@ async fn send_media(
         validate::max_chars("caption", caption, validate::CAPTION_MAX)?;
     }
     let audience = recipients(&ctx, body.recipients.as_deref())?;
-    session.engine().await?;
+    session.sending_engine().await?;
     let ResourceMedia {
         source,
         mimetype,

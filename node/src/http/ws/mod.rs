@@ -182,6 +182,14 @@ async fn run(ctx: ApiContext, mut socket: WebSocket, mut key: Arc<ApiKey>, clien
     }
 }
 
+/// The `requestId` of a frame that did not parse as a client frame, so its error can still name it.
+fn request_id_of(text: &str) -> Option<serde_json::Value> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(mut map)) => map.remove("requestId"),
+        _ => None,
+    }
+}
+
 async fn handle_frame(
     ctx: &ApiContext,
     key: &ApiKey,
@@ -191,8 +199,8 @@ async fn handle_frame(
     let Ok(frame) = serde_json::from_str::<ClientFrame>(text) else {
         return error_frame(
             codes::INVALID_MESSAGE,
-            "Frame is not a JSON object with a type",
-            None,
+            "Frame is not a JSON object with a type (and, when given, a sessionId string and an events list)",
+            request_id_of(text),
         );
     };
     let request_id = frame.request_id.clone();

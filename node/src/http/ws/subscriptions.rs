@@ -21,9 +21,11 @@ const ANY: &str = "*";
 type FrameError = (&'static str, String);
 
 /// Subscriptions by session id (`*` = every session the key covers); `None` events = every event.
+/// `excluded` holds what an unsubscribe of one session took out of a `*` subscription (`None` = all).
 #[derive(Debug, Default)]
 pub(super) struct Subscriptions {
     by_session: HashMap<String, Option<HashSet<EventName>>>,
+    excluded: HashMap<String, Option<HashSet<EventName>>>,
 }
 
 impl Subscriptions {
@@ -44,31 +46,31 @@ impl Subscriptions {
                 json!(frame.events.clone().unwrap_or_default()),
             ),
         ]);
-        if is_subscribe {
-            let entry = self
-                .by_session
-                .entry(session)
-                .or_insert_with(|| Some(HashSet::new()));
-            match (entry.as_mut(), events) {
-                (Some(have), Some(add)) => have.extend(add),
-                _ => *entry = None,
-            }
-        } else if let Some(entry) = self.by_session.get_mut(&session) {
-            match events {
-                None => {
-                    self.by_session.remove(&session);
-                }
-                Some(remove) => {
-                    let have =
-                        entry.get_or_insert_with(|| EventName::ALL.iter().copied().collect());
-                    have.retain(|e| !remove.contains(e));
-                    if have.is_empty() {
-                        self.by_session.remove(&session);
-                    }
-                }
-            }
-        }
+        self.change(session, events, is_subscribe);
         Ok(fields)
+    }
+
+    /// Adds or takes out `events` (`None` = all) for `session` (or `*`). Unsubscribing one session from
+    /// what a `*` subscription gives it excludes those events for that session.
+    fn change(&mut self, session: String, events: Option<HashSet<EventName>>, is_subscribe: bool) {
+        if is_subscribe {
+            self.include(&session, events.as_ref());
+            add_to(&mut self.by_session, session, events);
+        } else {
+            if session != ANY && self.by_session.contains_key(ANY) {
+                add_to(&mut self.excluded, session.clone(), events.clone());
+            }
+            remove_from(&mut self.by_session, &session, events.as_ref());
+        }
+    }
+
+    /// A subscribe to `session` takes its events out of what an earlier unsubscribe excluded.
+    fn include(&mut self, session: &str, events: Option<&HashSet<EventName>>) {
+        if session == ANY {
+            self.excluded.clear();
+        } else {
+            remove_from(&mut self.excluded, session, events);
+        }
     }
 
     /// Whether this socket gets `event`.
@@ -79,11 +81,53 @@ impl Subscriptions {
         if event.name.is_credential() && key.role < Role::Operator {
             return false;
         }
-        [event.session_id.as_str(), ANY].iter().any(|s| {
-            self.by_session
-                .get(*s)
-                .is_some_and(|evs| evs.as_ref().is_none_or(|set| set.contains(&event.name)))
-        })
+        self.covers(&event.session_id, event.name)
+    }
+
+    fn covers(&self, session_id: &str, name: EventName) -> bool {
+        let named = |s: &str| holds(&self.by_session, s, name);
+        named(session_id) || (named(ANY) && !holds(&self.excluded, session_id, name))
+    }
+}
+
+/// Whether `sets` has `name` for `session` (`None` = every event).
+fn holds(
+    sets: &HashMap<String, Option<HashSet<EventName>>>,
+    session: &str,
+    name: EventName,
+) -> bool {
+    sets.get(session)
+        .is_some_and(|evs| evs.as_ref().is_none_or(|set| set.contains(&name)))
+}
+
+fn add_to(
+    sets: &mut HashMap<String, Option<HashSet<EventName>>>,
+    session: String,
+    events: Option<HashSet<EventName>>,
+) {
+    let entry = sets.entry(session).or_insert_with(|| Some(HashSet::new()));
+    match (entry.as_mut(), events) {
+        (Some(have), Some(add)) => have.extend(add),
+        _ => *entry = None,
+    }
+}
+
+fn remove_from(
+    sets: &mut HashMap<String, Option<HashSet<EventName>>>,
+    session: &str,
+    events: Option<&HashSet<EventName>>,
+) {
+    let Some(entry) = sets.get_mut(session) else {
+        return;
+    };
+    let Some(remove) = events else {
+        sets.remove(session);
+        return;
+    };
+    let have = entry.get_or_insert_with(|| EventName::ALL.iter().copied().collect());
+    have.retain(|e| !remove.contains(e));
+    if have.is_empty() {
+        sets.remove(session);
     }
 }
 
@@ -182,4 +226,37 @@ pub(super) fn recheck(keys: &KeyService, key: &ApiKey, client: Option<IpAddr>) -
         return KeyCheck::Evict("API key's allowed addresses no longer include this client");
     }
     KeyCheck::Keep(current)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S1: &str = "11111111-1111-4111-8111-111111111111";
+    const S2: &str = "22222222-2222-4222-8222-222222222222";
+
+    fn events(names: &[EventName]) -> Option<HashSet<EventName>> {
+        Some(names.iter().copied().collect())
+    }
+
+    #[test]
+    fn unsubscribing_one_session_narrows_a_wildcard_subscription() {
+        let mut subs = Subscriptions::default();
+        subs.change(ANY.into(), None, true);
+        subs.change(S1.into(), events(&[EventName::MessageReceived]), false);
+        assert!(!subs.covers(S1, EventName::MessageReceived));
+        assert!(subs.covers(S1, EventName::MessageAck));
+        assert!(subs.covers(S2, EventName::MessageReceived));
+        // Subscribing again brings it back.
+        subs.change(S1.into(), events(&[EventName::MessageReceived]), true);
+        assert!(subs.covers(S1, EventName::MessageReceived));
+        // A whole-session unsubscribe excludes everything of that session.
+        subs.change(S2.into(), None, false);
+        assert!(!subs.covers(S2, EventName::SessionStatus));
+        assert!(subs.covers(S1, EventName::SessionStatus));
+        // Unsubscribing `*` ends the wildcard.
+        subs.change(ANY.into(), None, false);
+        assert!(!subs.covers(S1, EventName::MessageAck));
+        assert!(subs.covers(S1, EventName::MessageReceived));
+    }
 }
