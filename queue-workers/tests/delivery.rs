@@ -383,6 +383,40 @@ async fn a_restarted_node_releases_its_own_past_claims_only(kind: Kind) {
     env.finish().await;
 }
 
+/// A retry that was due while the worker was dead (its job died with it) goes out at the next boot, not a
+/// stale window later; a row due only after boot waits for its own job.
+async fn rows_due_at_boot_are_enqueued_at_once(kind: Kind) {
+    let env = TestEnv::start(kind, test_settings()).await;
+    let rx = Receiver::start(vec![], None).await;
+    let (sid, wid) = seed_webhook(&env.pool, &WebhookSeed::new(&rx.url)).await;
+    let recent = now_ms() - 2_000;
+    let (due, _) =
+        seed_outbox_at(&env.pool, &sid, &wid, json!({"due": true}), recent, recent).await;
+    let later = now_ms() + 600_000;
+    let (not_yet, _) =
+        seed_outbox_at(&env.pool, &sid, &wid, json!({"later": true}), later, recent).await;
+
+    let pushed = release_claims_of_past_life(
+        &env.pool,
+        &env.queue,
+        PastClaims::MadeBy("node-a"),
+        now_ms(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(pushed, 1);
+    wait_for("delivered", || async {
+        outbox_status(&env.pool, &due).await.as_deref() == Some("delivered")
+    })
+    .await;
+    assert_eq!(
+        outbox_status(&env.pool, &not_yet).await.as_deref(),
+        Some("pending")
+    );
+    assert_eq!(rx.requests().len(), 1);
+    env.finish().await;
+}
+
 async fn ingress_job_marks_the_event_processed(kind: Kind) {
     let env = TestEnv::start(kind, test_settings()).await;
     let id = uuid::Uuid::new_v4().to_string();
@@ -485,6 +519,10 @@ macro_rules! suite {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_restarted_node_releases_its_own_past_claims_only() {
                 super::a_restarted_node_releases_its_own_past_claims_only($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn rows_due_at_boot_are_enqueued_at_once() {
+                super::rows_due_at_boot_are_enqueued_at_once($kind).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn finished_jobs_are_vacuumed() {

@@ -206,8 +206,11 @@ pub enum PastClaims<'a> {
 }
 
 /// Sends back to waiting, and enqueues at once, every attempt claimed before `boot_ms` by `whose`, however
-/// recent; returns how many. Such a claim was made by a past life that died mid-attempt: waiting out the
-/// stale window (`WEBHOOK_TIMEOUT` + `OUTBOX_STALE_MS`) would hold those events back for over a minute.
+/// recent, and every row that was already due at boot; returns how many rows it enqueued. A claim was made
+/// by a past life that died mid-attempt, and a due row may be a retry whose job that life held: waiting out
+/// the stale window (`WEBHOOK_TIMEOUT` + `OUTBOX_STALE_MS`) would hold those events back for over a
+/// minute. A due row whose job another worker still holds gets a second job, which finds it claimed or
+/// delivered and does nothing.
 pub async fn release_claims_of_past_life(
     pool: &DataPool,
     queue: &QueueClient,
@@ -218,14 +221,23 @@ pub async fn release_claims_of_past_life(
         PastClaims::MadeBy(id) => Some(id),
         PastClaims::All => None,
     };
-    let ids = outbox::release_claims_before(pool, claimer, boot_ms, now_ms()).await?;
+    let mut ids = outbox::release_claims_before(pool, claimer, boot_ms, now_ms()).await?;
+    if !ids.is_empty() {
+        tracing::info!(
+            released = ids.len(),
+            "attempts a past life of this node left claimed are waiting again"
+        );
+    }
+    let due = outbox::stale_waiting(pool, boot_ms, SWEEP_BATCH).await?;
+    if !due.is_empty() {
+        tracing::info!(due = due.len(), "rows due at boot are enqueued again");
+    }
+    ids.extend(due);
+    ids.sort_unstable();
+    ids.dedup();
     if ids.is_empty() {
         return Ok(0);
     }
-    tracing::info!(
-        released = ids.len(),
-        "attempts a past life of this node left claimed are waiting again"
-    );
     enqueue_outbox(pool, queue, &ids).await
 }
 
