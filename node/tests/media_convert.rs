@@ -178,6 +178,11 @@ async fn a_tone_becomes_a_voice_note_and_a_test_video_a_phone_mp4() {
             .await
             .unwrap();
         assert_eq!(reply.status, 400, "{body}: {}", reply.text);
+        assert!(
+            !reply.text.contains(".incoming") && !reply.text.contains("/tmp/"),
+            "no server path: {}",
+            reply.text
+        );
     }
     let unknown = c
         .post(

@@ -333,7 +333,9 @@ impl Converter {
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("ffmpeg failed")
                 .trim()
-                .to_string();
+                // The caller sees the complaint, not where the node keeps its files.
+                .replace(&*input.to_string_lossy(), "input")
+                .replace(&*output.to_string_lossy(), "output");
             return Err(ConvertError::BadInput(reason));
         }
         let size = tokio::fs::metadata(&output).await?.len();
