@@ -349,6 +349,11 @@ async fn calls_links_rejection_auto_reject_and_profile() {
             .await
             .expect("name"),
     );
+    let record = c
+        .get(&format!("/api/sessions/{alice}"))
+        .await
+        .expect("record");
+    assert_eq!(record.body["pushName"], "Alice A", "{}", record.text);
     ok(
         c.put(&at(&alice, "/profile/status"), json!({ "status": "busy" }))
             .await

@@ -35,6 +35,9 @@ async fn set_profile_name(
     crate::names::printable("name", &body.name).map_err(ApiError::bad_request)?;
     let engine = session.engine().await?;
     bounded(&ctx, engine.set_profile_name(&body.name)).await?;
+    ctx.sessions
+        .record_push_name(session.id(), &body.name)
+        .await?;
     Ok(Json(SuccessResult::ok()))
 }
 

@@ -225,6 +225,14 @@ impl SessionService {
         runtime.engine().ok_or(SessionError::NotConnected)
     }
 
+    /// Records the push name a profile-name change gave the account (no-op when not loaded here).
+    pub(crate) async fn record_push_name(&self, id: &str, push_name: &str) -> SessionResult<()> {
+        match self.runtime(id) {
+            Some(runtime) => runtime.rename_account(push_name).await,
+            None => Ok(()),
+        }
+    }
+
     /// The loaded session's own phone from its in-memory state (which the stored row mirrors), so a send
     /// needs no database read; `None` when the session is not loaded here or a transition holds its state.
     pub(crate) fn loaded_phone(&self, id: &str) -> Option<Option<String>> {

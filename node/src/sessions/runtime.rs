@@ -191,6 +191,13 @@ impl Runtime {
         Ok((step.effects, follow))
     }
 
+    /// The account's own display name changed through the API: the record shows it from now on.
+    pub(crate) async fn rename_account(&self, push_name: &str) -> SessionResult<()> {
+        let mut st = self.lock().await;
+        st.push_name = Some(push_name.to_owned());
+        self.persist(&st).await
+    }
+
     async fn persist(&self, st: &RunState) -> SessionResult<()> {
         let saved = if self.is_stale.load(Ordering::SeqCst)
             || !self.deps.leases.is_current(&self.id, self.lease)
