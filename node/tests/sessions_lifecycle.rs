@@ -202,6 +202,22 @@ async fn zero_reconnect_attempts_fail_at_once() {
         .expect("drop");
     let failed = wait_status(&c, &id, "failed", WAIT).await.expect("failed");
     assert!(failed.body["lastError"].is_string());
+    // The engine is torn down right after the status is stored.
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let record = get(&c, &id).await.expect("get");
+        if record.body["engineLoaded"] == false {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", record.text);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // And it starts again as any failed session does.
+    let started = post(&c, &id, "/start").await;
+    assert!(started.status < 300, "{}", started.text);
+    wait_status(&c, &id, "ready", WAIT)
+        .await
+        .expect("ready again");
 }
 
 #[tokio::test]

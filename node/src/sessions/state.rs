@@ -385,9 +385,11 @@ fn link_dropped(reason: &str, ctx: &Context) -> Transition {
     use Effect::*;
     match backoff::next_attempt(ctx.reconnect, 0) {
         // maxReconnectAttempts 0: no automatic reconnect, straight to failed.
+        // The dropped engine is torn down: a failed session runs none (`engineLoaded: false`).
         ReconnectDecision::GiveUp => to(
             Failed,
             vec![
+                StopEngine,
                 DropQr,
                 SetLastError(reason.to_string()),
                 EmitStatus,

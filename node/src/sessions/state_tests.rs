@@ -236,6 +236,7 @@ fn zero_max_reconnect_attempts_sends_a_drop_straight_to_failed() {
     );
     assert_eq!(t.to, Failed);
     assert!(t.effects.contains(&SetLastError("gone".into())));
+    assert!(t.effects.contains(&StopEngine), "{:?}", t.effects);
 }
 
 #[test]
