@@ -430,6 +430,11 @@ async fn operations_on_messages() {
         .unwrap();
     assert_eq!(history.status, 200);
     assert!(history.body.as_array().map(Vec::len).unwrap_or(0) >= 2);
+    for item in history.body.as_array().into_iter().flatten() {
+        let outgoing = item["direction"] == "outgoing";
+        assert_eq!(item["fromMe"], outgoing, "{item}");
+        assert_eq!(item["kind"], "individual", "{item}");
+    }
     let none = p
         .client
         .get(&format!("/api/sessions/{}/messages/{to}/{id}/media", p.a))

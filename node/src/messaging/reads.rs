@@ -147,21 +147,38 @@ impl MessagingService {
         Ok((page, inline))
     }
 
+    /// A chat's history: its page of `GET /messages` rows, each with `fromMe` and the chat's `kind`.
     pub(crate) async fn history_json(
         &self,
         session_id: &str,
         chat_id: &str,
         limit: Option<String>,
+        include_media: Option<String>,
     ) -> MessagingResult<Bytes> {
-        self.list_json(
-            session_id,
-            ListMessagesQuery {
-                chat_id: Some(chat_id.to_string()),
-                limit,
-                ..Default::default()
-            },
-        )
-        .await
+        let page = self
+            .list_json(
+                session_id,
+                ListMessagesQuery {
+                    chat_id: Some(chat_id.to_string()),
+                    limit,
+                    inline_media: include_media,
+                    ..Default::default()
+                },
+            )
+            .await?;
+        let mut rows: Vec<serde_json::Map<String, serde_json::Value>> =
+            serde_json::from_slice(&page).map_err(StoreError::from)?;
+        let kind = wagate_proto::Jid::parse(chat_id).map(|j| j.kind().as_str());
+        for row in &mut rows {
+            let outgoing = row.get("direction").and_then(|d| d.as_str()) == Some("outgoing");
+            row.insert("fromMe".into(), outgoing.into());
+            if let Ok(kind) = kind {
+                row.insert("kind".into(), kind.into());
+            }
+        }
+        Ok(Bytes::from(
+            serde_json::to_vec(&rows).map_err(StoreError::from)?,
+        ))
     }
 
     async fn to_message(&self, r: MessageRow, inline: bool) -> MessagingResult<Message> {

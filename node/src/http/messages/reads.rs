@@ -66,9 +66,14 @@ struct HistoryQuery {
     /// Messages to read: 1-1000, default 50.
     #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     limit: Option<String>,
+    /// false drops inline base64 and keeps `{omitted: true, sizeBytes}`.
+    #[serde(rename = "includeMedia")]
+    #[param(value_type = Option<bool>)]
+    include_media: Option<String>,
 }
 
-/// GET /api/sessions/{sessionId}/messages/{chatId}/history
+/// GET /api/sessions/{sessionId}/messages/{chatId}/history: the chat's stored messages, newest first, each
+/// as `GET /messages` shows it plus `fromMe` and the chat's `kind` (as OpenWA's clients read history).
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/{chatId}/history", tag = "messages",
     params(HistoryQuery), responses((status = 200, body = [Message])))]
 async fn chat_history(
@@ -79,7 +84,7 @@ async fn chat_history(
 ) -> ApiResult<Response> {
     Ok(json_body(
         ctx.messaging
-            .history_json(session.id(), &path.chat_id, q.limit)
+            .history_json(session.id(), &path.chat_id, q.limit, q.include_media)
             .await?,
     ))
 }
