@@ -214,6 +214,20 @@ async fn status_posts_lists_media_and_delete() {
         "{}",
         seen.text
     );
+    // Bob's own list shows what his contacts posted to him too.
+    let bobs = ok(c.get(&at(&bob, "/status")).await.expect("bob's list"));
+    let contacts: Vec<_> = bobs.body["statuses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| s["contact"].clone())
+        .collect();
+    assert_eq!(contacts.len(), 2, "{}", bobs.text);
+    assert!(
+        contacts.iter().all(|c| c.to_string().contains(ALICE)),
+        "{}",
+        bobs.text
+    );
 
     let media = c
         .raw(

@@ -334,7 +334,7 @@ pub trait Engine: Send + Sync {
     async fn post_status(&self, _post: StatusPost) -> EngineResult<StatusUpdate> {
         unsupported!(PostStatus)
     }
-    /// The account's own live status posts.
+    /// The live status posts the account sees: its own and its contacts'.
     async fn list_statuses(&self) -> EngineResult<Vec<StatusUpdate>> {
         unsupported!(ListStatuses)
     }

@@ -72,8 +72,8 @@ pub trait EngineStore: Send + Sync {
     /// A stored message of the session by network id or row id.
     async fn message(&self, session_id: &str, id: &str) -> StoreResult<Option<StoredMessage>>;
 
-    /// Live status posts (not yet expired at `now_ms`): the account's own (`contact = None`) or one
-    /// contact's.
+    /// Live status posts (not yet expired at `now_ms`): every post the account sees, its own and its
+    /// contacts' (`contact = None`), or one contact's.
     async fn live_statuses(
         &self,
         session_id: &str,

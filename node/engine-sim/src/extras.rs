@@ -121,13 +121,15 @@ impl SimNetwork {
     ) -> EngineResult<Vec<StatusUpdate>> {
         let state = self.lock();
         let me = state.online_phone(session)?;
-        let poster = contact.unwrap_or(&me);
         let at = now();
+        // Without a contact: every live post the account sees, its own and those sent to it.
+        let sees = |s: &&StatusRec| s.update.contact == me || s.recipients.contains(&me);
         Ok(state
             .statuses
             .iter()
-            .filter(|s| s.update.contact == *poster && s.update.expires_at > at)
-            .filter(|s| *poster == me || s.recipients.contains(&me))
+            .filter(|s| s.update.expires_at > at)
+            .filter(|s| contact.is_none_or(|c| s.update.contact == *c))
+            .filter(sees)
             .map(|s| s.update.clone())
             .collect())
     }

@@ -81,11 +81,8 @@ impl EngineStore for NodeStore {
         contact: Option<&Jid>,
         now_ms: i64,
     ) -> StoreResult<Vec<StatusUpdate>> {
-        let direction = if contact.is_some() {
-            StatusDirection::Incoming
-        } else {
-            StatusDirection::Outgoing
-        };
+        // One contact's posts are those received from it; without one, everything the account sees.
+        let direction = contact.map(|_| StatusDirection::Incoming);
         let contact = contact.map(|c| c.to_string());
         let rows =
             status_updates::live(&self.db, session_id, direction, now_ms, contact.as_deref())

@@ -18,7 +18,7 @@ const SET_MEDIA_KEY: &str =
     "UPDATE status_updates SET media = $2, media_key = $3 WHERE id = $1 AND media_key IS NULL";
 const DELETE: &str = "DELETE FROM status_updates WHERE session_id = $1 AND status_id = $2";
 const LIVE: &str = "SELECT status_id, contact, type, caption, has_media, posted_at, expires_at \
-     FROM status_updates WHERE session_id = $1 AND direction = $2 AND expires_at > $3 \
+     FROM status_updates WHERE session_id = $1 AND ($2 IS NULL OR direction = $2) AND expires_at > $3 \
      AND ($4 IS NULL OR contact = $4) ORDER BY posted_at DESC";
 const RECIPIENTS: &str = "SELECT recipients FROM status_updates \
      WHERE session_id = $1 AND status_id = $2 AND direction = 'outgoing'";
@@ -26,17 +26,18 @@ const RECIPIENTS: &str = "SELECT recipients FROM status_updates \
 /// A live status: `(status id, contact, type, caption, has media, posted at ms, expires at ms)`.
 pub(crate) type LiveStatusRow = (String, String, String, Option<String>, bool, i64, i64);
 
-/// Statuses of `direction` not expired at `now_ms`, newest first; `contact` narrows to one account.
+/// Statuses of `direction` (`None`: both) not expired at `now_ms`, newest first; `contact` narrows to one
+/// account.
 pub(crate) async fn live(
     db: &DataPool,
     session_id: &str,
-    direction: StatusDirection,
+    direction: Option<StatusDirection>,
     now_ms: i64,
     contact: Option<&str>,
 ) -> StoreResult<Vec<LiveStatusRow>> {
     Ok(on_pool!(db, |p| sqlx::query_as(LIVE)
         .bind(session_id)
-        .bind(direction.as_str())
+        .bind(direction.map(StatusDirection::as_str))
         .bind(now_ms)
         .bind(contact)
         .fetch_all(p)
