@@ -3,6 +3,7 @@
 //! with `ROLE=all`. Job handlers always answer `Ok`: outcomes live in our tables, not in apalis.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use apalis::prelude::{BackendExt, BoxDynError, Data, WorkerBuilder, WorkerBuilderExt};
@@ -32,10 +33,56 @@ pub enum WorkersError {
     Client(#[from] DeliverError),
 }
 
+/// Jobs a worker's handler is running now. At shutdown apalis waits for them, but it can also wait for
+/// ever on jobs it fetched and will no longer start (seen with more jobs in flight than its concurrency);
+/// once the running ones are done, [`supervise`] stops waiting.
+#[derive(Debug, Clone, Default)]
+struct JobGauge(Arc<AtomicUsize>);
+
+struct Running<'a>(&'a AtomicUsize);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl JobGauge {
+    fn enter(&self) -> Running<'_> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Running(&self.0)
+    }
+
+    /// Resolves once `shutdown` has fired and no job has run for two looks in a row, or `grace` after
+    /// `shutdown`, whichever is first. Jobs fetched but never started keep their rows `queued`: the next
+    /// boot (or the outbox sweep) enqueues them again.
+    async fn drained_after(&self, shutdown: &CancellationToken, grace: Duration) -> bool {
+        shutdown.cancelled().await;
+        let deadline = tokio::time::Instant::now() + grace;
+        let mut idle_looks = 0;
+        while tokio::time::Instant::now() < deadline {
+            idle_looks = match self.0.load(Ordering::SeqCst) {
+                0 => idle_looks + 1,
+                _ => 0,
+            };
+            if idle_looks >= 2 {
+                return true;
+            }
+            tokio::time::sleep(DRAIN_LOOK).await;
+        }
+        false
+    }
+}
+
+/// How often a stopping worker looks whether its running jobs are done.
+const DRAIN_LOOK: Duration = Duration::from_millis(100);
+
 async fn handle_delivery(
     job: WebhookDeliveryJob,
     ctx: Data<Arc<DeliveryContext>>,
+    gauge: Data<JobGauge>,
 ) -> Result<(), BoxDynError> {
+    let _running = gauge.enter();
     let (ids, traces) = job.into_parts();
     let span = tracing::info_span!(
         "webhook_delivery_job",
@@ -58,7 +105,12 @@ async fn handle_delivery(
     Ok(())
 }
 
-async fn handle_ingress(job: IngressJob, pool: Data<DataPool>) -> Result<(), BoxDynError> {
+async fn handle_ingress(
+    job: IngressJob,
+    pool: Data<DataPool>,
+    gauge: Data<JobGauge>,
+) -> Result<(), BoxDynError> {
+    let _running = gauge.enter();
     match process_ingress(&pool, &job.ingress_event_id).await {
         Ok(false) => {
             tracing::debug!(id = %job.ingress_event_id, "ingress event missing or already processed")
@@ -80,6 +132,9 @@ pub fn spawn_workers(
 ) -> Result<JoinHandle<()>, WorkersError> {
     let client = WebhookClient::new(&settings)?;
     let concurrency = settings.dispatch_concurrency.max(1);
+    // A job's attempts each take up to WEBHOOK_TIMEOUT; past this a stopping worker stops waiting.
+    let stop_grace = Duration::from_secs(30)
+        .max(Duration::from_millis(settings.timeout_ms) + Duration::from_secs(5));
     let poll = match queue.config.pushers {
         Pushers::AnyProcess => Some(Duration::from_millis(queue.config.poll_interval_ms.max(10))),
         Pushers::ThisProcess => None,
@@ -97,24 +152,35 @@ pub fn spawn_workers(
         format!("wagate-ingress-{suffix}"),
     );
     let shutdown_for_vacuum = shutdown.clone();
+    let (wh_gauge, in_gauge) = (JobGauge::default(), JobGauge::default());
+    let drain = |gauge: &JobGauge| Drain {
+        gauge: gauge.clone(),
+        grace: stop_grace,
+    };
     let (webhook, ingress) = match queue.storages.clone() {
         Storages::Sqlite { webhook, ingress } => {
             let t = shutdown.clone();
-            let wh = supervise(wh_name.clone(), shutdown.clone(), move || {
-                let w = WorkerBuilder::new(wh_name.as_str())
-                    .backend(
-                        webhook
-                            .clone()
-                            .poll_with_stream(wake::stream(webhook_wake.clone(), poll)),
-                    )
-                    .concurrency(concurrency)
-                    .data(ctx.clone())
-                    .build(handle_delivery);
-                let t = t.clone();
-                async move { w.run_until(cancelled(t)).await }
-            });
+            let wh = supervise(
+                wh_name.clone(),
+                shutdown.clone(),
+                drain(&wh_gauge),
+                move || {
+                    let w = WorkerBuilder::new(wh_name.as_str())
+                        .backend(
+                            webhook
+                                .clone()
+                                .poll_with_stream(wake::stream(webhook_wake.clone(), poll)),
+                        )
+                        .concurrency(concurrency)
+                        .data(ctx.clone())
+                        .data(wh_gauge.clone())
+                        .build(handle_delivery);
+                    let t = t.clone();
+                    async move { w.run_until(cancelled(t)).await }
+                },
+            );
             let t = shutdown.clone();
-            let ing = supervise(in_name.clone(), shutdown, move || {
+            let ing = supervise(in_name.clone(), shutdown, drain(&in_gauge), move || {
                 let w = WorkerBuilder::new(in_name.as_str())
                     .backend(
                         ingress
@@ -122,6 +188,7 @@ pub fn spawn_workers(
                             .poll_with_stream(wake::stream(ingress_wake.clone(), poll)),
                     )
                     .data(pool.clone())
+                    .data(in_gauge.clone())
                     .build(handle_ingress);
                 let t = t.clone();
                 async move { w.run_until(cancelled(t)).await }
@@ -130,21 +197,27 @@ pub fn spawn_workers(
         }
         Storages::Redis { webhook, ingress } => {
             let t = shutdown.clone();
-            let wh = supervise(wh_name.clone(), shutdown.clone(), move || {
-                let w = WorkerBuilder::new(wh_name.as_str())
-                    .backend(
-                        webhook
-                            .clone()
-                            .poll_with_stream(wake::stream(webhook_wake.clone(), poll)),
-                    )
-                    .concurrency(concurrency)
-                    .data(ctx.clone())
-                    .build(handle_delivery);
-                let t = t.clone();
-                async move { w.run_until(cancelled(t)).await }
-            });
+            let wh = supervise(
+                wh_name.clone(),
+                shutdown.clone(),
+                drain(&wh_gauge),
+                move || {
+                    let w = WorkerBuilder::new(wh_name.as_str())
+                        .backend(
+                            webhook
+                                .clone()
+                                .poll_with_stream(wake::stream(webhook_wake.clone(), poll)),
+                        )
+                        .concurrency(concurrency)
+                        .data(ctx.clone())
+                        .data(wh_gauge.clone())
+                        .build(handle_delivery);
+                    let t = t.clone();
+                    async move { w.run_until(cancelled(t)).await }
+                },
+            );
             let t = shutdown.clone();
-            let ing = supervise(in_name.clone(), shutdown, move || {
+            let ing = supervise(in_name.clone(), shutdown, drain(&in_gauge), move || {
                 let w = WorkerBuilder::new(in_name.as_str())
                     .backend(
                         ingress
@@ -152,6 +225,7 @@ pub fn spawn_workers(
                             .poll_with_stream(wake::stream(ingress_wake.clone(), poll)),
                     )
                     .data(pool.clone())
+                    .data(in_gauge.clone())
                     .build(handle_ingress);
                 let t = t.clone();
                 async move { w.run_until(cancelled(t)).await }
@@ -185,8 +259,20 @@ async fn cancelled(token: CancellationToken) -> Result<(), std::io::Error> {
     Ok(())
 }
 
-/// Runs one worker, building a fresh one after a failure, until `shutdown`.
-fn supervise<F, Fut, E>(name: String, shutdown: CancellationToken, run: F) -> JoinHandle<()>
+/// When a stopping worker stops waiting for apalis (see [`JobGauge`]).
+struct Drain {
+    gauge: JobGauge,
+    grace: Duration,
+}
+
+/// Runs one worker, building a fresh one after a failure, until `shutdown` and then until its running jobs
+/// are done (`drain`).
+fn supervise<F, Fut, E>(
+    name: String,
+    shutdown: CancellationToken,
+    drain: Drain,
+    run: F,
+) -> JoinHandle<()>
 where
     F: Fn() -> Fut + Send + 'static,
     Fut: Future<Output = Result<(), E>> + Send,
@@ -194,7 +280,16 @@ where
 {
     tokio::spawn(async move {
         loop {
-            let result = run().await;
+            let result = tokio::select! {
+                result = run() => result,
+                drained = drain.gauge.drained_after(&shutdown, drain.grace) => {
+                    if !drained {
+                        tracing::warn!(worker = %name, grace_ms = drain.grace.as_millis() as u64,
+                            "jobs still running at the end of the stop grace are left to the next boot");
+                    }
+                    break;
+                }
+            };
             if shutdown.is_cancelled() {
                 break;
             }

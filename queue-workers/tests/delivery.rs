@@ -417,6 +417,44 @@ async fn rows_due_at_boot_are_enqueued_at_once(kind: Kind) {
     env.finish().await;
 }
 
+/// More jobs than the dispatch concurrency, each slow: a stop finishes what runs and returns, and leaves
+/// the rest queued for the next boot (apalis alone could wait for ever on jobs it fetched but never started).
+async fn a_stop_with_more_jobs_than_its_concurrency_returns(kind: Kind) {
+    let settings = wagate_workers::WebhookSettings {
+        dispatch_concurrency: 8,
+        ..test_settings()
+    };
+    let mut env = TestEnv::start(kind, settings).await;
+    let rx = Receiver::start(vec![], None).await;
+    let (sid, wid) = seed_webhook(&env.pool, &WebhookSeed::new(&rx.slow_url())).await;
+    let mut ids = Vec::new();
+    for job in 0..60 {
+        let mut rows = Vec::new();
+        for n in 0..4 {
+            let (id, _) = seed_outbox(&env.pool, &sid, &wid, json!({ "job": job, "n": n })).await;
+            rows.push(id);
+        }
+        enqueue_outbox(&env.pool, &env.queue, &rows).await.unwrap();
+        ids.extend(rows);
+    }
+    wait_for("a delivery under way", || async {
+        !rx.requests().is_empty()
+    })
+    .await;
+    assert!(
+        env.stop_workers().await,
+        "the workers returned after the stop"
+    );
+    for id in &ids {
+        let status = outbox_status(&env.pool, id).await.unwrap_or_default();
+        assert!(
+            ["delivered", "queued", "pending"].contains(&status.as_str()),
+            "{id}: {status}: nothing is left mid-attempt"
+        );
+    }
+    env.finish().await;
+}
+
 async fn ingress_job_marks_the_event_processed(kind: Kind) {
     let env = TestEnv::start(kind, test_settings()).await;
     let id = uuid::Uuid::new_v4().to_string();
@@ -523,6 +561,10 @@ macro_rules! suite {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn rows_due_at_boot_are_enqueued_at_once() {
                 super::rows_due_at_boot_are_enqueued_at_once($kind).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_stop_with_more_jobs_than_its_concurrency_returns() {
+                super::a_stop_with_more_jobs_than_its_concurrency_returns($kind).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn finished_jobs_are_vacuumed() {

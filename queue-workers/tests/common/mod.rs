@@ -39,7 +39,7 @@ pub struct TestEnv {
     pub queue: QueueClient,
     pub settings: WebhookSettings,
     shutdown: CancellationToken,
-    workers: tokio::task::JoinHandle<()>,
+    workers: Option<tokio::task::JoinHandle<()>>,
     pg_db: Option<String>,
     _dir: tempfile::TempDir,
 }
@@ -93,15 +93,29 @@ impl TestEnv {
             queue,
             settings,
             shutdown,
-            workers,
+            workers: Some(workers),
             pg_db,
             _dir: dir,
         }
     }
 
+    /// Stops the workers as a SIGTERM would; true once they have all returned (bounded so that a hang
+    /// fails the test instead of stalling it).
+    pub async fn stop_workers(&mut self) -> bool {
+        self.shutdown.cancel();
+        match self.workers.take() {
+            Some(workers) => tokio::time::timeout(Duration::from_secs(120), workers)
+                .await
+                .is_ok(),
+            None => true,
+        }
+    }
+
     pub async fn finish(self) {
         self.shutdown.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(10), self.workers).await;
+        if let Some(workers) = self.workers {
+            let _ = tokio::time::timeout(Duration::from_secs(10), workers).await;
+        }
         if let QueueBackend::Redis { url } = &self.queue.config().backend {
             drop_redis_keys(url, &self.queue.config().webhook_queue).await;
             drop_redis_keys(url, &self.queue.config().ingress_queue).await;

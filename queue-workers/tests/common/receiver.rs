@@ -49,11 +49,17 @@ impl Receiver {
         }));
         let app = axum::Router::new()
             .route("/hook", axum::routing::post(record))
+            .route("/slow", axum::routing::post(record_slowly))
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         Receiver { state, url }
+    }
+
+    /// The same receiver, answering each request after 300 ms.
+    pub fn slow_url(&self) -> String {
+        self.url.replace("/hook", "/slow")
     }
 
     pub fn requests(&self) -> Vec<Received> {
@@ -78,4 +84,13 @@ async fn record(
         None => s.plan.remove(0),
     };
     StatusCode::from_u16(code).unwrap()
+}
+
+async fn record_slowly(
+    state: State<Arc<Mutex<ReceiverState>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    record(state, headers, body).await
 }
