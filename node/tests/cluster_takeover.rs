@@ -327,6 +327,34 @@ async fn a_start_on_a_survivor_before_the_sweep_brings_the_session_back() {
     assert_eq!(reply.header(SERVED_BY), Some("node-b"));
 }
 
+/// A node restarted under its own `NODE_ID` (a StatefulSet pod) takes its sessions back at boot, long
+/// before their leases (two minutes here) would lapse and a sweep deal them.
+#[tokio::test]
+async fn a_node_restarted_under_its_id_takes_its_sessions_back_at_once() {
+    let long_lease = Timings {
+        ttl_ms: 120_000,
+        ..Timings::default()
+    };
+    let mut c = TestCluster::start(env!("CARGO_BIN_EXE_wagate"), 2, long_lease)
+        .await
+        .expect("cluster");
+    let id = create_linked(&c.client(0), "own-again", "15550002008")
+        .await
+        .expect("linked on node a");
+    c.nodes[0].kill9();
+    c.nodes[0].restart().await.expect("restart node a");
+    let reply = c
+        .wait_served_ready(1, &id, &["node-b", ""], BUDGET)
+        .await
+        .expect("running on node a again");
+    assert_eq!(reply.header(SERVED_BY), Some("node-a"));
+    assert!(
+        reply.str("phone").starts_with("15550002008"),
+        "{}",
+        reply.text
+    );
+}
+
 /// The sweep's `qr_ready` row: a session whose QR nobody scanned, its owner dead, is left `disconnected`
 /// (no phone to scan a new QR), not started again elsewhere.
 #[tokio::test]

@@ -271,6 +271,35 @@ impl RedisLeases {
 
     /// Which of `ids` have no lease key at all (nobody holds them) and are not marked in a planned
     /// handover (`mark_key` of an id; the new owner is about to claim those).
+    /// Those of `ids` whose lease names this node: after a restart under the same `NODE_ID`, what its past
+    /// life held (this process holds none of them yet), which it may take back at once (`ACQUIRE` lets
+    /// the named node renew its own lease) instead of waiting for the lease to lapse.
+    pub(crate) async fn held_by_this_node(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<String>, RedisError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = ids.iter().map(|id| self.key(id)).collect();
+        let mut conn = self.pool.get().await?;
+        let values: Vec<Option<String>> = redis::cmd("MGET")
+            .arg(&keys)
+            .query_async(&mut *conn)
+            .await?;
+        Ok(ids
+            .iter()
+            .zip(values)
+            .filter(|(_, lease)| {
+                lease
+                    .as_deref()
+                    .and_then(parse_owner)
+                    .is_some_and(|owner| owner.node_id == self.node_id)
+            })
+            .map(|(id, _)| id.clone())
+            .collect())
+    }
+
     pub(crate) async fn unheld(
         &self,
         ids: &[String],

@@ -36,6 +36,9 @@ pub(crate) async fn run(
     host: Arc<dyn SessionHost>,
     shutdown: CancellationToken,
 ) {
+    if let Err(err) = reclaim_past_life(&cluster, host.as_ref()).await {
+        tracing::warn!(error = %err, "sessions of this node's past life not taken back at boot");
+    }
     let mut follow_up = FIRST_FOLLOW_UP;
     loop {
         let regular = Instant::now() + cluster.timing.sweep;
@@ -86,6 +89,29 @@ async fn next_lapse(cluster: &Cluster) -> Result<Option<Duration>, RedisError> {
         }
     }
     Ok(soonest.map(|left| left + LAPSE_MARGIN))
+}
+
+/// At boot: the sessions whose lease still names this node (a restart under the same `NODE_ID`, as a
+/// StatefulSet pod gets) come back here at once, not after their lease lapses and a sweep deals them.
+async fn reclaim_past_life(cluster: &Cluster, host: &dyn SessionHost) -> Result<(), SweepError> {
+    let candidates = sessions::list_takeover_candidates(&cluster.db).await?;
+    let mut own = cluster.leases.held_by_this_node(&candidates).await?;
+    own.retain(|id| !host.loaded_ids().contains(id));
+    if own.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(
+        sessions = own.len(),
+        "taking back the sessions this node held before it restarted"
+    );
+    let max = cluster.timing.max_takeovers.max(1);
+    futures::stream::iter(own)
+        .for_each_concurrent(max, |id| async move { host.take_over(&id).await })
+        .await;
+    if let Err(err) = cluster.announce(host.loaded_count()).await {
+        tracing::warn!(error = %err, "node registry not refreshed after taking sessions back");
+    }
+    Ok(())
 }
 
 /// One sweep; returns how many orphans it found (dealt to this node or to others).
