@@ -109,6 +109,10 @@ async fn invalid_webhooks_answer_400_naming_the_field() {
             json!({ "url": rx.url(), "filters": { "condition": [{ "field": "body", "operator": "is", "value": "x" }] } }),
             "unknown field `condition`",
         ),
+        (
+            json!({ "url": rx.url(), "filters": { "conditions": [{ "field": "isGroup", "operator": "is", "value": "yes" }] } }),
+            "must be true or false",
+        ),
     ];
     for (body, needle) in cases {
         let r = c.post(&path, body.clone()).await.unwrap();

@@ -29,8 +29,32 @@ pub(crate) fn validate(conditions: &[FilterCondition]) -> Result<(), String> {
             }
             _ => {}
         }
+        if is_boolean(c.field) && !is_boolean_value(&c.value) {
+            return Err(format!(
+                "filters.conditions[{i}].value must be true or false for field {}",
+                c.field.data_key()
+            ));
+        }
     }
     Ok(())
+}
+
+/// Fields whose payload value is a boolean: any other operand could never match and would silently
+/// suppress every event.
+fn is_boolean(field: FilterField) -> bool {
+    matches!(
+        field,
+        FilterField::IsGroup | FilterField::FromMe | FilterField::HasMedia
+    )
+}
+
+fn is_boolean_value(value: &FilterValue) -> bool {
+    let word = |t: &str| t.eq_ignore_ascii_case("true") || t.eq_ignore_ascii_case("false");
+    match value {
+        FilterValue::Bool(_) => true,
+        FilterValue::Text(t) => word(t),
+        FilterValue::List(list) => list.iter().all(|t| word(t)),
+    }
 }
 
 /// Why an event did not pass: the first failing condition's field.
@@ -191,5 +215,9 @@ mod tests {
         assert!(validate(&many[..20]).is_ok());
         let bad = cond(json!({"field": "fromMe", "operator": "contains", "value": true}));
         assert!(validate(&bad).is_err());
+        let yes = cond(json!({"field": "isGroup", "operator": "is", "value": "yes"}));
+        assert!(validate(&yes).is_err());
+        let word = cond(json!({"field": "hasMedia", "operator": "is", "value": "true"}));
+        assert!(validate(&word).is_ok());
     }
 }
