@@ -157,81 +157,49 @@ pub fn spawn_workers(
         gauge: gauge.clone(),
         grace: stop_grace,
     };
+    // The two storages are different types behind the same builder calls.
+    macro_rules! start_workers {
+        ($webhook:ident, $ingress:ident) => {{
+            let t = shutdown.clone();
+            let wh = supervise(
+                wh_name.clone(),
+                shutdown.clone(),
+                drain(&wh_gauge),
+                move || {
+                    let w = WorkerBuilder::new(wh_name.as_str())
+                        .backend(
+                            $webhook
+                                .clone()
+                                .poll_with_stream(wake::stream(webhook_wake.clone(), poll)),
+                        )
+                        .concurrency(concurrency)
+                        .data(ctx.clone())
+                        .data(wh_gauge.clone())
+                        .build(handle_delivery);
+                    let t = t.clone();
+                    async move { w.run_until(cancelled(t)).await }
+                },
+            );
+            let t = shutdown.clone();
+            let ing = supervise(in_name.clone(), shutdown, drain(&in_gauge), move || {
+                let w = WorkerBuilder::new(in_name.as_str())
+                    .backend(
+                        $ingress
+                            .clone()
+                            .poll_with_stream(wake::stream(ingress_wake.clone(), poll)),
+                    )
+                    .data(pool.clone())
+                    .data(in_gauge.clone())
+                    .build(handle_ingress);
+                let t = t.clone();
+                async move { w.run_until(cancelled(t)).await }
+            });
+            (wh, ing)
+        }};
+    }
     let (webhook, ingress) = match queue.storages.clone() {
-        Storages::Sqlite { webhook, ingress } => {
-            let t = shutdown.clone();
-            let wh = supervise(
-                wh_name.clone(),
-                shutdown.clone(),
-                drain(&wh_gauge),
-                move || {
-                    let w = WorkerBuilder::new(wh_name.as_str())
-                        .backend(
-                            webhook
-                                .clone()
-                                .poll_with_stream(wake::stream(webhook_wake.clone(), poll)),
-                        )
-                        .concurrency(concurrency)
-                        .data(ctx.clone())
-                        .data(wh_gauge.clone())
-                        .build(handle_delivery);
-                    let t = t.clone();
-                    async move { w.run_until(cancelled(t)).await }
-                },
-            );
-            let t = shutdown.clone();
-            let ing = supervise(in_name.clone(), shutdown, drain(&in_gauge), move || {
-                let w = WorkerBuilder::new(in_name.as_str())
-                    .backend(
-                        ingress
-                            .clone()
-                            .poll_with_stream(wake::stream(ingress_wake.clone(), poll)),
-                    )
-                    .data(pool.clone())
-                    .data(in_gauge.clone())
-                    .build(handle_ingress);
-                let t = t.clone();
-                async move { w.run_until(cancelled(t)).await }
-            });
-            (wh, ing)
-        }
-        Storages::Redis { webhook, ingress } => {
-            let t = shutdown.clone();
-            let wh = supervise(
-                wh_name.clone(),
-                shutdown.clone(),
-                drain(&wh_gauge),
-                move || {
-                    let w = WorkerBuilder::new(wh_name.as_str())
-                        .backend(
-                            webhook
-                                .clone()
-                                .poll_with_stream(wake::stream(webhook_wake.clone(), poll)),
-                        )
-                        .concurrency(concurrency)
-                        .data(ctx.clone())
-                        .data(wh_gauge.clone())
-                        .build(handle_delivery);
-                    let t = t.clone();
-                    async move { w.run_until(cancelled(t)).await }
-                },
-            );
-            let t = shutdown.clone();
-            let ing = supervise(in_name.clone(), shutdown, drain(&in_gauge), move || {
-                let w = WorkerBuilder::new(in_name.as_str())
-                    .backend(
-                        ingress
-                            .clone()
-                            .poll_with_stream(wake::stream(ingress_wake.clone(), poll)),
-                    )
-                    .data(pool.clone())
-                    .data(in_gauge.clone())
-                    .build(handle_ingress);
-                let t = t.clone();
-                async move { w.run_until(cancelled(t)).await }
-            });
-            (wh, ing)
-        }
+        Storages::Sqlite { webhook, ingress } => start_workers!(webhook, ingress),
+        Storages::Redis { webhook, ingress } => start_workers!(webhook, ingress),
     };
     let vacuum = spawn_vacuum(queue, shutdown_for_vacuum);
     Ok(tokio::spawn(async move {
