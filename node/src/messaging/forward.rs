@@ -4,9 +4,9 @@
 use wagate_proto::dto::messages::ForwardRequest;
 
 use super::MessagingService;
-use super::error::MessagingResult;
+use super::error::{MessagingResult, message_not_found};
 use super::record::MediaMeta;
-use super::send::own_jid;
+use super::send::{own_jid, same_chat};
 use super::validate as v;
 use crate::engine::{InboundMessage, MessageType, SentMessage};
 use crate::store::from_json;
@@ -23,6 +23,9 @@ impl MessagingService {
         let record = self.sessions.record(session_id).await?;
         let engine = self.sessions.ready_engine(session_id)?;
         let original = self.find_message(session_id, id).await?;
+        if !same_chat(&original.chat_id, &from.to_string()) {
+            return Err(message_not_found(id));
+        }
         self.pace(session_id, &to).await?;
         let result = engine.forward(&from, &to, &original.wa_message_id).await;
         self.pace_outcome(session_id, result.as_ref().err());

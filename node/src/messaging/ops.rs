@@ -16,12 +16,14 @@ use super::error::{MessagingResult, bad};
 use super::send::own_jid;
 use super::validate as v;
 use crate::engine::{Engine, EngineEvent, SentMessage};
-use crate::store::messages as message_store;
+use crate::store::messages::{self as message_store, MessageRow};
 
-/// The target of an operation: chat, network id of the message, and the ready engine.
+/// The target of an operation: chat, network id of the message, its stored row when there is one, and
+/// the ready engine.
 struct Target {
     chat: Jid,
     wa_id: String,
+    row: Option<MessageRow>,
     engine: std::sync::Arc<dyn Engine>,
 }
 
@@ -37,13 +39,16 @@ impl MessagingService {
         let id = v::required(id_field, id)?.to_string();
         self.check_session(session_id).await?;
         let engine = self.sessions.ready_engine(session_id)?;
-        let wa_id = match message_store::find(&self.db, session_id, &id).await? {
-            Some(row) => row.wa_message_id,
-            None => id,
-        };
+        // Without a stored row the message may still exist on the network (socket engine): the id is
+        // passed on as given.
+        let row = self
+            .find_in_chat(session_id, &chat.to_string(), &id)
+            .await?;
+        let wa_id = row.as_ref().map_or(id, |r| r.wa_message_id.clone());
         Ok(Target {
             chat,
             wa_id,
+            row,
             engine,
         })
     }

@@ -9,7 +9,7 @@ use wagate_proto::dto::messages::{ListMessagesQuery, Message, ReactionGroup, Rea
 use wagate_proto::iso_ms;
 
 use super::MessagingService;
-use super::error::{MessagingResult, bad};
+use super::error::{MessagingResult, bad, message_not_found};
 use super::record::MediaMeta;
 use crate::store::messages::{self as message_store, MessageRow, PageQuery, VersionedRow};
 use crate::store::{StoreError, from_json, reactions};
@@ -212,14 +212,15 @@ impl MessagingService {
         })
     }
 
-    /// Reactions on a stored message, grouped by emoji.
+    /// Reactions on a stored message of `chat_id`, grouped by emoji.
     pub(crate) async fn reactions(
         &self,
         session_id: &str,
+        chat_id: &str,
         message_id: &str,
     ) -> MessagingResult<Vec<ReactionGroup>> {
         self.check_session(session_id).await?;
-        let row = self.find_message(session_id, message_id).await?;
+        let row = self.stored_in_chat(session_id, chat_id, message_id).await?;
         let mut groups: BTreeMap<String, Vec<ReactionSender>> = BTreeMap::new();
         for r in reactions::list(&self.db, session_id, &row.wa_message_id).await? {
             groups
@@ -237,15 +238,28 @@ impl MessagingService {
             .collect())
     }
 
+    /// A stored message of `chat_id`: 404 when there is none, or it belongs to another chat.
+    async fn stored_in_chat(
+        &self,
+        session_id: &str,
+        chat_id: &str,
+        message_id: &str,
+    ) -> MessagingResult<MessageRow> {
+        self.find_in_chat(session_id, chat_id, message_id)
+            .await?
+            .ok_or_else(|| message_not_found(message_id))
+    }
+
     /// The media of a stored message as a stream, with its mimetype; 404 when it has none or its object
     /// is missing (logged), 503 when the store cannot be reached.
     pub(crate) async fn media_stream(
         &self,
         session_id: &str,
+        chat_id: &str,
         message_id: &str,
     ) -> MessagingResult<(String, crate::media::MediaStream)> {
         self.check_session(session_id).await?;
-        let row = self.find_message(session_id, message_id).await?;
+        let row = self.stored_in_chat(session_id, chat_id, message_id).await?;
         let none =
             || super::error::MessagingError::NotFound(format!("Message {message_id} has no media"));
         let meta: MediaMeta = from_json(row.media.as_deref().ok_or_else(none)?)?;

@@ -101,6 +101,19 @@ impl MessagingService {
             .ok_or_else(|| message_not_found(id))
     }
 
+    /// The stored row of `id` if there is one; 404 when that row belongs to another chat than `chat`.
+    pub(crate) async fn find_in_chat(
+        &self,
+        session_id: &str,
+        chat: &str,
+        id: &str,
+    ) -> MessagingResult<Option<MessageRow>> {
+        match message_store::find(&self.db, session_id, id).await? {
+            Some(row) if !same_chat(&row.chat_id, chat) => Err(message_not_found(id)),
+            found => Ok(found),
+        }
+    }
+
     async fn materialise(
         &self,
         session_id: &str,
@@ -154,6 +167,14 @@ impl MessagingService {
             caption: draft.caption,
         };
         Ok((MessageContent::Media(message), Some(meta)))
+    }
+}
+
+/// Whether two chat ids name the same chat (`@s.whatsapp.net` and `@c.us` alike).
+pub(crate) fn same_chat(a: &str, b: &str) -> bool {
+    match (Jid::parse(a), Jid::parse(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a.trim() == b.trim(),
     }
 }
 

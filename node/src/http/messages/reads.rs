@@ -56,6 +56,8 @@ struct ChatPath {
 
 #[derive(serde::Deserialize)]
 struct MessagePath {
+    #[serde(rename = "chatId")]
+    chat_id: String,
     #[serde(rename = "messageId")]
     message_id: String,
 }
@@ -99,7 +101,7 @@ async fn message_reactions(
 ) -> ApiResult<Json<Vec<ReactionGroup>>> {
     Ok(Json(
         ctx.messaging
-            .reactions(session.id(), &path.message_id)
+            .reactions(session.id(), &path.chat_id, &path.message_id)
             .await?,
     ))
 }
@@ -115,7 +117,7 @@ async fn message_media(
 ) -> ApiResult<Response> {
     let (mimetype, stream) = ctx
         .messaging
-        .media_stream(session.id(), &path.message_id)
+        .media_stream(session.id(), &path.chat_id, &path.message_id)
         .await?;
     let mut resp = axum::body::Body::from_stream(stream.body).into_response();
     resp.headers_mut()
