@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use wagate_loadtest::harness::sessions::{create, create_linked, get, link, wait_status};
-use wagate_loadtest::harness::{Client, Node, NodeOptions};
+use wagate_loadtest::harness::{Client, Node, NodeOptions, Receiver};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -186,6 +186,27 @@ async fn exhausted_reconnect_attempts_end_in_failed_with_last_error() {
         "{}",
         failed.text
     );
+    // What the failed relaunch left is torn down: no engine, so presence reads answer null.
+    let unloaded = wait_unloaded(&c, &id).await;
+    assert_eq!(unloaded.body["status"], "failed", "{}", unloaded.text);
+    let presence = c
+        .get(&path(&id, "/presence/4915100000099@c.us"))
+        .await
+        .expect("presence");
+    assert_eq!(presence.status, 200, "{}", presence.text);
+    assert!(presence.body.is_null(), "{}", presence.text);
+}
+
+async fn wait_unloaded(c: &Client, id: &str) -> wagate_loadtest::harness::Reply {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let record = get(c, id).await.expect("get");
+        if record.body["engineLoaded"] == false {
+            return record;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", record.text);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test]
@@ -203,15 +224,7 @@ async fn zero_reconnect_attempts_fail_at_once() {
     let failed = wait_status(&c, &id, "failed", WAIT).await.expect("failed");
     assert!(failed.body["lastError"].is_string());
     // The engine is torn down right after the status is stored.
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let record = get(&c, &id).await.expect("get");
-        if record.body["engineLoaded"] == false {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{}", record.text);
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    wait_unloaded(&c, &id).await;
     // And it starts again as any failed session does.
     let started = post(&c, &id, "/start").await;
     assert!(started.status < 300, "{}", started.text);
@@ -450,4 +463,91 @@ async fn linked_sessions_come_back_after_a_restart() {
         .await
         .expect("restored without a QR");
     assert_eq!(get(&c, &idle).await.expect("get").body["status"], "created");
+}
+
+#[tokio::test]
+async fn a_restart_brings_back_only_what_was_running_and_says_what_changed() {
+    let mut node = node().await;
+    let c = node.client();
+    let running = create_linked(&c, "was-running", "4915100000012")
+        .await
+        .expect("linked");
+    let failed = create(&c, "gave-up").await.expect("create");
+    c.patch(
+        &path(&failed, "/config"),
+        json!({ "maxReconnectAttempts": 0 }),
+    )
+    .await
+    .expect("config");
+    link(&c, &failed, "4915100000013").await.expect("linked");
+    c.post_empty(&format!("/api/sim/sessions/{failed}/drop"))
+        .await
+        .expect("drop");
+    wait_status(&c, &failed, "failed", WAIT)
+        .await
+        .expect("failed");
+    let rx = Receiver::start().await.expect("receiver");
+    let hook = c
+        .post(
+            &path(&running, "/webhooks"),
+            json!({ "url": rx.url(), "events": ["session.status"] }),
+        )
+        .await
+        .expect("webhook");
+    assert_eq!(hook.status, 201, "{}", hook.text);
+
+    // A boot that starts nothing: the running session is now disconnected, and its subscribers hear so.
+    node.options = node.options.clone().env("AUTO_START_SESSIONS", "false");
+    node.restart().await.expect("restart");
+    let c = node.client();
+    assert_eq!(
+        get(&c, &running).await.expect("get").body["status"],
+        "disconnected"
+    );
+    let is_disconnected = |d: &wagate_loadtest::harness::receiver::Delivery| {
+        d.json()["data"]["status"] == "disconnected"
+    };
+    let said = rx
+        .wait_until(WAIT, |all| all.iter().any(is_disconnected))
+        .await;
+    assert!(
+        said.iter().any(is_disconnected),
+        "no session.status for the restart: {} deliveries",
+        said.len()
+    );
+
+    // Nothing was running when that node stopped, so the next boot starts nothing either.
+    node.options = node.options.clone().env("AUTO_START_SESSIONS", "true");
+    node.restart().await.expect("restart");
+    let c = node.client();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        get(&c, &running).await.expect("get").body["status"],
+        "disconnected"
+    );
+    assert_eq!(
+        get(&c, &failed).await.expect("get").body["status"],
+        "failed"
+    );
+}
+
+#[tokio::test]
+async fn session_authenticated_names_the_phone_as_the_session_record_does() {
+    let node = node().await;
+    let c = node.client();
+    let id = create(&c, "auth-event").await.expect("create");
+    let rx = Receiver::start().await.expect("receiver");
+    let hook = c
+        .post(
+            &path(&id, "/webhooks"),
+            json!({ "url": rx.url(), "events": ["session.authenticated"] }),
+        )
+        .await
+        .expect("webhook");
+    assert_eq!(hook.status, 201, "{}", hook.text);
+    link(&c, &id, "4915100000014").await.expect("linked");
+    let got = rx.wait_count(1, WAIT).await;
+    let event = got.first().expect("session.authenticated").json();
+    assert_eq!(event["data"]["phone"], "4915100000014", "{event}");
+    assert_eq!(get(&c, &id).await.expect("get").body["phone"], "4915100000014");
 }

@@ -94,7 +94,6 @@ pub(crate) async fn apply_local(
     rt: &Runtime,
     st: &mut RunState,
     effect: &Effect,
-    trigger: &Trigger,
 ) -> StoreResult<()> {
     match effect {
         Effect::SetLastError(reason) => st.last_error = Some(reason.clone()),
@@ -140,10 +139,8 @@ pub(crate) async fn apply_local(
         }
         _ => {}
     }
-    if matches!(
-        trigger,
-        Trigger::AuthFailed { .. } | Trigger::EngineFailed { .. }
-    ) {
+    // A failed session runs nothing, so a later boot does not start it again either.
+    if st.status == wagate_proto::SessionStatus::Failed {
         st.desired_running = false;
     }
     Ok(())
@@ -174,7 +171,7 @@ pub(crate) async fn emit(rt: &Runtime, st: &RunState, effect: &Effect, trigger: 
         ),
         Effect::EmitAuthenticated => (
             EventName::SessionAuthenticated,
-            json!({ "sessionId": id, "phone": st.phone, "pushName": st.push_name }),
+            json!({ "sessionId": id, "phone": st.phone.as_deref().map(super::linked_number), "pushName": st.push_name }),
         ),
         Effect::EmitDisconnected => {
             let reason = st

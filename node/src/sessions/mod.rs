@@ -21,3 +21,9 @@ pub(crate) mod takeover;
 
 pub(crate) use error::SessionError;
 pub(crate) use service::{ConfigChange, SessionService, SessionView};
+
+/// The linked number as the spec shows it (`4915100000001`), from the stored JID: the session record and
+/// the `session.authenticated` event name it the same way.
+pub(crate) fn linked_number(phone: &str) -> &str {
+    phone.split('@').next().unwrap_or(phone)
+}

@@ -23,19 +23,41 @@ fn was_active(status: SessionStatus) -> bool {
 }
 
 impl SessionService {
-    async fn normalise_after_restart(&self, record: &SessionRecord) {
+    /// Marks a session this boot will not run as `disconnected` (if it was active) and, when this boot
+    /// starts nothing, as no longer meant to run: a later boot restarts only what was running when the node
+    /// stopped. Subscribers hear of a status change as of any other.
+    async fn normalise_after_restart(&self, record: &SessionRecord, auto_start: bool) {
         let Ok(lease) = self.leases.acquire(&record.id, &self.deps.records).await else {
             return;
         };
+        let changed = was_active(record.status);
         let mut state = super::run_state::RunState::from_record(record).to_runtime();
-        state.status = Some(SessionStatus::Disconnected);
+        if changed {
+            state.status = Some(SessionStatus::Disconnected);
+        }
+        state.desired_running &= auto_start;
         let saved =
             session_store::save_runtime(&self.deps.db, &record.id, lease.generation, &state).await;
         self.deps.records.invalidate(&record.id).await;
-        if let Err(err) = saved {
-            tracing::warn!(session_id = %record.id, error = %err, "could not normalise session status at boot");
-        }
         self.leases.release(&record.id, lease).await;
+        match saved {
+            Ok(()) if changed => {
+                self.publish_status(&record.id, SessionStatus::Disconnected)
+                    .await
+            }
+            Ok(()) => {}
+            Err(err) => {
+                tracing::warn!(session_id = %record.id, error = %err, "could not normalise session status at boot");
+            }
+        }
+    }
+
+    async fn publish_status(&self, id: &str, status: SessionStatus) {
+        let data = serde_json::json!({ "sessionId": id, "status": status });
+        let event = crate::events::Event::new(wagate_proto::EventName::SessionStatus, id, data);
+        if let Err(err) = self.deps.pipeline.publish_kept(event).await {
+            tracing::error!(session_id = id, error = %err, "session event not persisted");
+        }
     }
 
     /// Runs once at boot, before the node serves: sessions a stopped process left in an active status
@@ -48,8 +70,9 @@ impl SessionService {
                 return Vec::new();
             }
         };
-        for record in records.iter().filter(|r| was_active(r.status)) {
-            self.normalise_after_restart(record).await;
+        let stale = |r: &&SessionRecord| was_active(r.status) || (!auto_start && r.desired_running);
+        for record in records.iter().filter(stale) {
+            self.normalise_after_restart(record, auto_start).await;
         }
         if !auto_start {
             return Vec::new();

@@ -172,7 +172,7 @@ impl Runtime {
         }
         st.status = step.to;
         for effect in &step.effects {
-            effects::apply_local(self, st, effect, &trigger).await?;
+            effects::apply_local(self, st, effect).await?;
         }
         self.persist(st).await?;
         self.status.send_replace(st.status);

@@ -416,7 +416,8 @@ fn reconnect_failed(from: SessionStatus, reason: &str, ctx: &Context) -> Transit
     let mut effects = vec![SetLastError(reason.to_string())];
     match backoff::next_attempt(ctx.reconnect, failed) {
         ReconnectDecision::GiveUp => {
-            effects.push(FireErrorHook);
+            // What is left of the failed launch is torn down: a failed session runs none.
+            effects.extend([StopEngine, FireErrorHook]);
             to(Failed, emit_if_changed(from, Failed, effects))
         }
         ReconnectDecision::Retry { attempt, delay_ms } => {

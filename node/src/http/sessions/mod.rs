@@ -43,7 +43,10 @@ impl From<SessionView> for Session {
             id: r.id,
             name: r.name,
             status: r.status,
-            phone: r.phone.as_deref().map(linked_number),
+            phone: r
+                .phone
+                .as_deref()
+                .map(|p| crate::sessions::linked_number(p).to_owned()),
             push_name: r.push_name,
             last_error: r.last_error.filter(|_| shows_last_error(r.status)),
             engine_loaded: view.engine_loaded,
@@ -63,11 +66,6 @@ fn shows_last_error(status: SessionStatus) -> bool {
         status,
         SessionStatus::Failed | SessionStatus::ActionRequired | SessionStatus::Initializing
     )
-}
-
-/// The linked number as the spec shows it (`4915100000001`), from the stored JID.
-fn linked_number(phone: &str) -> String {
-    phone.split('@').next().unwrap_or(phone).to_string()
 }
 
 struct ListParams {
