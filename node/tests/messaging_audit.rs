@@ -104,3 +104,64 @@ async fn an_operation_naming_another_chat_than_the_stored_message_answers_404() 
         .await;
     assert_eq!(same.status, 200, "{}", same.text);
 }
+
+/// An MP3 of one second's tone, made by the system ffmpeg (`scripts/test.sh` installs it).
+fn mp3_tone() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tone.mp3");
+    let status = std::process::Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi"])
+        .args(["-i", "sine=frequency=440:duration=1"])
+        .arg(&out)
+        .status()
+        .expect("ffmpeg is installed");
+    assert!(status.success());
+    std::fs::read(out).unwrap()
+}
+
+#[tokio::test]
+async fn a_base64_voice_note_without_a_mimetype_is_converted_unless_it_is_ogg() {
+    let p = pair(options()).await;
+    let to = jid(PHONE_B);
+    let sent = p
+        .post(
+            "messages/send-audio",
+            json!({ "chatId": to, "base64": b64(&mp3_tone()), "ptt": true }),
+        )
+        .await;
+    assert_eq!(sent.status, 201, "{}", sent.text);
+    let id = sent.str("messageId");
+    let row = p
+        .wait_message(&p.a, "type=voice", |m| m["waMessageId"] == id.as_str())
+        .await;
+    assert_eq!(row["media"]["mimetype"], "audio/ogg; codecs=opus", "{row}");
+    let bytes = p
+        .client
+        .get(&format!("/api/sessions/{}/messages/{to}/{id}/media", p.a))
+        .await
+        .unwrap();
+    assert_eq!(bytes.status, 200);
+    assert!(bytes.text.starts_with("OggS"), "the stored bytes are Ogg");
+    drop(p);
+    // Without conversion the MP3 is refused as a URL's would be, not sent as a voice note.
+    let p = pair(options().env("MEDIA_CONVERSION_ENABLED", "false")).await;
+    let refused = p
+        .post(
+            "messages/send-audio",
+            json!({ "chatId": to, "base64": b64(&mp3_tone()), "ptt": true }),
+        )
+        .await;
+    assert_ne!(refused.status, 201, "{}", refused.text);
+    assert!(
+        refused.str("message").contains("conversion is disabled"),
+        "{}",
+        refused.text
+    );
+    let ogg = p
+        .post(
+            "messages/send-audio",
+            json!({ "chatId": to, "base64": b64(b"OggS\0\x02rest"), "ptt": true }),
+        )
+        .await;
+    assert_eq!(ogg.status, 201, "{}", ogg.text);
+}

@@ -93,10 +93,12 @@ pub(crate) fn media(kind: MediaKind, b: SendMediaRequest) -> MessagingResult<Dra
     // The spec gives a voice note a default mimetype, so its base64 needs none.
     let has_mimetype = mimetype.is_some() || matches!(kind, MediaKind::Voice);
     let input = media_input(b.url, b.base64, has_mimetype)?;
-    // Base64 voice without a mimetype is taken for Opus (the spec's default); a URL's served type decides
-    // once fetched, and a voice note that is not Opus then is converted (`send.rs` `materialise`).
+    // Base64 voice without a mimetype is typed by its first bytes, as a URL's is by what it serves once
+    // fetched; a voice note that is not Opus then is converted (`send.rs` `materialise`).
     let mimetype = match (mimetype, kind, &input) {
-        (None, MediaKind::Voice, MediaInput::Base64(_)) => Some(DEFAULT_AUDIO_MIMETYPE.to_string()),
+        (None, MediaKind::Voice, MediaInput::Base64(data)) => {
+            Some(sniffed_voice_mimetype(data).to_string())
+        }
         (m, _, _) => m,
     };
     let convert = match kind {
@@ -119,6 +121,24 @@ pub(crate) fn media(kind: MediaKind, b: SendMediaRequest) -> MessagingResult<Dra
         quoted_id: quoted(b.quoted_message_id),
         mentions,
     })
+}
+
+/// The type of base64 voice bytes sent without a mimetype: an Ogg stream is taken for Opus (the spec's
+/// default); anything else is marked as not Opus, so that it is converted rather than sent as voice as it is.
+fn sniffed_voice_mimetype(data: &str) -> &'static str {
+    use base64::Engine as _;
+    // Eight characters decode to the first six bytes, enough for the four of the Ogg capture pattern.
+    let head: Vec<u8> = data
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace())
+        .take(8)
+        .collect();
+    let decoded = base64::engine::general_purpose::STANDARD.decode(&head);
+    if decoded.is_ok_and(|bytes| bytes.starts_with(b"OggS")) {
+        DEFAULT_AUDIO_MIMETYPE
+    } else {
+        "application/octet-stream"
+    }
 }
 
 /// Exactly one of url or base64; base64 needs a mimetype.
@@ -240,6 +260,28 @@ mod tests {
             .map(|_| ())
             .unwrap_err();
         assert_eq!(refused.to_string(), "mimetype is required with base64");
+    }
+
+    #[test]
+    fn a_base64_voice_note_without_a_mimetype_is_typed_by_its_bytes() {
+        let body = |base64: &str| SendMediaRequest {
+            chat_id: Some("4915100000001@c.us".into()),
+            base64: Some(base64.into()),
+            ptt: Some(true),
+            ..SendMediaRequest::default()
+        };
+        let mimetype = |base64: &str| match media(MediaKind::Audio, body(base64)).map(|d| d.content)
+        {
+            Ok(DraftContent::Media(m)) => m.mimetype,
+            _ => None,
+        };
+        // "OggS" followed by more bytes, and an MP3's ID3 header.
+        assert_eq!(
+            mimetype("T2dnUwACAAAA").as_deref(),
+            Some(DEFAULT_AUDIO_MIMETYPE)
+        );
+        let mp3 = mimetype("SUQzBAAAAAAAI1RTU0U=").unwrap_or_default();
+        assert!(!crate::media::convert::is_opus(&mp3), "{mp3}");
     }
 
     #[test]
