@@ -165,3 +165,37 @@ async fn a_base64_voice_note_without_a_mimetype_is_converted_unless_it_is_ogg() 
         .await;
     assert_eq!(ogg.status, 201, "{}", ogg.text);
 }
+
+#[tokio::test]
+async fn bulk_media_a_single_send_refuses_is_refused_when_the_batch_is_submitted() {
+    let p = pair(options()).await;
+    let to = jid(PHONE_B);
+    let good = json!({ "chatId": to, "type": "text", "content": { "text": "first" } });
+    for (base64, rule) in [
+        ("data:image/png;base64,AAAA", "data: URL prefix"),
+        ("!!!", "not valid base64"),
+    ] {
+        let single = p
+            .post(
+                "messages/send-image",
+                json!({ "chatId": to, "base64": base64, "mimetype": "image/png" }),
+            )
+            .await;
+        assert_eq!(single.status, 400, "{}", single.text);
+        let item = json!({ "chatId": to, "type": "image",
+            "content": { "image": { "base64": base64, "mimetype": "image/png" } } });
+        let bulk = p
+            .post(
+                "messages/send-bulk",
+                json!({ "messages": [good, item], "options": { "delayBetweenMessages": 1000 } }),
+            )
+            .await;
+        assert_eq!(bulk.status, 400, "{}", bulk.text);
+        let message = bulk.str("message");
+        assert!(
+            message.starts_with("messages[1]: ") && message.contains(rule),
+            "{message}"
+        );
+        assert!(single.str("message").contains(rule), "{}", single.text);
+    }
+}

@@ -581,6 +581,31 @@ fn is_session_segment(session_id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_.@+=".contains(&b))
 }
 
+/// Checks base64 as `MediaStore::put_base64` reads it (same refusals), storing nothing: a bulk batch
+/// refuses a bad item when it is submitted, not when the item's turn comes.
+pub(crate) fn check_base64(text: &str) -> Result<(), MediaError> {
+    let text = text.trim();
+    if text.starts_with("data:") {
+        return Err(MediaError::BadInput(
+            "base64 must be raw base64 without a data: URL prefix".into(),
+        ));
+    }
+    let mut chunk = Vec::with_capacity(B64_CHUNK.min(text.len()));
+    let mut size = 0;
+    for byte in text.bytes().filter(|b| !b.is_ascii_whitespace()) {
+        chunk.push(byte);
+        if chunk.len() == B64_CHUNK {
+            size += decode(&chunk)?.len();
+            chunk.clear();
+        }
+    }
+    size += decode(&chunk)?.len();
+    if size == 0 {
+        return Err(MediaError::BadInput("base64 must not be empty".into()));
+    }
+    Ok(())
+}
+
 fn decode(chunk: &[u8]) -> Result<Vec<u8>, MediaError> {
     base64::engine::general_purpose::STANDARD
         .decode(chunk)

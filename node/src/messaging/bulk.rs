@@ -23,7 +23,7 @@ use wagate_proto::dto::messages::{SendMediaRequest, SendTextRequest};
 use wagate_proto::iso_ms;
 
 use super::MessagingService;
-use super::draft::{self, Draft};
+use super::draft::{self, Draft, DraftContent, MediaDraft, MediaInput};
 use super::error::{MessagingError, MessagingResult, bad};
 use crate::engine::MediaKind;
 use crate::media::MediaError;
@@ -130,6 +130,18 @@ fn inline_media_bytes(item: &BulkItem) -> u64 {
     (encoded as u64 / 4) * 3
 }
 
+/// An item's inline base64 is refused now, as a single send's is, rather than failing at its turn.
+fn check_inline_media(index: usize, draft: &Draft) -> MessagingResult<()> {
+    if let DraftContent::Media(MediaDraft {
+        input: MediaInput::Base64(data),
+        ..
+    }) = &draft.content
+    {
+        crate::media::check_base64(data).map_err(|e| bad(format!("messages[{index}]: {e}")))?;
+    }
+    Ok(())
+}
+
 fn progress(results: &[BatchItemResult]) -> BatchProgress {
     let count = |s: &str| results.iter().filter(|r| r.status == s).count();
     BatchProgress {
@@ -193,10 +205,11 @@ impl BulkRunner {
         }
         let max_media = self.service.media_max_bytes();
         for (i, item) in items.iter().enumerate() {
-            item_draft(i, item)?;
+            let draft = item_draft(i, item)?;
             if inline_media_bytes(item) > max_media {
                 return Err(MediaError::TooLarge(max_media).into());
             }
+            check_inline_media(i, &draft)?;
         }
         let options = req.options.unwrap_or_default();
         let delay = options.delay_between_messages.unwrap_or(DEFAULT_DELAY_MS);
