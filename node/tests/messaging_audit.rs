@@ -199,3 +199,34 @@ async fn bulk_media_a_single_send_refuses_is_refused_when_the_batch_is_submitted
         assert!(single.str("message").contains(rule), "{}", single.text);
     }
 }
+
+#[tokio::test]
+async fn a_mention_needs_its_whole_token_and_is_listed_once() {
+    let p = pair(options()).await;
+    let to = jid(PHONE_B);
+    let mention = jid("15550000002");
+    let prefix = p
+        .post(
+            "messages/send-text",
+            json!({ "chatId": to, "text": "hi @155500000021", "mentions": [mention] }),
+        )
+        .await;
+    assert_eq!(prefix.status, 400, "{}", prefix.text);
+    assert!(
+        prefix.str("message").contains("mentions"),
+        "{}",
+        prefix.text
+    );
+    let sent = p
+        .post(
+            "messages/send-text",
+            json!({ "chatId": to, "text": "hi @15550000002", "mentions": [mention, mention] }),
+        )
+        .await;
+    assert_eq!(sent.status, 201, "{}", sent.text);
+    let id = sent.str("messageId");
+    let row = p
+        .wait_message(&p.a, "", |m| m["waMessageId"] == id.as_str())
+        .await;
+    assert_eq!(row["mentionedIds"], json!([mention]), "{row}");
+}

@@ -80,23 +80,37 @@ pub(crate) fn caption(raw: Option<&str>) -> MessagingResult<Option<String>> {
     Ok(Some(caption.to_string()))
 }
 
-/// Each mention is an individual JID whose `@<number>` token appears in `text` (`field` names it).
+/// Each mention is an individual JID whose `@<number>` token appears in `text` (`field` names it); a
+/// JID named twice is mentioned once.
 pub(crate) fn mentions(raw: &[String], text: &str, field: &str) -> MessagingResult<Vec<Jid>> {
-    raw.iter()
-        .map(|m| {
-            let jid = Jid::parse(m)
-                .ok()
-                .filter(|j| j.server() == "c.us")
-                .ok_or_else(|| bad(format!("mentions must be <number>@c.us ids, got '{m}'")))?;
-            if !text.contains(&format!("@{}", jid.user())) {
-                return Err(bad(format!(
-                    "mentions: {m} needs the literal @{} token in {field}",
-                    jid.user()
-                )));
-            }
-            Ok(jid)
-        })
-        .collect()
+    let mut out: Vec<Jid> = Vec::with_capacity(raw.len());
+    for m in raw {
+        let jid = Jid::parse(m)
+            .ok()
+            .filter(|j| j.server() == "c.us")
+            .ok_or_else(|| bad(format!("mentions must be <number>@c.us ids, got '{m}'")))?;
+        if !has_token(text, jid.user()) {
+            return Err(bad(format!(
+                "mentions: {m} needs the literal @{} token in {field}",
+                jid.user()
+            )));
+        }
+        if !out.contains(&jid) {
+            out.push(jid);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `text` holds `@<user>` as a whole token: `@155500000021` does not name `15550000002`.
+fn has_token(text: &str, user: &str) -> bool {
+    let token = format!("@{user}");
+    text.match_indices(&token).any(|(at, _)| {
+        !text[at + token.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
 }
 
 /// Poll question and 2-12 distinct-enough options.
@@ -153,6 +167,16 @@ mod tests {
         let err = mentions(&ids, "hi there", "text").unwrap_err().to_string();
         assert!(err.contains("mentions") && err.contains("@4915100000001"));
         assert!(mentions(&["x@g.us".into()], "@x", "text").is_err());
+    }
+
+    #[test]
+    fn a_mention_token_is_whole_and_each_jid_is_mentioned_once() {
+        let ids = vec!["15550000002@c.us".to_string()];
+        assert!(mentions(&ids, "hi @155500000021", "text").is_err());
+        assert!(mentions(&ids, "hi @155500000021 and @15550000002!", "text").is_ok());
+        let twice = vec![ids[0].clone(), ids[0].clone()];
+        let got = mentions(&twice, "@15550000002", "text").map(|m| m.len());
+        assert_eq!(got.ok(), Some(1));
     }
 
     #[test]
