@@ -230,3 +230,58 @@ async fn a_mention_needs_its_whole_token_and_is_listed_once() {
         .await;
     assert_eq!(row["mentionedIds"], json!([mention]), "{row}");
 }
+
+#[tokio::test]
+async fn edits_keep_to_text_and_captions_within_their_limits() {
+    let p = pair(options()).await;
+    let to = jid(PHONE_B);
+    let image = p
+        .post(
+            "messages/send-image",
+            json!({ "chatId": to, "base64": b64(b"PNG"), "mimetype": "image/png", "caption": "c" }),
+        )
+        .await;
+    let text = p
+        .post("messages/send-text", json!({ "chatId": to, "text": "t" }))
+        .await;
+    let location = p
+        .post(
+            "messages/send-location",
+            json!({ "chatId": to, "latitude": 1.0, "longitude": 2.0 }),
+        )
+        .await;
+    let poll = p
+        .post(
+            "messages/send-poll",
+            json!({ "chatId": to, "name": "q", "options": ["a", "b"] }),
+        )
+        .await;
+    let edit = |id: String, body: String| {
+        p.post(
+            "messages/edit",
+            json!({ "chatId": to, "messageId": id, "body": body }),
+        )
+    };
+    let long_caption = edit(image.str("messageId"), "x".repeat(1025)).await;
+    assert_eq!(long_caption.status, 400, "{}", long_caption.text);
+    assert!(
+        long_caption.str("message").contains("1024"),
+        "{}",
+        long_caption.text
+    );
+    let caption = edit(image.str("messageId"), "x".repeat(1024)).await;
+    assert_eq!(caption.status, 200, "{}", caption.text);
+    let long_text = edit(text.str("messageId"), "x".repeat(4097)).await;
+    assert_eq!(long_text.status, 400, "{}", long_text.text);
+    let body = edit(text.str("messageId"), "x".repeat(4096)).await;
+    assert_eq!(body.status, 200, "{}", body.text);
+    for (kind, sent) in [("location", location), ("poll", poll)] {
+        let refused = edit(sent.str("messageId"), "new".into()).await;
+        assert_eq!(refused.status, 400, "{kind}: {}", refused.text);
+        assert!(
+            refused.str("message").contains("cannot be edited"),
+            "{}",
+            refused.text
+        );
+    }
+}

@@ -93,6 +93,9 @@ impl MessagingService {
                 b.message_id.as_deref(),
             )
             .await?;
+        if let Some(row) = &t.row {
+            editable(&row.kind, &body)?;
+        }
         let sent = t.engine.edit(&t.chat, &t.wa_id, &body).await?;
         let own = |me: Jid| EngineEvent::Edited {
             message_id: t.wa_id.clone(),
@@ -272,6 +275,23 @@ impl MessagingService {
         self.check_session(session_id).await?;
         let engine = self.sessions.ready_engine(session_id)?;
         Ok(engine.mark_read(&chat, &ids).await?)
+    }
+}
+
+/// WhatsApp edits only the text of a text message and the caption of an image, video or document.
+/// (`unknown` rows are engine messages the store could not type; the network decides for them.)
+fn editable(kind: &str, body: &str) -> MessagingResult<()> {
+    match kind {
+        "image" | "video" | "document" if body.chars().count() > v::CAPTION_MAX => {
+            Err(bad(format!(
+                "body must be at most {} characters: it replaces the caption of a {kind} message",
+                v::CAPTION_MAX
+            )))
+        }
+        "text" | "unknown" | "image" | "video" | "document" => Ok(()),
+        other => Err(bad(format!(
+            "A {other} message cannot be edited: WhatsApp edits only text and captions"
+        ))),
     }
 }
 
