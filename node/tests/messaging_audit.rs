@@ -6,7 +6,7 @@ mod messaging_support;
 
 use base64::Engine as _;
 use messaging_support::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -284,4 +284,67 @@ async fn edits_keep_to_text_and_captions_within_their_limits() {
             refused.text
         );
     }
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A WebSocket subscribed to `events` of `session`.
+async fn subscribe(p: &Pair, session: &str, events: Value) -> Socket {
+    use futures::SinkExt as _;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+    let mut req = format!("ws://127.0.0.1:{}/api/ws", p.node.port)
+        .into_client_request()
+        .unwrap();
+    let key = wagate_loadtest::harness::ADMIN_KEY.parse().unwrap();
+    req.headers_mut().insert("X-API-Key", key);
+    let mut ws = tokio_tungstenite::connect_async(req).await.unwrap().0;
+    let frame = json!({ "type": "subscribe", "sessionId": session, "events": events });
+    ws.send(frame.to_string().into()).await.unwrap();
+    assert_eq!(next_frame(&mut ws).await["type"], "subscribed");
+    ws
+}
+
+async fn next_frame(ws: &mut Socket) -> Value {
+    use futures::StreamExt as _;
+    loop {
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(15), ws.next())
+            .await
+            .expect("a frame")
+            .expect("socket open")
+            .unwrap();
+        if let tokio_tungstenite::tungstenite::Message::Text(text) = frame {
+            return serde_json::from_str(&text).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn deleting_a_revoked_message_for_everyone_again_raises_no_second_event() {
+    let p = pair(options()).await;
+    let to = jid(PHONE_B);
+    let mut ws = subscribe(&p, &p.a, json!(["message.revoked"])).await;
+    let mut sent = Vec::new();
+    for text in ["first", "fence"] {
+        let reply = p
+            .post("messages/send-text", json!({ "chatId": to, "text": text }))
+            .await;
+        sent.push(reply.str("messageId"));
+    }
+    for id in [&sent[0], &sent[0], &sent[1]] {
+        let deleted = p
+            .post("messages/delete", json!({ "chatId": to, "messageId": id }))
+            .await;
+        assert_eq!(deleted.status, 200, "{}", deleted.text);
+    }
+    // Events of one session arrive in the order they were recorded: the fence's comes last.
+    let mut revoked = Vec::new();
+    while revoked.last() != Some(&sent[1]) {
+        let frame = next_frame(&mut ws).await;
+        if frame["type"] == "event" {
+            let id = frame["payload"]["data"]["revokedId"].as_str().unwrap_or("");
+            revoked.push(id.to_string());
+        }
+    }
+    assert_eq!(revoked, sent, "one message.revoked per message");
 }

@@ -128,6 +128,10 @@ impl MessagingService {
             )
             .await?;
         let for_everyone = b.for_everyone.unwrap_or(true);
+        // Deleted for everyone already (by us or the sender): nothing is left to revoke or to announce.
+        if for_everyone && t.row.as_ref().is_some_and(|r| r.revoked) {
+            return Ok(());
+        }
         t.engine.revoke(&t.chat, &t.wa_id, for_everyone).await?;
         if !for_everyone {
             return Ok(());
