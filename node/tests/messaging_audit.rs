@@ -348,3 +348,33 @@ async fn deleting_a_revoked_message_for_everyone_again_raises_no_second_event() 
     }
     assert_eq!(revoked, sent, "one message.revoked per message");
 }
+
+#[tokio::test]
+async fn send_template_on_a_session_that_is_not_ready_answers_409_before_the_lookup() {
+    let node = wagate_loadtest::harness::Node::start(options())
+        .await
+        .unwrap();
+    let client = node.client();
+    let id = create_session(&client, "stopped").await;
+    let reply = client
+        .post(
+            &format!("/api/sessions/{id}/messages/send-template"),
+            json!({ "chatId": jid(PHONE_B), "templateName": "nope" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 409, "{}", reply.text);
+    assert!(
+        reply.str("message").contains("not connected"),
+        "{}",
+        reply.text
+    );
+    let missing = client
+        .post(
+            &format!("/api/sessions/{id}/messages/send-template"),
+            json!({ "chatId": jid(PHONE_B) }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(missing.status, 400, "{}", missing.text);
+}

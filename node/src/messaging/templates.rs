@@ -128,6 +128,12 @@ impl MessagingService {
         v::jid("chatId", b.chat_id.as_deref())?;
         let id = b.template_id.as_deref().filter(|s| !s.trim().is_empty());
         let name = b.template_name.as_deref().filter(|s| !s.trim().is_empty());
+        if id.is_none() && name.is_none() {
+            return Err(bad("templateId or templateName is required"));
+        }
+        // A send while the session is not ready answers 409 before anything is looked up (spec).
+        self.check_session(session_id).await?;
+        self.sessions.ready_engine(session_id)?;
         let row = match (id, name) {
             (Some(id), _) => template_store::get(&self.db, session_id, id)
                 .await?
