@@ -38,6 +38,14 @@ impl DataTx {
             DataTx::Postgres(tx) => tx.commit().await,
         }
     }
+
+    /// Undoes the transaction (dropping it would too, but this waits until the database has).
+    pub async fn rollback(self) -> Result<(), sqlx::Error> {
+        match self {
+            DataTx::Sqlite(tx, _turn) => tx.rollback().await,
+            DataTx::Postgres(tx) => tx.rollback().await,
+        }
+    }
 }
 
 /// Executes a statement on a [`DataPool`]; yields the number of rows affected.

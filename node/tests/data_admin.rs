@@ -537,6 +537,45 @@ async fn orphaned_engines_refuse_the_import_until_stopped_or_forced() {
     assert_eq!(forced.body["orphanedEngines"], json!([second]));
     assert_eq!(forced.body["stoppedOrphanEngines"], json!([]));
     assert_eq!(forced.body["failedOrphanEngines"], json!([]));
+
+    // The forced orphan has no record any more; stopOrphans still stops its engine.
+    let again = import(&c, json!({"tables": {"sessions": []}, "stopOrphans": true})).await;
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(
+        again.body["stoppedOrphanEngines"],
+        json!([second]),
+        "{}",
+        again.text
+    );
+    assert_eq!(again.body["failedOrphanEngines"], json!([]));
+    let devices = c.get("/api/sim/devices").await.expect("devices");
+    assert!(!devices.text.contains(&second), "{}", devices.text);
+}
+
+#[tokio::test]
+async fn a_rolled_back_import_leaves_running_sessions_and_the_media_store_alone() {
+    let node = support::node().await;
+    let c = node.client();
+    let id = support::ready_session(&c, "keeps-running").await;
+    let mut bad = export(&c).await;
+    let messages = bad["tables"]["messages"].as_array_mut().expect("messages");
+    messages.push(json!({
+        "id": "m-inline", "sessionId": "99999999-9999-4999-8999-999999999999", "waMessageId": "WA8",
+        "chatId": "x@c.us", "fromJid": "x@c.us", "toJid": "y@c.us", "type": "image",
+        "direction": "incoming", "status": "read", "timestamp": 1, "createdAt": 1, "hasMedia": true,
+        "media": {"mimetype": "image/png", "data": "aGVsbG8gd29ybGQ=", "sizeBytes": 11}}));
+    let before = c.get("/api/infra/storage/files/count").await.unwrap();
+    let reply = import(&c, bad).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.body["imported"], false, "{}", reply.text);
+    let record = c.get(&format!("/api/sessions/{id}")).await.unwrap();
+    assert_eq!(record.body["status"], "ready", "{}", record.text);
+    assert_eq!(record.body["engineLoaded"], true, "{}", record.text);
+    let after = c.get("/api/infra/storage/files/count").await.unwrap();
+    assert_eq!(after.body["count"], before.body["count"], "{}", after.text);
+    // The audit row names the status the client got.
+    let audit = c.get("/api/audit?action=data_imported").await.unwrap();
+    assert_eq!(audit.body["data"][0]["statusCode"], 200, "{}", audit.text);
 }
 
 #[tokio::test]
@@ -552,6 +591,11 @@ async fn a_running_session_restored_by_its_own_export_can_be_started_again() {
     let record = c.get(&format!("/api/sessions/{id}")).await.unwrap();
     assert_eq!(record.body["status"], "disconnected", "{}", record.text);
     assert_eq!(record.body["engineLoaded"], false, "{}", record.text);
+    // The operator starts it; a later boot does not.
+    assert_eq!(
+        row(&export(&c).await, "sessions", &id)["desiredRunning"],
+        false
+    );
     let started = c
         .post_empty(&format!("/api/sessions/{id}/start"))
         .await

@@ -80,6 +80,14 @@ async fn errors_always_have_the_spec_shape() {
         array.body["message"],
         "Invalid request body: expected a JSON object"
     );
+    // No store keeps a NUL character (PostgreSQL refuses it): refused as input, never a failed write.
+    let nul = node
+        .client()
+        .post("/api/auth/api-keys", json!({ "name": "nul\u{0}key" }))
+        .await
+        .expect("400");
+    assert_error_shape(&nul, 400);
+    assert!(nul.str("message").contains("NUL"), "{}", nul.text);
     let bad_query = node
         .client()
         .get("/api/audit?limit=abc")

@@ -12,6 +12,7 @@ use wagate_proto::dto::admin::ImportResult;
 
 use super::TABLES;
 use super::{AdminError, AdminResult, DataAdmin, RemoteStop};
+use crate::sessions::service::RunningEngines;
 use crate::store::StoreError;
 use crate::store::data_tables;
 
@@ -100,14 +101,40 @@ impl DataAdmin {
                     .push(format!("Unknown table '{key}' was ignored"));
             }
         }
-        self.settle_orphans(&req, &payload_sessions, remote, &mut result)
+        let running = self
+            .sessions
+            .running_engines_everywhere()
+            .await
+            .map_err(|err| AdminError::Internal(err.to_string()))?;
+        let orphans = orphans_of(&running, &payload_sessions);
+        if !orphans.is_empty() && !req.stop_orphans && !req.force {
+            return Err(would_orphan(&orphans));
+        }
+        // Rows the database would refuse are found before anything runs is stopped or any file written:
+        // a rolled-back import leaves the node as it was.
+        match self
+            .replace_tables(&req.tables, &payload_sessions, Commit::No)
+            .await
+        {
+            Err(RowFailure::Row(reason)) => {
+                result
+                    .warnings
+                    .push(format!("Import rolled back: {reason}"));
+                return Ok(result);
+            }
+            Err(RowFailure::Store(err)) => return Err(err.into()),
+            Ok(_) => {}
+        }
+        self.settle_orphans(&req, orphans, &running, remote, &mut result)
             .await?;
         let stopped_restored = self
-            .stop_restored(&payload_sessions, remote, &mut result)
-            .await?;
+            .stop_restored(&running, &payload_sessions, remote, &mut result)
+            .await;
         self.take_in_inline_media(&mut req.tables, &mut result.warnings)
             .await;
-        let replaced = self.replace_tables(&req.tables, &payload_sessions).await;
+        let replaced = self
+            .replace_tables(&req.tables, &payload_sessions, Commit::Yes)
+            .await;
         self.sessions.forget_cached_records().await;
         match replaced {
             Ok(normalised) => {
@@ -135,29 +162,16 @@ impl DataAdmin {
         Ok(result)
     }
 
-    /// Running engines of sessions the payload lacks, on any node of a cluster (the leases say where):
-    /// refuse, stop them (here, or through the node that runs them), or go on and report them.
+    /// The orphans (`orphans_of`), settled: stopped (here, or through the node that runs them) with
+    /// `stopOrphans`, else (or for those that did not stop) refused unless `force` reports them.
     async fn settle_orphans(
         &self,
         req: &ImportRequest,
-        payload_sessions: &HashSet<String>,
+        mut orphans: Vec<String>,
+        running: &RunningEngines,
         remote: &dyn RemoteStop,
         result: &mut ImportResult,
     ) -> AdminResult<()> {
-        let running = self
-            .sessions
-            .running_engines_everywhere()
-            .await
-            .map_err(|err| AdminError::Internal(err.to_string()))?;
-        let mut orphans: Vec<String> = running
-            .here
-            .iter()
-            .chain(&running.elsewhere)
-            .filter(|id| !payload_sessions.contains(*id))
-            .cloned()
-            .collect();
-        orphans.sort();
-        orphans.dedup();
         if orphans.is_empty() {
             return Ok(());
         }
@@ -167,9 +181,8 @@ impl DataAdmin {
                     remote.stop(&id).await
                 } else {
                     self.sessions
-                        .stop(&id)
+                        .unload_engine(&id)
                         .await
-                        .map(|_| ())
                         .map_err(|err| err.to_string())
                 };
                 match stopped {
@@ -186,11 +199,7 @@ impl DataAdmin {
             }
         }
         if !req.force {
-            return Err(AdminError::Conflict(format!(
-                "Import would orphan running engines of sessions missing from the payload: {}. \
-                 Retry with stopOrphans=true to stop them first, or force=true to import anyway",
-                orphans.join(", ")
-            )));
+            return Err(would_orphan(&orphans));
         }
         result.restart_required = true;
         result.orphaned_engines = orphans;
@@ -203,15 +212,11 @@ impl DataAdmin {
     /// stopped; one that did not stop is a warning.
     async fn stop_restored(
         &self,
+        running: &RunningEngines,
         payload_sessions: &HashSet<String>,
         remote: &dyn RemoteStop,
         result: &mut ImportResult,
-    ) -> AdminResult<usize> {
-        let running = self
-            .sessions
-            .running_engines_everywhere()
-            .await
-            .map_err(|err| AdminError::Internal(err.to_string()))?;
+    ) -> usize {
         let mut stopped = 0;
         let restored = running
             .here
@@ -236,7 +241,7 @@ impl DataAdmin {
                 )),
             }
         }
-        Ok(stopped)
+        stopped
     }
 
     /// Writes each message's inline `media.data` to the media store and keeps only its key in the row.
@@ -287,13 +292,18 @@ impl DataAdmin {
     }
 
     /// The one transaction: clear, insert every row, commit. Answers how many statuses were normalised.
+    /// With `Commit::No` the same work is rolled back: a trial that finds the rows the database refuses.
     async fn replace_tables(
         &self,
         tables: &Map<String, Value>,
         keep: &HashSet<String>,
+        commit: Commit,
     ) -> Result<u64, RowFailure> {
         let mut tx = crate::store::begin(&self.db).await?;
-        data_tables::clear_for_import(&mut tx, &TABLES, keep).await?;
+        // A table the database lacks (or will not clear) fails the import like a refused row, with the reason.
+        data_tables::clear_for_import(&mut tx, &TABLES, keep)
+            .await
+            .map_err(|e| RowFailure::Row(format!("clearing the tables: {e}")))?;
         let mut normalised = 0u64;
         for table in TABLES.iter() {
             let sql = data_tables::insert_sql(table);
@@ -311,6 +321,10 @@ impl DataAdmin {
                         normalised += 1;
                         replaced = Value::String("disconnected".into());
                         value = Some(&replaced);
+                    } else if table.key == "sessions" && key == "desiredRunning" {
+                        // Restored sessions are started by the operator, not by the next boot.
+                        replaced = Value::Bool(false);
+                        value = Some(&replaced);
                     }
                     let bound = data_tables::bind_value(column, value)
                         .map_err(|e| RowFailure::Row(format!("{} row {index}: {e}", table.key)))?;
@@ -322,6 +336,10 @@ impl DataAdmin {
             }
         }
         data_tables::reconcile_credentials(&mut tx).await?;
+        if commit == Commit::No {
+            tx.rollback().await.map_err(StoreError::from)?;
+            return Ok(normalised);
+        }
         // An imported row may reuse an id a node's page cache holds at the version it came in at.
         crate::store::messages::restamp_versions(&mut tx, wagate_db::now_ms()).await?;
         let committed = tx.commit().await;
@@ -329,6 +347,34 @@ impl DataAdmin {
         committed.map_err(StoreError::from)?;
         Ok(normalised)
     }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Commit {
+    Yes,
+    No,
+}
+
+/// Running engines (on any node of a cluster; the leases say where) of sessions the payload lacks.
+fn orphans_of(running: &RunningEngines, payload_sessions: &HashSet<String>) -> Vec<String> {
+    let mut orphans: Vec<String> = running
+        .here
+        .iter()
+        .chain(&running.elsewhere)
+        .filter(|id| !payload_sessions.contains(*id))
+        .cloned()
+        .collect();
+    orphans.sort();
+    orphans.dedup();
+    orphans
+}
+
+fn would_orphan(orphans: &[String]) -> AdminError {
+    AdminError::Conflict(format!(
+        "Import would orphan running engines of sessions missing from the payload: {}. \
+         Retry with stopOrphans=true to stop them first, or force=true to import anyway",
+        orphans.join(", ")
+    ))
 }
 
 enum RowFailure {

@@ -28,7 +28,8 @@ impl Ingest {
 
     /// Persists and publishes `event`; `ack` (the network's acknowledgement of its traffic) is settled once
     /// the event's transaction committed, or by the failure rule of `pipeline::settle`.
-    pub(crate) async fn handle(&self, session_id: &str, event: EngineEvent, ack: Ack) {
+    pub(crate) async fn handle(&self, session_id: &str, mut event: EngineEvent, ack: Ack) {
+        super::nul::strip_nul(&mut event);
         if Recorder::records(&event) {
             return self.recorder.record_event(session_id, &event, ack).await;
         }

@@ -17,6 +17,7 @@ pub(crate) mod hub;
 pub(crate) mod ingest;
 pub(crate) mod memo;
 pub(crate) mod normalise;
+mod nul;
 pub(crate) mod pipeline;
 pub(crate) mod reconciler;
 pub(crate) mod statuses;

@@ -31,10 +31,25 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
                 ));
             }
         };
+        if carries_nul(text) {
+            return Err(ApiError::bad_request(
+                "Invalid request body: text must not contain NUL characters (\\u0000)",
+            ));
+        }
         serde_json::from_slice(text)
             .map(ApiJson)
             .map_err(|err| ApiError::bad_request(format!("Invalid request body: {err}")))
     }
+}
+
+/// Whether the JSON text escapes a NUL character (`\u0000`, the only way JSON can carry one). No store
+/// keeps it (PostgreSQL refuses it in text), so it is refused as input rather than failing a write later.
+fn carries_nul(json: &[u8]) -> bool {
+    memchr::memmem::find_iter(json, b"u0000").any(|at| {
+        // An escape only when the `u` follows an odd number of backslashes (`\\u0000` is text).
+        let slashes = json[..at].iter().rev().take_while(|b| **b == b'\\').count();
+        slashes % 2 == 1
+    })
 }
 
 fn bytes_rejection(rejection: BytesRejection) -> ApiError {
@@ -120,5 +135,18 @@ fn named_session(raw: &str, path: &str) -> ApiError {
     match resource {
         Some("status" | "catalog") => ApiError::not_found(format!("Session '{raw}' not found")),
         _ => ApiError::bad_request(format!("Session '{raw}' is not active")),
+    }
+}
+
+#[cfg(test)]
+mod nul_tests {
+    use super::carries_nul;
+
+    #[test]
+    fn only_an_escaped_nul_counts() {
+        assert!(carries_nul(br#"{"text":"a\u0000b"}"#));
+        assert!(carries_nul(br#"{"text":"a\\\u0000b"}"#));
+        assert!(!carries_nul(br#"{"text":"a\\u0000b"}"#));
+        assert!(!carries_nul(br#"{"base64":"QUu0000zz"}"#));
     }
 }

@@ -101,10 +101,11 @@ async fn import_data(
         ctx: ctx.clone(),
         api_key: headers.get("x-api-key").cloned(),
     };
-    let result = ctx.admin.import(req, &remote).await;
+    let result = ctx.admin.import(req, &remote).await.map_err(ApiError::from);
+    // The audit row records the status the client is answered with (a rolled-back import is a 200).
     let (status, metadata) = match &result {
         Ok(r) => (
-            if r.imported { 200 } else { 422 },
+            200,
             serde_json::json!({
                 "imported": r.imported,
                 "counts": r.counts,
@@ -114,8 +115,8 @@ async fn import_data(
             }),
         ),
         Err(err) => (
-            409,
-            serde_json::json!({ "imported": false, "error": err.to_string() }),
+            err.status.as_u16(),
+            serde_json::json!({ "imported": false, "error": err.message }),
         ),
     };
     ctx.audit.record(

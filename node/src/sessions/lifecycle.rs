@@ -118,6 +118,18 @@ impl SessionService {
         self.get(id).await
     }
 
+    /// Stops the session's engine here; an engine whose record is gone (a forced import left it
+    /// running) is unloaded all the same, as nothing else can reach it any more.
+    pub(crate) async fn unload_engine(&self, id: &str) -> SessionResult<()> {
+        match self.stop(id).await {
+            Err(SessionError::NotFound(_)) => {
+                self.unload(id).await;
+                Ok(())
+            }
+            other => other.map(|_| ()),
+        }
+    }
+
     /// Unlinks the device and forgets the credentials; 502 when the network did not confirm the unlink.
     pub(crate) async fn logout(&self, id: &str) -> SessionResult<SessionView> {
         self.record(id).await?;
