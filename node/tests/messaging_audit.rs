@@ -378,3 +378,57 @@ async fn send_template_on_a_session_that_is_not_ready_answers_409_before_the_loo
         .unwrap();
     assert_eq!(missing.status, 400, "{}", missing.text);
 }
+
+#[tokio::test]
+async fn the_reference_length_caps_answer_400_naming_the_field() {
+    let p = pair(options()).await;
+    let to = jid(PHONE_B);
+    let sent = p
+        .post("messages/send-text", json!({ "chatId": to, "text": "t" }))
+        .await;
+    let id = sent.str("messageId");
+    let cases = [
+        (
+            "messages/react",
+            json!({ "chatId": to, "messageId": id, "emoji": "x".repeat(33) }),
+            "emoji must be at most 32 characters",
+        ),
+        (
+            "messages/send-product",
+            json!({ "chatId": to, "productId": "p1", "body": "x".repeat(4097) }),
+            "body must be at most 4096 characters",
+        ),
+        (
+            "messages/send-location",
+            json!({ "chatId": to, "latitude": 1.0, "longitude": 2.0, "description": "x".repeat(1025) }),
+            "description must be at most 1024 characters",
+        ),
+        (
+            "messages/send-contact",
+            json!({ "chatId": to, "contactName": "x".repeat(256), "contactNumber": "4915100000009" }),
+            "contactName must be at most 255 characters",
+        ),
+        (
+            "messages/send-contact",
+            json!({ "chatId": to, "contactName": "A", "contactNumber": "1".repeat(31) }),
+            "contactNumber must be at most 30 characters",
+        ),
+        (
+            "templates",
+            json!({ "name": "t", "body": "b", "footer": "x".repeat(1025) }),
+            "footer must be at most 1024 characters",
+        ),
+    ];
+    for (route, body, message) in cases {
+        let reply = p.post(route, body).await;
+        assert_eq!(reply.status, 400, "{route}: {}", reply.text);
+        assert_eq!(reply.str("message"), message, "{route}");
+    }
+    let at_the_cap = p
+        .post(
+            "messages/react",
+            json!({ "chatId": to, "messageId": id, "emoji": "x".repeat(32) }),
+        )
+        .await;
+    assert_eq!(at_the_cap.status, 200, "{}", at_the_cap.text);
+}

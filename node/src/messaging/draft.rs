@@ -159,6 +159,11 @@ pub(crate) fn media_input(
 
 pub(crate) fn location(b: SendLocationRequest) -> MessagingResult<Draft> {
     let to = v::jid("chatId", b.chat_id.as_deref())?;
+    v::max_chars_opt(
+        "description",
+        b.description.as_deref(),
+        v::LOCATION_DESCRIPTION_MAX,
+    )?;
     let loc = Location {
         latitude: v::coordinate("latitude", b.latitude, 90.0)?,
         longitude: v::coordinate("longitude", b.longitude, 180.0)?,
@@ -174,7 +179,9 @@ pub(crate) fn location(b: SendLocationRequest) -> MessagingResult<Draft> {
 pub(crate) fn contact(b: SendContactRequest) -> MessagingResult<Draft> {
     let to = v::jid("chatId", b.chat_id.as_deref())?;
     let name = v::required("contactName", b.contact_name.as_deref())?.to_string();
+    v::max_chars("contactName", &name, v::CONTACT_NAME_MAX)?;
     let number = v::required("contactNumber", b.contact_number.as_deref())?;
+    v::max_chars("contactNumber", number, v::CONTACT_NUMBER_MAX)?;
     let digits = number.trim().trim_start_matches('+');
     if digits.len() < 6 || !digits.chars().all(|c| c.is_ascii_digit()) {
         return Err(bad(
@@ -206,6 +213,7 @@ pub(crate) fn poll(b: SendPollRequest) -> MessagingResult<Draft> {
 pub(crate) fn product(b: SendProductRequest) -> MessagingResult<Draft> {
     let to = v::jid("chatId", b.chat_id.as_deref())?;
     let product_id = v::required("productId", b.product_id.as_deref())?.to_string();
+    v::max_chars_opt("body", b.body.as_deref(), v::TEXT_MAX)?;
     let content = MessageContent::Product {
         product_id,
         body: b.body,

@@ -57,6 +57,7 @@ impl MessagingService {
         let emoji = b
             .emoji
             .ok_or_else(|| bad("emoji is required (an empty string removes the reaction)"))?;
+        v::max_chars("emoji", &emoji, v::EMOJI_MAX)?;
         let t = self
             .target(
                 session_id,

@@ -38,7 +38,9 @@ fn check(row: &TemplateRow) -> MessagingResult<()> {
     v::max_chars("name", &row.name, NAME_MAX)?;
     crate::names::printable("name", &row.name).map_err(bad)?;
     v::required("body", Some(&row.body))?;
-    v::max_chars("body", &row.body, v::TEXT_MAX)
+    v::max_chars("body", &row.body, v::TEXT_MAX)?;
+    v::max_chars_opt("header", row.header.as_deref(), v::TEMPLATE_PART_MAX)?;
+    v::max_chars_opt("footer", row.footer.as_deref(), v::TEMPLATE_PART_MAX)
 }
 
 impl MessagingService {

@@ -10,6 +10,13 @@ pub(crate) const CAPTION_MAX: usize = 1024;
 pub(crate) const POLL_NAME_MAX: usize = 255;
 pub(crate) const POLL_OPTION_MAX: usize = 100;
 pub(crate) const READ_IDS_MAX: usize = 100;
+/// The reference's caps on a reaction, a location's description and a contact card.
+pub(crate) const EMOJI_MAX: usize = 32;
+pub(crate) const LOCATION_DESCRIPTION_MAX: usize = 1024;
+pub(crate) const CONTACT_NAME_MAX: usize = 255;
+pub(crate) const CONTACT_NUMBER_MAX: usize = 30;
+/// A template's header and footer (the reference's `CreateTemplateDto`).
+pub(crate) const TEMPLATE_PART_MAX: usize = 1024;
 pub(crate) const PIN_DURATIONS: [u32; 3] = [86_400, 604_800, 2_592_000];
 
 /// A required, well-formed JID.
@@ -28,6 +35,11 @@ pub(crate) fn required<'a>(field: &str, raw: Option<&'a str>) -> MessagingResult
         Some(value) if !value.trim().is_empty() => Ok(value),
         _ => Err(bad(format!("{field} is required"))),
     }
+}
+
+/// `max_chars` for a field that may be absent.
+pub(crate) fn max_chars_opt(field: &str, value: Option<&str>, max: usize) -> MessagingResult<()> {
+    value.map_or(Ok(()), |v| max_chars(field, v, max))
 }
 
 pub(crate) fn max_chars(field: &str, value: &str, max: usize) -> MessagingResult<()> {
