@@ -432,3 +432,39 @@ async fn the_reference_length_caps_answer_400_naming_the_field() {
         .await;
     assert_eq!(at_the_cap.status, 200, "{}", at_the_cap.text);
 }
+
+#[tokio::test]
+async fn bulk_item_variables_fill_the_text_and_the_caption() {
+    let p = pair(options()).await;
+    let to = jid(PHONE_B);
+    let items = json!([
+        { "chatId": to, "type": "text", "content": { "text": "Hi {{name}}" },
+          "variables": { "name": "Bob" } },
+        { "chatId": to, "type": "image", "variables": { "n": 2 },
+          "content": { "image": { "base64": b64(b"PNG"), "mimetype": "image/png" },
+                       "caption": "picture {{ n }}" } },
+    ]);
+    let accepted = p
+        .post(
+            "messages/send-bulk",
+            json!({ "messages": items, "options": { "delayBetweenMessages": 1000 } }),
+        )
+        .await;
+    assert_eq!(accepted.status, 202, "{}", accepted.text);
+    p.wait_message(&p.b, "type=text", |m| m["body"] == "Hi Bob")
+        .await;
+    p.wait_message(&p.b, "type=image", |m| m["body"] == "picture 2")
+        .await;
+    let refused = p
+        .post(
+            "messages/send-bulk",
+            json!({ "messages": [{ "chatId": to, "type": "text",
+                "content": { "text": "x" }, "variables": ["Bob"] }] }),
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert_eq!(
+        refused.str("message"),
+        "messages[0]: variables must be an object"
+    );
+}

@@ -25,6 +25,7 @@ use wagate_proto::iso_ms;
 use super::MessagingService;
 use super::draft::{self, Draft, DraftContent, MediaDraft, MediaInput};
 use super::error::{MessagingError, MessagingResult, bad};
+use super::validate as v;
 use crate::engine::MediaKind;
 use crate::media::MediaError;
 use crate::store::batches::{self as batch_store, BatchRow};
@@ -64,13 +65,18 @@ fn item_draft(index: usize, item: &BulkItem) -> MessagingResult<Draft> {
     let chat_id = chat_id.ok_or_else(|| at(bad("chatId is required")))?;
     let content = item.content.clone().unwrap_or(Value::Null);
     let mentions = item_mentions(&content).map_err(at)?;
+    let vars = item_variables(item).map_err(at)?;
+    // Text and caption get send-template's `{{var}}` substitution.
+    let filled = |key: &str| {
+        content
+            .get(key)
+            .and_then(Value::as_str)
+            .map(|raw| v::render(raw, &vars))
+    };
     let kind = item.kind.as_deref().unwrap_or("text");
     let media_kind = match kind {
         "text" => {
-            let text = content
-                .get("text")
-                .and_then(Value::as_str)
-                .map(str::to_string);
+            let text = filled("text");
             let body = SendTextRequest {
                 chat_id: Some(chat_id),
                 text,
@@ -98,14 +104,20 @@ fn item_draft(index: usize, item: &BulkItem) -> MessagingResult<Draft> {
         mimetype: field("mimetype"),
         filename: field("filename"),
         ptt: media.get("ptt").and_then(Value::as_bool),
-        caption: content
-            .get("caption")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        caption: filled("caption"),
         mentions,
         ..Default::default()
     };
     draft::media(media_kind, body).map_err(at)
+}
+
+/// `variables`: an object of the values for the item's `{{name}}` placeholders.
+fn item_variables(item: &BulkItem) -> MessagingResult<serde_json::Map<String, Value>> {
+    match &item.variables {
+        None | Some(Value::Null) => Ok(serde_json::Map::new()),
+        Some(Value::Object(vars)) => Ok(vars.clone()),
+        Some(_) => Err(bad("variables must be an object")),
+    }
 }
 
 /// `content.mentions`: per item, since a WID is taggable only in a chat it is in.

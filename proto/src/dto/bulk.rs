@@ -25,6 +25,10 @@ pub struct BulkItem {
     pub kind: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub content: Option<Value>,
+    /// `{{name}}` placeholders of the text or caption filled from these, as send-template's `vars`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub variables: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
