@@ -353,12 +353,14 @@ fn emit_if_changed(
 fn start(from: SessionStatus) -> Result<Transition, TransitionError> {
     use Effect::*;
     match from {
+        // A restriction belongs to the run that reported it (one a dead owner left, too).
         Created | Disconnected | Failed => Ok(to(
             Initializing,
             vec![
                 CancelReconnect,
                 ResetReconnectAttempts,
                 ClearLastError,
+                ClearRestriction,
                 LaunchEngine,
                 EmitStatus,
             ],

@@ -324,6 +324,12 @@ fn start_restarts_action_required_and_refuses_running_sessions() {
     assert_eq!(restart.to, Initializing);
     assert!(restart.effects.contains(&ClearRestriction));
     assert_eq!(go(Failed, Trigger::Start, ctx()).to, Initializing);
+    // A restriction a dead owner left on the record does not survive the takeover's start.
+    assert!(
+        go(Disconnected, Trigger::Start, ctx())
+            .effects
+            .contains(&ClearRestriction)
+    );
     for from in [Initializing, QrReady, Authenticating, Ready] {
         let err = transition(from, &Trigger::Start, &ctx()).err();
         assert_eq!(err, Some(TransitionError::AlreadyActive(from)));
