@@ -173,10 +173,13 @@ impl SimNetwork {
         Ok(())
     }
 
-    /// Read receipts: the senders of the read messages get a `read` ack.
+    /// Read receipts: the senders of the read messages get a `read` ack. With `message_ids`, only those
+    /// messages are read (the socket engine honours the list), so the unread count drops by the listed
+    /// unread ones; without, the whole chat is read. A chat the account never had is 404, not created.
     pub fn mark_read(&self, session: &str, chat: &Jid, message_ids: &[String]) -> EngineResult<()> {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
+        known_chat(&state, &me, chat)?;
         let ids = to_read(&state, &me, chat, message_ids);
         for id in &ids {
             let Some(msg) = state.messages.get_mut(id) else {
@@ -194,7 +197,12 @@ impl SimNetwork {
             state.deliver_to_phone(&sender, &event);
         }
         let rec = state.account(&me).chats.entry(chat.clone()).or_default();
-        rec.unread = 0;
+        rec.unread = if message_ids.is_empty() {
+            0
+        } else {
+            let read = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+            rec.unread.saturating_sub(read)
+        };
         rec.unread_ids.retain(|id| !ids.contains(id));
         state.chat_changed(&me, chat);
         Ok(())
@@ -268,6 +276,15 @@ fn to_read(state: &NetState, me: &Jid, chat: &Jid, message_ids: &[String]) -> Ve
         .filter(|m| m.ack < AckStatus::Read)
         .map(|m| m.id.clone())
         .collect()
+}
+
+/// The account's record of `chat` exists: reads and clears of a chat it never had are refused rather than
+/// creating an empty chat.
+pub(super) fn known_chat(state: &NetState, me: &Jid, chat: &Jid) -> EngineResult<()> {
+    match state.accounts.get(me).and_then(|a| a.chats.get(chat)) {
+        Some(_) => Ok(()),
+        None => Err(EngineError::NotFound(format!("Chat {chat} not found"))),
+    }
 }
 
 /// The chat record's unread ids (of `message_ids`, or all).

@@ -132,6 +132,21 @@ impl SimNetwork {
         Ok(())
     }
 
+    /// Empties the chat, keeping it in the list; a chat the account never had is 404 (as delete), not
+    /// created.
+    pub fn clear_chat(&self, session: &str, chat: &Jid) -> EngineResult<()> {
+        let mut state = self.lock();
+        let me = state.online_phone(session)?;
+        super::actions::known_chat(&state, &me, chat)?;
+        if let Some(rec) = state.account(&me).chats.get_mut(chat) {
+            rec.last_body = None;
+            rec.unread = 0;
+            rec.unread_ids.clear();
+        }
+        state.chat_changed(&me, chat);
+        Ok(())
+    }
+
     pub fn delete_chat(&self, session: &str, chat: &Jid) -> EngineResult<()> {
         let mut state = self.lock();
         let me = state.online_phone(session)?;

@@ -28,6 +28,8 @@ mod shared;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_chats;
+#[cfg(test)]
 mod tests_cluster;
 #[cfg(test)]
 mod tests_held;
@@ -265,12 +267,7 @@ impl Engine for SimEngine {
         self.net.set_chat_state(self.query().await, chat, state)
     }
     async fn clear_chat(&self, chat: &Jid) -> EngineResult<()> {
-        let clear = |c: &mut network::ChatRec| {
-            c.last_body = None;
-            c.unread = 0;
-            c.unread_ids.clear();
-        };
-        let cleared = self.net.update_chat(self.query().await, chat, clear);
+        let cleared = self.net.clear_chat(self.query().await, chat);
         self.shared(cleared).await
     }
     async fn delete_chat(&self, chat: &Jid) -> EngineResult<()> {

@@ -1,0 +1,75 @@
+//! Chat reads and clears: a read naming messages reads only those, and a read or clear of a chat the
+//! account never had is 404 instead of adding an empty chat to the list.
+
+use super::control::InboundSpec;
+use super::network::SimConfig;
+use super::tests::{jid, linked};
+use super::*;
+
+const STRANGER: &str = "495555555555@c.us";
+
+fn from_stranger(body: &str) -> InboundSpec {
+    InboundSpec {
+        from: jid(STRANGER),
+        chat_id: None,
+        kind: MessageType::Text,
+        body: Some(body.into()),
+        media: None,
+        quoted_id: None,
+        mentioned_ids: Vec::new(),
+    }
+}
+
+async fn unread(engine: &Arc<dyn Engine>, chat: &Jid) -> Option<u32> {
+    let chats = engine.list_chats().await.expect("chats");
+    chats.iter().find(|c| c.id == *chat).map(|c| c.unread_count)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_read_naming_messages_reads_only_those() {
+    let net = SimNetwork::new(SimConfig::default());
+    let a = linked(&net, "a", super::tests::A).await;
+    let chat = jid(STRANGER);
+    let ids: Vec<String> = ["one", "two", "three"]
+        .into_iter()
+        .map(|b| net.inbound("a", from_stranger(b)).expect("inbound"))
+        .collect();
+    assert_eq!(unread(&a.engine, &chat).await, Some(3));
+
+    let first = std::slice::from_ref(&ids[0]);
+    a.engine.mark_read(&chat, first).await.expect("read one");
+    assert_eq!(unread(&a.engine, &chat).await, Some(2));
+    // Reading it again changes nothing: it is no longer unread.
+    a.engine.mark_read(&chat, first).await.expect("read again");
+    assert_eq!(unread(&a.engine, &chat).await, Some(2));
+
+    a.engine.mark_read(&chat, &[]).await.expect("read all");
+    assert_eq!(unread(&a.engine, &chat).await, Some(0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn reading_or_clearing_an_unknown_chat_is_404_and_lists_nothing() {
+    let net = SimNetwork::new(SimConfig::default());
+    let a = linked(&net, "a", super::tests::A).await;
+    let ghost = jid("497777777777@c.us");
+    for result in [
+        a.engine.mark_read(&ghost, &[]).await,
+        a.engine.clear_chat(&ghost).await,
+    ] {
+        match result {
+            Err(EngineError::NotFound(msg)) => {
+                assert_eq!(msg, "Chat 497777777777@c.us not found")
+            }
+            other => panic!("expected NotFound, got {other:?}"),
+        }
+    }
+    assert_eq!(unread(&a.engine, &ghost).await, None);
+
+    let chat = jid(STRANGER);
+    net.inbound("a", from_stranger("hi")).expect("inbound");
+    a.engine
+        .clear_chat(&chat)
+        .await
+        .expect("clear a known chat");
+    assert_eq!(unread(&a.engine, &chat).await, Some(0));
+}
