@@ -779,6 +779,17 @@ async fn archives_are_deleted_after_their_ttl() {
         async move { !path.exists() }
     })
     .await;
+    // Gone, and the refusal still says why.
+    let refused = c
+        .post("/api/infra/storage/import", json!({"filePath": download}))
+        .await
+        .unwrap();
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert!(
+        refused.str("message").contains("expired"),
+        "{}",
+        refused.text
+    );
 }
 
 /// A gzip'd tar with one regular entry whose name is written byte for byte (the tar crate refuses `..`

@@ -99,22 +99,46 @@ impl DataAdmin {
         age > Duration::from_millis(self.export_ttl_ms)
     }
 
+    /// Whether `path` names an export of ours (`storage-<UTC stamp>-...`) made longer than the TTL ago.
+    fn expired_by_name(&self, path: &Path) -> bool {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let Some(stamp) = name
+            .strip_prefix("storage-")
+            .and_then(|rest| rest.get(..15))
+        else {
+            return false;
+        };
+        let Ok(made) = chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%S") else {
+            return false;
+        };
+        let age = chrono::Utc::now().naive_utc() - made;
+        age.to_std()
+            .is_ok_and(|age| age > Duration::from_millis(self.export_ttl_ms))
+    }
+
     pub(crate) async fn storage_import(&self, file_path: &str) -> AdminResult<StorageImportResult> {
         let path = self.archive_path(file_path)?;
-        let meta = tokio::fs::metadata(&path)
-            .await
-            .map_err(|_| AdminError::BadRequest(format!("Archive not found: {file_path}")))?;
+        let exports = absolute(&self.exports_dir());
+        let Ok(meta) = tokio::fs::metadata(&path).await else {
+            // A sweep may have deleted it already: an export's name says when it was made.
+            if path.starts_with(&exports) && self.expired_by_name(&path) {
+                return Err(expired(file_path));
+            }
+            return Err(AdminError::BadRequest(format!(
+                "Archive not found: {file_path}"
+            )));
+        };
         if !meta.is_file() {
             return Err(AdminError::BadRequest(format!(
                 "Archive is not a file: {file_path}"
             )));
         }
-        let exports = absolute(&self.exports_dir());
         if path.starts_with(&exports) && self.is_expired(&path).await {
             let _ = tokio::fs::remove_file(&path).await;
-            return Err(AdminError::BadRequest(format!(
-                "Archive has expired (older than STORAGE_EXPORT_TTL_MS) and was deleted: {file_path}"
-            )));
+            return Err(expired(file_path));
         }
         let scan_path = path.clone();
         let keys = tokio::task::spawn_blocking(move || scan_archive(&scan_path))
@@ -393,6 +417,12 @@ fn store_entry(
     drop(sender);
     let stored = handle.block_on(task).map_err(internal)??;
     Ok(stored.key)
+}
+
+fn expired(file_path: &str) -> AdminError {
+    AdminError::BadRequest(format!(
+        "Archive has expired (older than STORAGE_EXPORT_TTL_MS) and was deleted: {file_path}"
+    ))
 }
 
 #[cfg(test)]
