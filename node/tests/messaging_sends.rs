@@ -53,10 +53,11 @@ async fn every_send_type_arrives_with_its_type_and_fields() {
         .await;
     assert_eq!(no_inline["media"]["omitted"], true);
     assert_eq!(no_inline["media"]["sizeBytes"], 7);
+    // In B's store the message belongs to the chat with A.
     let raw = p
         .client
         .get(&format!(
-            "/api/sessions/{}/messages/{to}/{}/media",
+            "/api/sessions/{}/messages/{from}/{}/media",
             p.b,
             got["id"].as_str().unwrap_or_default()
         ))
