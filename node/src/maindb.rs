@@ -8,7 +8,11 @@ use serde::{Deserialize, Serialize};
 use sqlx::SqliteConnection;
 use wagate_proto::Role;
 
-use crate::keys::{KeyChange, is_unrestricted_admin, is_usable_admin, restore_unrestricted_admin};
+use std::net::IpAddr;
+
+use crate::keys::{
+    KeyChange, is_unrestricted_admin, is_usable_admin_from, restore_unrestricted_admin,
+};
 use crate::store::audit::{self as audit_store, AuditRow};
 use crate::store::keys::{self as key_store, ApiKey};
 use crate::store::{StoreError, StoreResult};
@@ -24,10 +28,16 @@ pub enum MainCommand {
         id: String,
         change: KeyChangeWire,
         now: i64,
+        /// The client address the change was asked from: an admin key usable from it must remain. Absent
+        /// (entries written before it existed): an admin key usable from some address.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        caller: Option<IpAddr>,
     },
     DeleteKey {
         id: String,
         now: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        caller: Option<IpAddr>,
     },
     /// Adds `key` unless a key with its hash exists (`API_MASTER_KEY`, applied once per cluster).
     EnsureKey {
@@ -181,7 +191,12 @@ pub async fn apply(conn: &mut SqliteConnection, command: &MainCommand) -> StoreR
             key_store::insert_key(&mut *conn, key).await?;
             Ok(MainOutcome::Key { key: key.clone() })
         }
-        MainCommand::UpdateKey { id, change, now } => {
+        MainCommand::UpdateKey {
+            id,
+            change,
+            now,
+            caller,
+        } => {
             let Some(mut key) = find_key(conn, id).await? else {
                 return Ok(refused(Refusal::NotFound));
             };
@@ -191,17 +206,17 @@ pub async fn apply(conn: &mut SqliteConnection, command: &MainCommand) -> StoreR
                 }));
             }
             key.updated_at = *now;
-            if !admin_remains(conn, Some(&key), id, *now).await? {
+            if !admin_remains(conn, Some(&key), id, *now, *caller).await? {
                 return Ok(refused(Refusal::LastAdmin));
             }
             key_store::update_key(&mut *conn, &key).await?;
             Ok(MainOutcome::Key { key })
         }
-        MainCommand::DeleteKey { id, now } => {
+        MainCommand::DeleteKey { id, now, caller } => {
             let Some(key) = find_key(conn, id).await? else {
                 return Ok(refused(Refusal::NotFound));
             };
-            if !admin_remains(conn, None, id, *now).await? {
+            if !admin_remains(conn, None, id, *now, *caller).await? {
                 return Ok(refused(Refusal::LastAdmin));
             }
             key_store::delete_key(&mut *conn, id).await?;
@@ -263,18 +278,19 @@ async fn find_key(conn: &mut SqliteConnection, id: &str) -> StoreResult<Option<A
     }
 }
 
-/// Whether a usable admin key remains once key `id` becomes `changed` (`None`: deleted).
+/// Whether an admin key usable from `caller` remains once key `id` becomes `changed` (`None`: deleted).
 async fn admin_remains(
     conn: &mut SqliteConnection,
     changed: Option<&ApiKey>,
     id: &str,
     now: i64,
+    caller: Option<IpAddr>,
 ) -> StoreResult<bool> {
     let keys = key_store::list_keys(&mut *conn).await?;
     Ok(keys
         .iter()
         .map(|k| if k.id == id { changed } else { Some(k) })
-        .any(|k| k.is_some_and(|k| is_usable_admin(k, now))))
+        .any(|k| k.is_some_and(|k| is_usable_admin_from(k, now, caller))))
 }
 
 /// The replicated tables as one value: a raft snapshot's payload.

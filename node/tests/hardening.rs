@@ -57,7 +57,7 @@ async fn no_change_may_leave_the_node_without_a_usable_admin_key() {
     for change in [
         json!({ "allowedIps": [] }),
         json!({ "allowedSessions": ["2f1d6c0e-0000-4000-8000-000000000001"] }),
-        json!({ "expiresAt": "2001-01-01T00:00:00.000Z" }),
+        json!({ "allowedIps": ["203.0.113.7"] }),
         json!({ "isActive": false }),
         json!({ "role": "operator" }),
     ] {
@@ -68,19 +68,29 @@ async fn no_change_may_leave_the_node_without_a_usable_admin_key() {
             "{change}"
         );
     }
+    // An expiry in the past is refused as bad input before the guard is asked.
+    let expired = admin
+        .put(&path, json!({ "expiresAt": "2001-01-01T00:00:00.000Z" }))
+        .await
+        .expect("update");
+    assert_error(&expired, 400);
     let still = admin.get("/api/auth/api-keys").await.expect("list");
     assert_eq!(still.status, 200, "the admin still gets in: {}", still.text);
 }
 
 #[tokio::test]
 async fn a_restart_with_the_master_key_lets_a_locked_out_operator_back_in() {
-    let mut node = node().await;
+    // Behind a trusted proxy a caller can act from an address this loopback client never has.
+    let options =
+        NodeOptions::new(env!("CARGO_BIN_EXE_wagate")).env("TRUSTED_PROXIES", "127.0.0.1");
+    let mut node = Node::start(options).await.expect("node");
     let admin = node.client();
     let master = master_id(&admin).await;
     let (second_id, second) =
         create_key(&admin, json!({ "name": "second-admin", "role": "admin" })).await;
     let second = node.client_with_key(Some(&second));
-    // The master key is bound to an address this loopback client never has; with the second admin gone,
+    // The master key is bound to an address this loopback client never has; with the second admin deleted
+    // by a caller at that address (the guard only keeps an admin key usable from the caller's own address),
     // nobody here can manage keys any more.
     let narrowed = second
         .put(
@@ -90,10 +100,10 @@ async fn a_restart_with_the_master_key_lets_a_locked_out_operator_back_in() {
         .await
         .expect("narrow");
     assert_eq!(narrowed.status, 200, "{}", narrowed.text);
-    let deleted = second
-        .delete(&format!("/api/auth/api-keys/{second_id}"))
-        .await
-        .expect("delete");
+    let from_there = second
+        .raw(Method::DELETE, &format!("/api/auth/api-keys/{second_id}"))
+        .header("X-Forwarded-For", "203.0.113.7");
+    let deleted = second.send(from_there).await.expect("delete");
     assert_eq!(deleted.status, 204, "{}", deleted.text);
     let locked = admin.get("/api/auth/api-keys").await.expect("locked");
     assert_eq!(locked.status, 401, "{}", locked.text);

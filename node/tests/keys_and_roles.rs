@@ -3,6 +3,9 @@
 use serde_json::json;
 use wagate_loadtest::harness::{ADMIN_KEY, Client, Node, NodeOptions};
 
+/// A session id (allowedSessions holds ids, never names).
+const SESSION: &str = "2f1d6c0e-0000-4000-8000-000000000001";
+
 async fn node() -> Node {
     Node::start(NodeOptions::new(env!("CARGO_BIN_EXE_wagate")))
         .await
@@ -165,7 +168,8 @@ async fn admin_routes_refuse_lower_roles_and_scoped_keys() {
     let admin = node.client();
     let (_, viewer) = create_key(&admin, json!({ "name": "viewer", "role": "viewer" })).await;
     let (_, operator) = create_key(&admin, json!({ "name": "operator", "role": "operator" })).await;
-    let scoped_body = json!({ "name": "scoped-admin", "role": "admin", "allowedSessions": ["a1"] });
+    let scoped_body =
+        json!({ "name": "scoped-admin", "role": "admin", "allowedSessions": [SESSION] });
     let (_, scoped_admin) = create_key(&admin, scoped_body).await;
     for key in [&viewer, &operator] {
         let c = node.client_with_key(Some(key));
@@ -222,7 +226,8 @@ async fn malformed_allowed_sessions_and_ips_are_refused_at_creation() {
         json!([""]),
         json!([" padded"]),
         json!(["a,b"]),
-        json!(["dup", "dup"]),
+        json!([SESSION, SESSION]),
+        json!(["a-session-name"]),
     ] {
         let reply = admin
             .post(
@@ -274,5 +279,105 @@ async fn allowed_ips_confine_a_key_to_its_addresses() {
             .expect("r")
             .status,
         200
+    );
+}
+
+async fn master_id(admin: &Client) -> String {
+    let keys = admin.get("/api/auth/api-keys").await.expect("list");
+    keys.body
+        .as_array()
+        .and_then(|list| list.iter().find(|k| k["name"] == "master"))
+        .and_then(|k| k["id"].as_str())
+        .expect("the master key is listed")
+        .to_string()
+}
+
+fn assert_last_admin(reply: &wagate_loadtest::harness::Reply) {
+    assert_eq!(reply.status, 409, "{}", reply.text);
+    assert_eq!(
+        reply.body["message"], "This change would leave no usable admin key",
+        "{}",
+        reply.text
+    );
+}
+
+#[tokio::test]
+async fn an_admin_key_bound_to_other_addresses_does_not_keep_the_caller_in() {
+    let node = node().await;
+    let admin = node.client();
+    let master = format!("/api/auth/api-keys/{}", master_id(&admin).await);
+    let (second, _) = create_key(&admin, json!({ "name": "admin2", "role": "admin" })).await;
+    let second = format!("/api/auth/api-keys/{second}");
+    let narrowed = admin
+        .put(&second, json!({ "allowedIps": ["10.0.0.0/8"] }))
+        .await
+        .expect("narrow");
+    assert_eq!(narrowed.status, 200, "{}", narrowed.text);
+    assert_last_admin(&admin.delete(&master).await.expect("delete"));
+    assert_last_admin(
+        &admin
+            .post_empty(&format!("{master}/revoke"))
+            .await
+            .expect("revoke"),
+    );
+    let elsewhere = admin
+        .put(&master, json!({ "allowedIps": ["10.9.9.9"] }))
+        .await
+        .expect("narrow master");
+    assert_last_admin(&elsewhere);
+    let here = admin
+        .put(&master, json!({ "allowedIps": ["127.0.0.1"] }))
+        .await
+        .expect("narrow master to here");
+    assert_eq!(here.status, 200, "{}", here.text);
+    let still = admin.get("/api/auth/api-keys").await.expect("list");
+    assert_eq!(still.status, 200, "the admin still gets in: {}", still.text);
+}
+
+#[tokio::test]
+async fn an_expiry_in_the_past_is_refused() {
+    let node = node().await;
+    let admin = node.client();
+    let past = json!({ "name": "expired", "expiresAt": "2001-01-01T00:00:00Z" });
+    let reply = admin
+        .post("/api/auth/api-keys", past)
+        .await
+        .expect("create");
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    let (id, _) = create_key(&admin, json!({ "name": "expiring" })).await;
+    let path = format!("/api/auth/api-keys/{id}");
+    let reply = admin
+        .put(&path, json!({ "expiresAt": "2001-01-01T00:00:00Z" }))
+        .await
+        .expect("update");
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    let future = admin
+        .put(&path, json!({ "expiresAt": "2999-01-01T00:00:00Z" }))
+        .await
+        .expect("update");
+    assert_eq!(future.status, 200, "{}", future.text);
+}
+
+#[tokio::test]
+async fn allowed_sessions_must_be_session_ids_on_update_too() {
+    let node = node().await;
+    let admin = node.client();
+    let (id, _) = create_key(
+        &admin,
+        json!({ "name": "scoped", "allowedSessions": [SESSION] }),
+    )
+    .await;
+    let path = format!("/api/auth/api-keys/{id}");
+    let reply = admin
+        .put(&path, json!({ "allowedSessions": ["my-session"] }))
+        .await
+        .expect("update");
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    let record = admin.get(&path).await.expect("get");
+    assert_eq!(
+        record.body["allowedSessions"],
+        json!([SESSION]),
+        "{}",
+        record.text
     );
 }

@@ -132,7 +132,7 @@ async fn update_key(
             .map(|e| e.as_deref().map(parse_expiry).transpose())
             .transpose()?,
     };
-    let key = ctx.keys.update(&id, change).await?;
+    let key = ctx.keys.update(&id, change, caller.ip).await?;
     ctx.audit.record(
         "api_key_updated",
         &caller.actor(),
@@ -151,7 +151,7 @@ async fn delete_key(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     admin(&caller)?;
-    ctx.keys.delete(&id).await?;
+    ctx.keys.delete(&id, caller.ip).await?;
     ctx.audit.record(
         "api_key_deleted",
         &caller.actor(),
@@ -170,7 +170,7 @@ async fn revoke_key(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<ApiKeyRecord>> {
     admin(&caller)?;
-    let key = ctx.keys.revoke(&id).await?;
+    let key = ctx.keys.revoke(&id, caller.ip).await?;
     ctx.audit.record(
         "api_key_revoked",
         &caller.actor(),

@@ -25,7 +25,7 @@ use crate::store::{StoreError, now_ms};
 mod rules;
 
 pub use rules::{KeyChange, NewKey};
-pub(crate) use rules::{is_unrestricted_admin, is_usable_admin, restore_unrestricted_admin};
+pub(crate) use rules::{is_unrestricted_admin, is_usable_admin_from, restore_unrestricted_admin};
 
 /// Why a presented key is refused (always 401 to the caller).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -326,32 +326,39 @@ impl KeyService {
         Ok((key, plaintext))
     }
 
-    /// Applies `change`; the last-admin rule is checked where the change is applied, against the keys as
-    /// they are then (on every replica alike).
-    pub async fn update(&self, id: &str, change: KeyChange) -> Result<ApiKey, KeyError> {
+    /// Applies `change`, asked for from `caller` (the client address). The last-admin rule is checked where
+    /// the change is applied, against the keys as they are then (on every replica alike): an admin key usable
+    /// from `caller` must remain, so nobody locks themselves out through the API.
+    pub async fn update(
+        &self,
+        id: &str,
+        change: KeyChange,
+        caller: Option<IpAddr>,
+    ) -> Result<ApiKey, KeyError> {
+        let now = now_ms();
+        change.check_at(now)?;
         self.change_key(MainCommand::UpdateKey {
             id: id.to_string(),
             change: change.into(),
-            now: now_ms(),
+            now,
+            caller,
         })
         .await
     }
 
-    pub async fn revoke(&self, id: &str) -> Result<ApiKey, KeyError> {
-        self.update(
-            id,
-            KeyChange {
-                is_active: Some(false),
-                ..KeyChange::default()
-            },
-        )
-        .await
+    pub async fn revoke(&self, id: &str, caller: Option<IpAddr>) -> Result<ApiKey, KeyError> {
+        let change = KeyChange {
+            is_active: Some(false),
+            ..KeyChange::default()
+        };
+        self.update(id, change, caller).await
     }
 
-    pub async fn delete(&self, id: &str) -> Result<ApiKey, KeyError> {
+    pub async fn delete(&self, id: &str, caller: Option<IpAddr>) -> Result<ApiKey, KeyError> {
         self.change_key(MainCommand::DeleteKey {
             id: id.to_string(),
             now: now_ms(),
+            caller,
         })
         .await
     }

@@ -1,5 +1,5 @@
 //! The rules of key records: validation of new keys and changes (name length, allowedSessions entries,
-//! allowedIps), and what counts as a usable admin key. Pure functions; no I/O.
+//! allowedIps, expiry), and what counts as a usable admin key. Pure functions; no I/O.
 
 use std::collections::HashSet;
 use std::net::IpAddr;
@@ -42,7 +42,9 @@ impl NewKey {
     }
 
     pub(crate) fn into_key(self, plaintext: &str) -> Result<ApiKey, KeyError> {
+        let now = now_ms();
         check_name(&self.name)?;
+        check_expiry(self.expires_at, now)?;
         let allowed_sessions = self.allowed_sessions.map(canonical_sessions);
         if let Some(sessions) = &allowed_sessions {
             check_allowed_sessions(sessions)?;
@@ -50,7 +52,6 @@ impl NewKey {
         if let Some(ips) = &self.allowed_ips {
             check_allowed_ips(ips)?;
         }
-        let now = now_ms();
         Ok(ApiKey {
             id: uuid::Uuid::new_v4().to_string(),
             name: self.name,
@@ -70,6 +71,11 @@ impl NewKey {
 }
 
 impl KeyChange {
+    /// The checks that need the submitter's clock (so they stay out of the deterministic [`apply`]).
+    pub(crate) fn check_at(&self, now: i64) -> Result<(), KeyError> {
+        check_expiry(self.expires_at.flatten(), now)
+    }
+
     pub(crate) fn apply(self, key: &mut ApiKey) -> Result<(), KeyError> {
         if let Some(name) = self.name {
             check_name(&name)?;
@@ -111,8 +117,16 @@ fn check_name(name: &str) -> Result<(), KeyError> {
     crate::names::printable("name", name).map_err(KeyError::Invalid)
 }
 
+/// A key that is expired when issued is a mistake (a wrong year, a local time read as UTC), never intended.
+fn check_expiry(expires_at: Option<i64>, now: i64) -> Result<(), KeyError> {
+    match expires_at {
+        Some(at) if at <= now => Err(KeyError::Invalid("expiresAt must be in the future".into())),
+        _ => Ok(()),
+    }
+}
+
 /// Session ids as requests name them once parsed (lowercase hyphenated UUIDs), so a key listing an id in
-/// capitals or braces still reaches that session; other entries stay as given.
+/// capitals or braces still reaches that session; other entries stay as given (and are refused).
 fn canonical_sessions(sessions: Vec<String>) -> Vec<String> {
     sessions
         .into_iter()
@@ -123,7 +137,8 @@ fn canonical_sessions(sessions: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// The spec refuses entries that are empty, whitespace-padded, comma-bearing or duplicated.
+/// The spec refuses entries that are empty, whitespace-padded, comma-bearing or duplicated; wire-notes §11
+/// says they are session ids, so a session name (which would never match a request) is refused too.
 pub(crate) fn check_allowed_sessions(sessions: &[String]) -> Result<(), KeyError> {
     let mut seen = HashSet::new();
     for entry in sessions {
@@ -135,6 +150,8 @@ pub(crate) fn check_allowed_sessions(sessions: &[String]) -> Result<(), KeyError
             Some("entries must not contain commas")
         } else if !seen.insert(entry.as_str()) {
             Some("must not contain duplicate entries")
+        } else if uuid::Uuid::parse_str(entry).is_err() {
+            Some("entries must be session ids (UUIDs)")
         } else {
             None
         };
@@ -177,12 +194,17 @@ pub(crate) fn ip_allowed(allowed: &[String], client: Option<IpAddr>) -> bool {
 /// An admin key someone can still use to manage keys: active, unexpired, not restricted to sessions, and
 /// not bound to an address list that matches nothing. Every field that can lock a key out is here, so the
 /// last-admin guard cannot be bypassed through one it forgot.
-pub(crate) fn is_usable_admin(key: &ApiKey, now: i64) -> bool {
+fn is_usable_admin(key: &ApiKey, now: i64) -> bool {
     key.role == Role::Admin
         && key.is_active
         && key.allowed_sessions.is_none()
         && key.allowed_ips.as_ref().is_none_or(|ips| !ips.is_empty())
         && key.expires_at.is_none_or(|at| at > now)
+}
+
+/// [`is_usable_admin`], and usable from `caller` (the address a change was asked from) when it is known.
+pub(crate) fn is_usable_admin_from(key: &ApiKey, now: i64, caller: Option<IpAddr>) -> bool {
+    is_usable_admin(key, now) && caller.is_none_or(|ip| super::address_allowed(key, Some(ip)))
 }
 
 /// Whether a key works from anywhere as an admin, as the master key must after boot.

@@ -526,6 +526,7 @@ async fn the_last_admin_guard_is_decided_by_the_state_machine_on_every_replica()
         .write(MainCommand::DeleteKey {
             id: admin.id.clone(),
             now: 2,
+            caller: None,
         })
         .await
         .expect("committed");
