@@ -1,5 +1,6 @@
 //! Chat routes: the chat list and the chat write actions (unread, archive, pin, mute, typing, clear,
-//! delete). Reads and writes go through the engine; `/chats/read` belongs to the messaging routes.
+//! delete). Reads and writes go through the engine; `/chats/read` belongs to the messaging routes. A clear
+//! or delete the engine accepted also deletes the gateway's stored copy of the chat's messages.
 
 use axum::Json;
 use axum::extract::{RawQuery, State};
@@ -16,6 +17,7 @@ use super::extract::{ApiJson, ApiPath};
 use super::session_scope::Scoped;
 use crate::app::ApiContext;
 use crate::engine::ChatState;
+use crate::store::chat_history::{self, Forget};
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
@@ -144,6 +146,7 @@ async fn clear_chat(
     let chat = jid("chatId", &path.1)?;
     let engine = session.engine().await?;
     bounded(&ctx, engine.clear_chat(&chat)).await?;
+    forget_stored(&ctx, session.id(), &chat, Forget::History).await?;
     Ok(Json(SuccessResult::ok()))
 }
 
@@ -158,5 +161,28 @@ async fn delete_chat(
     let chat = jid("chatId", &body.chat_id)?;
     let engine = session.engine().await?;
     bounded(&ctx, engine.delete_chat(&chat)).await?;
+    forget_stored(&ctx, session.id(), &chat, Forget::Chat).await?;
     Ok(Json(SuccessResult::ok()))
+}
+
+/// Once the network has cleared or deleted the chat, the gateway's own copy of its messages goes too
+/// (OpenWA's clients promise it): rows, search entries, reactions and votes; never shared media objects.
+/// Only after the engine succeeded: a refused clear keeps the history.
+async fn forget_stored(
+    ctx: &ApiContext,
+    session_id: &str,
+    chat: &wagate_proto::Jid,
+    what: Forget,
+) -> ApiResult<()> {
+    let db = ctx.infra.data_db();
+    let chat_id = chat.to_string();
+    let rows = chat_history::forget(db, session_id, &chat_id, what)
+        .await
+        .map_err(|err| {
+            ApiError::internal(format!(
+                "chat {chat_id} changed on the network, its stored messages were not deleted: {err}"
+            ))
+        })?;
+    tracing::debug!(session_id, chat_id, rows, "stored chat history deleted");
+    Ok(())
 }

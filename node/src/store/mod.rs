@@ -8,6 +8,7 @@ pub(crate) mod audit;
 pub(crate) mod automation;
 pub(crate) mod backends;
 pub(crate) mod batches;
+pub(crate) mod chat_history;
 pub(crate) mod chat_states;
 pub(crate) mod contact_names;
 pub(crate) mod data_tables;
