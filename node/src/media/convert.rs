@@ -1,5 +1,5 @@
 //! Server-side media conversion with the system `ffmpeg`: a voice note (OGG/Opus, mono 48 kHz, what phones
-//! play as a voice message) or a phone-playable video (MP4, H.264 baseline + AAC, `faststart`). Conversions
+//! play as a voice message) or a phone-playable video (MP4, H.264 baseline + AAC, `faststart`, fitted inside 720p). Conversions
 //! run at most `MEDIA_CONVERSION_CONCURRENCY` at a time with at most `MEDIA_CONVERSION_QUEUE` more waiting
 //! (beyond that: refused, 503); each child gets `MEDIA_CONVERSION_TIMEOUT_MS` and is killed after it (and
 //! whenever its request goes away: `kill_on_drop`). ffmpeg itself stops writing one byte past
@@ -28,6 +28,13 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The last probe: when it ran and, if it failed, why.
 type Probed = Option<(Instant, Result<(), String>)>;
+
+/// The video filter: fit inside 1280x720 (720x1280 when portrait, a square as landscape), keeping the
+/// aspect ratio, never upscaling, with even dimensions (yuv420p needs them). Level 3.1 tops out at 720p:
+/// a larger frame is flagged 3.1 yet fails to play on the phones that honour the flag.
+const VIDEO_FIT: &str = "scale=w='if(gte(iw,ih),min(1280,iw),min(720,iw))'\
+:h='if(gte(iw,ih),min(720,ih),min(1280,ih))'\
+:force_original_aspect_ratio=decrease:force_divisible_by=2";
 
 /// What to convert into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +84,7 @@ impl Target {
                 "-pix_fmt",
                 "yuv420p",
                 "-vf",
-                "scale=trunc(iw/2)*2:trunc(ih/2)*2",
+                VIDEO_FIT,
                 "-preset",
                 "veryfast",
                 "-crf",
