@@ -374,7 +374,7 @@ async fn calls_links_rejection_auto_reject_and_profile() {
             .expect("status"),
     );
     ok(
-        c.put(&at(&alice, "/profile/picture"), json!({ "base64": "cGlj" }))
+        c.put(&at(&alice, "/profile/picture"), json!({ "base64": "cGlj", "mimetype": "image/png" }))
             .await
             .expect("picture"),
     );

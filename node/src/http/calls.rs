@@ -46,6 +46,7 @@ async fn create_call_link(
     };
     let start_time = body
         .start_millis()
+        .filter(|_| !stray_fraction(body.start_time.as_ref()))
         .ok_or_else(|| ApiError::bad_request("startTime must be epoch milliseconds"))?;
     let engine = session.engine().await?;
     // Unbounded on purpose: call-link create is among the routes that never answer 503.
@@ -54,4 +55,28 @@ async fn create_call_link(
         .await
         .map_err(|e| ApiError::from(e).never_unavailable())?;
     Ok(Json(CallLink { link }))
+}
+
+/// Epoch milliseconds from a float clock (`time.time() * 1000`) carry a fraction, which is dropped; a
+/// fraction on a value that small (`1.5`) is no clock reading in milliseconds and is refused, as a negative
+/// one is. Below 10^11 milliseconds is before March 1973.
+fn stray_fraction(raw: Option<&serde_json::Number>) -> bool {
+    const MILLIS_FROM: f64 = 1.0e11;
+    raw.filter(|n| !n.is_i64() && !n.is_u64())
+        .and_then(serde_json::Number::as_f64)
+        .is_some_and(|f| f.fract() != 0.0 && f < MILLIS_FROM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stray_fraction;
+
+    #[test]
+    fn a_fraction_is_dropped_from_a_clock_reading_and_refused_on_a_tiny_value() {
+        let n = |v: f64| serde_json::Number::from_f64(v);
+        assert!(stray_fraction(n(1.5).as_ref()));
+        assert!(!stray_fraction(n(1_700_000_000_000.5).as_ref()));
+        assert!(!stray_fraction(Some(&serde_json::Number::from(1))));
+        assert!(!stray_fraction(None));
+    }
 }

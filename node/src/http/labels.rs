@@ -79,6 +79,10 @@ async fn upsert_label(
         .map(|c| c.ok_or_else(|| ApiError::bad_request("color must be an integer 0-19")))
         .transpose()?;
     if let Some(name) = &body.name {
+        // An upsert may leave the name out (keep it), but a label is never renamed to nothing.
+        if name.trim().is_empty() {
+            return Err(ApiError::bad_request("name must not be empty"));
+        }
         crate::names::printable("name", name).map_err(ApiError::bad_request)?;
     }
     let upsert = LabelUpsert {

@@ -5,21 +5,10 @@ use wagate_proto::dto::status::MediaInput;
 
 use super::error::ApiResult;
 use crate::app::ApiContext;
-use crate::engine::MediaSource;
 use crate::messaging::ResourceMedia;
 
-/// The content and mimetype of `input` for session `session_id`; `default_mimetype` when none was given.
-pub(crate) async fn load_media(
-    ctx: &ApiContext,
-    session_id: &str,
-    input: &MediaInput,
-    default_mimetype: &str,
-) -> ApiResult<(MediaSource, String)> {
-    let media = load_stored_media(ctx, session_id, input, default_mimetype).await?;
-    Ok((media.source, media.mimetype))
-}
-
-/// Like `load_media`, with the media object too (status posts keep its key to serve it again).
+/// The content, mimetype and media object of `input` for session `session_id` (`default_mimetype` when
+/// none was given or served); status posts keep the object's key to serve it again.
 pub(crate) async fn load_stored_media(
     ctx: &ApiContext,
     session_id: &str,

@@ -10,9 +10,15 @@ use wagate_proto::dto::status::MediaInput;
 use super::engine_call::bounded;
 use super::error::{ApiError, ApiResult};
 use super::extract::ApiJson;
-use super::media_input::load_media;
+use super::media_input::load_stored_media;
 use super::session_scope::Scoped;
 use crate::app::ApiContext;
+use crate::engine::MediaSource;
+use crate::messaging::check_media_body;
+
+/// WhatsApp's limits (OpenWA's `SetProfileNameDto` / `SetProfileStatusDto` maxLength).
+const NAME_MAX: usize = 25;
+const ABOUT_MAX: usize = 139;
 
 pub(crate) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
@@ -32,6 +38,11 @@ async fn set_profile_name(
     if body.name.trim().is_empty() {
         return Err(ApiError::bad_request("name must not be empty"));
     }
+    if body.name.chars().count() > NAME_MAX {
+        return Err(ApiError::bad_request(format!(
+            "name must be at most {NAME_MAX} characters (WhatsApp's display-name limit)"
+        )));
+    }
     crate::names::printable("name", &body.name).map_err(ApiError::bad_request)?;
     let engine = session.engine().await?;
     bounded(&ctx, engine.set_profile_name(&body.name)).await?;
@@ -49,6 +60,11 @@ async fn set_profile_status(
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<SetProfileStatusRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
+    if body.status.chars().count() > ABOUT_MAX {
+        return Err(ApiError::bad_request(format!(
+            "status must be at most {ABOUT_MAX} characters (WhatsApp's about limit)"
+        )));
+    }
     let engine = session.engine().await?;
     bounded(&ctx, engine.set_profile_status(&body.status)).await?;
     Ok(Json(SuccessResult::ok()))
@@ -62,10 +78,49 @@ async fn set_profile_picture(
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<MediaInput>,
 ) -> ApiResult<Json<SuccessResult>> {
+    check_picture_body(&body)?;
     let engine = session.engine().await?;
-    let (image, _) = load_media(&ctx, session.id(), &body, "image/jpeg").await?;
+    let image = load_picture(&ctx, session.id(), &body).await?;
     bounded(&ctx, engine.set_profile_picture(image)).await?;
     Ok(Json(SuccessResult::ok()))
+}
+
+/// A picture body follows the media-body rules of sends and status posts (exactly one of url or base64, a
+/// mimetype with base64), and a declared type must be an image: checked before anything is downloaded.
+pub(crate) fn check_picture_body(body: &MediaInput) -> ApiResult<()> {
+    check_media_body(body, false)?;
+    match body.mimetype.as_deref().map(str::trim) {
+        Some(declared) if !declared.is_empty() && !is_image(declared) => {
+            Err(not_an_image(declared))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The picture's content, once the type it was served with is an image too (a URL answering `text/plain`
+/// is refused; an untyped or `application/octet-stream` answer is left to the declared type).
+pub(crate) async fn load_picture(
+    ctx: &ApiContext,
+    session_id: &str,
+    body: &MediaInput,
+) -> ApiResult<MediaSource> {
+    let media = load_stored_media(ctx, session_id, body, "image/jpeg").await?;
+    let served = media.stored.content_type.as_deref().map(str::trim);
+    let untyped = |t: &&str| t.is_empty() || t.starts_with("application/octet-stream");
+    match served.filter(|t| !untyped(t)) {
+        Some(served) if !is_image(served) => Err(not_an_image(served)),
+        _ => Ok(media.source),
+    }
+}
+
+fn is_image(mimetype: &str) -> bool {
+    mimetype.to_ascii_lowercase().starts_with("image/")
+}
+
+fn not_an_image(mimetype: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "the picture must be an image (image/*), not {mimetype}"
+    ))
 }
 
 /// DELETE /api/sessions/{sessionId}/profile/picture

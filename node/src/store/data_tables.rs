@@ -256,6 +256,9 @@ pub(crate) static STATUS_UPDATES: TableSpec = TableSpec {
         int("posted_at"),
         int("expires_at"),
         int("created_at"),
+        // An own text status's style (migration 0090).
+        text("background_color"),
+        int("font"),
     ],
     order_by: "id",
 };

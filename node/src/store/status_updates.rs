@@ -166,3 +166,38 @@ pub(crate) async fn delete(db: &DataPool, session_id: &str, status_id: &str) -> 
     execute!(db, sqlx::query(DELETE).bind(session_id).bind(status_id))?;
     Ok(())
 }
+
+const SET_TEXT_STYLE: &str = "UPDATE status_updates SET background_color = $3, font = $4 \
+     WHERE session_id = $1 AND status_id = $2";
+const TEXT_STYLES: &str = "SELECT status_id, background_color, font FROM status_updates \
+     WHERE session_id = $1 AND (background_color IS NOT NULL OR font IS NOT NULL)";
+
+/// A text status's style: `(status id, background colour, font)`.
+pub(crate) type TextStyleRow = (String, Option<String>, Option<i64>);
+
+/// Records the style an own text status was posted with (its row is written by the post itself).
+pub(crate) async fn set_text_style(
+    db: &DataPool,
+    session_id: &str,
+    status_id: &str,
+    background_color: Option<&str>,
+    font: Option<i64>,
+) -> StoreResult<()> {
+    execute!(
+        db,
+        sqlx::query(SET_TEXT_STYLE)
+            .bind(session_id)
+            .bind(status_id)
+            .bind(background_color)
+            .bind(font)
+    )?;
+    Ok(())
+}
+
+/// The styles of the session's stored statuses that have one.
+pub(crate) async fn text_styles(db: &DataPool, session_id: &str) -> StoreResult<Vec<TextStyleRow>> {
+    Ok(on_pool!(db, |p| sqlx::query_as(TEXT_STYLES)
+        .bind(session_id)
+        .fetch_all(p)
+        .await)?)
+}

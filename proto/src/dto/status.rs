@@ -63,6 +63,12 @@ pub struct StatusRecord {
     pub has_media: bool,
     pub timestamp: String,
     pub expires_at: String,
+    /// A text status's background colour, when it was posted with one (own posts only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_color: Option<String>,
+    /// A text status's font, when it was posted with one (own posts only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub font: Option<u8>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

@@ -15,8 +15,11 @@ use crate::engine::{self, GroupSettingsUpdate};
 use crate::http::engine_call::bounded;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{ApiJson, ApiPath};
-use crate::http::media_input::load_media;
+use crate::http::profile::{check_picture_body, load_picture};
 use crate::http::session_scope::Scoped;
+
+/// The disappearing-message timers WhatsApp offers (off, 24 hours, 7 days, 90 days).
+const EPHEMERAL_TIMERS: [u32; 4] = [0, 86_400, 604_800, 7_776_000];
 
 pub(super) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
@@ -77,6 +80,14 @@ async fn update_group_settings(
         Some("all") => Some(false),
         Some(_) => return Err(ApiError::bad_request("memberAddMode must be all or admins")),
     };
+    if body
+        .ephemeral_seconds
+        .is_some_and(|s| !EPHEMERAL_TIMERS.contains(&s))
+    {
+        return Err(ApiError::bad_request(
+            "ephemeralSeconds must be one of 0 (off), 86400, 604800 or 7776000",
+        ));
+    }
     let update = GroupSettingsUpdate {
         announce: body.announce,
         locked: body.locked,
@@ -112,8 +123,9 @@ async fn set_group_picture(
     ApiJson(body): ApiJson<MediaInput>,
 ) -> ApiResult<Json<SuccessResult>> {
     let group = path_group(&path)?;
+    check_picture_body(&body)?;
     let engine = session.engine().await?;
-    let (image, _) = load_media(&ctx, session.id(), &body, "image/jpeg").await?;
+    let image = load_picture(&ctx, session.id(), &body).await?;
     bounded(&ctx, engine.set_group_picture(&group, image)).await?;
     Ok(Json(SuccessResult::ok()))
 }

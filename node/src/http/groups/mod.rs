@@ -19,6 +19,7 @@ use super::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::app::ApiContext;
 use crate::engine::{self, NewGroup};
 use crate::http::session_scope::Scoped;
+use wagate_proto::jid::ChatKind;
 
 mod admin;
 mod participants;
@@ -108,8 +109,9 @@ async fn create_group(
         return Err(ApiError::bad_request("name must not be empty"));
     }
     crate::names::printable("name", &body.name).map_err(ApiError::bad_request)?;
-    let participants = super::engine_call::jids("participants", &body.participants)?;
+    let participants = people(&body.participants)?;
     let engine = session.engine().await?;
+    let participants = without_self(participants, session.record().await?.phone.as_deref())?;
     // Unbounded on purpose: the spec lists group create among the routes that never answer 503.
     let group = engine
         .create_group(NewGroup {
@@ -119,6 +121,36 @@ async fn create_group(
         .await
         .map_err(|e| ApiError::from(e).never_unavailable())?;
     Ok((StatusCode::CREATED, Json(summary(group))))
+}
+
+/// Group members are people: a channel, a group or a broadcast list cannot be added to a group.
+fn people(raw: &[String]) -> ApiResult<Vec<wagate_proto::Jid>> {
+    let ids = super::engine_call::jids("participants", raw)?;
+    match ids.iter().find(|id| id.kind() != ChatKind::Individual) {
+        Some(other) => Err(ApiError::bad_request(format!(
+            "participants: '{other}' is not a person's id (expected <number>@c.us or <id>@lid)"
+        ))),
+        None => Ok(ids),
+    }
+}
+
+/// The participants less the session's own number (the creator is the owner anyway); none left is a 400:
+/// a group is created with at least one other member.
+fn without_self(
+    ids: Vec<wagate_proto::Jid>,
+    own_phone: Option<&str>,
+) -> ApiResult<Vec<wagate_proto::Jid>> {
+    let own = own_phone.map(crate::sessions::linked_number);
+    let others: Vec<_> = ids
+        .into_iter()
+        .filter(|id| !(id.server() == "c.us" && Some(id.user()) == own))
+        .collect();
+    if others.is_empty() {
+        return Err(ApiError::bad_request(
+            "participants must name at least one person other than the session's own number",
+        ));
+    }
+    Ok(others)
 }
 
 /// GET /api/sessions/{sessionId}/groups/join-info

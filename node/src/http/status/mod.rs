@@ -2,6 +2,8 @@
 //! delete, and the media of a status this session posted. The path parameter is `{id}` throughout
 //! (a contact id for the list, a status id for delete and media) so the router sees one shape.
 
+use std::collections::HashMap;
+
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
@@ -19,6 +21,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::ApiPath;
 use crate::http::media_output::content_type_of;
 use crate::http::session_scope::{Scoped, ScopedSession};
+use crate::store::status_updates;
 
 mod post;
 
@@ -44,7 +47,36 @@ fn record(s: StatusUpdate) -> StatusRecord {
         has_media: s.has_media,
         timestamp: iso_ms(s.posted_at.saturating_mul(1000)),
         expires_at: iso_ms(s.expires_at.saturating_mul(1000)),
+        background_color: None,
+        font: None,
     }
+}
+
+/// The records of `statuses`, with the style the session's own text posts were made with (the engines
+/// do not report it back; the gateway stored it at post time).
+async fn records(
+    ctx: &ApiContext,
+    session: &str,
+    statuses: Vec<StatusUpdate>,
+) -> ApiResult<Vec<StatusRecord>> {
+    let styles: HashMap<String, (Option<String>, Option<i64>)> =
+        status_updates::text_styles(ctx.infra.data_db(), session)
+            .await?
+            .into_iter()
+            .map(|(id, color, font)| (id, (color, font)))
+            .collect();
+    Ok(statuses
+        .into_iter()
+        .map(|s| {
+            let style = styles.get(&s.status_id).cloned();
+            let mut r = record(s);
+            if let Some((color, font)) = style {
+                r.background_color = color;
+                r.font = font.and_then(|f| u8::try_from(f).ok());
+            }
+            r
+        })
+        .collect())
 }
 
 /// GET /api/sessions/{sessionId}/status
@@ -57,7 +89,7 @@ async fn list_statuses(
     let engine = session.engine().await?;
     let statuses = bounded(&ctx, engine.list_statuses()).await?;
     Ok(Json(StatusList {
-        statuses: statuses.into_iter().map(record).collect(),
+        statuses: records(&ctx, session.id(), statuses).await?,
     }))
 }
 
@@ -73,7 +105,7 @@ async fn list_contact_statuses(
     let engine = session.engine().await?;
     let statuses = bounded(&ctx, engine.contact_statuses(&contact)).await?;
     Ok(Json(StatusList {
-        statuses: statuses.into_iter().map(record).collect(),
+        statuses: records(&ctx, session.id(), statuses).await?,
     }))
 }
 

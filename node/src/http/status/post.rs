@@ -21,6 +21,7 @@ use crate::http::session_scope::Scoped;
 use crate::media::StoredMedia;
 use crate::messaging::validate;
 use crate::messaging::{ResourceMedia, check_media_body};
+use crate::store::status_updates;
 
 const MAX_RECIPIENTS: usize = 256;
 const FONTS: [u8; 8] = [0, 1, 2, 6, 7, 8, 9, 10];
@@ -101,6 +102,7 @@ async fn send_text_status(
     }
     let audience = recipients(&ctx, body.recipients.as_deref())?;
     session.sending_engine().await?;
+    let style = (body.background_color.clone(), body.font);
     let content = StatusContent::Text {
         text: body.text,
         background_color: body.background_color,
@@ -110,9 +112,31 @@ async fn send_text_status(
         content,
         recipients: audience,
     };
-    publish(&ctx, session.id(), post, None)
+    let (code, result) = publish(&ctx, session.id(), post, None)
         .await
-        .map_err(ApiError::never_unavailable)
+        .map_err(ApiError::never_unavailable)?;
+    keep_style(&ctx, session.id(), &result.status_id, style).await;
+    Ok((code, result))
+}
+
+/// Stores the style a text status was posted with, for `GET /status`. The post has already reached the
+/// network, so a failure here is logged and the post still answers 201 (as its row's own persistence).
+async fn keep_style(
+    ctx: &ApiContext,
+    session: &str,
+    status_id: &str,
+    (background_color, font): (Option<String>, Option<u8>),
+) {
+    if background_color.is_none() && font.is_none() {
+        return;
+    }
+    let db = ctx.infra.data_db();
+    let font = font.map(i64::from);
+    let kept =
+        status_updates::set_text_style(db, session, status_id, background_color.as_deref(), font);
+    if let Err(err) = kept.await {
+        tracing::warn!(session_id = session, status_id, error = %err, "text status style not persisted");
+    }
 }
 
 async fn send_media(
@@ -126,6 +150,14 @@ async fn send_media(
         MessageType::Video => (body.video.clone(), "video/mp4"),
         _ => (body.audio.clone(), "audio/ogg; codecs=opus"),
     };
+    let flat = [&body.url, &body.base64]
+        .into_iter()
+        .any(|v| v.as_deref().is_some_and(|v| !v.trim().is_empty()));
+    if nested.is_some() && flat {
+        return Err(ApiError::bad_request(
+            "exactly one media source: nested (image, video or audio) or flat url/base64, not both",
+        ));
+    }
     let input = nested.unwrap_or(MediaInput {
         url: body.url.clone(),
         base64: body.base64.clone(),
