@@ -256,7 +256,8 @@ async fn groups_are_created_with_people_only() {
 
     let picture = at(&alice, &format!("/groups/{group}/picture"));
     for body in [
-        json!({ "url": "https://example.com/a.png", "base64": "aGk=", "mimetype": "image/png" }),
+        json!({ "base64": "data:text/plain;base64,aGk=" }),
+        json!({}),
         json!({ "base64": "aGk=" }),
         json!({ "base64": "aGk=", "mimetype": "text/plain" }),
     ] {
@@ -271,6 +272,15 @@ async fn groups_are_created_with_people_only() {
         .await
         .expect("picture");
     assert_eq!(ok.status, 200, "{}", ok.text);
+    // Both sources: base64 wins (as OpenWA's clients document), so the URL is never fetched.
+    let both = c
+        .put(
+            &picture,
+            json!({ "url": "http://127.0.0.1:9/a.png", "base64": "aGk=", "mimetype": "image/png" }),
+        )
+        .await
+        .expect("picture");
+    assert_eq!(both.status, 200, "{}", both.text);
 }
 
 #[tokio::test]
@@ -282,7 +292,8 @@ async fn profile_status_call_and_label_validations() {
 
     let profile = at(&alice, "/profile/picture");
     for body in [
-        json!({ "url": "https://example.com/a.png", "base64": "aGk=", "mimetype": "image/png" }),
+        json!({ "base64": "data:text/plain;base64,aGk=" }),
+        json!({}),
         json!({ "base64": "aGk=" }),
         json!({ "base64": "aGk=", "mimetype": "text/plain" }),
     ] {

@@ -14,7 +14,6 @@ use super::media_input::load_stored_media;
 use super::session_scope::Scoped;
 use crate::app::ApiContext;
 use crate::engine::MediaSource;
-use crate::messaging::check_media_body;
 
 /// WhatsApp's limits (OpenWA's `SetProfileNameDto` / `SetProfileStatusDto` maxLength).
 const NAME_MAX: usize = 25;
@@ -78,22 +77,35 @@ async fn set_profile_picture(
     State(ctx): State<ApiContext>,
     ApiJson(body): ApiJson<MediaInput>,
 ) -> ApiResult<Json<SuccessResult>> {
-    check_picture_body(&body)?;
+    let body = picture_body(body)?;
     let engine = session.engine().await?;
     let image = load_picture(&ctx, session.id(), &body).await?;
     bounded(&ctx, engine.set_profile_picture(image)).await?;
     Ok(Json(SuccessResult::ok()))
 }
 
-/// A picture body follows the media-body rules of sends and status posts (exactly one of url or base64, a
-/// mimetype with base64), and a declared type must be an image: checked before anything is downloaded.
-pub(crate) fn check_picture_body(body: &MediaInput) -> ApiResult<()> {
-    check_media_body(body, false)?;
-    match body.mimetype.as_deref().map(str::trim) {
-        Some(declared) if !declared.is_empty() && !is_image(declared) => {
-            Err(not_an_image(declared))
-        }
-        _ => Ok(()),
+/// A picture body: a url or base64 (base64 wins when both are sent, as OpenWA's clients document for
+/// group pictures), raw or as a `data:` URL (which names its type), a mimetype with raw base64, and a
+/// declared type that is an image. Checked before anything is downloaded; answers the body to load.
+pub(crate) fn picture_body(mut body: MediaInput) -> ApiResult<MediaInput> {
+    let present = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.trim().is_empty());
+    let has_base64 = present(&body.base64);
+    if has_base64 {
+        body.url = None;
+    } else if !present(&body.url) {
+        return Err(ApiError::bad_request("url or base64 is required"));
+    }
+    let data_url_type = body
+        .base64
+        .as_deref()
+        .and_then(|b| b.trim().strip_prefix("data:"))
+        .and_then(|rest| rest.split_once(';'))
+        .map(|(mime, _)| mime.to_owned());
+    let declared = data_url_type.or_else(|| body.mimetype.clone().filter(|m| !m.trim().is_empty()));
+    match declared.as_deref().map(str::trim) {
+        Some(declared) if !is_image(declared) => Err(not_an_image(declared)),
+        None if has_base64 => Err(ApiError::bad_request("mimetype is required with base64")),
+        _ => Ok(body),
     }
 }
 

@@ -15,7 +15,7 @@ use crate::engine::{self, GroupSettingsUpdate};
 use crate::http::engine_call::bounded;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{ApiJson, ApiPath};
-use crate::http::profile::{check_picture_body, load_picture};
+use crate::http::profile::{load_picture, picture_body};
 use crate::http::session_scope::Scoped;
 
 /// The disappearing-message timers WhatsApp offers (off, 24 hours, 7 days, 90 days).
@@ -123,7 +123,7 @@ async fn set_group_picture(
     ApiJson(body): ApiJson<MediaInput>,
 ) -> ApiResult<Json<SuccessResult>> {
     let group = path_group(&path)?;
-    check_picture_body(&body)?;
+    let body = picture_body(body)?;
     let engine = session.engine().await?;
     let image = load_picture(&ctx, session.id(), &body).await?;
     bounded(&ctx, engine.set_group_picture(&group, image)).await?;
