@@ -50,8 +50,9 @@ impl MessagingService {
 }
 
 /// The spec's media-body rules, which status posts follow as sends do (pictures have their own,
-/// `http/profile.rs` `picture_body`, where base64 wins over a url): exactly one of url or base64, raw base64 without a data-URL prefix, and a mimetype with base64 unless
-/// the kind has a default one (a voice note's `audio/ogg; codecs=opus`).
+/// `http/profile.rs` `picture_body`, where base64 wins over a url): exactly one of url or base64, raw
+/// base64 without a data-URL prefix, and a mimetype with base64 unless the kind has a default one (a voice
+/// note's `audio/ogg; codecs=opus`).
 pub(crate) fn check_media_body(
     input: &MediaInput,
     has_default_mimetype: bool,
