@@ -377,3 +377,30 @@ async fn profile_status_call_and_label_validations() {
         .expect("label");
     assert_eq!(label.status, 400, "{}", label.text);
 }
+
+#[tokio::test]
+async fn a_contacts_presence_is_known_only_once_subscribed() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    linked_session(&c, "bob", BOB).await;
+    let read = at(&alice, &format!("/presence/{}", jid(BOB)));
+    let before = c.get(&read).await.expect("presence");
+    assert_eq!(before.status, 200, "{}", before.text);
+    assert!(before.body.is_null(), "never subscribed: {}", before.text);
+    let subscribed = c
+        .post(
+            &at(&alice, "/presence/subscribe"),
+            json!({ "chatId": jid(BOB) }),
+        )
+        .await
+        .expect("subscribe");
+    assert_eq!(subscribed.status, 200, "{}", subscribed.text);
+    let after = c.get(&read).await.expect("presence");
+    assert_eq!(after.body["chatId"], jid(BOB).as_str(), "{}", after.text);
+    assert!(
+        after.body["participants"][0]["state"].is_string(),
+        "{}",
+        after.text
+    );
+}

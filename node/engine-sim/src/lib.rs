@@ -60,6 +60,7 @@ impl EngineFactory for SimFactory {
         Arc::new(SimEngine {
             net: self.net.clone(),
             ctx,
+            presence_subscribed: std::sync::Mutex::default(),
         })
     }
 
@@ -82,6 +83,9 @@ impl EngineFactory for SimFactory {
 pub struct SimEngine {
     net: SimNetwork,
     ctx: EngineContext,
+    /// Chats this engine run subscribed to the presence of: WhatsApp tells a device of a contact's
+    /// presence only after it asked, and a subscription ends with the connection.
+    presence_subscribed: std::sync::Mutex<std::collections::HashSet<Jid>>,
 }
 
 impl SimEngine {
@@ -573,12 +577,26 @@ impl Engine for SimEngine {
         self.net.pull_accounts(target).await;
         self.net.pull_presence(target).await;
         let subscribed = self.net.subscribe_presence(self.query().await, chat);
+        if subscribed.is_ok()
+            && let Ok(mut chats) = self.presence_subscribed.lock()
+        {
+            chats.insert(chat.clone());
+        }
         self.shared(subscribed).await
     }
     async fn presence(&self, chat: &Jid) -> EngineResult<Option<Vec<PresenceEntry>>> {
         self.net.pull_chat(chat).await;
         let mut phones = self.net.group_members(chat);
         if phones.is_empty() {
+            // A contact's presence is known only once subscribed to (null: never asked).
+            let asked = self
+                .presence_subscribed
+                .lock()
+                .is_ok_and(|chats| chats.contains(chat));
+            if !asked {
+                self.net.presence(self.query().await, chat)?;
+                return Ok(None);
+            }
             phones.push(chat.clone());
         }
         self.net.pull_accounts(&phones).await;
