@@ -652,11 +652,12 @@ async fn a_session_taken_over_keeps_its_ringing_call_account_state_and_read_stat
     ok(a.put(&at(&y, "/profile/name"), json!({ "name": "Yvonne" }))
         .await
         .expect("name"));
-    ok(
-        a.put(&at(&y, "/profile/picture"), json!({ "base64": "cGlj", "mimetype": "image/png" }))
-            .await
-            .expect("picture"),
-    );
+    ok(a.put(
+        &at(&y, "/profile/picture"),
+        json!({ "base64": "cGlj", "mimetype": "image/png" }),
+    )
+    .await
+    .expect("picture"));
     let picture_path = at(&y, &format!("/contacts/{}/profile-picture", jid(TY)));
     let picture = ok(a.get(&picture_path).await.expect("picture")).body["url"].clone();
     assert!(picture.is_string(), "{picture}");

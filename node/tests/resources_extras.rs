@@ -373,11 +373,12 @@ async fn calls_links_rejection_auto_reject_and_profile() {
             .await
             .expect("status"),
     );
-    ok(
-        c.put(&at(&alice, "/profile/picture"), json!({ "base64": "cGlj", "mimetype": "image/png" }))
-            .await
-            .expect("picture"),
-    );
+    ok(c.put(
+        &at(&alice, "/profile/picture"),
+        json!({ "base64": "cGlj", "mimetype": "image/png" }),
+    )
+    .await
+    .expect("picture"));
     ok(c.delete(&at(&alice, "/profile/picture"))
         .await
         .expect("remove"));

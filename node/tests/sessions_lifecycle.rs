@@ -549,5 +549,8 @@ async fn session_authenticated_names_the_phone_as_the_session_record_does() {
     let got = rx.wait_count(1, WAIT).await;
     let event = got.first().expect("session.authenticated").json();
     assert_eq!(event["data"]["phone"], "4915100000014", "{event}");
-    assert_eq!(get(&c, &id).await.expect("get").body["phone"], "4915100000014");
+    assert_eq!(
+        get(&c, &id).await.expect("get").body["phone"],
+        "4915100000014"
+    );
 }
