@@ -106,6 +106,11 @@ async fn an_operation_naming_another_chat_than_the_stored_message_answers_404() 
 }
 
 /// An MP3 of one second's tone, made by the system ffmpeg (`scripts/test.sh` installs it).
+/// The start of an Ogg Opus stream: a page whose first packet is Opus's header.
+fn opus_page() -> Vec<u8> {
+    [&b"OggS"[..], &[0u8; 23], &[19], b"OpusHead\x01\x01rest"].concat()
+}
+
 fn mp3_tone() -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("tone.mp3");
@@ -160,7 +165,7 @@ async fn a_base64_voice_note_without_a_mimetype_is_converted_unless_it_is_ogg() 
     let ogg = p
         .post(
             "messages/send-audio",
-            json!({ "chatId": to, "base64": b64(b"OggS\0\x02rest"), "ptt": true }),
+            json!({ "chatId": to, "base64": b64(&opus_page()), "ptt": true }),
         )
         .await;
     assert_eq!(ogg.status, 201, "{}", ogg.text);
@@ -347,6 +352,37 @@ async fn deleting_a_revoked_message_for_everyone_again_raises_no_second_event() 
         }
     }
     assert_eq!(revoked, sent, "one message.revoked per message");
+
+    // What is deleted for everyone is gone from the chat: no reaction, edit, pin, star or forward.
+    let gone = &sent[0];
+    let ops = [
+        (
+            "messages/react",
+            json!({ "chatId": to, "messageId": gone, "emoji": "👍" }),
+        ),
+        (
+            "messages/edit",
+            json!({ "chatId": to, "messageId": gone, "body": "back" }),
+        ),
+        ("messages/pin", json!({ "chatId": to, "messageId": gone })),
+        (
+            "messages/star",
+            json!({ "chatId": to, "messageId": gone, "star": true }),
+        ),
+        (
+            "messages/forward",
+            json!({ "fromChatId": to, "toChatId": to, "messageId": gone }),
+        ),
+    ];
+    for (route, body) in ops {
+        let refused = p.post(route, body).await;
+        assert_eq!(refused.status, 404, "{route}: {}", refused.text);
+        assert_eq!(
+            refused.str("message"),
+            format!("Message {gone} not found"),
+            "{route}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -467,4 +503,16 @@ async fn bulk_item_variables_fill_the_text_and_the_caption() {
         refused.str("message"),
         "messages[0]: variables must be an object"
     );
+    // A value is sent as given, even when it holds a token itself.
+    let literal = json!([{ "chatId": to, "type": "text", "content": { "text": "[{{a}}]" },
+        "variables": { "a": "{{b}}", "b": "B" } }]);
+    let accepted = p
+        .post(
+            "messages/send-bulk",
+            json!({ "messages": literal, "options": { "delayBetweenMessages": 1000 } }),
+        )
+        .await;
+    assert_eq!(accepted.status, 202, "{}", accepted.text);
+    p.wait_message(&p.b, "type=text", |m| m["body"] == "[{{b}}]")
+        .await;
 }

@@ -123,18 +123,27 @@ pub(crate) fn media(kind: MediaKind, b: SendMediaRequest) -> MessagingResult<Dra
     })
 }
 
-/// The type of base64 voice bytes sent without a mimetype: an Ogg stream is taken for Opus (the spec's
-/// default); anything else is marked as not Opus, so that it is converted rather than sent as voice as it is.
+/// The type of base64 voice bytes sent without a mimetype: an Ogg stream whose first packet is Opus's
+/// header (`OpusHead`) is taken for Opus (the spec's default); anything else (Vorbis or FLAC in Ogg too) is
+/// marked as not Opus, so that it is converted rather than sent as voice as it is.
 fn sniffed_voice_mimetype(data: &str) -> &'static str {
     use base64::Engine as _;
-    // Eight characters decode to the first six bytes, enough for the four of the Ogg capture pattern.
+    // 96 characters decode to the first 72 bytes: the Ogg page header (27 bytes), its segment table and
+    // the start of the first packet, where `OpusHead` sits (at byte 28 with the usual one segment).
     let head: Vec<u8> = data
         .bytes()
         .filter(|b| !b.is_ascii_whitespace())
-        .take(8)
+        .take(96)
         .collect();
-    let decoded = base64::engine::general_purpose::STANDARD.decode(&head);
-    if decoded.is_ok_and(|bytes| bytes.starts_with(b"OggS")) {
+    let decoded = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(
+            head.strip_suffix(b"==")
+                .or(head.strip_suffix(b"="))
+                .unwrap_or(&head),
+        )
+        .unwrap_or_default();
+    let opus = decoded.starts_with(b"OggS") && decoded.windows(8).any(|w| w == b"OpusHead");
+    if opus {
         DEFAULT_AUDIO_MIMETYPE
     } else {
         "application/octet-stream"
@@ -253,9 +262,15 @@ mod tests {
 
     #[test]
     fn a_base64_voice_note_needs_no_mimetype_but_plain_audio_does() {
+        // An Ogg page whose first packet is Opus's header.
+        let page = [&b"OggS"[..], &[0u8; 23], &[19], b"OpusHead\x01\x01"].concat();
+        let opus = {
+            use base64::Engine as _;
+            base64::engine::general_purpose::STANDARD.encode(&page)
+        };
         let body = |ptt| SendMediaRequest {
             chat_id: Some("4915100000001@c.us".into()),
-            base64: Some("T2dnUw==".into()),
+            base64: Some(opus.clone()),
             ptt: Some(ptt),
             ..SendMediaRequest::default()
         };
@@ -283,11 +298,16 @@ mod tests {
             Ok(DraftContent::Media(m)) => m.mimetype,
             _ => None,
         };
-        // "OggS" followed by more bytes, and an MP3's ID3 header.
-        assert_eq!(
-            mimetype("T2dnUwACAAAA").as_deref(),
-            Some(DEFAULT_AUDIO_MIMETYPE)
-        );
+        // An Ogg page whose first packet is Opus's header; a bare "OggS" (or Vorbis in Ogg) is not Opus.
+        use base64::Engine as _;
+        let mut page = b"OggS".to_vec();
+        page.extend([0u8; 23]);
+        page.push(19);
+        page.extend(b"OpusHead\x01\x01");
+        let opus = base64::engine::general_purpose::STANDARD.encode(&page);
+        assert_eq!(mimetype(&opus).as_deref(), Some(DEFAULT_AUDIO_MIMETYPE));
+        let bare = mimetype("T2dnUwACAAAA").unwrap_or_default();
+        assert!(!crate::media::convert::is_opus(&bare), "{bare}");
         let mp3 = mimetype("SUQzBAAAAAAAI1RTU0U=").unwrap_or_default();
         assert!(!crate::media::convert::is_opus(&mp3), "{mp3}");
     }

@@ -23,7 +23,8 @@ impl MessagingService {
         let record = self.sessions.record(session_id).await?;
         let engine = self.sessions.ready_engine(session_id)?;
         let original = self.find_message(session_id, id).await?;
-        if !same_chat(&original.chat_id, &from.to_string()) {
+        // A message deleted for everyone is gone from its chat: nothing is left to forward.
+        if original.revoked || !same_chat(&original.chat_id, &from.to_string()) {
             return Err(message_not_found(id));
         }
         self.pace(session_id, &to).await?;

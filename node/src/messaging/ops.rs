@@ -28,6 +28,24 @@ struct Target {
 }
 
 impl MessagingService {
+    /// [`Self::target`] of a message still in its chat: one deleted for everyone can no longer be reacted
+    /// to, edited, pinned, starred, voted on or clicked (404, as a quote of it is).
+    async fn live_target(
+        &self,
+        session_id: &str,
+        chat: Option<&str>,
+        id_field: &str,
+        id: Option<&str>,
+    ) -> MessagingResult<Target> {
+        let target = self.target(session_id, chat, id_field, id).await?;
+        match &target.row {
+            Some(row) if row.revoked => {
+                Err(super::error::message_not_found(id.unwrap_or_default()))
+            }
+            _ => Ok(target),
+        }
+    }
+
     async fn target(
         &self,
         session_id: &str,
@@ -59,7 +77,7 @@ impl MessagingService {
             .ok_or_else(|| bad("emoji is required (an empty string removes the reaction)"))?;
         v::max_chars("emoji", &emoji, v::EMOJI_MAX)?;
         let t = self
-            .target(
+            .live_target(
                 session_id,
                 b.chat_id.as_deref(),
                 "messageId",
@@ -87,7 +105,7 @@ impl MessagingService {
     ) -> MessagingResult<SentMessage> {
         let body = v::text("body", b.body.as_deref())?;
         let t = self
-            .target(
+            .live_target(
                 session_id,
                 b.chat_id.as_deref(),
                 "messageId",
@@ -182,7 +200,7 @@ impl MessagingService {
             return Err(bad("durationSeconds must be 86400, 604800 or 2592000"));
         }
         let t = self
-            .target(
+            .live_target(
                 session_id,
                 b.chat_id.as_deref(),
                 "messageId",
@@ -198,7 +216,7 @@ impl MessagingService {
         b: MessageRefRequest,
     ) -> MessagingResult<()> {
         let t = self
-            .target(
+            .live_target(
                 session_id,
                 b.chat_id.as_deref(),
                 "messageId",
@@ -218,7 +236,7 @@ impl MessagingService {
             return Err(bad("options must hold at least one non-empty option text"));
         }
         let t = self
-            .target(
+            .live_target(
                 session_id,
                 b.chat_id.as_deref(),
                 "pollMessageId",
@@ -233,7 +251,7 @@ impl MessagingService {
             .star
             .ok_or_else(|| bad("star is required (true or false)"))?;
         let t = self
-            .target(
+            .live_target(
                 session_id,
                 b.chat_id.as_deref(),
                 "messageId",
@@ -252,7 +270,7 @@ impl MessagingService {
     ) -> MessagingResult<SentMessage> {
         let button = v::required("buttonId", b.button_id.as_deref())?.to_string();
         let t = self
-            .target(
+            .live_target(
                 session_id,
                 b.chat_id.as_deref(),
                 "messageId",
@@ -289,13 +307,13 @@ fn editable(kind: &str, body: &str) -> MessagingResult<()> {
     match kind {
         "image" | "video" | "document" if body.chars().count() > v::CAPTION_MAX => {
             Err(bad(format!(
-                "body must be at most {} characters: it replaces the caption of a {kind} message",
+                "body must be at most {} characters: it replaces the caption of the {kind} message",
                 v::CAPTION_MAX
             )))
         }
         "text" | "unknown" | "image" | "video" | "document" => Ok(()),
         other => Err(bad(format!(
-            "A {other} message cannot be edited: WhatsApp edits only text and captions"
+            "Messages of type {other} cannot be edited: WhatsApp edits only text and captions"
         ))),
     }
 }

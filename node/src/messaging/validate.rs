@@ -155,22 +155,39 @@ pub(crate) fn coordinate(field: &str, raw: Option<f64>, bound: f64) -> Messaging
 
 /// Renders `{{var}}` placeholders from `vars` (strings as-is, other JSON values as written).
 pub(crate) fn render(template: &str, vars: &serde_json::Map<String, serde_json::Value>) -> String {
-    let mut out = template.to_string();
-    for (name, value) in vars {
-        let text = match value {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
+    // One pass over the template: a value that itself holds `{{...}}` is sent as given.
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start + 2..].find("}}") else {
+            break;
         };
-        for token in [format!("{{{{{name}}}}}"), format!("{{{{ {name} }}}}")] {
-            out = out.replace(&token, &text);
+        let name = rest[start + 2..start + 2 + len].trim();
+        out.push_str(&rest[..start]);
+        match vars.get(name) {
+            Some(serde_json::Value::String(text)) => out.push_str(text),
+            Some(other) => out.push_str(&other.to_string()),
+            None => out.push_str(&rest[start..start + 4 + len]),
         }
+        rest = &rest[start + 4 + len..];
     }
+    out.push_str(rest);
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn render_fills_each_token_once() {
+        let vars = serde_json::json!({ "a": "{{b}}", "b": "B", "n": 3 });
+        let vars = vars.as_object().cloned().unwrap_or_default();
+        assert_eq!(
+            render("[{{a}}] {{ b }} {{n}} {{missing}} {{", &vars),
+            "[{{b}}] B 3 {{missing}} {{"
+        );
+    }
 
     #[test]
     fn mentions_need_their_token() {
