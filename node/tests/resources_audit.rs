@@ -403,4 +403,27 @@ async fn a_contacts_presence_is_known_only_once_subscribed() {
         "{}",
         after.text
     );
+
+    // A group's too; its participants are the other members.
+    let group = c
+        .post(
+            &at(&alice, "/groups"),
+            json!({ "name": "presence", "participants": [jid(BOB)] }),
+        )
+        .await
+        .expect("group");
+    assert_eq!(group.status, 201, "{}", group.text);
+    let gid = group.str("id");
+    let read = at(&alice, &format!("/presence/{gid}"));
+    let before = c.get(&read).await.expect("presence");
+    assert!(before.body.is_null(), "never subscribed: {}", before.text);
+    c.post(&at(&alice, "/presence/subscribe"), json!({ "chatId": gid }))
+        .await
+        .expect("subscribe");
+    let after = c.get(&read).await.expect("presence");
+    let ids: Vec<&str> = after.body["participants"]
+        .as_array()
+        .map(|p| p.iter().filter_map(|e| e["id"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(ids, vec![jid(BOB).as_str()], "{}", after.text);
 }

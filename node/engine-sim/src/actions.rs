@@ -229,6 +229,7 @@ impl SimNetwork {
     pub fn mark_unread(&self, session: &str, chat: &Jid) -> EngineResult<()> {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
+        known_chat(&state, &me, chat)?;
         let rec = state.account(&me).chats.entry(chat.clone()).or_default();
         rec.unread = rec.unread.max(1);
         state.chat_changed(&me, chat);

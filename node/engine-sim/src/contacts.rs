@@ -325,12 +325,14 @@ impl SimNetwork {
 
     pub fn presence(&self, session: &str, chat: &Jid) -> EngineResult<Option<Vec<PresenceEntry>>> {
         let state = self.lock();
-        state.online_phone(session)?;
+        let me = state.online_phone(session)?;
         if let Some(group) = state.groups.get(chat) {
+            // The other members: the account's own presence is its own to set, not to observe.
             return Ok(Some(
                 group
                     .members
                     .keys()
+                    .filter(|m| **m != me)
                     .map(|m| state.presence_entry(m))
                     .collect(),
             ));

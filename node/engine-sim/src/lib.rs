@@ -585,18 +585,18 @@ impl Engine for SimEngine {
         self.shared(subscribed).await
     }
     async fn presence(&self, chat: &Jid) -> EngineResult<Option<Vec<PresenceEntry>>> {
+        // A chat's presence is known only once subscribed to (null: never asked), a group's as a contact's.
+        let asked = self
+            .presence_subscribed
+            .lock()
+            .is_ok_and(|chats| chats.contains(chat));
+        if !asked {
+            self.net.presence(self.query().await, chat)?;
+            return Ok(None);
+        }
         self.net.pull_chat(chat).await;
         let mut phones = self.net.group_members(chat);
         if phones.is_empty() {
-            // A contact's presence is known only once subscribed to (null: never asked).
-            let asked = self
-                .presence_subscribed
-                .lock()
-                .is_ok_and(|chats| chats.contains(chat));
-            if !asked {
-                self.net.presence(self.query().await, chat)?;
-                return Ok(None);
-            }
             phones.push(chat.clone());
         }
         self.net.pull_accounts(&phones).await;
