@@ -135,6 +135,15 @@ async fn the_last_admin_key_cannot_be_removed() {
         .await
         .expect("put");
     assert_eq!(reply.status, 409);
+    // An expiry would lock every admin out once it passes.
+    let reply = admin
+        .put(
+            &format!("/api/auth/api-keys/{master}"),
+            json!({ "expiresAt": "2999-01-01T00:00:00Z" }),
+        )
+        .await
+        .expect("put");
+    assert_eq!(reply.status, 409, "{}", reply.text);
 }
 
 #[tokio::test]

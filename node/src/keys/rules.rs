@@ -202,9 +202,12 @@ fn is_usable_admin(key: &ApiKey, now: i64) -> bool {
         && key.expires_at.is_none_or(|at| at > now)
 }
 
-/// [`is_usable_admin`], and usable from `caller` (the address a change was asked from) when it is known.
+/// [`is_usable_admin`], usable from `caller` (the address a change was asked from) when it is known, and
+/// without an expiry: a change that leaves only admins that expire would lock everyone out later.
 pub(crate) fn is_usable_admin_from(key: &ApiKey, now: i64, caller: Option<IpAddr>) -> bool {
-    is_usable_admin(key, now) && caller.is_none_or(|ip| super::address_allowed(key, Some(ip)))
+    is_usable_admin(key, now)
+        && key.expires_at.is_none()
+        && caller.is_none_or(|ip| super::address_allowed(key, Some(ip)))
 }
 
 /// Whether a key works from anywhere as an admin, as the master key must after boot.
