@@ -27,7 +27,7 @@ use super::groups::Group;
 /// Timings and id format of one sim network. Tests shrink or pin these.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
-    /// How often an unscanned QR rotates.
+    /// How often an unscanned QR rotates: each one stays valid about a minute, as the spec's qr_ready says.
     pub qr_interval: Duration,
     /// How long `authenticating` lasts after a scan.
     pub link_delay: Duration,
@@ -43,7 +43,7 @@ pub struct SimConfig {
 impl Default for SimConfig {
     fn default() -> Self {
         Self {
-            qr_interval: Duration::from_secs(20),
+            qr_interval: Duration::from_secs(60),
             link_delay: Duration::from_millis(100),
             ack_delay: Duration::from_millis(100),
             id_prefix: "3EB0SIM".to_string(),
