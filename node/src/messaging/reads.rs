@@ -1,5 +1,7 @@
 //! Reads from the message store: the session's message list (cursor or offset paging, filters, inline
-//! media switch), a chat's history, a message's reactions and its media bytes.
+//! media switch), a chat's history, a message's reactions and its media bytes. A chat or sender id a read
+//! names is checked and normalised as a send's `chatId` is (`validate::jid`): `@s.whatsapp.net` reads as the
+//! `@c.us` the store keeps, and an id that is no JID is a 400, not an empty page.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -11,6 +13,7 @@ use wagate_proto::iso_ms;
 use super::MessagingService;
 use super::error::{MessagingResult, bad, message_not_found};
 use super::record::MediaMeta;
+use super::validate as v;
 use crate::store::messages::{self as message_store, MessageRow, PageQuery, VersionedRow};
 use crate::store::{StoreError, from_json, reactions};
 
@@ -18,6 +21,13 @@ pub(crate) const DEFAULT_LIMIT: i64 = 50;
 
 fn blank_to_none(raw: Option<String>) -> Option<String> {
     raw.filter(|v| !v.trim().is_empty())
+}
+
+/// A filter's JID as the store keeps it; `None` when the filter is absent or blank.
+fn jid_filter(field: &str, raw: Option<String>) -> MessagingResult<Option<String>> {
+    blank_to_none(raw)
+        .map(|raw| v::jid(field, Some(&raw)).map(|jid| jid.to_string()))
+        .transpose()
 }
 
 fn number(
@@ -136,8 +146,8 @@ impl MessagingService {
             None => None,
         };
         let page = PageQuery {
-            chat_id: blank_to_none(q.chat_id),
-            from: blank_to_none(q.from),
+            chat_id: jid_filter("chatId", q.chat_id)?,
+            from: jid_filter("from", q.from)?,
             direction,
             kind: blank_to_none(q.kind),
             offset: if after.is_some() { 0 } else { offset },
@@ -155,11 +165,12 @@ impl MessagingService {
         limit: Option<String>,
         include_media: Option<String>,
     ) -> MessagingResult<Bytes> {
+        let chat = v::jid("chatId", Some(chat_id))?;
         let page = self
             .list_json(
                 session_id,
                 ListMessagesQuery {
-                    chat_id: Some(chat_id.to_string()),
+                    chat_id: Some(chat.to_string()),
                     limit,
                     inline_media: include_media,
                     ..Default::default()
@@ -168,13 +179,11 @@ impl MessagingService {
             .await?;
         let mut rows: Vec<serde_json::Map<String, serde_json::Value>> =
             serde_json::from_slice(&page).map_err(StoreError::from)?;
-        let kind = wagate_proto::Jid::parse(chat_id).map(|j| j.kind().as_str());
+        let kind = chat.kind().as_str();
         for row in &mut rows {
             let outgoing = row.get("direction").and_then(|d| d.as_str()) == Some("outgoing");
             row.insert("fromMe".into(), outgoing.into());
-            if let Ok(kind) = kind {
-                row.insert("kind".into(), kind.into());
-            }
+            row.insert("kind".into(), kind.into());
         }
         Ok(Bytes::from(
             serde_json::to_vec(&rows).map_err(StoreError::from)?,
@@ -238,14 +247,16 @@ impl MessagingService {
             .collect())
     }
 
-    /// A stored message of `chat_id`: 404 when there is none, or it belongs to another chat.
+    /// A stored message of `chat_id`: 400 when `chat_id` is no JID, 404 when there is no such message, or
+    /// it belongs to another chat.
     async fn stored_in_chat(
         &self,
         session_id: &str,
         chat_id: &str,
         message_id: &str,
     ) -> MessagingResult<MessageRow> {
-        self.find_in_chat(session_id, chat_id, message_id)
+        let chat = v::jid("chatId", Some(chat_id))?;
+        self.find_in_chat(session_id, &chat.to_string(), message_id)
             .await?
             .ok_or_else(|| message_not_found(message_id))
     }

@@ -1,5 +1,5 @@
 //! Message reads (viewer): the session's message list, a chat's history, a message's reactions and its
-//! media bytes. All come from the message store.
+//! media bytes. All come from the message store; the service checks and normalises the chat ids they name.
 
 use axum::Json;
 use axum::extract::State;
@@ -25,7 +25,7 @@ pub(super) fn router() -> OpenApiRouter<ApiContext> {
 
 /// GET /api/sessions/{sessionId}/messages
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages", tag = "messages", params(ListMessagesQuery),
-    responses((status = 200, body = [Message]), (status = 400, description = "bad paging or unknown cursor")))]
+    responses((status = 200, body = [Message]), (status = 400, description = "bad paging, unknown cursor, or a chatId/from that is no JID")))]
 async fn list_messages(
     session: Scoped,
     State(ctx): State<ApiContext>,
@@ -77,7 +77,8 @@ struct HistoryQuery {
 /// GET /api/sessions/{sessionId}/messages/{chatId}/history: the chat's stored messages, newest first, each
 /// as `GET /messages` shows it plus `fromMe` and the chat's `kind` (as OpenWA's clients read history).
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/{chatId}/history", tag = "messages",
-    params(HistoryQuery), responses((status = 200, body = [Message])))]
+    params(HistoryQuery), responses((status = 200, body = [Message]),
+        (status = 400, description = "bad limit, or a chatId that is no JID")))]
 async fn chat_history(
     session: Scoped,
     State(ctx): State<ApiContext>,
@@ -93,7 +94,8 @@ async fn chat_history(
 
 /// GET /api/sessions/{sessionId}/messages/{chatId}/{messageId}/reactions
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/{chatId}/{messageId}/reactions", tag = "messages",
-    responses((status = 200, body = [ReactionGroup]), (status = 404)))]
+    responses((status = 200, body = [ReactionGroup]), (status = 400, description = "a chatId that is no JID"),
+        (status = 404)))]
 async fn message_reactions(
     session: Scoped,
     State(ctx): State<ApiContext>,
@@ -109,7 +111,8 @@ async fn message_reactions(
 /// GET /api/sessions/{sessionId}/messages/{chatId}/{messageId}/media
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/messages/{chatId}/{messageId}/media", tag = "messages",
     responses((status = 200, description = "The raw media bytes, with their stored content type",
-        content_type = "application/octet-stream", body = Vec<u8>), (status = 404, description = "No media")))]
+        content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 400, description = "a chatId that is no JID"), (status = 404, description = "No media")))]
 async fn message_media(
     session: Scoped,
     State(ctx): State<ApiContext>,
