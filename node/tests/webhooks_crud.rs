@@ -149,6 +149,54 @@ async fn invalid_webhooks_answer_400_naming_the_field() {
     );
 }
 
+/// `filters` is an object on every read (spec: `filters | object`): a webhook without conditions reads as
+/// `{"conditions": []}`, never null, and still receives every event; PUT with `{}` or `null` clears.
+#[tokio::test]
+async fn a_webhook_without_filters_reads_as_the_empty_filter_and_gets_every_event() {
+    let n = node().await;
+    let c = n.client();
+    let s = support::ready_session(&c, "crud-filters").await;
+    let rx = Receiver::start().await.unwrap();
+    let empty = json!({ "conditions": [] });
+    let created = add_webhook(
+        &c,
+        &s,
+        json!({ "url": rx.url(), "events": ["message.received"] }),
+    )
+    .await;
+    assert_eq!(created["filters"], empty, "{created}");
+    let path = format!(
+        "/api/sessions/{s}/webhooks/{}",
+        created["id"].as_str().unwrap()
+    );
+    assert_eq!(c.get(&path).await.unwrap().body["filters"], empty);
+    let list = c.get(&format!("/api/sessions/{s}/webhooks")).await.unwrap();
+    assert_eq!(list.body[0]["filters"], empty, "{}", list.text);
+    let all = c.get("/api/webhooks").await.unwrap();
+    assert_eq!(all.body[0]["filters"], empty, "{}", all.text);
+
+    let cond =
+        json!({ "conditions": [{ "field": "body", "operator": "is", "value": "never sent" }] });
+    for clear in [json!({}), serde_json::Value::Null] {
+        let set = c.put(&path, json!({ "filters": cond })).await.unwrap();
+        assert_eq!(set.status, 200, "{}", set.text);
+        assert_eq!(set.body["filters"], cond, "{}", set.text);
+        let cleared = c.put(&path, json!({ "filters": clear })).await.unwrap();
+        assert_eq!(cleared.status, 200, "{}", cleared.text);
+        assert_eq!(cleared.body["filters"], empty, "{clear}: {}", cleared.text);
+        assert_eq!(c.get(&path).await.unwrap().body["filters"], empty);
+    }
+    let untouched = c.put(&path, json!({ "retryCount": 1 })).await.unwrap();
+    assert_eq!(untouched.body["filters"], empty, "{}", untouched.text);
+
+    // No conditions: the message is delivered, as with no filter at all.
+    support::inbound(&c, &s, "15557770000@c.us", "hello").await;
+    let got = rx
+        .wait_until(std::time::Duration::from_secs(30), |d| !d.is_empty())
+        .await;
+    assert_eq!(got[0].json()["data"]["body"], "hello");
+}
+
 #[tokio::test]
 async fn scoped_and_viewer_keys_are_confined() {
     let n = node().await;

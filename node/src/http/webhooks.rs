@@ -33,7 +33,9 @@ pub(crate) fn record(w: &WebhookRecord) -> Webhook {
         url: w.url.clone(),
         events: w.events.clone(),
         active: w.active,
-        filters: w.filters.clone(),
+        // A webhook without conditions reads as the empty filter (spec: `filters` is an object), not null;
+        // the stored `None` still means every event is delivered.
+        filters: w.filters.clone().unwrap_or_default(),
         retry_count: w.retry_count,
         last_triggered_at: w.last_triggered_at.map(iso_ms),
         created_at: iso_ms(w.created_at),

@@ -86,7 +86,8 @@ pub struct Webhook {
     pub url: String,
     pub events: Vec<String>,
     pub active: bool,
-    pub filters: Option<WebhookFilters>,
+    /// Always an object: `{"conditions": []}` (no conditions) when the webhook filters nothing.
+    pub filters: WebhookFilters,
     pub retry_count: i32,
     pub last_triggered_at: Option<String>,
     pub created_at: String,
@@ -110,7 +111,8 @@ pub struct CreateWebhookRequest {
     pub retry_count: Option<i64>,
 }
 
-/// A field left out is unchanged; `secret: ""` clears the secret, `filters: null` and `headers: null` clear.
+/// A field left out is unchanged; `secret: ""` clears the secret, `filters: null` (or `{}`) and `headers: null`
+/// clear.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateWebhookRequest {
