@@ -255,13 +255,39 @@ async fn status_posts_lists_media_and_delete() {
         .expect("media");
     assert_eq!(none.status, 404);
 
-    ok(
-        c.delete(&at(&alice, &format!("/status/{}", text.str("statusId"))))
-            .await
-            .expect("delete"),
-    );
+    let first = ok(c
+        .delete(&at(&alice, &format!("/status/{}", text.str("statusId"))))
+        .await
+        .expect("delete"));
     let left = ok(c.get(&at(&alice, "/status")).await.expect("list"));
     assert_eq!(left.body["statuses"].as_array().map(Vec::len), Some(2));
+    // Delete converges: deleting the same own post again answers the same success.
+    let again = ok(c
+        .delete(&at(&alice, &format!("/status/{}", text.str("statusId"))))
+        .await
+        .expect("delete again"));
+    assert_eq!(again.body, first.body);
+    assert_eq!(again.body["success"], true, "{}", again.text);
+    let still = ok(c.get(&at(&alice, "/status")).await.expect("list"));
+    assert_eq!(still.body["statuses"].as_array().map(Vec::len), Some(2));
+    // A contact's post that Bob sees is not his to delete.
+    let not_his = c
+        .delete(&at(&bob, &format!("/status/{}", image.str("statusId"))))
+        .await
+        .expect("delete another's");
+    assert_eq!(not_his.status, 404, "{}", not_his.text);
+    // A deleted post's media goes with it; deleting it twice is fine as well.
+    let image_path = at(&alice, &format!("/status/{}", image.str("statusId")));
+    ok(c.delete(&image_path).await.expect("delete image"));
+    ok(c.delete(&image_path).await.expect("delete image again"));
+    let gone = c.get(&format!("{image_path}/media")).await.expect("media");
+    assert_eq!(gone.status, 404, "{}", gone.text);
+    // An id the session never posted is not a delete that landed: still 404.
+    let never = c
+        .delete(&at(&alice, "/status/NEVER-POSTED-0001"))
+        .await
+        .expect("delete unknown");
+    assert_eq!(never.status, 404, "{}", never.text);
 }
 
 async fn ring(c: &Client, session: &str) -> String {

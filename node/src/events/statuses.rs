@@ -11,7 +11,7 @@ use wagate_proto::Jid;
 use crate::engine::StatusUpdate;
 use crate::media::{MediaStore, StoredMedia};
 use crate::store::status_updates::{self, NewStatus, StatusDirection};
-use crate::store::{DataPool, StoreResult};
+use crate::store::{DataPool, StoreResult, now_ms};
 
 fn row(session_id: &str, update: &StatusUpdate, direction: StatusDirection) -> NewStatus {
     NewStatus {
@@ -163,6 +163,7 @@ pub(crate) async fn move_inline_media(db: &DataPool, media: &MediaStore) -> anyh
     }
 }
 
+/// A deleted status: its row stays as a tombstone (no longer live, no media), see `status_updates::retire`.
 pub(crate) async fn forget(db: &DataPool, session_id: &str, status_id: &str) -> StoreResult<()> {
-    status_updates::delete(db, session_id, status_id).await
+    status_updates::retire(db, session_id, status_id, now_ms()).await
 }

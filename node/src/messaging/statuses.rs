@@ -1,5 +1,6 @@
 //! The session's own status posts: post through the ready engine, keep the post (the key of its media
-//! object and its audience) for the status routes, forget it, stream its media back from the media store.
+//! object and its audience) for the status routes, forget it (a tombstone, so deleting it again converges),
+//! stream its media back from the media store.
 //! The row is built by `events::statuses` and written by the event path's one writer
 //! (`Recorder::record_own_status`).
 
@@ -9,7 +10,7 @@ use super::{MessagingResult, MessagingService};
 use crate::engine::{StatusPost, StatusUpdate};
 use crate::events::statuses::{self, StatusMedia};
 use crate::media::{MediaStream, StoredMedia};
-use crate::store::StoreResult;
+use crate::store::{StoreResult, status_updates};
 
 impl MessagingService {
     /// Posts `post` and records it; `media` (mimetype, the object already in the media store) is what
@@ -31,8 +32,20 @@ impl MessagingService {
         Ok(update)
     }
 
+    /// Records that the session deleted its post: the row stays as a tombstone so a repeated delete
+    /// answers the same success (`own_status_expiry`).
     pub(crate) async fn forget_status(&self, session: &str, status_id: &str) -> StoreResult<()> {
         statuses::forget(&self.db, session, status_id).await
+    }
+
+    /// When the session's own post `status_id` stops (or stopped: deleted or expired) being live, epoch
+    /// ms; `None` when the session has no such post stored.
+    pub(crate) async fn own_status_expiry(
+        &self,
+        session: &str,
+        status_id: &str,
+    ) -> StoreResult<Option<i64>> {
+        status_updates::own_expiry(&self.db, session, status_id).await
     }
 
     /// The stored media of one of the session's statuses as (mimetype, stream); `None` when there is none,

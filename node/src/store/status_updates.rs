@@ -16,7 +16,13 @@ const SELECT_INLINE_MEDIA: &str = "SELECT id, session_id, media FROM status_upda
      WHERE media_key IS NULL AND media IS NOT NULL ORDER BY id LIMIT $1";
 const SET_MEDIA_KEY: &str =
     "UPDATE status_updates SET media = $2, media_key = $3 WHERE id = $1 AND media_key IS NULL";
-const DELETE: &str = "DELETE FROM status_updates WHERE session_id = $1 AND status_id = $2";
+/// A deleted status keeps its row as a tombstone, so a repeated delete can tell "already deleted" from
+/// "never posted": it stops being live at `$3` (now) and its media is dropped (the media route answers 404).
+const RETIRE: &str = "UPDATE status_updates SET \
+     expires_at = CASE WHEN expires_at > $3 THEN $3 ELSE expires_at END, media = NULL, media_key = NULL \
+     WHERE session_id = $1 AND status_id = $2";
+const OWN_EXPIRY: &str = "SELECT expires_at FROM status_updates \
+     WHERE session_id = $1 AND status_id = $2 AND direction = 'outgoing'";
 const LIVE: &str = "SELECT status_id, contact, type, caption, has_media, posted_at, expires_at \
      FROM status_updates WHERE session_id = $1 AND ($2 IS NULL OR direction = $2) AND expires_at > $3 \
      AND ($4 IS NULL OR contact = $4) ORDER BY posted_at DESC";
@@ -162,9 +168,36 @@ pub(crate) async fn set_media_key(
     Ok(())
 }
 
-pub(crate) async fn delete(db: &DataPool, session_id: &str, status_id: &str) -> StoreResult<()> {
-    execute!(db, sqlx::query(DELETE).bind(session_id).bind(status_id))?;
+/// Marks a deleted status: no longer live from `now_ms`, without its media; the row stays (`RETIRE`).
+pub(crate) async fn retire(
+    db: &DataPool,
+    session_id: &str,
+    status_id: &str,
+    now_ms: i64,
+) -> StoreResult<()> {
+    execute!(
+        db,
+        sqlx::query(RETIRE)
+            .bind(session_id)
+            .bind(status_id)
+            .bind(now_ms)
+    )?;
     Ok(())
+}
+
+/// When an own status post stops (or stopped) being live, epoch ms; `None` when the session has no such
+/// post stored.
+pub(crate) async fn own_expiry(
+    db: &DataPool,
+    session_id: &str,
+    status_id: &str,
+) -> StoreResult<Option<i64>> {
+    let row: Option<(i64,)> = on_pool!(db, |p| sqlx::query_as(OWN_EXPIRY)
+        .bind(session_id)
+        .bind(status_id)
+        .fetch_optional(p)
+        .await)?;
+    Ok(row.map(|(at,)| at))
 }
 
 const SET_TEXT_STYLE: &str = "UPDATE status_updates SET background_color = $3, font = $4 \

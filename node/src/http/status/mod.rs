@@ -1,6 +1,7 @@
 //! Status (story) routes: the four posts are in `post.rs`; here the live lists (own, a contact's),
-//! delete, and the media of a status this session posted. The path parameter is `{id}` throughout
-//! (a contact id for the list, a status id for delete and media) so the router sees one shape.
+//! delete (idempotent for the session's own posts), and the media of a status this session posted. The
+//! path parameter is `{id}` throughout (a contact id for the list, a status id for delete and media) so
+//! the router sees one shape.
 
 use std::collections::HashMap;
 
@@ -15,13 +16,13 @@ use wagate_proto::dto::status::{StatusContact, StatusList, StatusRecord};
 use wagate_proto::iso_ms;
 
 use crate::app::ApiContext;
-use crate::engine::StatusUpdate;
+use crate::engine::{EngineError, StatusUpdate};
 use crate::http::engine_call::{bounded, jid};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::ApiPath;
 use crate::http::media_output::content_type_of;
 use crate::http::session_scope::{Scoped, ScopedSession};
-use crate::store::status_updates;
+use crate::store::{now_ms, status_updates};
 
 mod post;
 
@@ -117,9 +118,26 @@ async fn delete_status(
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
+    let status_id = &path.1;
     let engine = session.engine().await?;
-    bounded(&ctx, engine.delete_status(&path.1)).await?;
-    ctx.messaging.forget_status(session.id(), &path.1).await?;
+    // Delete converges (spec): a post of this session that is already gone (deleted before, or expired)
+    // answers the same success without asking the network again. An id the session never posted (or a
+    // contact's post) is still the engine's answer, 404: it was not deleted and deleting it cannot succeed.
+    let own_until = ctx
+        .messaging
+        .own_status_expiry(session.id(), status_id)
+        .await?;
+    if own_until.is_some_and(|until| until <= now_ms()) {
+        return Ok(Json(SuccessResult::ok()));
+    }
+    match bounded(&ctx, engine.delete_status(status_id)).await {
+        Ok(()) => {}
+        // The engine no longer has a post this session made: a retry of a delete that landed but answered
+        // 503, or two deletes at once.
+        Err(EngineError::NotFound(_)) if own_until.is_some() => {}
+        Err(err) => return Err(err.into()),
+    }
+    ctx.messaging.forget_status(session.id(), status_id).await?;
     Ok(Json(SuccessResult::ok()))
 }
 
