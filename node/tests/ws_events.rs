@@ -179,11 +179,27 @@ async fn errors_have_codes_and_frames_are_rate_limited() {
         assert_eq!(f["code"], code, "{frame}: {f}");
     }
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    for _ in 0..40 {
-        send(&mut ws, json!({ "type": "ping" })).await;
+    for i in 0..40 {
+        send(
+            &mut ws,
+            json!({ "type": "ping", "requestId": format!("p{i}") }),
+        )
+        .await;
     }
-    let limited = until(&mut ws, |f| f["type"] == "error").await;
-    assert_eq!(limited["code"], "RATE_LIMITED");
+    // One answer per frame, in order; a RATE_LIMITED error echoes the requestId of the frame it refused,
+    // as every other error frame does (wire-notes §6).
+    let mut limited = Vec::new();
+    for i in 0..40 {
+        let f = next(&mut ws).await.expect("an answer per frame");
+        assert_eq!(f["requestId"], format!("p{i}"), "{f}");
+        if f["type"] == "error" {
+            assert_eq!(f["code"], "RATE_LIMITED", "{f}");
+            limited.push(f);
+        } else {
+            assert_eq!(f["type"], "pong", "{f}");
+        }
+    }
+    assert!(!limited.is_empty(), "40 frames at once exceed 20 a second");
 }
 
 #[tokio::test]

@@ -147,7 +147,10 @@ async fn run(ctx: ApiContext, mut socket: WebSocket, mut key: Arc<ApiKey>, clien
             inbound = socket.recv() => match inbound {
                 Some(Ok(Message::Text(text))) => {
                     if !budget.admit() {
-                        Some(error_frame(codes::RATE_LIMITED, "Too many frames; slow down", None))
+                        // Refused unread, but its error still names the request it answers (wire-notes §6).
+                        let request_id = request_id_of(&text);
+                        let message = "Too many frames; slow down";
+                        Some(error_frame(codes::RATE_LIMITED, message, request_id))
                     } else {
                         Some(handle_frame(&ctx, &key, &mut subs, &text).await)
                     }
@@ -182,7 +185,8 @@ async fn run(ctx: ApiContext, mut socket: WebSocket, mut key: Arc<ApiKey>, clien
     }
 }
 
-/// The `requestId` of a frame that did not parse as a client frame, so its error can still name it.
+/// The `requestId` of a frame that did not parse as a client frame (or was refused by the frame budget), so
+/// its error can still name it.
 fn request_id_of(text: &str) -> Option<serde_json::Value> {
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(serde_json::Value::Object(mut map)) => map.remove("requestId"),
