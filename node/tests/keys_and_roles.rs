@@ -111,6 +111,40 @@ async fn key_lifecycle_create_list_revoke_delete() {
     assert_eq!(deleted.body["data"][0]["severity"], "info");
 }
 
+/// Revoking a revoked key changes nothing: the same answer, and no second `api_key_revoked` audit row.
+#[tokio::test]
+async fn a_repeat_revoke_answers_the_same_and_audits_once() {
+    let node = node().await;
+    let admin = node.client();
+    let (id, _) = create_key(&admin, json!({ "name": "revoke-twice" })).await;
+    let path = format!("/api/auth/api-keys/{id}/revoke");
+    let first = admin.post_empty(&path).await.expect("revoke");
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert_eq!(first.body["isActive"], false, "{}", first.text);
+    let again = admin.post_empty(&path).await.expect("revoke again");
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(again.body, first.body, "nothing changed");
+    let audit = admin
+        .get("/api/audit?action=api_key_revoked")
+        .await
+        .expect("audit");
+    let rows: Vec<_> = audit.body["data"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|r| r["metadata"]["keyId"] == id.as_str())
+        .collect();
+    assert_eq!(rows.len(), 1, "{}", audit.text);
+    assert_eq!(
+        admin
+            .post_empty("/api/auth/api-keys/no-such-key/revoke")
+            .await
+            .expect("unknown")
+            .status,
+        404
+    );
+}
+
 #[tokio::test]
 async fn the_last_admin_key_cannot_be_removed() {
     let node = node().await;

@@ -170,15 +170,18 @@ async fn revoke_key(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<ApiKeyRecord>> {
     admin(&caller)?;
-    let key = ctx.keys.revoke(&id, caller.ip).await?;
-    ctx.audit.record(
-        "api_key_revoked",
-        &caller.actor(),
-        None,
-        200,
-        Some(serde_json::json!({ "keyId": id })),
-    );
-    Ok(Json(record(&key, None)))
+    let revoked = ctx.keys.revoke(&id, caller.ip).await?;
+    // A repeat revoke changes nothing, so it leaves no second audit row; it answers the same record.
+    if revoked.is_new {
+        ctx.audit.record(
+            "api_key_revoked",
+            &caller.actor(),
+            None,
+            200,
+            Some(serde_json::json!({ "keyId": id })),
+        );
+    }
+    Ok(Json(record(&revoked.key, None)))
 }
 
 /// POST /api/auth/validate

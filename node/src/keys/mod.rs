@@ -57,6 +57,14 @@ pub enum KeyError {
     Store(#[from] StoreError),
 }
 
+/// What a revoke answers: the key as it now is, and whether this call revoked it (`false`: it already was,
+/// and nothing was written).
+#[derive(Debug, Clone)]
+pub struct Revocation {
+    pub key: ApiKey,
+    pub is_new: bool,
+}
+
 /// One way of checking a presented key: counting its use or not.
 type KeyCheck = fn(&KeyService, &str, Option<IpAddr>) -> Result<Arc<ApiKey>, KeyRefusal>;
 
@@ -346,12 +354,21 @@ impl KeyService {
         .await
     }
 
-    pub async fn revoke(&self, id: &str, caller: Option<IpAddr>) -> Result<ApiKey, KeyError> {
+    /// Revokes a key. A key already revoked is answered as it is, with no write (its `updatedAt` stays
+    /// that of the first revoke) and `is_new: false`, so the caller records no second audit row. A key this
+    /// replica does not know (yet) goes to the write, which decides (404 or revoked).
+    pub async fn revoke(&self, id: &str, caller: Option<IpAddr>) -> Result<Revocation, KeyError> {
+        match self.get(id).await {
+            Ok(key) if !key.is_active => return Ok(Revocation { key, is_new: false }),
+            Ok(_) | Err(KeyError::NotFound) => {}
+            Err(err) => return Err(err),
+        }
         let change = KeyChange {
             is_active: Some(false),
             ..KeyChange::default()
         };
-        self.update(id, change, caller).await
+        let key = self.update(id, change, caller).await?;
+        Ok(Revocation { key, is_new: true })
     }
 
     pub async fn delete(&self, id: &str, caller: Option<IpAddr>) -> Result<ApiKey, KeyError> {

@@ -64,6 +64,33 @@ async fn revoked_and_expired_keys_are_refused() {
 }
 
 #[tokio::test]
+async fn a_repeat_revoke_writes_nothing() {
+    let (keys, _dir) = service().await;
+    keys.ensure_master(None).await.expect("master");
+    let (a, _) = keys
+        .create(new_key("twice", Role::Operator))
+        .await
+        .expect("create");
+    let first = keys.revoke(&a.id, None).await.expect("revoke");
+    assert!(first.is_new && !first.key.is_active);
+    let again = keys.revoke(&a.id, None).await.expect("revoke again");
+    assert!(!again.is_new, "already revoked");
+    assert!(!again.key.is_active);
+    assert_eq!(
+        again.key.updated_at, first.key.updated_at,
+        "no second write"
+    );
+    assert_eq!(
+        keys.get(&a.id).await.expect("get").updated_at,
+        first.key.updated_at
+    );
+    assert!(matches!(
+        keys.revoke("no-such-key", None).await,
+        Err(KeyError::NotFound)
+    ));
+}
+
+#[tokio::test]
 async fn the_last_usable_admin_key_cannot_be_removed_or_demoted() {
     let (keys, _dir) = service().await;
     let generated = keys.ensure_master(None).await.expect("master");
