@@ -169,7 +169,8 @@ async fn chat_list_and_chat_writes() {
         ),
         (json!(false), json!(false), json!(false))
     );
-    assert_eq!(summary["muteExpiration"], 0);
+    // 0 would mean muted indefinitely: an unmuted chat carries no muteExpiration at all.
+    assert!(summary.get("muteExpiration").is_none(), "{summary}");
     let page = c
         .get(&at(&alice, "/chats?limit=1&offset=1"))
         .await
@@ -225,6 +226,21 @@ async fn chat_list_and_chat_writes() {
         (json!(true), json!(true), json!(true))
     );
     assert_eq!(summary["muteExpiration"], 0, "0 = muted indefinitely");
+    // A mute with an end reads back with that end, as given.
+    let until = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        + 86_400_000;
+    ok(c.post(
+        &at(&alice, "/chats/mute"),
+        json!({ "chatId": chat_id, "muteUntil": until }),
+    )
+    .await
+    .expect("timed mute"));
+    let timed = c.get(&at(&alice, "/chats")).await.expect("chats");
+    let summary = chat(&timed.body, &chat_id).cloned().unwrap_or_default();
+    assert_eq!(summary["muted"], true, "{summary}");
+    assert_eq!(summary["muteExpiration"], until, "{summary}");
     ok(c.post(
         &at(&alice, "/chats/mute"),
         json!({ "chatId": chat_id, "muteUntil": null }),
@@ -232,10 +248,9 @@ async fn chat_list_and_chat_writes() {
     .await
     .expect("unmute"));
     let unmuted = c.get(&at(&alice, "/chats")).await.expect("chats");
-    assert_eq!(
-        chat(&unmuted.body, &chat_id).map(|s| s["muted"].clone()),
-        Some(json!(false))
-    );
+    let summary = chat(&unmuted.body, &chat_id).cloned().unwrap_or_default();
+    assert_eq!(summary["muted"], false, "{summary}");
+    assert!(summary.get("muteExpiration").is_none(), "{summary}");
 
     ok(c.post(
         &at(&alice, "/chats/typing"),

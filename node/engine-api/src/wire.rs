@@ -38,7 +38,8 @@ impl From<ChatSummary> for WireChatSummary {
             archived: c.archived,
             pinned: c.pinned,
             muted,
-            mute_expiration: if muted { c.mute_expiration } else { 0 },
+            // Only a muted chat carries it: 0 means muted indefinitely.
+            mute_expiration: muted.then_some(c.mute_expiration),
         }
     }
 }
@@ -88,11 +89,19 @@ mod tests {
     fn a_mute_that_has_ended_reads_as_unmuted() {
         let past = chat(true, 1000);
         assert!(!past.muted);
-        assert_eq!(past.mute_expiration, 0);
-        let future = chat(true, now_ms() + 3_600_000);
+        assert_eq!(past.mute_expiration, None);
+        let until = now_ms() + 3_600_000;
+        let future = chat(true, until);
         assert!(future.muted);
+        assert_eq!(future.mute_expiration, Some(until));
         let forever = chat(true, 0);
         assert!(forever.muted);
-        assert!(!chat(false, 0).muted);
+        assert_eq!(forever.mute_expiration, Some(0), "0 = muted indefinitely");
+        let unmuted = chat(false, 0);
+        assert!(!unmuted.muted);
+        assert_eq!(
+            unmuted.mute_expiration, None,
+            "an unmuted chat has no expiry"
+        );
     }
 }

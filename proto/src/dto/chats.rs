@@ -20,8 +20,10 @@ pub struct ChatSummary {
     pub archived: bool,
     pub pinned: bool,
     pub muted: bool,
-    /// Epoch milliseconds; 0 = muted indefinitely.
-    pub mute_expiration: i64,
+    /// Epoch milliseconds; 0 = muted indefinitely. Absent when the chat is not muted, so an unmuted chat
+    /// never reads as muted indefinitely.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mute_expiration: Option<i64>,
     /// individual, group, channel, status, broadcast.
     pub kind: String,
 }
