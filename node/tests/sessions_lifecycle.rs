@@ -209,6 +209,80 @@ async fn wait_unloaded(c: &Client, id: &str) -> wagate_loadtest::harness::Reply 
     }
 }
 
+/// Spec rule 5: with no engine running (after a drop, between failed relaunch attempts, after a stop) a
+/// presence read answers null, and `engineLoaded` says no engine is loaded while a failed launch backs off.
+#[tokio::test]
+async fn presence_reads_null_and_no_engine_shows_while_relaunches_fail() {
+    let node = node().await;
+    let c = node.client();
+    let id = create(&c, "backoff").await.expect("create");
+    c.patch(
+        &path(&id, "/config"),
+        json!({ "maxReconnectAttempts": 10, "reconnectBaseDelay": 1000 }),
+    )
+    .await
+    .expect("config");
+    link(&c, &id, "4915100000014").await.expect("linked");
+    let presence_path = path(&id, "/presence/4915100000099@c.us");
+    let is_null_presence = |reply: &wagate_loadtest::harness::Reply| {
+        (reply.status, reply.body.is_null()) == (200, true)
+    };
+    c.post(
+        &format!("/api/sim/sessions/{id}/faults"),
+        json!({ "failNextStarts": 10 }),
+    )
+    .await
+    .expect("faults");
+    c.post_empty(&format!("/api/sim/sessions/{id}/drop"))
+        .await
+        .expect("drop");
+    wait_status(&c, &id, "disconnected", WAIT)
+        .await
+        .expect("disconnected");
+    let dropped = c.get(&presence_path).await.expect("presence");
+    assert!(
+        is_null_presence(&dropped),
+        "after the drop: {}",
+        dropped.text
+    );
+
+    // The first relaunch failed: initializing with lastError, backing off before the next attempt.
+    let deadline = std::time::Instant::now() + WAIT;
+    let backing_off = loop {
+        let record = get(&c, &id).await.expect("get");
+        if record.body["status"] == "initializing" && record.body["lastError"].is_string() {
+            break record;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", record.text);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        backing_off.str("lastError").contains("launch failure"),
+        "{}",
+        backing_off.text
+    );
+    assert_eq!(
+        backing_off.body["engineLoaded"], false,
+        "a failed launch leaves no engine: {}",
+        backing_off.text
+    );
+    let between = c.get(&presence_path).await.expect("presence");
+    assert!(
+        is_null_presence(&between),
+        "between relaunch attempts: {}",
+        between.text
+    );
+
+    let stopped = post(&c, &id, "/stop").await;
+    assert_eq!(stopped.body["engineLoaded"], false, "{}", stopped.text);
+    let after_stop = c.get(&presence_path).await.expect("presence");
+    assert!(
+        is_null_presence(&after_stop),
+        "after stop: {}",
+        after_stop.text
+    );
+}
+
 #[tokio::test]
 async fn zero_reconnect_attempts_fail_at_once() {
     let node = node().await;
@@ -247,7 +321,75 @@ async fn unlink_from_the_phone_clears_the_phone_and_needs_a_new_qr() {
         .await
         .expect("disconnected");
     assert!(gone.body["phone"].is_null(), "{}", gone.text);
+    assert_eq!(gone.body["engineLoaded"], false, "{}", gone.text);
     assert_eq!(post(&c, &id, "/start").await.body["status"], "qr_ready");
+    assert!(
+        relink_warned(&node, &id).await,
+        "a previously linked session asks for a QR again: {}",
+        node.logs()
+    );
+}
+
+/// Whether the node logged the spec's `relink_required` warning for session `id`.
+async fn relink_warned(node: &Node, id: &str) -> bool {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let logs = node.logs();
+        if logs
+            .lines()
+            .any(|l| l.contains("relink_required") && l.contains(id))
+        {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The phone unlinks the device while the session is stopped: nothing runs to hear it, so the next start
+/// learns it from the network, forgets the phone and the credentials and asks for a new QR (warning
+/// `relink_required`) rather than failing on every start.
+#[tokio::test]
+async fn unlink_while_stopped_gives_a_new_qr_at_the_next_start() {
+    let node = node().await;
+    let c = node.client();
+    let id = create_linked(&c, "unlinked-idle", "4915100000015")
+        .await
+        .expect("linked");
+    let stopped = post(&c, &id, "/stop").await;
+    assert_eq!(stopped.body["status"], "disconnected", "{}", stopped.text);
+    let unlink = c
+        .post_empty(&format!("/api/sim/sessions/{id}/unlink"))
+        .await
+        .expect("unlink");
+    assert_eq!(unlink.status, 200, "{}", unlink.text);
+
+    let started = post(&c, &id, "/start").await;
+    assert_eq!(started.status, 200, "{}", started.text);
+    assert_eq!(started.body["status"], "qr_ready", "{}", started.text);
+    assert!(started.body["phone"].is_null(), "{}", started.text);
+    assert!(started.body.get("lastError").is_none(), "{}", started.text);
+    let qr = c.get(&path(&id, "/qr")).await.expect("qr");
+    assert_eq!(qr.status, 200, "{}", qr.text);
+    assert!(
+        relink_warned(&node, &id).await,
+        "a previously linked session asks for a QR again: {}",
+        node.logs()
+    );
+
+    // The new link is the one a later start comes back with.
+    c.post(
+        &format!("/api/sim/sessions/{id}/scan"),
+        json!({ "phone": "4915100000016" }),
+    )
+    .await
+    .expect("scan");
+    let relinked = wait_status(&c, &id, "ready", WAIT).await.expect("ready");
+    assert_eq!(relinked.body["phone"], "4915100000016", "{}", relinked.text);
+    post(&c, &id, "/stop").await;
+    link_again(&c, &id).await;
 }
 
 #[tokio::test]

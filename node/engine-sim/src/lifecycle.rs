@@ -159,7 +159,8 @@ impl SimNetwork {
     }
 }
 
-/// Brings a device with credentials online: `Authenticated` + `Ready`, then queued traffic.
+/// Brings a device with credentials online: `Authenticated` + `Ready`, then queued traffic; credentials
+/// the phone revoked get `LoggedOut` and the device stays offline.
 fn reconnect(
     state: &mut NetState,
     session: &str,
@@ -167,9 +168,13 @@ fn reconnect(
     account: LinkedAccount,
 ) -> EngineResult<()> {
     if state.revoked.contains(&account.credentials) {
-        return Err(EngineError::Rejected(
-            "the device was logged out from the phone".into(),
-        ));
+        // As the real network answers a device the phone unlinked (while no engine of it ran): the
+        // connection is accepted, then closed as logged out. The engine reports that as an event, not a
+        // failed start, so the supervisor can relink (a new QR) rather than fail the session.
+        let _ = events.send(EngineEvent::LoggedOut {
+            reason: "the device was logged out from the phone".into(),
+        });
+        return Ok(());
     }
     let known = state
         .accounts

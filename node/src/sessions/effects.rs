@@ -57,6 +57,8 @@ pub(crate) async fn prepare(
         }
         EngineEvent::LoggedOut { reason } => {
             st.pending_disconnect = Some(reason);
+            // The next QR of a session that was linked is a relink, though the logout clears the phone.
+            st.lost_link |= st.phone.is_some() || st.has_credentials;
             Some(Trigger::LoggedOutFromPhone)
         }
         EngineEvent::Restriction {
@@ -133,7 +135,11 @@ pub(crate) async fn apply_local(
         }
         Effect::WarnRelinkRequired => {
             tracing::warn!(session_id = %rt.id, "relink_required: a previously linked session asks for a QR again");
+            st.lost_link = false;
         }
+        // An engine launched is one meant to run, so a boot starts it again: a relaunch for a new QR after
+        // the phone's logout keeps the session running though `ForgetCredentials` just cleared the flag.
+        Effect::LaunchEngine => st.desired_running = true,
         Effect::FireErrorHook => {
             crate::hooks::hooks().session_error(&rt.id, st.last_error.as_deref());
         }
@@ -147,6 +153,7 @@ pub(crate) async fn apply_local(
 }
 
 fn set_phone(st: &mut RunState) {
+    st.lost_link = false;
     if let Some(account) = st.pending_account.take() {
         st.phone = Some(account.phone.to_string());
         st.push_name = account.push_name;

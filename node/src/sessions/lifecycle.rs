@@ -139,6 +139,8 @@ impl SessionService {
             let mut st = runtime.lock().await;
             let unlinked = self.unlink(&runtime, &st).await;
             st.desired_running = false;
+            // The operator's own unlink: the QR a later start shows is expected, no relink to warn of.
+            st.lost_link = false;
             runtime.drive(&mut st, Trigger::Logout { unlinked }).await?
         };
         self.unload(id).await;
@@ -253,9 +255,21 @@ impl SessionService {
         Some(state.phone.clone())
     }
 
-    /// The engine if one is loaded, whatever the status (presence reads answer null without one).
+    /// The engine if one is loaded, whatever the status.
     pub(crate) fn loaded_engine(&self, id: &str) -> Option<Arc<dyn Engine>> {
         self.runtime(id).and_then(|r| r.engine())
+    }
+
+    /// The engine of a session whose engine runs: loaded, in a status only a running engine is in. `None`
+    /// when the session is created, stopped, failed, between relaunch attempts (a failed launch leaves no
+    /// engine) or `disconnected` (the dropped run is over; a relaunch brings a new one), so a presence read
+    /// answers null there (spec rule 5) rather than the 409 of an engine that cannot answer.
+    pub(crate) fn running_engine(&self, id: &str) -> Option<Arc<dyn Engine>> {
+        let runtime = self.runtime(id)?;
+        if !super::takeover::is_engine_status(runtime.status()) {
+            return None;
+        }
+        runtime.engine()
     }
 }
 

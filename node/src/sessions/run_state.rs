@@ -32,6 +32,9 @@ pub(crate) struct RunState {
     pub pending_disconnect: Option<String>,
     pub pending_restriction: Option<PendingRestriction>,
     pub reconnect_at: Option<Instant>,
+    /// The phone logged this linked session out and it has not linked again (the table's `lost_link`).
+    /// Kept in memory only: a node restart in between forgets it, and the relink then goes unwarned.
+    pub lost_link: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +68,7 @@ impl RunState {
             pending_disconnect: None,
             pending_restriction: None,
             reconnect_at: None,
+            lost_link: false,
         }
     }
 

@@ -163,6 +163,7 @@ impl Runtime {
     ) -> SessionResult<(Vec<Effect>, Option<Trigger>)> {
         let ctx = Context {
             has_phone: st.phone.is_some(),
+            lost_link: st.lost_link,
             reconnect: st.policy,
             failed_attempts: st.failed_attempts,
         };
@@ -268,7 +269,24 @@ impl Runtime {
         };
         let engine = self.deps.factory.create(ctx);
         *self.engine.lock() = Some(engine.clone());
-        engine.start().await
+        let started = engine.start().await;
+        if started.is_err() {
+            // A launch that failed leaves no running engine: between relaunch attempts `engineLoaded` reads
+            // false and presence reads answer null (spec rule 5), as for a session never started.
+            let failed = {
+                let mut slot = self.engine.lock();
+                match slot.as_ref() {
+                    Some(current) if Arc::ptr_eq(current, &engine) => slot.take(),
+                    _ => None,
+                }
+            };
+            if let Some(failed) = failed
+                && let Err(err) = failed.kill().await
+            {
+                tracing::debug!(session_id = %self.id, error = %err, "failed engine teardown reported an error");
+            }
+        }
+        started
     }
 
     /// An engine with the stored credentials that is never started (to unlink a session that is not loaded).

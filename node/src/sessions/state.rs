@@ -99,6 +99,9 @@ pub(crate) enum Teardown {
 pub(crate) struct Context {
     /// The session has a linked phone number.
     pub has_phone: bool,
+    /// The phone logged the session's device out and no new link was made since: its next QR is a relink
+    /// although the phone is already cleared.
+    pub lost_link: bool,
     pub reconnect: ReconnectPolicy,
     /// Consecutive failed reconnect attempts before this trigger.
     pub failed_attempts: u32,
@@ -229,7 +232,7 @@ fn linking(from: SessionStatus, trigger: &Trigger, ctx: &Context) -> Option<Tran
     match (trigger, from) {
         (Trigger::QrProduced, Initializing) => {
             let mut effects = vec![CacheQr, EmitQr, EmitStatus];
-            if ctx.has_phone {
+            if ctx.has_phone || ctx.lost_link {
                 effects.push(WarnRelinkRequired);
             }
             Some(to(QrReady, effects))
@@ -292,6 +295,22 @@ fn outside(from: SessionStatus, trigger: &Trigger, ctx: &Context) -> Transition 
             ];
             to(Failed, emit_if_changed(from, Failed, effects))
         }
+        // A (re)launch met credentials the phone revoked while no engine ran (the session was stopped, or
+        // between reconnect attempts): the link is gone, so the session relaunches without them and asks
+        // for a new QR (`relink_required` is warned when it does) instead of failing on every start.
+        Trigger::LoggedOutFromPhone if from == Initializing => to(
+            Initializing,
+            vec![
+                DropQr,
+                CancelReconnect,
+                ResetReconnectAttempts,
+                ClearPhone,
+                ForgetCredentials,
+                EmitDisconnected,
+                // Replaces the logged-out engine.
+                LaunchEngine,
+            ],
+        ),
         Trigger::LoggedOutFromPhone => {
             let to_status = if is_active(from) { Disconnected } else { from };
             let mut effects = vec![

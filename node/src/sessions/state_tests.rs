@@ -319,6 +319,47 @@ fn phone_unlink_disconnects_and_forgets_the_phone() {
 }
 
 #[test]
+fn a_logout_met_while_launching_relaunches_for_a_new_qr() {
+    // Stopped (or between reconnect attempts) when the phone unlinked: the launch learns it.
+    let t = go(Initializing, Trigger::LoggedOutFromPhone, ctx());
+    assert_eq!(t.to, Initializing);
+    for effect in [
+        ClearPhone,
+        ForgetCredentials,
+        EmitDisconnected,
+        LaunchEngine,
+    ] {
+        assert!(t.effects.contains(&effect), "{effect:?} in {:?}", t.effects);
+    }
+    // The relaunch comes after the credentials are forgotten, so it asks for a QR.
+    let position = |e: &Effect| t.effects.iter().position(|x| x == e);
+    assert!(position(&ForgetCredentials) < position(&LaunchEngine));
+    assert!(
+        !t.effects.contains(&EmitStatus),
+        "the status did not change"
+    );
+}
+
+#[test]
+fn the_first_qr_after_a_lost_link_warns_relink_required() {
+    let lost = Context {
+        lost_link: true,
+        ..ctx()
+    };
+    assert!(
+        go(Initializing, Trigger::QrProduced, lost)
+            .effects
+            .contains(&WarnRelinkRequired)
+    );
+    assert!(
+        !go(Initializing, Trigger::QrProduced, ctx())
+            .effects
+            .contains(&WarnRelinkRequired),
+        "a session never linked asks for its first QR"
+    );
+}
+
+#[test]
 fn start_restarts_action_required_and_refuses_running_sessions() {
     let restart = go(ActionRequired, Trigger::Start, ctx());
     assert_eq!(restart.to, Initializing);

@@ -171,7 +171,7 @@ async fn get_presence(
 ) -> ApiResult<Json<Option<Presence>>> {
     let chat = Jid::parse(&path.1).map_err(|e| ApiError::bad_request(format!("chatId: {e}")))?;
     session.record().await?;
-    let Some(engine) = ctx.sessions.loaded_engine(session.id()) else {
+    let Some(engine) = ctx.sessions.running_engine(session.id()) else {
         return Ok(Json(None));
     };
     let Some(entries) = engine.presence(&chat).await? else {
