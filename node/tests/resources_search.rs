@@ -171,3 +171,186 @@ async fn search_refuses_nul_characters_with_400() {
         assert_eq!(reply.body["statusCode"], 400);
     }
 }
+
+/// A message row of chat `chat` (a group when its JID is one), straight into the data DB.
+async fn insert_in_chat(db: &SqlitePool, session: &str, id: &str, chat: &str, body: &str, at: i64) {
+    let sql = "INSERT INTO messages (id, session_id, wa_message_id, chat_id, from_jid, to_jid, body, type, \
+         direction, status, timestamp, is_group, created_at) VALUES ($1, $2, $3, $4, $4, '4915500000001@c.us', \
+         $5, 'text', 'incoming', 'delivered', $6, $7, 1700000000000)";
+    sqlx::query(sql)
+        .bind(id)
+        .bind(session)
+        .bind(format!("wa-{id}"))
+        .bind(chat)
+        .bind(body)
+        .bind(at)
+        .bind(chat.ends_with("@g.us"))
+        .execute(db)
+        .await
+        .expect("insert message");
+}
+
+/// The spec: search "returns matches for messages and chats". A chat matches when its id or its name
+/// (history sync's, else the contact's push name) contains `q`, whatever the case; the chats come in
+/// `chats`/`chatTotal` beside the unchanged message `hits`/`total`, paged by the same limit and offset,
+/// scoped like the hits, and left out when a message-only filter narrows the search.
+#[tokio::test]
+async fn search_returns_chats_whose_id_or_name_matches() {
+    let node = sqlite_node().await;
+    let c = node.client();
+    let a = created_session(&c, "chats-a").await;
+    let b = created_session(&c, "chats-b").await;
+    let db = data_db(&node).await;
+    let group = "120363000000000001@g.us";
+    insert_in_chat(&db, &a, "g1", group, "meeting at eight", 1_700_000_100).await;
+    insert_in_chat(
+        &db,
+        &a,
+        "d1",
+        "4915500000009@c.us",
+        "see you",
+        1_700_000_000,
+    )
+    .await;
+    insert_in_chat(
+        &db,
+        &a,
+        "d2",
+        "4915500000321@c.us",
+        "pizza tonight?",
+        1_700_000_010,
+    )
+    .await;
+    insert_in_chat(
+        &db,
+        &b,
+        "d3",
+        "4915500000777@c.us",
+        "nothing",
+        1_700_000_050,
+    )
+    .await;
+    for (session, chat, name, is_group) in [
+        (&a, group, "Pizza Club", true),
+        (&a, "4915500000555@c.us", "PIZZABOY", false),
+    ] {
+        sqlx::query(
+            "INSERT INTO chat_states (session_id, chat_id, name, is_group, updated_at) \
+             VALUES ($1, $2, $3, $4, 0)",
+        )
+        .bind(session)
+        .bind(chat)
+        .bind(name)
+        .bind(is_group)
+        .execute(&db)
+        .await
+        .expect("chat state");
+    }
+    for (session, chat, name) in [
+        (&a, "4915500000009@c.us", "Maria's pizza place"),
+        (&b, "4915500000777@c.us", "Pizza Guy"),
+    ] {
+        sqlx::query(
+            "INSERT INTO contact_names (session_id, jid, push_name, updated_at) VALUES ($1, $2, $3, 0)",
+        )
+        .bind(session)
+        .bind(chat)
+        .bind(name)
+        .execute(&db)
+        .await
+        .expect("push name");
+    }
+    let chats_of = |body: &serde_json::Value| -> Vec<(String, String)> {
+        body["chats"]
+            .as_array()
+            .map(|chats| {
+                chats
+                    .iter()
+                    .map(|c| {
+                        let session = c["sessionId"].as_str().unwrap_or_default();
+                        let id = c["id"].as_str().unwrap_or_default();
+                        (session.to_string(), id.to_string())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let pair = |s: &str, id: &str| (s.to_string(), id.to_string());
+
+    let all = c.get("/api/search?q=PiZzA").await.expect("search");
+    assert_eq!(all.status, 200, "{}", all.text);
+    assert_eq!(
+        all.body["total"], 1,
+        "the message hit is unchanged: {}",
+        all.text
+    );
+    assert_eq!(all.body["hits"][0]["messageId"], "d2");
+    assert_eq!(all.body["chatTotal"], 4, "{}", all.text);
+    assert_eq!(
+        chats_of(&all.body),
+        vec![
+            pair(&a, group),
+            pair(&b, "4915500000777@c.us"),
+            pair(&a, "4915500000009@c.us"),
+            pair(&a, "4915500000555@c.us"),
+        ],
+        "newest activity first: {}",
+        all.text
+    );
+    assert_eq!(
+        all.body["chats"][0],
+        json!({ "sessionId": a, "id": group, "name": "Pizza Club", "isGroup": true, "timestamp": 1_700_000_100 })
+    );
+    assert_eq!(all.body["chats"][2]["name"], "Maria's pizza place");
+    assert_eq!(
+        all.body["chats"][3]["timestamp"], 0,
+        "a chat without messages"
+    );
+
+    let by_id = c.get("/api/search?q=500000321").await.expect("search");
+    assert_eq!(
+        by_id.body["chats"],
+        json!([{ "sessionId": a, "id": "4915500000321@c.us", "name": "4915500000321", "isGroup": false, "timestamp": 1_700_000_010 }]),
+        "an unnamed chat matches by id and goes by its number: {}",
+        by_id.text
+    );
+
+    let one_session = c
+        .get(&format!("/api/search?q=pizza&sessionId={a}"))
+        .await
+        .expect("search");
+    assert_eq!(one_session.body["chatTotal"], 3, "{}", one_session.text);
+    let one_chat = c
+        .get(&format!("/api/search?q=pizza&chatId={group}"))
+        .await
+        .expect("search");
+    assert_eq!(chats_of(&one_chat.body), vec![pair(&a, group)]);
+    let paged = c
+        .get("/api/search?q=pizza&limit=1&offset=1")
+        .await
+        .expect("search");
+    assert_eq!(chats_of(&paged.body), vec![pair(&b, "4915500000777@c.us")]);
+    assert_eq!(paged.body["chatTotal"], 4);
+    for narrowed in ["direction=incoming", "type=text", "from=x", "dateFrom=0"] {
+        let reply = c
+            .get(&format!("/api/search?q=pizza&{narrowed}"))
+            .await
+            .expect("search");
+        assert_eq!(reply.status, 200, "{narrowed}: {}", reply.text);
+        assert_eq!(
+            (reply.body["chats"].clone(), reply.body["chatTotal"].clone()),
+            (json!([]), json!(0)),
+            "{narrowed}: a message-only filter matches no chat"
+        );
+    }
+
+    let scoped = node.client_with_key(Some(&key(&c, "viewer", Some(&[b.as_str()])).await));
+    let seen = scoped.get("/api/search?q=pizza").await.expect("search");
+    assert_eq!(seen.status, 200, "{}", seen.text);
+    assert_eq!(
+        chats_of(&seen.body),
+        vec![pair(&b, "4915500000777@c.us")],
+        "a scoped key sees only its sessions' chats"
+    );
+    assert_eq!(seen.body["chatTotal"], 1);
+}

@@ -1,6 +1,7 @@
-//! `GET /api/search`: full-text search over stored messages through the built-in provider (SQLite FTS5 or
-//! PostgreSQL full text). Strict query parsing (integers only for `limit`/`offset`), scoped keys see
-//! only their sessions, and a provider that does not answer within 10 seconds is a 503.
+//! `GET /api/search`: matches for messages and chats through the built-in provider: full text over stored
+//! message bodies (SQLite FTS5 or PostgreSQL full text) and the chats whose id or name contains the query.
+//! Strict query parsing (integers only for `limit`/`offset`), scoped keys see only their sessions, and a
+//! provider that does not answer within 10 seconds is a 503.
 
 use std::time::{Duration, Instant};
 
@@ -8,14 +9,14 @@ use axum::Json;
 use axum::extract::{RawQuery, State};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::Role;
-use wagate_proto::dto::search::{SearchHit, SearchQuery, SearchResults};
+use wagate_proto::dto::search::{SearchChatHit, SearchHit, SearchQuery, SearchResults};
 
 use super::auth::{Caller, canonical_session};
 use super::engine_call::whole;
 use super::error::{ApiError, ApiResult};
 use super::extract::query_pairs;
 use crate::app::ApiContext;
-use crate::store::search::{SearchFilter, SearchRow};
+use crate::store::search::{ChatMatch, SearchFilter, SearchRow};
 
 /// The spec's search timeout.
 const SEARCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -126,6 +127,21 @@ fn hit(row: SearchRow) -> SearchHit {
     }
 }
 
+fn chat_hit(row: ChatMatch) -> SearchChatHit {
+    // Unnamed, a chat goes by its number (the user part of its JID), as in the chat list.
+    let name = row.name.filter(|n| !n.is_empty()).unwrap_or_else(|| {
+        let user = row.chat_id.split('@').next().unwrap_or_default();
+        user.to_string()
+    });
+    SearchChatHit {
+        session_id: row.session_id,
+        is_group: row.is_group,
+        timestamp: row.timestamp,
+        name,
+        id: row.chat_id,
+    }
+}
+
 /// The spec's 503 covers a provider that failed as well as one that did not answer (the query itself was
 /// checked before it reached the provider).
 fn provider_failure(err: crate::store::StoreError) -> ApiError {
@@ -144,13 +160,15 @@ async fn search_messages(
     caller.require(Role::Viewer)?;
     let filter = parse(&caller, query.as_deref())?;
     let started = Instant::now();
-    let (rows, total) = tokio::time::timeout(SEARCH_TIMEOUT, ctx.messaging.search(&filter))
+    let page = tokio::time::timeout(SEARCH_TIMEOUT, ctx.messaging.search(&filter))
         .await
         .map_err(|_| ApiError::unavailable("Search provider did not answer in time"))?
         .map_err(provider_failure)?;
     Ok(Json(SearchResults {
-        hits: rows.into_iter().map(hit).collect(),
-        total,
+        hits: page.hits.into_iter().map(hit).collect(),
+        total: page.total,
+        chats: page.chats.into_iter().map(chat_hit).collect(),
+        chat_total: page.chat_total,
         took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         provider: PROVIDER.to_string(),
     }))

@@ -1,13 +1,14 @@
-//! Full-text search over stored messages, for `GET /api/search` (the built-in provider: SQLite FTS5 or
-//! PostgreSQL full text).
+//! Search over what the gateway stored, for `GET /api/search` (the built-in provider): full text over
+//! message bodies (SQLite FTS5 or PostgreSQL full text) and the chats whose id or name holds the query.
 
 use super::MessagingService;
 use crate::store::StoreResult;
-use crate::store::search::{SearchFilter, SearchRow, search};
+use crate::store::search::{SearchFilter, SearchPage, search};
 
 impl MessagingService {
-    /// The page of hits and the total count for `filter` (its session scope included).
-    pub(crate) async fn search(&self, filter: &SearchFilter) -> StoreResult<(Vec<SearchRow>, i64)> {
+    /// The pages of message hits and chat matches with their totals for `filter` (its session scope
+    /// included).
+    pub(crate) async fn search(&self, filter: &SearchFilter) -> StoreResult<SearchPage> {
         search(&self.db, filter).await
     }
 }

@@ -1,5 +1,7 @@
-//! Full-text search over the `messages` table for the built-in search provider: FTS5 (`messages_fts`,
-//! migration 0030) on SQLite, a generated `tsvector` column on PostgreSQL. Reads only; the messages
+//! Search for the built-in search provider: full text over the `messages` table (FTS5 `messages_fts`,
+//! migration 0030, on SQLite; a generated `tsvector` column on PostgreSQL) and the chats whose id or name
+//! contains the query (the chats of the stored messages and of `chat_states`, named as the chat list
+//! names them: the name history sync gave, else the contact's push name). Reads only; the rows
 //! themselves are written by the message store.
 
 use super::{DataPool, StoreResult};
@@ -60,6 +62,66 @@ const COUNT_PG: &str = concat!(
     filters_pg!()
 );
 
+/// The chats a search may match, as `(session_id, chat_id)` with what names and dates them: every chat
+/// of a stored message or of `chat_states`, in the sessions `$2` (one) and `$4` (a JSON array of ids, the
+/// key's scope) and the chat `$3`, when given. `$1` is the query, lowercased.
+macro_rules! chats_sqlite {
+    () => {
+        "FROM (SELECT session_id, chat_id FROM messages WHERE ($2 IS NULL OR session_id = $2) \
+          AND ($3 IS NULL OR chat_id = $3) \
+          AND ($4 IS NULL OR session_id IN (SELECT value FROM json_each($4))) \
+         UNION SELECT session_id, chat_id FROM chat_states WHERE ($2 IS NULL OR session_id = $2) \
+          AND ($3 IS NULL OR chat_id = $3) \
+          AND ($4 IS NULL OR session_id IN (SELECT value FROM json_each($4)))) k \
+         LEFT JOIN (SELECT session_id, chat_id, MAX(chat_name) AS name, MAX(is_group) AS is_group, \
+          MAX(timestamp) AS ts FROM messages WHERE ($2 IS NULL OR session_id = $2) \
+          AND ($3 IS NULL OR chat_id = $3) \
+          AND ($4 IS NULL OR session_id IN (SELECT value FROM json_each($4))) \
+          GROUP BY session_id, chat_id) m ON m.session_id = k.session_id AND m.chat_id = k.chat_id \
+         LEFT JOIN chat_states s ON s.session_id = k.session_id AND s.chat_id = k.chat_id \
+         LEFT JOIN contact_names n ON n.session_id = k.session_id AND n.jid = k.chat_id \
+         WHERE instr(lower(k.chat_id), $1) > 0 \
+          OR instr(lower(coalesce(s.name, n.push_name, m.name, '')), $1) > 0"
+    };
+}
+const CHATS_SQLITE: &str = concat!(
+    "SELECT k.session_id, k.chat_id, coalesce(s.name, n.push_name, m.name) AS name, \
+     (coalesce(m.is_group, 0) OR coalesce(s.is_group, 0)) AS is_group, \
+     max(coalesce(m.ts, 0), coalesce(s.last_message_at, 0)) AS timestamp ",
+    chats_sqlite!(),
+    " ORDER BY timestamp DESC, k.session_id, k.chat_id LIMIT $5 OFFSET $6"
+);
+const COUNT_CHATS_SQLITE: &str = concat!("SELECT COUNT(*) ", chats_sqlite!());
+
+/// [`chats_sqlite`] on PostgreSQL.
+macro_rules! chats_pg {
+    () => {
+        "FROM (SELECT session_id, chat_id FROM messages WHERE ($2::text IS NULL OR session_id = $2) \
+          AND ($3::text IS NULL OR chat_id = $3) \
+          AND ($4::text IS NULL OR session_id IN (SELECT jsonb_array_elements_text($4::jsonb))) \
+         UNION SELECT session_id, chat_id FROM chat_states WHERE ($2::text IS NULL OR session_id = $2) \
+          AND ($3::text IS NULL OR chat_id = $3) \
+          AND ($4::text IS NULL OR session_id IN (SELECT jsonb_array_elements_text($4::jsonb)))) k \
+         LEFT JOIN (SELECT session_id, chat_id, MAX(chat_name) AS name, bool_or(is_group) AS is_group, \
+          MAX(timestamp) AS ts FROM messages WHERE ($2::text IS NULL OR session_id = $2) \
+          AND ($3::text IS NULL OR chat_id = $3) \
+          AND ($4::text IS NULL OR session_id IN (SELECT jsonb_array_elements_text($4::jsonb))) \
+          GROUP BY session_id, chat_id) m ON m.session_id = k.session_id AND m.chat_id = k.chat_id \
+         LEFT JOIN chat_states s ON s.session_id = k.session_id AND s.chat_id = k.chat_id \
+         LEFT JOIN contact_names n ON n.session_id = k.session_id AND n.jid = k.chat_id \
+         WHERE strpos(lower(k.chat_id), $1::text) > 0 \
+          OR strpos(lower(coalesce(s.name, n.push_name, m.name, '')), $1::text) > 0"
+    };
+}
+const CHATS_PG: &str = concat!(
+    "SELECT k.session_id, k.chat_id, coalesce(s.name, n.push_name, m.name) AS name, \
+     (coalesce(m.is_group, FALSE) OR coalesce(s.is_group, FALSE)) AS is_group, \
+     GREATEST(coalesce(m.ts, 0), coalesce(s.last_message_at, 0))::bigint AS timestamp ",
+    chats_pg!(),
+    " ORDER BY timestamp DESC, k.session_id, k.chat_id LIMIT $5 OFFSET $6"
+);
+const COUNT_CHATS_PG: &str = concat!("SELECT COUNT(*) ", chats_pg!());
+
 /// What to look for; `None` filters are not applied. Times are Unix seconds.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct SearchFilter {
@@ -93,6 +155,39 @@ pub(crate) struct SearchRow {
     pub score: f64,
 }
 
+/// A chat whose id or name contains the query.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub(crate) struct ChatMatch {
+    pub session_id: String,
+    pub chat_id: String,
+    /// The name the gateway knows for the chat (`None`: none stored).
+    pub name: Option<String>,
+    pub is_group: bool,
+    /// Unix seconds of the chat's newest activity the gateway knows (0: none).
+    pub timestamp: i64,
+}
+
+/// What one search found: a page of message hits and a page of chat matches, each with its total.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct SearchPage {
+    pub hits: Vec<SearchRow>,
+    pub total: i64,
+    pub chats: Vec<ChatMatch>,
+    pub chat_total: i64,
+}
+
+impl SearchFilter {
+    /// Chats have no direction, type, sender or single date: a search narrowed by one of those asks
+    /// about messages only, and matches no chat.
+    fn matches_chats(&self) -> bool {
+        self.direction.is_none()
+            && self.kind.is_none()
+            && self.from.is_none()
+            && self.date_from.is_none()
+            && self.date_to.is_none()
+    }
+}
+
 /// FTS5 query syntax: every word a quoted phrase (quotes doubled), all of them required.
 fn fts5_query(text: &str) -> String {
     text.split_whitespace()
@@ -116,18 +211,33 @@ macro_rules! bind_filters {
     };
 }
 
-/// One page of hits, best first, and the total number of matches, both read from one snapshot (a message
-/// committed between the two statements must not make the count disagree with the page).
-pub(crate) async fn search(db: &DataPool, f: &SearchFilter) -> StoreResult<(Vec<SearchRow>, i64)> {
+/// The chat-match statements' binds: the lowercased query, the session, the chat and the scope.
+macro_rules! bind_chats {
+    ($query:expr, $needle:expr, $f:expr, $scope:expr) => {
+        $query
+            .bind($needle)
+            .bind(&$f.session_id)
+            .bind(&$f.chat_id)
+            .bind($scope)
+    };
+}
+
+/// One page of message hits, best first, and one of chat matches, newest first (the same `limit` and
+/// `offset` for each), with their totals, all read from one snapshot (a message committed between the
+/// statements must not make a count disagree with its page).
+pub(crate) async fn search(db: &DataPool, f: &SearchFilter) -> StoreResult<SearchPage> {
     let scope = f
         .sessions
         .as_ref()
         .map(|s| serde_json::Value::from(s.clone()).to_string());
-    Ok(match db {
+    // Case-insensitive containment: both sides lowercased (SQLite's `lower` folds ASCII letters only).
+    let needle = f.text.to_lowercase();
+    let mut page = SearchPage::default();
+    match db {
         DataPool::Sqlite(p) => {
             let mut tx = p.begin().await?;
             let text = fts5_query(&f.text);
-            let rows = bind_filters!(
+            page.hits = bind_filters!(
                 sqlx::query_as::<_, SearchRow>(SEARCH_SQLITE),
                 &text,
                 f,
@@ -137,17 +247,37 @@ pub(crate) async fn search(db: &DataPool, f: &SearchFilter) -> StoreResult<(Vec<
             .bind(f.offset)
             .fetch_all(&mut *tx)
             .await?;
-            let total = bind_filters!(sqlx::query_scalar::<_, i64>(COUNT_SQLITE), &text, f, &scope)
+            page.total =
+                bind_filters!(sqlx::query_scalar::<_, i64>(COUNT_SQLITE), &text, f, &scope)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            if f.matches_chats() {
+                page.chats = bind_chats!(
+                    sqlx::query_as::<_, ChatMatch>(CHATS_SQLITE),
+                    &needle,
+                    f,
+                    &scope
+                )
+                .bind(f.limit)
+                .bind(f.offset)
+                .fetch_all(&mut *tx)
+                .await?;
+                page.chat_total = bind_chats!(
+                    sqlx::query_scalar::<_, i64>(COUNT_CHATS_SQLITE),
+                    &needle,
+                    f,
+                    &scope
+                )
                 .fetch_one(&mut *tx)
                 .await?;
+            }
             tx.commit().await?;
-            (rows, total)
         }
         DataPool::Postgres(p) => {
             let mut tx = p
                 .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 .await?;
-            let rows = bind_filters!(
+            page.hits = bind_filters!(
                 sqlx::query_as::<_, SearchRow>(SEARCH_PG),
                 &f.text,
                 f,
@@ -157,13 +287,29 @@ pub(crate) async fn search(db: &DataPool, f: &SearchFilter) -> StoreResult<(Vec<
             .bind(f.offset)
             .fetch_all(&mut *tx)
             .await?;
-            let total = bind_filters!(sqlx::query_scalar::<_, i64>(COUNT_PG), &f.text, f, &scope)
+            page.total = bind_filters!(sqlx::query_scalar::<_, i64>(COUNT_PG), &f.text, f, &scope)
                 .fetch_one(&mut *tx)
                 .await?;
+            if f.matches_chats() {
+                page.chats =
+                    bind_chats!(sqlx::query_as::<_, ChatMatch>(CHATS_PG), &needle, f, &scope)
+                        .bind(f.limit)
+                        .bind(f.offset)
+                        .fetch_all(&mut *tx)
+                        .await?;
+                page.chat_total = bind_chats!(
+                    sqlx::query_scalar::<_, i64>(COUNT_CHATS_PG),
+                    &needle,
+                    f,
+                    &scope
+                )
+                .fetch_one(&mut *tx)
+                .await?;
+            }
             tx.commit().await?;
-            (rows, total)
         }
-    })
+    }
+    Ok(page)
 }
 
 #[cfg(test)]

@@ -55,11 +55,30 @@ pub struct SearchHit {
     pub score: Option<f64>,
 }
 
+/// A chat whose id or name contains `q`: the chat summary's `id, name, isGroup, timestamp`, with its session.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchChatHit {
+    pub session_id: String,
+    /// The chat's JID.
+    pub id: String,
+    /// The name the gateway knows for the chat, else the number (the chat list's rule).
+    pub name: String,
+    pub is_group: bool,
+    /// Unix seconds of the chat's newest known activity (0: none).
+    pub timestamp: i64,
+}
+
+/// `hits`/`total`: messages whose body matches `q`. `chats`/`chatTotal`: chats whose id or name contains
+/// `q` (paged by the same `limit` and `offset`; none when `direction`, `type`, `from`, `dateFrom` or
+/// `dateTo` narrows the search to messages).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchResults {
     pub hits: Vec<SearchHit>,
     pub total: i64,
+    pub chats: Vec<SearchChatHit>,
+    pub chat_total: i64,
     pub took_ms: u64,
     pub provider: String,
 }
