@@ -101,7 +101,9 @@ impl SimNetwork {
             open.push(phone.clone());
             // In a cluster the recipient's chat is the business of the node serving it (it touches the
             // chat when it applies the message), so a copy here never double-counts or overwrites it.
-            if !state.is_clustered() {
+            // A number not on the network has no chats: recording one would create its account, and
+            // with it a number that exists (wire-notes §10: only linked phones and inbound senders do).
+            if !state.is_clustered() && state.exists(phone) {
                 state.touch_chat(phone, &msg.chat_for(phone), &msg, true);
             }
             if state.deliver_message_to_phone(phone, &msg) && state.is_clustered() {

@@ -499,13 +499,15 @@ impl NetState {
     }
 
     /// Records that `a` and `b` exchanged a message: each becomes the other's contact (if it exists).
+    /// Neither account is created here: a number not on the network (a send to it) must stay off it.
     pub(super) fn note_exchange(&mut self, a: &Jid, b: &Jid) {
         self.emit(Op::Exchange(a.clone(), b.clone()));
-        if self.exists(b) {
-            self.account(a).contacts.insert(b.clone());
+        let (has_a, has_b) = (self.exists(a), self.exists(b));
+        if has_b && let Some(account) = self.accounts.get_mut(a) {
+            account.contacts.insert(b.clone());
         }
-        if self.exists(a) {
-            self.account(b).contacts.insert(a.clone());
+        if has_a && let Some(account) = self.accounts.get_mut(b) {
+            account.contacts.insert(a.clone());
         }
     }
 

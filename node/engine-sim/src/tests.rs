@@ -279,6 +279,31 @@ async fn contact_check_knows_linked_phones_and_inbound_senders_only() {
     );
 }
 
+/// Wire-notes §10: only linked phones and `/inbound` senders exist. A send to any other number goes out
+/// (the network does not refuse it), but does not put the number on the network.
+#[tokio::test(start_paused = true)]
+async fn a_send_to_an_unknown_number_does_not_make_it_exist() {
+    let net = net();
+    let mut a = linked(&net, "a", A).await;
+    let nobody = "497777777777@c.us";
+    for body in ["one", "two"] {
+        a.engine.send(text(nobody, body)).await.expect("send");
+        assert_eq!(a.ack().await, AckStatus::Sent);
+    }
+    let check = a.engine.check_number("497777777777").await.expect("check");
+    assert!(!check.exists, "{check:?}");
+    assert!(matches!(
+        a.engine.get_contact(&jid(nobody)).await,
+        Err(EngineError::NotFound(_))
+    ));
+    let chats = a.engine.list_chats().await.expect("chats");
+    assert_eq!(
+        chats.iter().map(|c| c.id.to_string()).collect::<Vec<_>>(),
+        vec![nobody],
+        "the sender's own chat with the number stays"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn peer_actions_reach_the_session() {
     let net = net();

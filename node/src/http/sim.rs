@@ -149,7 +149,7 @@ async fn sim_inbound(
             .as_deref()
             .map(|c| jid("chatId", Some(c)))
             .transpose()?,
-        kind: enum_value::<MessageType>("type", b.kind.as_deref().unwrap_or("text"))?,
+        kind: enum_value::<MessageType>("type", required("type", &b.kind)?)?,
         body: b.body,
         media: media(&ctx, &id.0, b.media).await?,
         quoted_id: b.quoted_message_id,
@@ -294,12 +294,15 @@ async fn sim_call(
     ApiJson(b): ApiJson<SimCallRequest>,
 ) -> ApiResult<Json<SimCallResponse>> {
     let net = network(&caller, &ctx)?;
+    let is_video = b
+        .is_video
+        .ok_or_else(|| ApiError::bad_request("isVideo is required"))?;
     let outcome = b
         .outcome
         .as_deref()
         .map(|o| enum_value::<CallPhase>("outcome", o))
         .transpose()?;
-    let call_id = net.call(&id.0, &jid("from", b.from.as_deref())?, b.is_video, outcome)?;
+    let call_id = net.call(&id.0, &jid("from", b.from.as_deref())?, is_video, outcome)?;
     // The ringing call's record reaches the peers first, so the callee can reject it on any node.
     net.flush_peers().await;
     Ok(Json(SimCallResponse { call_id }))

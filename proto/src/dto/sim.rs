@@ -101,8 +101,8 @@ impl SimInstant {
 #[serde(rename_all = "camelCase")]
 pub struct SimCallRequest {
     pub from: Option<String>,
-    #[serde(default)]
-    pub is_video: bool,
+    /// Required (wire-notes §10); optional here only so that its absence is a 400 with a clear message.
+    pub is_video: Option<bool>,
     /// missed | accepted | rejected
     pub outcome: Option<String>,
 }
