@@ -499,11 +499,6 @@ async fn operations_on_a_message_from_before_a_restart() {
             json!({ "fromChatId": to, "toChatId": to, "messageId": id }),
             201,
         ),
-        (
-            "messages/delete",
-            json!({ "chatId": to, "messageId": id }),
-            200,
-        ),
     ] {
         let reply = p.post(route, body).await;
         assert_eq!(reply.status, status, "{route}: {}", reply.text);
@@ -512,6 +507,15 @@ async fn operations_on_a_message_from_before_a_restart() {
         .await;
     p.wait_message(&p.b, "", |m| {
         m["waMessageId"] == id.as_str() && m["body"] == "edited after"
+    })
+    .await;
+    // Deleted for everyone last (it takes the text away), it reaches the other side too.
+    let deleted = p
+        .post("messages/delete", json!({ "chatId": to, "messageId": id }))
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text);
+    p.wait_message(&p.b, "", |m| {
+        m["waMessageId"] == id.as_str() && m["type"] == "revoked"
     })
     .await;
 }

@@ -410,3 +410,110 @@ async fn a_page_read_before_a_write_shows_the_write() {
     p.wait_message(&p.a, "", |m| mine(m) && m["status"] == "read")
         .await;
 }
+
+/// A message deleted for everyone, by us (`messages/delete`) or by the other side (the sim's `revoke`),
+/// keeps its row as type `revoked` with no body and no media: the list and the chat history no longer
+/// show what it said, search no longer finds it (the chat itself still matches), and it is no chat's
+/// last message. Each side's stored copy changes.
+#[tokio::test]
+async fn a_message_deleted_for_everyone_is_stored_as_revoked_without_its_content() {
+    let p = pair(options()).await;
+    let (to, stranger) = (jid(PHONE_B), jid("4915100000077"));
+    let sent = p
+        .post(
+            "messages/send-text",
+            json!({ "chatId": to, "text": "pineapple secret" }),
+        )
+        .await;
+    assert_eq!(sent.status, 201, "{}", sent.text);
+    let own = sent.str("messageId");
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    let inbound = p
+        .client
+        .post(
+            &format!("/api/sim/sessions/{}/inbound", p.a),
+            json!({ "from": stranger, "type": "image", "body": "pineapple photo",
+                    "media": { "data": png, "mimetype": "image/png" } }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(inbound.status, 200, "{}", inbound.text);
+    let theirs = inbound.str("messageId");
+    for (session, id) in [(&p.a, &own), (&p.b, &own), (&p.a, &theirs)] {
+        p.wait_message(session, "", |m| m["waMessageId"] == id.as_str())
+            .await;
+    }
+    let search = async || {
+        let found = p.client.get("/api/search?q=pineapple").await.unwrap();
+        assert_eq!(found.status, 200, "{}", found.text);
+        found.body
+    };
+    assert_eq!(search().await["total"], 3);
+
+    let deleted = p
+        .post("messages/delete", json!({ "chatId": to, "messageId": own }))
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.text);
+    let revoked = p
+        .client
+        .post(
+            &format!("/api/sim/sessions/{}/revoke", p.a),
+            json!({ "messageId": theirs }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(revoked.status, 200, "{}", revoked.text);
+
+    for (session, id) in [(&p.a, &own), (&p.b, &own), (&p.a, &theirs)] {
+        let row = p
+            .wait_message(session, "", |m| {
+                m["waMessageId"] == id.as_str() && m["type"] == "revoked"
+            })
+            .await;
+        assert_eq!(row["body"], "", "{row}");
+        assert_eq!(row["hasMedia"], false, "{row}");
+        assert!(row["media"].is_null(), "{row}");
+    }
+    let history = p
+        .client
+        .get(&format!(
+            "/api/sessions/{}/messages/{stranger}/history",
+            p.a
+        ))
+        .await
+        .unwrap();
+    assert_eq!(history.status, 200, "{}", history.text);
+    assert!(!history.text.contains("pineapple"), "{}", history.text);
+    assert_eq!(history.body[0]["type"], "revoked", "{}", history.text);
+
+    let found = search().await;
+    assert_eq!(found["total"], 0, "{found}");
+    let chat = p.client.get("/api/search?q=4915100000077").await.unwrap();
+    assert_eq!(
+        chat.body["chats"][0]["id"],
+        stranger.as_str(),
+        "{}",
+        chat.text
+    );
+
+    for (session, chat) in [(&p.a, &to), (&p.a, &stranger), (&p.b, &jid(PHONE_A))] {
+        let chats = p
+            .client
+            .get(&format!("/api/sessions/{session}/chats"))
+            .await
+            .unwrap();
+        assert_eq!(chats.status, 200, "{}", chats.text);
+        let listed = chats
+            .body
+            .as_array()
+            .and_then(|all| all.iter().find(|c| c["id"] == chat.as_str()).cloned())
+            .unwrap_or_default();
+        assert_eq!(
+            listed["id"],
+            chat.as_str(),
+            "the chat stays: {}",
+            chats.text
+        );
+        assert!(listed["lastMessage"].is_null(), "{listed}");
+    }
+}

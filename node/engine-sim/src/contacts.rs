@@ -27,6 +27,15 @@ impl NetState {
             .unwrap_or_else(|| chat.user().to_string())
     }
 
+    /// Whether the chat's last message was deleted for everyone: its text is gone from the chat list too
+    /// (as from the stored history), and the chat shows no last message.
+    fn is_revoked(&self, rec: &super::network::ChatRec) -> bool {
+        rec.last_id
+            .as_ref()
+            .and_then(|id| self.messages.get(id))
+            .is_some_and(|m| m.revoked)
+    }
+
     fn contact(&self, me: &Jid, id: &Jid) -> Contact {
         let mine = self.accounts.get(me);
         let theirs = self.accounts.get(id);
@@ -111,7 +120,7 @@ impl SimNetwork {
                 mute_expiration: rec.muted_until.unwrap_or(0),
                 unread_count: rec.unread,
                 timestamp: rec.last_timestamp,
-                last_message: rec.last_body.clone(),
+                last_message: rec.last_body.clone().filter(|_| !state.is_revoked(rec)),
             })
             .collect();
         chats.sort_by(|a, b| b.pinned.cmp(&a.pinned).then(b.timestamp.cmp(&a.timestamp)));

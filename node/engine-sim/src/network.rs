@@ -146,6 +146,9 @@ pub(super) struct ChatRec {
     pub unread: u32,
     pub last_timestamp: i64,
     pub last_body: Option<String>,
+    /// The message `last_body` is from: the chat list leaves a message deleted for everyone out.
+    #[serde(default)]
+    pub last_id: Option<String>,
     /// Messages received in this chat and not read yet, oldest first: the account's own read state, which a
     /// node that takes the session over answers `mark-read` from.
     #[serde(default)]
@@ -522,6 +525,7 @@ impl NetState {
         let rec = self.account(owner).chats.entry(chat.clone()).or_default();
         rec.last_timestamp = msg.timestamp;
         rec.last_body = Some(msg.body.clone());
+        rec.last_id = Some(msg.id.clone());
         if unread {
             rec.unread += 1;
             rec.unread_ids.push(msg.id.clone());

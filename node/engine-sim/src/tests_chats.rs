@@ -1,5 +1,6 @@
 //! Chat reads and clears: a read naming messages reads only those, and a read or clear of a chat the
-//! account never had is 404 instead of adding an empty chat to the list.
+//! account never had is 404 instead of adding an empty chat to the list; a message deleted for everyone
+//! is no chat's last message.
 
 use super::control::InboundSpec;
 use super::network::SimConfig;
@@ -72,4 +73,57 @@ async fn reading_or_clearing_an_unknown_chat_is_404_and_lists_nothing() {
         .await
         .expect("clear a known chat");
     assert_eq!(unread(&a.engine, &chat).await, Some(0));
+}
+
+async fn last_message(engine: &Arc<dyn Engine>, chat: &Jid) -> Option<String> {
+    let chats = engine.list_chats().await.expect("chats");
+    chats
+        .into_iter()
+        .find(|c| c.id == *chat)
+        .and_then(|c| c.last_message)
+}
+
+/// A message deleted for everyone, by us or by the other side, is no chat's last message any more (on
+/// either side); the chat stays, and the next message is its last one again.
+#[tokio::test(start_paused = true)]
+async fn a_revoked_last_message_leaves_the_chat_list() {
+    let net = SimNetwork::new(SimConfig::default());
+    let a = linked(&net, "a", super::tests::A).await;
+    let mut b = linked(&net, "b", super::tests::B).await;
+    let (chat_b, chat_a) = (jid(super::tests::B), jid(super::tests::A));
+    let sent = a
+        .engine
+        .send(super::tests::text(super::tests::B, "secret"))
+        .await
+        .expect("send");
+    b.message().await;
+    assert_eq!(
+        last_message(&b.engine, &chat_a).await.as_deref(),
+        Some("secret")
+    );
+    a.engine
+        .revoke(&chat_b, &sent.id, true)
+        .await
+        .expect("revoke");
+    assert_eq!(last_message(&a.engine, &chat_b).await, None);
+    assert_eq!(last_message(&b.engine, &chat_a).await, None);
+
+    let stranger = jid(STRANGER);
+    let id = net.inbound("a", from_stranger("psst")).expect("inbound");
+    assert_eq!(
+        last_message(&a.engine, &stranger).await.as_deref(),
+        Some("psst")
+    );
+    net.revoke("a", &id).expect("peer revoke");
+    assert_eq!(last_message(&a.engine, &stranger).await, None);
+    assert_eq!(
+        unread(&a.engine, &stranger).await,
+        Some(1),
+        "the chat stays"
+    );
+    net.inbound("a", from_stranger("again")).expect("inbound");
+    assert_eq!(
+        last_message(&a.engine, &stranger).await.as_deref(),
+        Some("again")
+    );
 }

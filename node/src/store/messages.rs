@@ -54,8 +54,16 @@ const UPDATE_STATUS: &str = "UPDATE messages SET status = $3, version = version 
      AND (CASE status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 \
      ELSE 4 END) < $4";
 const EXISTS: &str = "SELECT 1 FROM messages WHERE session_id = $1 AND wa_message_id = $2";
-const SET_REVOKED: &str = "UPDATE messages SET revoked = TRUE, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
-const SET_BODY: &str = "UPDATE messages SET body = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
+/// Deleted for everyone: the row stays (the chat keeps its place for the message, and `revoked` refuses
+/// later actions on it) as type `revoked` with no body and no media, so reads, the chat's last message
+/// and search (the FTS triggers and the generated tsvector follow `body`) no longer show what was said.
+/// The media object itself stays: it is content-addressed per session and may back other rows.
+const SET_REVOKED: &str = "UPDATE messages SET revoked = TRUE, type = 'revoked', body = NULL, \
+     has_media = FALSE, media = NULL, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
+/// A revoked message keeps no body: a late edit of it (the network may deliver one after the revoke)
+/// must not bring text back.
+const SET_BODY: &str = "UPDATE messages SET body = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2 \
+     AND revoked = FALSE";
 const SET_STARRED: &str = "UPDATE messages SET starred = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
 const FIND: &str =
     "SELECT * FROM messages WHERE session_id = $1 AND (id = $2 OR wa_message_id = $2) LIMIT 1";
