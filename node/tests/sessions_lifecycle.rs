@@ -171,15 +171,7 @@ async fn exhausted_reconnect_attempts_end_in_failed_with_last_error() {
         .await;
     assert_eq!(cfg.expect("config").body["maxReconnectAttempts"], 1);
     link(&c, &id, "4915100000004").await.expect("linked");
-    c.post(
-        &format!("/api/sim/sessions/{id}/faults"),
-        json!({ "failNextStarts": 5 }),
-    )
-    .await
-    .expect("faults");
-    c.post_empty(&format!("/api/sim/sessions/{id}/drop"))
-        .await
-        .expect("drop");
+    drop_with_failing_relaunches(&c, &id, 5).await;
     let failed = wait_status(&c, &id, "failed", WAIT).await.expect("failed");
     assert!(
         failed.str("lastError").contains("launch failure"),
@@ -195,6 +187,19 @@ async fn exhausted_reconnect_attempts_end_in_failed_with_last_error() {
         .expect("presence");
     assert_eq!(presence.status, 200, "{}", presence.text);
     assert!(presence.body.is_null(), "{}", presence.text);
+}
+
+/// The link drops and the next `fails` relaunches fail to launch.
+async fn drop_with_failing_relaunches(c: &Client, id: &str, fails: u32) {
+    c.post(
+        &format!("/api/sim/sessions/{id}/faults"),
+        json!({ "failNextStarts": fails }),
+    )
+    .await
+    .expect("faults");
+    c.post_empty(&format!("/api/sim/sessions/{id}/drop"))
+        .await
+        .expect("drop");
 }
 
 async fn wait_unloaded(c: &Client, id: &str) -> wagate_loadtest::harness::Reply {
@@ -227,15 +232,7 @@ async fn presence_reads_null_and_no_engine_shows_while_relaunches_fail() {
     let is_null_presence = |reply: &wagate_loadtest::harness::Reply| {
         (reply.status, reply.body.is_null()) == (200, true)
     };
-    c.post(
-        &format!("/api/sim/sessions/{id}/faults"),
-        json!({ "failNextStarts": 10 }),
-    )
-    .await
-    .expect("faults");
-    c.post_empty(&format!("/api/sim/sessions/{id}/drop"))
-        .await
-        .expect("drop");
+    drop_with_failing_relaunches(&c, &id, 10).await;
     wait_status(&c, &id, "disconnected", WAIT)
         .await
         .expect("disconnected");
