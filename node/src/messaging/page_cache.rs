@@ -3,7 +3,9 @@
 //! Rows: a message's API JSON by row id, with the row version it was built from. A page asks the store for its
 //! rows' ids and versions only, serves each row whose kept version matches, and reads and builds the rest.
 //! Every update of a row raises its version in the same statement (and an import restamps them all), so kept
-//! JSON is never served past a write, on whichever node shares the database.
+//! JSON is never served past a write, on whichever node shares the database. A reply's JSON also shows the
+//! text of the message it quotes, so it is kept under the quoted row's version too (none while that row is
+//! not stored): an edit or a revoke of the quoted message retires the reply's kept JSON.
 //!
 //! Whole pages: where this process is the data DB's only writer of messages (SQLite, no cluster), a page's
 //! JSON by its query, with the session's write generation (`store/message_writes.rs`) taken before it was
@@ -29,8 +31,11 @@ const BUDGET_BYTES: usize = 4 << 20;
 /// Per-entry bookkeeping counted against the budget besides the JSON and the key.
 const ENTRY_OVERHEAD: usize = 96;
 
+/// What a row's kept JSON was built from: the row's version and the version of the row it quotes.
+type RowTag = (i64, Option<i64>);
+
 pub(crate) struct PageCache {
-    rows: Budgeted<String, i64>,
+    rows: Budgeted<String, RowTag>,
     /// `None`: another process may write messages, so whole pages are never kept.
     pages: Option<Budgeted<PageId, Generation>>,
 }
@@ -79,16 +84,19 @@ impl PageCache {
         let mut held = self.rows.held.lock();
         keys.iter()
             .map(|key| match held.entries.get(key.id.as_str()) {
-                Some(kept) if key.plain && kept.tag == key.version => Some(kept.json.clone()),
+                Some(kept) if key.plain && kept.tag == (key.version, key.quoted_version) => {
+                    Some(kept.json.clone())
+                }
                 _ => None,
             })
             .collect()
     }
 
-    /// Keeps a row's JSON as built from `version`, replacing what was kept for the row.
-    pub(crate) fn put(&self, id: String, version: i64, json: Bytes) {
+    /// Keeps a row's JSON as built from `version` of the row and `quoted_version` of the row it quotes,
+    /// replacing what was kept for the row.
+    pub(crate) fn put(&self, id: String, version: i64, quoted_version: Option<i64>, json: Bytes) {
         let cost = id.len();
-        self.rows.put(id, cost, version, json);
+        self.rows.put(id, cost, (version, quoted_version), json);
     }
 
     /// The page `page` of the session asks for, if whole pages are kept and it is not a cursor page (a cursor
@@ -196,13 +204,14 @@ mod tests {
             id: id.into(),
             version,
             plain,
+            quoted_version: None,
         }
     }
 
     #[test]
     fn a_row_is_served_only_at_the_version_it_was_built_from() {
         let cache = PageCache::new(false);
-        cache.put("m1".into(), 3, Bytes::from_static(b"{\"v\":3}"));
+        cache.put("m1".into(), 3, None, Bytes::from_static(b"{\"v\":3}"));
         let got = cache.get_many(&[key("m1", 3, true), key("m1", 4, true), key("m2", 0, true)]);
         assert_eq!(got[0].as_deref(), Some(&b"{\"v\":3}"[..]));
         assert_eq!(got[1], None);
@@ -210,9 +219,26 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_is_served_only_while_the_row_it_quotes_stands() {
+        let cache = PageCache::new(false);
+        let quoting = |quoted_version| PageKey {
+            quoted_version,
+            ..key("r1", 2, true)
+        };
+        cache.put("r1".into(), 2, Some(5), Bytes::from_static(b"{\"q\":5}"));
+        assert!(cache.get_many(&[quoting(Some(5))])[0].is_some());
+        // The quoted message was edited or revoked, or is no longer stored.
+        assert_eq!(cache.get_many(&[quoting(Some(6))]), vec![None]);
+        assert_eq!(cache.get_many(&[quoting(None)]), vec![None]);
+        // Built before the quoted message was stored: not served once it is.
+        cache.put("r1".into(), 2, None, Bytes::from_static(b"{}"));
+        assert_eq!(cache.get_many(&[quoting(Some(0))]), vec![None]);
+    }
+
+    #[test]
     fn a_row_with_media_is_never_served_from_memory() {
         let cache = PageCache::new(false);
-        cache.put("m1".into(), 0, Bytes::from_static(b"{}"));
+        cache.put("m1".into(), 0, None, Bytes::from_static(b"{}"));
         assert_eq!(cache.get_many(&[key("m1", 0, false)]), vec![None]);
     }
 
@@ -224,16 +250,16 @@ mod tests {
             pages: None,
         };
         let json = || Bytes::from_static(b"0123456789");
-        cache.put("m1".into(), 0, json());
-        cache.put("m2".into(), 0, json());
+        cache.put("m1".into(), 0, None, json());
+        cache.put("m2".into(), 0, None, json());
         // Reading m1 makes m2 the least recently used.
         assert!(cache.get_many(&[key("m1", 0, true)])[0].is_some());
-        cache.put("m3".into(), 0, json());
+        cache.put("m3".into(), 0, None, json());
         let got = cache.get_many(&[key("m1", 0, true), key("m2", 0, true), key("m3", 0, true)]);
         assert!(got[0].is_some() && got[1].is_none() && got[2].is_some());
         // Replacing a row's JSON does not count it twice.
-        cache.put("m3".into(), 1, json());
-        cache.put("m3".into(), 2, json());
+        cache.put("m3".into(), 1, None, json());
+        cache.put("m3".into(), 2, None, json());
         assert!(cache.get_many(&[key("m1", 0, true)])[0].is_some());
         assert_eq!(cache.rows.held.lock().bytes, entry * 2);
     }

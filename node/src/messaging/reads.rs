@@ -1,13 +1,16 @@
 //! Reads from the message store: the session's message list (cursor or offset paging, filters, inline
-//! media switch), a chat's history, a message's reactions and its media bytes. A chat or sender id a read
-//! names is checked and normalised as a send's `chatId` is (`validate::jid`): `@s.whatsapp.net` reads as the
-//! `@c.us` the store keeps, and an id that is no JID is a 400, not an empty page.
+//! media switch; a reply shows the message it quotes), a chat's history, a message's reactions and its media
+//! bytes. A chat or sender id a read names is checked and normalised as a send's `chatId` is
+//! (`validate::jid`): `@s.whatsapp.net` reads as the `@c.us` the store keeps, and an id that is no JID is a
+//! 400, not an empty page.
 
 use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 
-use wagate_proto::dto::messages::{ListMessagesQuery, Message, ReactionGroup, ReactionSender};
+use wagate_proto::dto::messages::{
+    ListMessagesQuery, Message, QuotedMessage, ReactionGroup, ReactionSender,
+};
 use wagate_proto::iso_ms;
 
 use super::MessagingService;
@@ -95,13 +98,21 @@ impl MessagingService {
     ) -> MessagingResult<HashMap<String, Bytes>> {
         let rows = message_store::versioned_rows(&self.db, session_id, ids).await?;
         let mut built = HashMap::with_capacity(rows.len());
-        for VersionedRow { version, row } in rows {
+        for VersionedRow {
+            version,
+            row,
+            quoted_version,
+            quoted_body,
+        } in rows
+        {
             let plain = row.media.is_none();
             let id = row.id.clone();
-            let message = self.to_message(row, inline).await?;
+            let message = self.to_message(row, quoted_body, inline).await?;
             let json = Bytes::from(serde_json::to_vec(&message).map_err(StoreError::from)?);
             if plain {
-                self.page_cache.put(id.clone(), version, json.clone());
+                // Kept under the quoted row's version too: the JSON shows that row's body.
+                self.page_cache
+                    .put(id.clone(), version, quoted_version, json.clone());
             }
             built.insert(id, json);
         }
@@ -190,7 +201,14 @@ impl MessagingService {
         ))
     }
 
-    async fn to_message(&self, r: MessageRow, inline: bool) -> MessagingResult<Message> {
+    /// The API shape of a stored row; `quoted_body` is the current body of the message it quotes (read with
+    /// the row, `None` when that message is not stored here or was deleted for everyone).
+    async fn to_message(
+        &self,
+        r: MessageRow,
+        quoted_body: Option<String>,
+        inline: bool,
+    ) -> MessagingResult<Message> {
         let media = match r.media.as_deref() {
             Some(text) => Some(
                 self.recorder
@@ -199,7 +217,16 @@ impl MessagingService {
             ),
             None => None,
         };
+        // A message deleted for everyone shows nothing of what it was, its reply included.
+        let quoted_message = match r.quoted_id {
+            Some(id) if !r.revoked => Some(QuotedMessage {
+                id,
+                body: quoted_body,
+            }),
+            _ => None,
+        };
         Ok(Message {
+            quoted_message,
             mentioned_ids: r.mentioned_ids.as_deref().map(from_json).transpose()?,
             id: r.id,
             session_id: r.session_id,

@@ -67,28 +67,42 @@ const SET_BODY: &str = "UPDATE messages SET body = $3, version = version + 1 WHE
 const SET_STARRED: &str = "UPDATE messages SET starred = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
 const FIND: &str =
     "SELECT * FROM messages WHERE session_id = $1 AND (id = $2 OR wa_message_id = $2) LIMIT 1";
-/// The rows of a page as `[id, version, has no media]`, in page order: what the page cache needs to serve the
-/// rows it holds without reading them (see `messaging/page_cache.rs`).
-const PAGE_KEYS_SQLITE_JSON: &str = "SELECT json_group_array(json_array(id, version, json(iif(media IS NULL, 'true', 'false'))) \
-     ORDER BY created_at DESC, id DESC) FROM (SELECT id, version, media, created_at FROM messages \
+/// The rows of a page as `[id, version, has no media, version of the quoted row]`, in page order: what the
+/// page cache needs to serve the rows it holds without reading them (see `messaging/page_cache.rs`). A row's
+/// JSON shows the text of the message it quotes, so the quoted row's version (NULL when it is not stored) is
+/// part of what the kept JSON was built from. The join runs on the page's rows only, by the
+/// `(session_id, wa_message_id)` key.
+const PAGE_KEYS_SQLITE_JSON: &str = "SELECT json_group_array(json_array(p.id, p.version, \
+     json(iif(p.media IS NULL, 'true', 'false')), q.version) ORDER BY p.created_at DESC, p.id DESC) \
+     FROM (SELECT id, version, media, quoted_id, created_at FROM messages \
      WHERE session_id = $1 \
      AND ($2 IS NULL OR chat_id = $2) AND ($3 IS NULL OR from_jid = $3) \
      AND ($4 IS NULL OR direction = $4) AND ($5 IS NULL OR type = $5) \
      AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) \
-     ORDER BY created_at DESC, id DESC LIMIT $8 OFFSET $9)";
-const PAGE_KEYS: &str = "SELECT id, version, media IS NULL AS plain FROM messages WHERE session_id = $1 \
+     ORDER BY created_at DESC, id DESC LIMIT $8 OFFSET $9) AS p \
+     LEFT JOIN messages q ON q.session_id = $1 AND q.wa_message_id = p.quoted_id";
+const PAGE_KEYS: &str = "SELECT p.id, p.version, p.plain, q.version AS quoted_version FROM \
+     (SELECT id, version, media IS NULL AS plain, quoted_id, created_at FROM messages WHERE session_id = $1 \
      AND ($2 IS NULL OR chat_id = $2) AND ($3 IS NULL OR from_jid = $3) \
      AND ($4 IS NULL OR direction = $4) AND ($5 IS NULL OR type = $5) \
      AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) \
-     ORDER BY created_at DESC, id DESC LIMIT $8 OFFSET $9";
-/// The session's rows of the ids in `$2` (a JSON array), each as `[version, [columns of MessageRow]]`.
-const VERSIONED_ROWS_SQLITE_JSON: &str = "SELECT json_group_array(json_array(version, json_array(id, \
-     session_id, wa_message_id, chat_id, from_jid, to_jid, chat_name, author, body, type, direction, status, \
-     timestamp, json(iif(has_media, 'true', 'false')), media, mentioned_ids, \
-     json(iif(is_group, 'true', 'false')), quoted_id, extra, json(iif(starred, 'true', 'false')), \
-     json(iif(revoked, 'true', 'false')), created_at))) \
-     FROM messages WHERE session_id = $1 AND id IN (SELECT value FROM json_each($2))";
-const VERSIONED_ROWS: &str = "SELECT * FROM messages WHERE session_id = $1 AND id = ANY($2)";
+     ORDER BY created_at DESC, id DESC LIMIT $8 OFFSET $9) AS p \
+     LEFT JOIN messages q ON q.session_id = $1 AND q.wa_message_id = p.quoted_id \
+     ORDER BY p.created_at DESC, p.id DESC";
+/// The session's rows of the ids in `$2` (a JSON array), each as `[version, [columns of MessageRow], quoted
+/// row's version, quoted row's body]`: the quoted row joined in the same statement (one read per page, not
+/// one per reply). A quoted row deleted for everyone gives no body, whatever its column still holds.
+const VERSIONED_ROWS_SQLITE_JSON: &str = "SELECT json_group_array(json_array(m.version, json_array(m.id, \
+     m.session_id, m.wa_message_id, m.chat_id, m.from_jid, m.to_jid, m.chat_name, m.author, m.body, m.type, \
+     m.direction, m.status, m.timestamp, json(iif(m.has_media, 'true', 'false')), m.media, m.mentioned_ids, \
+     json(iif(m.is_group, 'true', 'false')), m.quoted_id, m.extra, json(iif(m.starred, 'true', 'false')), \
+     json(iif(m.revoked, 'true', 'false')), m.created_at), q.version, iif(q.revoked, NULL, q.body))) \
+     FROM messages m LEFT JOIN messages q ON q.session_id = m.session_id AND q.wa_message_id = m.quoted_id \
+     WHERE m.session_id = $1 AND m.id IN (SELECT value FROM json_each($2))";
+const VERSIONED_ROWS: &str = "SELECT m.*, q.version AS quoted_version, \
+     CASE WHEN q.revoked THEN NULL ELSE q.body END AS quoted_body \
+     FROM messages m LEFT JOIN messages q ON q.session_id = m.session_id AND q.wa_message_id = m.quoted_id \
+     WHERE m.session_id = $1 AND m.id = ANY($2)";
 /// Every row's version moved past any it had before: imported rows come in at version 0, and a node may
 /// hold a row of the same id from before the import.
 const RESTAMP_VERSIONS: &str = "UPDATE messages SET version = $1";
@@ -138,16 +152,23 @@ pub(crate) struct MessageRow {
 pub(crate) struct PageKey {
     pub id: String,
     pub version: i64,
-    /// Without media, a row's JSON depends on the row alone (media JSON reads the media store).
+    /// Without media, a row's JSON depends on the row and the row it quotes alone (media JSON reads the
+    /// media store).
     pub plain: bool,
+    /// The version of the row this one quotes; `None` when it quotes none, or one this session does not store.
+    pub quoted_version: Option<i64>,
 }
 
-/// A row with the version it was read at.
+/// A row with the version it was read at, and what its JSON shows of the message it quotes.
 #[derive(Debug, Clone, sqlx::FromRow, serde::Deserialize)]
 pub(crate) struct VersionedRow {
     pub version: i64,
     #[sqlx(flatten)]
     pub row: MessageRow,
+    /// As [`PageKey::quoted_version`], read in the same statement as the row.
+    pub quoted_version: Option<i64>,
+    /// The quoted row's body; `None` when it is not stored, has none, or was deleted for everyone.
+    pub quoted_body: Option<String>,
 }
 
 /// What a page of `GET /messages` asks for; `None` filters match everything.
@@ -464,9 +485,9 @@ pub(crate) async fn direct_chats(
         .await)?)
 }
 
-/// The rows a page holds, newest first, as `(id, version, no media)`. Read on the read-only pool (see
-/// `backends::read_pool`), whose connections keep the statement prepared (the text is constant: absent
-/// filters are bound as NULL, not left out).
+/// The rows a page holds, newest first, as `(id, version, no media, quoted row's version)`. Read on the
+/// read-only pool (see `backends::read_pool`), whose connections keep the statement prepared (the text is
+/// constant: absent filters are bound as NULL, not left out).
 pub(crate) async fn page_keys(
     db: &DataPool,
     session_id: &str,
@@ -516,10 +537,16 @@ pub(crate) async fn versioned_rows(
                 .bind(super::to_json(&ids)?)
                 .fetch_one(p)
                 .await?;
-            let pairs: Vec<(i64, MessageRow)> = super::from_json(&text)?;
-            Ok(pairs
+            type Columns = (i64, MessageRow, Option<i64>, Option<String>);
+            let rows: Vec<Columns> = super::from_json(&text)?;
+            Ok(rows
                 .into_iter()
-                .map(|(version, row)| VersionedRow { version, row })
+                .map(|(version, row, quoted_version, quoted_body)| VersionedRow {
+                    version,
+                    row,
+                    quoted_version,
+                    quoted_body,
+                })
                 .collect())
         }
         DataPool::Postgres(p) => Ok(sqlx::query_as(VERSIONED_ROWS)

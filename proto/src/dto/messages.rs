@@ -228,8 +228,24 @@ pub struct Message {
     pub media: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mentioned_ids: Option<Vec<String>>,
+    /// The message this one replies to; absent when it quotes none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quoted_message: Option<QuotedMessage>,
     pub is_group: bool,
     pub created_at: String,
+}
+
+/// The message a stored message quotes: the `quotedMessage {id, body}` of `message.received|sent`
+/// (wire-notes §5), read from the store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QuotedMessage {
+    /// The quoted message's network id (its `waMessageId`).
+    pub id: String,
+    /// The quoted message's current text. Absent when this session does not store it, and when it was
+    /// deleted for everyone (its text is gone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
 }
 
 /// `GET /messages` query (parsed by hand: blank values read as absent).
