@@ -153,11 +153,31 @@ async fn search_finds_an_inbound_message() {
             assert_eq!(hit["direction"], "incoming");
             assert_eq!(hit["from"], jid("4915500000042").as_str());
             assert_eq!(hit["waMessageId"], inbound.str("messageId").as_str());
+            chat_filters_read_jids_as_sends_do(&c, &query).await;
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     panic!("the inbound message never became searchable");
+}
+
+/// `chatId` and `from` read `@s.whatsapp.net` as the `@c.us` the store keeps, as message reads do, and a
+/// value that is no JID is a 400 rather than an empty page.
+async fn chat_filters_read_jids_as_sends_do(c: &wagate_loadtest::harness::Client, query: &str) {
+    for filter in ["chatId", "from"] {
+        let long_form = format!("{query}&{filter}=4915500000042@s.whatsapp.net");
+        let found = c.get(&long_form).await.expect("search");
+        assert_eq!(found.body["total"], 1, "{long_form}: {}", found.text);
+        let garbage = format!("{query}&{filter}=garbage");
+        let refused = c.get(&garbage).await.expect("search");
+        assert_eq!(refused.status, 400, "{garbage}: {}", refused.text);
+        assert_eq!(refused.body["statusCode"], 400);
+        assert!(
+            refused.str("message").starts_with(filter),
+            "{}",
+            refused.text
+        );
+    }
 }
 
 /// Found by the API fuzzer: a NUL inside `q` reached FTS5 and answered 500 ("unterminated string").
@@ -331,7 +351,12 @@ async fn search_returns_chats_whose_id_or_name_matches() {
         .expect("search");
     assert_eq!(chats_of(&paged.body), vec![pair(&b, "4915500000777@c.us")]);
     assert_eq!(paged.body["chatTotal"], 4);
-    for narrowed in ["direction=incoming", "type=text", "from=x", "dateFrom=0"] {
+    for narrowed in [
+        "direction=incoming",
+        "type=text",
+        "from=4915500000009@c.us",
+        "dateFrom=0",
+    ] {
         let reply = c
             .get(&format!("/api/search?q=pizza&{narrowed}"))
             .await

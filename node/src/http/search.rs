@@ -16,6 +16,7 @@ use super::engine_call::whole;
 use super::error::{ApiError, ApiResult};
 use super::extract::query_pairs;
 use crate::app::ApiContext;
+use crate::messaging::validate::jid_filter;
 use crate::store::search::{ChatMatch, SearchFilter, SearchRow};
 
 /// The spec's search timeout.
@@ -80,10 +81,10 @@ fn parse(caller: &Caller, query: Option<&str>) -> ApiResult<SearchFilter> {
         match key.as_str() {
             "q" => f.text = value.trim().to_string(),
             "sessionId" => f.session_id = some(&canonical_session(&value)),
-            "chatId" => f.chat_id = some(&value),
+            "chatId" => f.chat_id = jid_filter("chatId", Some(&value))?,
             "direction" => f.direction = some(&value),
             "type" => f.kind = some(&value),
-            "from" => f.from = some(&value),
+            "from" => f.from = jid_filter("from", Some(&value))?,
             "dateFrom" => f.date_from = Some(instant("dateFrom", &value, Bound::From)?),
             "dateTo" => f.date_to = Some(instant("dateTo", &value, Bound::To)?),
             "limit" => f.limit = whole("limit", &value, 1, 100)? as i64,

@@ -26,13 +26,6 @@ fn blank_to_none(raw: Option<String>) -> Option<String> {
     raw.filter(|v| !v.trim().is_empty())
 }
 
-/// A filter's JID as the store keeps it; `None` when the filter is absent or blank.
-fn jid_filter(field: &str, raw: Option<String>) -> MessagingResult<Option<String>> {
-    blank_to_none(raw)
-        .map(|raw| v::jid(field, Some(&raw)).map(|jid| jid.to_string()))
-        .transpose()
-}
-
 fn number(
     field: &str,
     raw: Option<&str>,
@@ -157,8 +150,8 @@ impl MessagingService {
             None => None,
         };
         let page = PageQuery {
-            chat_id: jid_filter("chatId", q.chat_id)?,
-            from: jid_filter("from", q.from)?,
+            chat_id: v::jid_filter("chatId", q.chat_id.as_deref())?,
+            from: v::jid_filter("from", q.from.as_deref())?,
             direction,
             kind: blank_to_none(q.kind),
             offset: if after.is_some() { 0 } else { offset },

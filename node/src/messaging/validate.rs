@@ -29,6 +29,14 @@ pub(crate) fn jid(field: &str, raw: Option<&str>) -> MessagingResult<Jid> {
     })
 }
 
+/// A read filter's JID as the store keeps it (`@s.whatsapp.net` reads as `@c.us`); `None` when the filter is
+/// absent or blank, 400 when it is no JID.
+pub(crate) fn jid_filter(field: &str, raw: Option<&str>) -> MessagingResult<Option<String>> {
+    raw.filter(|v| !v.trim().is_empty())
+        .map(|raw| jid(field, Some(raw)).map(|jid| jid.to_string()))
+        .transpose()
+}
+
 /// A required, non-blank string.
 pub(crate) fn required<'a>(field: &str, raw: Option<&'a str>) -> MessagingResult<&'a str> {
     match raw {

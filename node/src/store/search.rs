@@ -222,6 +222,9 @@ macro_rules! bind_chats {
     };
 }
 
+/// The spec's search timeout, for each statement of a search's transaction on PostgreSQL.
+const PG_STATEMENT_TIMEOUT: &str = "SET LOCAL statement_timeout = '10s'";
+
 /// One page of message hits, best first, and one of chat matches, newest first (the same `limit` and
 /// `offset` for each), with their totals, all read from one snapshot (a message committed between the
 /// statements must not make a count disagree with its page).
@@ -277,6 +280,9 @@ pub(crate) async fn search(db: &DataPool, f: &SearchFilter) -> StoreResult<Searc
             let mut tx = p
                 .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 .await?;
+            // The route stops waiting after 10 s, but a dropped query keeps running on the server: bound it
+            // there too, so abandoned searches cannot pile up on the database.
+            sqlx::query(PG_STATEMENT_TIMEOUT).execute(&mut *tx).await?;
             page.hits = bind_filters!(
                 sqlx::query_as::<_, SearchRow>(SEARCH_PG),
                 &f.text,
