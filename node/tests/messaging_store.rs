@@ -517,3 +517,71 @@ async fn a_message_deleted_for_everyone_is_stored_as_revoked_without_its_content
         assert!(listed["lastMessage"].is_null(), "{listed}");
     }
 }
+
+/// A chat's `lastMessage` shows an edit of it, whichever side made it: ours (`messages/edit`, on both
+/// sides' chat lists) and the other side's (the sim's `edit`), as the message list does.
+#[tokio::test]
+async fn a_chats_last_message_shows_its_edit() {
+    let p = pair(options()).await;
+    let (to, stranger) = (jid(PHONE_B), jid("4915100000077"));
+    let last_message = async |session: &str, chat: &str| {
+        let chats = p
+            .client
+            .get(&format!("/api/sessions/{session}/chats"))
+            .await
+            .unwrap();
+        assert_eq!(chats.status, 200, "{}", chats.text);
+        chats
+            .body
+            .as_array()
+            .and_then(|all| all.iter().find(|c| c["id"] == chat).cloned())
+            .map(|c| c["lastMessage"].clone())
+    };
+    let sent = p
+        .post(
+            "messages/send-text",
+            json!({ "chatId": to, "text": "frist" }),
+        )
+        .await;
+    assert_eq!(sent.status, 201, "{}", sent.text);
+    let own = sent.str("messageId");
+    p.wait_message(&p.b, "", |m| m["waMessageId"] == own.as_str())
+        .await;
+    let edit = p
+        .post(
+            "messages/edit",
+            json!({ "chatId": to, "messageId": own, "body": "first" }),
+        )
+        .await;
+    assert_eq!(edit.status, 200, "{}", edit.text);
+    assert_eq!(last_message(&p.a, &to).await, Some(json!("first")));
+    assert_eq!(
+        last_message(&p.b, &jid(PHONE_A)).await,
+        Some(json!("first"))
+    );
+
+    let inbound = p
+        .client
+        .post(
+            &format!("/api/sim/sessions/{}/inbound", p.a),
+            json!({ "from": stranger, "type": "text", "body": "helo" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(inbound.status, 200, "{}", inbound.text);
+    let theirs = inbound.str("messageId");
+    let edited = p
+        .client
+        .post(
+            &format!("/api/sim/sessions/{}/edit", p.a),
+            json!({ "messageId": theirs, "body": "hello" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(edited.status, 200, "{}", edited.text);
+    assert_eq!(last_message(&p.a, &stranger).await, Some(json!("hello")));
+    p.wait_message(&p.a, "", |m| {
+        m["waMessageId"] == theirs.as_str() && m["body"] == "hello"
+    })
+    .await;
+}

@@ -1,8 +1,8 @@
 //! Actions on existing messages from the session's side: react, edit, revoke, forward, pin, poll vote,
 //! read receipts, unread marks and stars. Input: `SimEngine`; the other side's actions are in `control.rs`.
-//! Only the sender may edit or revoke for everyone.
+//! Only the sender may edit or revoke for everyone, and a message deleted for everyone is not edited (404).
 
-use super::control::find_message;
+use super::control::{find_message, live_message};
 use super::messaging::recipients_of;
 use super::network::{NetState, SimNetwork, StoredMessage, now};
 use super::peers::Record;
@@ -85,6 +85,11 @@ impl SimNetwork {
         let me = state.online_phone(session)?;
         if !for_everyone {
             find_message(&mut state, message_id)?;
+            return Ok(());
+        }
+        // Deleted for everyone already: nothing is left to delete or to announce again (as the node answers
+        // a delete of a stored revoked row).
+        if find_message(&mut state, message_id)?.revoked {
             return Ok(());
         }
         let msg = own_message(&mut state, &me, message_id)?;
@@ -304,12 +309,13 @@ fn unread_in(state: &NetState, me: &Jid, chat: &Jid, message_ids: &[String]) -> 
         .unwrap_or_default()
 }
 
+/// The account's own message, still in its chat (one deleted for everyone is 404).
 fn own_message<'a>(
     state: &'a mut NetState,
     me: &Jid,
     id: &str,
 ) -> EngineResult<&'a mut StoredMessage> {
-    let msg = find_message(state, id)?;
+    let msg = live_message(state, id)?;
     if msg.from != *me {
         return Err(EngineError::Rejected(
             "only the sender can change this message".into(),

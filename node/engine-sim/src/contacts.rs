@@ -27,13 +27,17 @@ impl NetState {
             .unwrap_or_else(|| chat.user().to_string())
     }
 
-    /// Whether the chat's last message was deleted for everyone: its text is gone from the chat list too
-    /// (as from the stored history), and the chat shows no last message.
-    fn is_revoked(&self, rec: &super::network::ChatRec) -> bool {
-        rec.last_id
-            .as_ref()
-            .and_then(|id| self.messages.get(id))
-            .is_some_and(|m| m.revoked)
+    /// The chat's last message as the chat list shows it: read through the message itself, so an edit
+    /// (by either side) shows, and one deleted for everyone shows nothing (its text is gone from the chat
+    /// list as from the stored history). The copy the chat took is the fallback when this process does not
+    /// hold the message (a cluster's other node sent it); a cleared chat has none.
+    fn last_message(&self, rec: &super::network::ChatRec) -> Option<String> {
+        let copy = rec.last_body.as_ref()?;
+        match rec.last_id.as_ref().and_then(|id| self.messages.get(id)) {
+            Some(msg) if msg.revoked => None,
+            Some(msg) => Some(msg.body.clone()),
+            None => Some(copy.clone()),
+        }
     }
 
     fn contact(&self, me: &Jid, id: &Jid) -> Contact {
@@ -120,7 +124,7 @@ impl SimNetwork {
                 mute_expiration: rec.muted_until.unwrap_or(0),
                 unread_count: rec.unread,
                 timestamp: rec.last_timestamp,
-                last_message: rec.last_body.clone().filter(|_| !state.is_revoked(rec)),
+                last_message: state.last_message(rec),
             })
             .collect();
         chats.sort_by(|a, b| b.pinned.cmp(&a.pinned).then(b.timestamp.cmp(&a.timestamp)));

@@ -263,39 +263,48 @@ impl SimNetwork {
         Ok(())
     }
 
-    /// The sender deletes a message for everyone.
+    /// The sender deletes a message for everyone. One deleted for everyone already is 404 with no second
+    /// `message.revoked`: the network has nothing left to delete.
     pub fn revoke(&self, session: &str, message_id: &str) -> EngineResult<()> {
         let mut state = self.lock();
         let me = linked_phone(&state, session)?;
+        // Refused before an id is spent, so a refusal leaves the ids that follow as they were.
+        live_message(&mut state, message_id)?;
         let id = self.next_id(&mut state);
         let msg = find_message(&mut state, message_id)?;
         msg.revoked = true;
+        let copy = msg.clone();
         let event = EngineEvent::Revoked {
             id,
-            revoked_id: msg.id.clone(),
-            chat_id: msg.chat_for(&me),
-            from: msg.from.clone(),
-            to: msg.to.clone(),
+            revoked_id: copy.id.clone(),
+            chat_id: copy.chat_for(&me),
+            from: copy.from.clone(),
+            to: copy.to.clone(),
             timestamp: now(),
         };
+        // A cluster's other nodes refuse a later edit or revoke of it too.
+        state.share(Record::Message, message_id, &copy);
         state.deliver(session, event);
         Ok(())
     }
 
-    /// The sender edits a message.
+    /// The sender edits a message. One deleted for everyone is 404 and raises no `message.edited`: its
+    /// text must not come back to anyone consuming the events.
     pub fn edit(&self, session: &str, message_id: &str, body: &str) -> EngineResult<()> {
         let mut state = self.lock();
         let me = linked_phone(&state, session)?;
-        let msg = find_message(&mut state, message_id)?;
+        let msg = live_message(&mut state, message_id)?;
         msg.body = body.to_string();
+        let copy = msg.clone();
         let event = EngineEvent::Edited {
-            message_id: msg.id.clone(),
-            chat_id: msg.chat_for(&me),
+            message_id: copy.id.clone(),
+            chat_id: copy.chat_for(&me),
             body: body.to_string(),
-            from: msg.from.clone(),
-            from_me: msg.from == me,
+            from: copy.from.clone(),
+            from_me: copy.from == me,
             timestamp: now(),
         };
+        state.share(Record::Message, message_id, &copy);
         state.deliver(session, event);
         Ok(())
     }
@@ -397,6 +406,18 @@ pub(super) fn find_message<'a>(
         .messages
         .get_mut(id)
         .ok_or_else(|| EngineError::NotFound(format!("Message {id} not found")))
+}
+
+/// A message still in its chat: one deleted for everyone is gone for edits and revokes (404, worded as
+/// the node words it for a stored revoked row, `messaging/ops.rs`).
+pub(super) fn live_message<'a>(
+    state: &'a mut NetState,
+    id: &str,
+) -> EngineResult<&'a mut StoredMessage> {
+    match find_message(state, id)? {
+        msg if msg.revoked => Err(EngineError::NotFound(format!("Message {id} not found"))),
+        msg => Ok(msg),
+    }
 }
 
 pub(super) fn resolve_quote(state: &NetState, id: Option<&str>) -> EngineResult<Option<QuotedRef>> {

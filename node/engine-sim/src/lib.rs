@@ -35,6 +35,8 @@ mod tests_cluster;
 mod tests_held;
 #[cfg(test)]
 mod tests_media;
+#[cfg(test)]
+mod tests_revoked;
 
 pub use network::SimNetwork;
 

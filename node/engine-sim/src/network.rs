@@ -146,7 +146,9 @@ pub(super) struct ChatRec {
     pub unread: u32,
     pub last_timestamp: i64,
     pub last_body: Option<String>,
-    /// The message `last_body` is from: the chat list leaves a message deleted for everyone out.
+    /// The message `last_body` is from: the chat list reads the last message through it (so it shows an
+    /// edit, and leaves a message deleted for everyone out), `last_body` being the copy for when the message
+    /// is not held here.
     #[serde(default)]
     pub last_id: Option<String>,
     /// Messages received in this chat and not read yet, oldest first: the account's own read state, which a

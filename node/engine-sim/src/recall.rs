@@ -96,7 +96,32 @@ fn from_row(row: &StoredRow, me: &Jid) -> Option<StoredMessage> {
         location: extra.location,
         poll: extra.poll,
         ack: AckStatus::Sent,
-        revoked: false,
+        // The store keeps a message deleted for everyone as type `revoked`: recalled, it stays deleted.
+        revoked: row.kind == "revoked",
         pinned: false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A message deleted for everyone is stored as type `revoked`: recalled, it is still deleted, so a
+    /// late edit or revoke of it is refused as before the restart.
+    #[test]
+    fn a_row_stored_as_revoked_is_recalled_revoked() {
+        let me = Jid::parse("491111111111@c.us").expect("test JID");
+        let row = |kind: &str| StoredRow {
+            wa_message_id: "3EB0FORGOTTEN".into(),
+            chat_id: "495555555555@c.us".into(),
+            from_jid: "495555555555@c.us".into(),
+            kind: kind.into(),
+            body: (kind == "text").then(|| "hi".into()),
+            timestamp: 1,
+            ..StoredRow::default()
+        };
+        let revoked = from_row(&row("revoked"), &me).map(|m| m.revoked);
+        let live = from_row(&row("text"), &me).map(|m| m.revoked);
+        assert_eq!((revoked, live), (Some(true), Some(false)));
+    }
 }

@@ -47,7 +47,7 @@ impl Handset {
         event.expect("an event in time").expect("channel open")
     }
 
-    async fn silent_for(&mut self, span: Duration) -> bool {
+    pub(super) async fn silent_for(&mut self, span: Duration) -> bool {
         tokio::time::timeout(span, self.rx.recv()).await.is_err()
     }
 

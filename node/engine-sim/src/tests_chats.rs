@@ -1,6 +1,6 @@
 //! Chat reads and clears: a read naming messages reads only those, and a read or clear of a chat the
 //! account never had is 404 instead of adding an empty chat to the list; a message deleted for everyone
-//! is no chat's last message.
+//! is no chat's last message, and an edited one shows its edit.
 
 use super::control::InboundSpec;
 use super::network::SimConfig;
@@ -126,4 +126,37 @@ async fn a_revoked_last_message_leaves_the_chat_list() {
         last_message(&a.engine, &stranger).await.as_deref(),
         Some("again")
     );
+}
+
+/// An edit, ours or the other side's, is what the chat list shows as the chat's last message (on both
+/// sides of our edit); a cleared chat still shows none.
+#[tokio::test(start_paused = true)]
+async fn an_edited_last_message_shows_its_edit() {
+    let net = SimNetwork::new(SimConfig::default());
+    let a = linked(&net, "a", super::tests::A).await;
+    let mut b = linked(&net, "b", super::tests::B).await;
+    let (chat_b, chat_a) = (jid(super::tests::B), jid(super::tests::A));
+    let sent = a
+        .engine
+        .send(super::tests::text(super::tests::B, "frist"))
+        .await
+        .expect("send");
+    b.message().await;
+    a.engine
+        .edit(&chat_b, &sent.id, "first")
+        .await
+        .expect("edit");
+    for (engine, chat) in [(&a.engine, &chat_b), (&b.engine, &chat_a)] {
+        assert_eq!(last_message(engine, chat).await.as_deref(), Some("first"));
+    }
+
+    let stranger = jid(STRANGER);
+    let id = net.inbound("a", from_stranger("helo")).expect("inbound");
+    net.edit("a", &id, "hello").expect("peer edit");
+    assert_eq!(
+        last_message(&a.engine, &stranger).await.as_deref(),
+        Some("hello")
+    );
+    a.engine.clear_chat(&stranger).await.expect("clear");
+    assert_eq!(last_message(&a.engine, &stranger).await, None);
 }
