@@ -523,16 +523,19 @@ async fn apply(tx: &mut DataTx, change: &Change) -> StoreResult<bool> {
             session_id,
             message_id,
         } => {
-            message_store::mark_revoked(tx, session_id, message_id).await?;
-            Ok(true)
+            // A revoke delivered again, or an edit of a message deleted for everyone, changes no stored row
+            // and announces nothing: a consumer would otherwise see the message revoked twice or its text
+            // come back. A change to a message not stored (yet) still publishes.
+            let revoked = message_store::mark_revoked(tx, session_id, message_id).await?;
+            Ok(revoked || !message_store::exists(tx, session_id, message_id).await?)
         }
         Change::Edit {
             session_id,
             message_id,
             body,
         } => {
-            message_store::set_body(tx, session_id, message_id, body).await?;
-            Ok(true)
+            let edited = message_store::set_body(tx, session_id, message_id, body).await?;
+            Ok(edited || !message_store::exists(tx, session_id, message_id).await?)
         }
         Change::Reaction(row) => {
             reactions::apply(tx, row).await?;

@@ -459,3 +459,64 @@ async fn a_receipt_handed_over_again_publishes_once() {
         "a receipt before its message publishes"
     );
 }
+
+/// A revoke the network delivers again, and an edit of a message already deleted for everyone, change no
+/// row and publish nothing (a consumer would see the message revoked twice, or its text come back); an
+/// edit and a revoke of a live message, and of one not stored, publish once each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_message_takes_no_second_revoke_and_no_edit() {
+    const REVOKES: &str = "SELECT COUNT(*) FROM webhook_outbox_events WHERE session_id = $1 AND event = 'message.revoked'";
+    const EDITS: &str = "SELECT COUNT(*) FROM webhook_outbox_events WHERE session_id = $1 AND event = 'message.edited'";
+    let rig = rig().await;
+    webhook_store::insert(&rig.db, &webhook_for_everything())
+        .await
+        .expect("webhook");
+    let revoke = |id: &str| EngineEvent::Revoked {
+        id: format!("R-{id}"),
+        revoked_id: id.into(),
+        chat_id: jid(ANN),
+        from: jid(ANN),
+        to: jid(US),
+        timestamp: 1_700_000_501,
+    };
+    let edit = |id: &str, body: &str| EngineEvent::Edited {
+        message_id: id.into(),
+        chat_id: jid(ANN),
+        body: body.into(),
+        from: jid(ANN),
+        from_me: false,
+        timestamp: 1_700_000_502,
+    };
+    let theirs = EngineEvent::Message(Box::new(message("GONE1", false, 1_700_000_500, "secret")));
+    rig.record(&[theirs]).await;
+    rig.await_count(MESSAGES, 1).await;
+    rig.record(&[edit("GONE1", "still secret")]).await;
+    assert_eq!(rig.count(EDITS).await, 1, "an edit of a live message");
+    rig.record(&[revoke("GONE1"), revoke("GONE1")]).await;
+    assert_eq!(
+        rig.count(REVOKES).await,
+        1,
+        "a repeat revoke publishes nothing"
+    );
+    rig.record(&[edit("GONE1", "back again")]).await;
+    assert_eq!(
+        rig.count(EDITS).await,
+        1,
+        "an edit after the revoke publishes nothing"
+    );
+    let body: Option<String> = on_pool!(&rig.db, |p| sqlx::query_scalar(
+        "SELECT body FROM messages WHERE session_id = $1 AND wa_message_id = 'GONE1'"
+    )
+    .bind(SID)
+    .fetch_one(p)
+    .await)
+    .expect("body");
+    assert_eq!(body, None, "the revoked row keeps no text");
+    rig.record(&[revoke("NOT-STORED"), edit("NOT-STORED-2", "new")])
+        .await;
+    assert_eq!(
+        (rig.count(REVOKES).await, rig.count(EDITS).await),
+        (2, 2),
+        "changes of messages not stored still publish"
+    );
+}

@@ -58,8 +58,10 @@ const EXISTS: &str = "SELECT 1 FROM messages WHERE session_id = $1 AND wa_messag
 /// later actions on it) as type `revoked` with no body and no media, so reads, the chat's last message
 /// and search (the FTS triggers and the generated tsvector follow `body`) no longer show what was said.
 /// The media object itself stays: it is content-addressed per session and may back other rows.
+/// Only a live row: a message is revoked once, so a revoke delivered again changes nothing.
 const SET_REVOKED: &str = "UPDATE messages SET revoked = TRUE, type = 'revoked', body = NULL, \
-     has_media = FALSE, media = NULL, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2";
+     has_media = FALSE, media = NULL, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2 \
+     AND revoked = FALSE";
 /// A revoked message keeps no body: a late edit of it (the network may deliver one after the revoke)
 /// must not bring text back.
 const SET_BODY: &str = "UPDATE messages SET body = $3, version = version + 1 WHERE session_id = $1 AND wa_message_id = $2 \
@@ -406,29 +408,31 @@ pub(crate) async fn update_status(
     Ok(done > 0)
 }
 
+/// Whether a live row was revoked.
 pub(crate) async fn mark_revoked(
     tx: &mut DataTx,
     session_id: &str,
     wa_id: &str,
-) -> StoreResult<()> {
-    execute_tx!(tx, sqlx::query(SET_REVOKED).bind(session_id).bind(wa_id))?;
-    Ok(())
+) -> StoreResult<bool> {
+    let done = execute_tx!(tx, sqlx::query(SET_REVOKED).bind(session_id).bind(wa_id))?;
+    Ok(done > 0)
 }
 
+/// Whether a live row took the new body.
 pub(crate) async fn set_body(
     tx: &mut DataTx,
     session_id: &str,
     wa_id: &str,
     body: &str,
-) -> StoreResult<()> {
-    execute_tx!(
+) -> StoreResult<bool> {
+    let done = execute_tx!(
         tx,
         sqlx::query(SET_BODY)
             .bind(session_id)
             .bind(wa_id)
             .bind(body)
     )?;
-    Ok(())
+    Ok(done > 0)
 }
 
 pub(crate) async fn set_starred(
