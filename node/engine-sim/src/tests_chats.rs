@@ -83,28 +83,34 @@ async fn last_message(engine: &Arc<dyn Engine>, chat: &Jid) -> Option<String> {
         .and_then(|c| c.last_message)
 }
 
+/// Sessions a and b linked on `net`, and a's text `body` delivered to b: both handsets and the message id.
+async fn a_text_to_b(
+    net: &SimNetwork,
+    body: &str,
+) -> (super::tests::Handset, super::tests::Handset, String) {
+    let a = linked(net, "a", super::tests::A).await;
+    let mut b = linked(net, "b", super::tests::B).await;
+    let sent = a
+        .engine
+        .send(super::tests::text(super::tests::B, body))
+        .await
+        .expect("send");
+    b.message().await;
+    (a, b, sent.id)
+}
+
 /// A message deleted for everyone, by us or by the other side, is no chat's last message any more (on
 /// either side); the chat stays, and the next message is its last one again.
 #[tokio::test(start_paused = true)]
 async fn a_revoked_last_message_leaves_the_chat_list() {
     let net = SimNetwork::new(SimConfig::default());
-    let a = linked(&net, "a", super::tests::A).await;
-    let mut b = linked(&net, "b", super::tests::B).await;
+    let (a, b, sent) = a_text_to_b(&net, "secret").await;
     let (chat_b, chat_a) = (jid(super::tests::B), jid(super::tests::A));
-    let sent = a
-        .engine
-        .send(super::tests::text(super::tests::B, "secret"))
-        .await
-        .expect("send");
-    b.message().await;
     assert_eq!(
         last_message(&b.engine, &chat_a).await.as_deref(),
         Some("secret")
     );
-    a.engine
-        .revoke(&chat_b, &sent.id, true)
-        .await
-        .expect("revoke");
+    a.engine.revoke(&chat_b, &sent, true).await.expect("revoke");
     assert_eq!(last_message(&a.engine, &chat_b).await, None);
     assert_eq!(last_message(&b.engine, &chat_a).await, None);
 
@@ -133,19 +139,9 @@ async fn a_revoked_last_message_leaves_the_chat_list() {
 #[tokio::test(start_paused = true)]
 async fn an_edited_last_message_shows_its_edit() {
     let net = SimNetwork::new(SimConfig::default());
-    let a = linked(&net, "a", super::tests::A).await;
-    let mut b = linked(&net, "b", super::tests::B).await;
+    let (a, b, sent) = a_text_to_b(&net, "frist").await;
     let (chat_b, chat_a) = (jid(super::tests::B), jid(super::tests::A));
-    let sent = a
-        .engine
-        .send(super::tests::text(super::tests::B, "frist"))
-        .await
-        .expect("send");
-    b.message().await;
-    a.engine
-        .edit(&chat_b, &sent.id, "first")
-        .await
-        .expect("edit");
+    a.engine.edit(&chat_b, &sent, "first").await.expect("edit");
     for (engine, chat) in [(&a.engine, &chat_b), (&b.engine, &chat_a)] {
         assert_eq!(last_message(engine, chat).await.as_deref(), Some("first"));
     }
