@@ -853,3 +853,41 @@ async fn an_automation_cooldown_follows_its_session_to_another_node() {
         "one reply per cooldown, whichever node runs the session"
     );
 }
+
+/// A phone unlink of a stopped session is the network's, not one node's: asked of a node that never ran
+/// the session, it is accepted, and the next start on either node asks for a new QR with no phone.
+#[tokio::test]
+async fn a_phone_unlink_of_a_stopped_session_through_another_node_holds_everywhere() {
+    let c = cluster().await;
+    let (a, b) = (c.client(0), c.client(1));
+    let id = create_linked(&a, "sim-unlinked", "15550003011")
+        .await
+        .expect("linked on node a");
+    let stopped = b
+        .post_empty(&format!("/api/sessions/{id}/stop"))
+        .await
+        .expect("stop");
+    assert_eq!(stopped.body["status"], "disconnected", "{}", stopped.text);
+    let unlink = b
+        .post_empty(&format!("/api/sim/sessions/{id}/unlink"))
+        .await
+        .expect("unlink");
+    assert_eq!(unlink.status, 200, "{}", unlink.text);
+
+    for client in [&b, &a] {
+        let started = client
+            .post_empty(&format!("/api/sessions/{id}/start"))
+            .await
+            .expect("start");
+        assert_eq!(started.status, 200, "{}", started.text);
+        let qr = wait_status(client, &id, "qr_ready", Duration::from_secs(20))
+            .await
+            .expect("qr_ready");
+        assert!(qr.body["phone"].is_null(), "{}", qr.text);
+        let stopped = client
+            .post_empty(&format!("/api/sessions/{id}/stop"))
+            .await
+            .expect("stop");
+        assert_eq!(stopped.status, 200, "{}", stopped.text);
+    }
+}

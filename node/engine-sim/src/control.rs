@@ -51,6 +51,10 @@ impl SimNetwork {
             session: session.to_string(),
             phone: phone.clone(),
         });
+        state.emit(Op::Credentials {
+            session: session.to_string(),
+            credentials: credentials.clone(),
+        });
         let account = state.register(phone);
         if let Some(name) = push_name {
             account.push_name = Some(name.to_string());
@@ -121,6 +125,33 @@ impl SimNetwork {
             state.signal(session, event);
         }
         self.logout_device(session);
+        Ok(())
+    }
+
+    /// `unlink` as the phone does it on a cluster-wide network: the phone knows the session whether or not a
+    /// node runs it, so the unlink is accepted on any node. The shared link (`phone:`/`creds:` in Redis) is
+    /// what counts: its credentials are revoked for every node, and a device of the session connected
+    /// here is logged out too. Embedded, it is `unlink`.
+    pub async fn unlink_anywhere(&self, session: &str) -> EngineResult<()> {
+        let Some(peers) = self.peers().cloned() else {
+            return self.unlink(session);
+        };
+        // This process's own link writes land first, so a session linked here a moment ago is found.
+        self.flush_peers().await;
+        let phone = peers
+            .unlink(session)
+            .await
+            .map_err(|e| EngineError::Network(e.to_string()))?
+            .ok_or_else(|| EngineError::NotFound(no_session(session)))?;
+        let is_here = self
+            .lock()
+            .devices
+            .get(session)
+            .is_some_and(|d| d.phone.as_ref() == Some(&phone));
+        if is_here {
+            self.unlink(session)?;
+        }
+        self.flush_peers().await;
         Ok(())
     }
 

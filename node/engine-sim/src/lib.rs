@@ -142,6 +142,7 @@ impl Engine for SimEngine {
     async fn start(&self) -> EngineResult<()> {
         let linked = self.ctx.linked.as_ref();
         self.net.pull_account_of(self.id(), linked).await;
+        self.net.pull_revoked(self.id(), linked).await;
         self.net
             .start_device(self.id(), self.ctx.events.clone(), linked)
     }

@@ -3,6 +3,7 @@
 //! (scan, drop, unlink) is in `control.rs`. Reconnect policy is not decided here: that is the supervisor's.
 
 use super::network::{Link, NetState, SimNetwork};
+use super::peers::Op;
 use wagate_engine_api::EventSender;
 use wagate_engine_api::qr::qr_data_url;
 use wagate_engine_api::{EngineError, EngineEvent, EngineResult, LinkedAccount};
@@ -141,6 +142,33 @@ impl SimNetwork {
         }
     }
 
+    /// In a cluster, learns whether the credentials a start presents were revoked through any node (a
+    /// phone unlink while no engine of the session ran here), so `reconnect` answers them `LoggedOut`; a
+    /// stopped device here that still remembers them forgets its link, so nothing stale applies later.
+    pub async fn pull_revoked(&self, session: &str, linked: Option<&LinkedAccount>) {
+        let (Some(peers), Some(account)) = (self.peers().cloned(), linked) else {
+            return;
+        };
+        match peers.is_revoked(&account.credentials).await {
+            Ok(true) => {
+                let mut state = self.lock();
+                state.revoked.insert(account.credentials.clone());
+                if let Some(device) = state.devices.get_mut(session)
+                    && device.link == Link::Offline
+                    && device.credentials.as_ref() == Some(&account.credentials)
+                {
+                    device.credentials = None;
+                    device.phone = None;
+                    device.pairing_phone = None;
+                }
+            }
+            Ok(false) => {}
+            Err(error) => {
+                tracing::warn!(%error, session_id = session, "sim revoked credentials not read");
+            }
+        }
+    }
+
     /// Unlinks the device: its credentials stop working and its phone is forgotten.
     pub fn logout_device(&self, session: &str) {
         let mut state = self.lock();
@@ -151,6 +179,11 @@ impl SimNetwork {
             device.link = Link::Offline;
             device.events = None;
             if let Some(credentials) = credentials {
+                // In a cluster every node's reconnect must refuse them too (`pull_revoked`).
+                state.emit(Op::Revoke {
+                    session: session.to_string(),
+                    credentials: credentials.clone(),
+                });
                 state.revoked.insert(credentials);
             }
             state.forget_held(session);
@@ -192,6 +225,10 @@ fn reconnect(
     device.phone = Some(account.phone.clone());
     device.credentials = Some(account.credentials.clone());
     device.events = Some(events);
+    state.emit(Op::Credentials {
+        session: session.to_string(),
+        credentials: account.credentials.clone(),
+    });
     state.signal(
         session,
         EngineEvent::Authenticated {

@@ -352,6 +352,17 @@ pub enum Op {
         phone: Jid,
         unlinked: bool,
     },
+    /// `session`'s device holds `credentials` now (linked or reconnected): a phone unlink made through any
+    /// node revokes them (`Peers::unlink`).
+    Credentials {
+        session: String,
+        credentials: String,
+    },
+    /// `credentials` (of `session`) were revoked: every node's reconnect with them is logged out.
+    Revoke {
+        session: String,
+        credentials: String,
+    },
     /// `traffic` handed to `session`'s device here under held id `id`, kept until acknowledged.
     Hold {
         session: String,
@@ -418,6 +429,11 @@ pub trait Peers: Send + Sync + 'static {
     fn holds_lease(&self, _session: &str) -> bool {
         true
     }
+    /// The phone unlinks `session`, wherever it ran last: its shared credentials are revoked and it is no
+    /// longer linked to its phone. `None` when no session is linked under that id.
+    async fn unlink(&self, session: &str) -> PeerResult<Option<Jid>>;
+    /// Whether `credentials` were revoked on any node.
+    async fn is_revoked(&self, credentials: &str) -> PeerResult<bool>;
     async fn exists(&self, phone: &Jid) -> PeerResult<bool>;
     /// Every field of `phone`'s per-account state (empty if it never was written).
     async fn account(&self, phone: &Jid) -> PeerResult<Vec<(String, String)>>;

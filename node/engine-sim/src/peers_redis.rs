@@ -15,6 +15,8 @@
 //! - `held:{session}` (hash held id -> JSON `Traffic`): traffic handed to the session's device and not
 //!   acknowledged yet (`held.rs`), redelivered when the device next connects, on whichever node;
 //! - `phone:{session}`: the phone a session is linked to (so any node accepts traffic for it);
+//! - `creds:{session}`: the credentials its device holds, and `revoked` (set): credentials the phone
+//!   revoked (an unlink through any node), which every node's reconnect answers as logged out;
 //! - channel `wake`: a session id whose inbox just got traffic.
 //!
 //! The registry's `{REDIS_KEY_PREFIX}node:{nodeId}` keys (written by `cluster/registry.rs`) say which nodes
@@ -95,6 +97,26 @@ for i, item in ipairs(items) do
   fresh[#fresh + 1] = item
 end
 return {held, fresh}
+";
+
+/// The phone unlinks a session (KEYS: `phone:`, `creds:`, `revoked`, `held:` and `inbox:` of it; ARGV[1]
+/// the `linked:` key prefix, ARGV[2] the session): its credentials are revoked and it is linked no more.
+/// Returns its phone, or false when it is not linked.
+const UNLINK: &str = r"
+local phone = redis.call('GET', KEYS[1])
+if not phone then return false end
+local creds = redis.call('GET', KEYS[2])
+if creds then redis.call('SADD', KEYS[3], creds) end
+redis.call('HDEL', ARGV[1] .. phone, ARGV[2])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5])
+return phone
+";
+
+/// Revokes ARGV[1] (KEYS[2]), and forgets them as the session's (KEYS[1]) if they still are.
+const REVOKE: &str = r"
+redis.call('SADD', KEYS[2], ARGV[1])
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0
 ";
 
 /// Ends every presence subscription of a session (KEYS[1] = its `subs:` set; ARGV[1] the `presubs:` key
@@ -307,6 +329,27 @@ impl RedisPeers {
                     .arg(phone.to_string())
                     .ignore();
                 self.drop_subs(pipe, session);
+            }
+            Op::Credentials {
+                session,
+                credentials,
+            } => {
+                pipe.cmd("SET")
+                    .arg(self.key(&format!("creds:{session}")))
+                    .arg(credentials)
+                    .ignore();
+            }
+            Op::Revoke {
+                session,
+                credentials,
+            } => {
+                pipe.cmd("EVAL")
+                    .arg(REVOKE)
+                    .arg(2)
+                    .arg(self.key(&format!("creds:{session}")))
+                    .arg(self.key("revoked"))
+                    .arg(credentials)
+                    .ignore();
             }
             Op::Hold {
                 session,
@@ -526,6 +569,34 @@ impl Peers for RedisPeers {
             .await
             .map_err(err)?;
         Ok(raw.and_then(|p| Jid::parse(&p).ok()))
+    }
+
+    async fn unlink(&self, session: &str) -> PeerResult<Option<Jid>> {
+        let mut conn = self.pool.get().await.map_err(err)?;
+        let raw: Option<String> = redis::cmd("EVAL")
+            .arg(UNLINK)
+            .arg(5)
+            .arg(self.key(&format!("phone:{session}")))
+            .arg(self.key(&format!("creds:{session}")))
+            .arg(self.key("revoked"))
+            .arg(self.key(&format!("held:{session}")))
+            .arg(self.key(&format!("inbox:{session}")))
+            .arg(self.key("linked:"))
+            .arg(session)
+            .query_async(&mut *conn)
+            .await
+            .map_err(err)?;
+        Ok(raw.and_then(|p| Jid::parse(&p).ok()))
+    }
+
+    async fn is_revoked(&self, credentials: &str) -> PeerResult<bool> {
+        let mut conn = self.pool.get().await.map_err(err)?;
+        redis::cmd("SISMEMBER")
+            .arg(self.key("revoked"))
+            .arg(credentials)
+            .query_async::<bool>(&mut *conn)
+            .await
+            .map_err(err)
     }
 
     fn holds_lease(&self, session: &str) -> bool {

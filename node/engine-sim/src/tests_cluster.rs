@@ -308,3 +308,36 @@ async fn embedded_presence_subscriptions_end_when_the_subscriber_stops_or_logs_o
     again.engine.logout().await.expect("logout");
     assert!(subscribers(&net).is_empty());
 }
+
+#[tokio::test]
+async fn a_phone_unlink_through_another_node_revokes_a_stopped_session_everywhere() {
+    let r = redis();
+    let (n1, n2) = (r.joined("n1", None), r.joined("n2", None));
+    hold_leases(&r.pool, &r.prefix, &[("a", "n1")]).await;
+    let a = linked(&n1, "a", A).await;
+    let account = a.account.clone();
+    a.engine.stop().await.expect("stop");
+
+    // n2 never ran "a": the phone still knows the session, so the unlink is accepted there.
+    n2.unlink_anywhere("a").await.expect("unlink through n2");
+    match n2.unlink_anywhere("a").await {
+        Err(EngineError::NotFound(_)) => {}
+        other => panic!("a second unlink finds nothing linked: {other:?}"),
+    }
+    match n2.unlink_anywhere("never").await {
+        Err(EngineError::NotFound(_)) => {}
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+
+    // Either node answers the revoked credentials as logged out, and n1 forgot its stale link.
+    for net in [&n2, &n1] {
+        let mut h = handset(net, "a", account.clone());
+        h.engine.start().await.expect("start");
+        assert!(
+            matches!(h.next().await, EngineEvent::LoggedOut { .. }),
+            "logged out"
+        );
+        h.engine.stop().await.expect("stop");
+    }
+    assert!(n1.lock().devices.get("a").is_none_or(|d| d.phone.is_none()));
+}

@@ -251,7 +251,7 @@ async fn sim_unlink(
     id: SessionId,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<SuccessResult>> {
-    network(&caller, &ctx)?.unlink(&id.0)?;
+    network(&caller, &ctx)?.unlink_anywhere(&id.0).await?;
     Ok(ok())
 }
 
