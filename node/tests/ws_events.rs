@@ -384,3 +384,25 @@ async fn a_plain_request_gets_the_json_error_of_any_keyed_route() {
     assert!(keyed.body["message"].is_string(), "{}", keyed.text);
     assert!(keyed.body["error"].is_string(), "{}", keyed.text);
 }
+
+#[tokio::test]
+async fn stopping_a_ready_session_announces_session_disconnected() {
+    let n = start().await;
+    let c = n.client();
+    let s = ready_session(&c, "ws-stop").await;
+    let mut ws = connect(&n, Some(ADMIN_KEY)).await;
+    send(
+        &mut ws,
+        json!({ "type": "subscribe", "sessionId": s, "events": ["session.disconnected"] }),
+    )
+    .await;
+    assert_eq!(next(&mut ws).await.unwrap()["type"], "subscribed");
+    let stopped = c
+        .post(&format!("/api/sessions/{s}/stop"), json!({}))
+        .await
+        .unwrap();
+    assert_eq!(stopped.status, 200, "{}", stopped.text);
+    let ev = until(&mut ws, |f| is_event(f, "session.disconnected")).await;
+    assert_eq!(ev["payload"]["data"]["sessionId"], s.as_str());
+    assert_eq!(ev["payload"]["data"]["reason"], "stopped");
+}

@@ -181,10 +181,16 @@ pub(crate) async fn emit(rt: &Runtime, st: &RunState, effect: &Effect, trigger: 
             json!({ "sessionId": id, "phone": st.phone.as_deref().map(super::linked_number), "pushName": st.push_name }),
         ),
         Effect::EmitDisconnected => {
-            let reason = st
-                .pending_disconnect
-                .clone()
-                .unwrap_or_else(|| trigger_reason(trigger));
+            // An operator's stop names itself: the reason of an earlier drop would mislead.
+            let reason = match trigger {
+                Trigger::Stop { .. } | Trigger::Logout { .. } | Trigger::ForceKill => {
+                    trigger_reason(trigger)
+                }
+                _ => st
+                    .pending_disconnect
+                    .clone()
+                    .unwrap_or_else(|| trigger_reason(trigger)),
+            };
             (
                 EventName::SessionDisconnected,
                 json!({ "sessionId": id, "reason": reason }),
@@ -229,6 +235,9 @@ fn trigger_reason(trigger: &Trigger) -> String {
         | Trigger::AuthFailed { reason }
         | Trigger::EngineFailed { reason } => reason.clone(),
         Trigger::LoggedOutFromPhone => "logged out from the phone".into(),
+        Trigger::Stop { .. } => "stopped".into(),
+        Trigger::Logout { .. } => "logged out".into(),
+        Trigger::ForceKill => "force-killed".into(),
         _ => "disconnected".into(),
     }
 }

@@ -351,6 +351,7 @@ fn force_kill(from: SessionStatus) -> Transition {
                 ClearLastError,
                 ClearRestriction,
                 EmitStatus,
+                EmitDisconnected,
             ],
         )
     } else {
@@ -526,6 +527,7 @@ fn stop(from: SessionStatus, teardown: Teardown) -> Transition {
         ClearLastError,
         ClearRestriction,
         EmitStatus,
+        EmitDisconnected,
     ];
     if teardown == Teardown::Failed {
         effects.push(ReportStopIncomplete);
@@ -550,6 +552,9 @@ fn logout(from: SessionStatus, unlinked: bool) -> Transition {
         ClearRestriction,
     ];
     effects = emit_if_changed(from, to_status, effects);
+    if is_active(from) {
+        effects.push(EmitDisconnected);
+    }
     if !unlinked {
         effects.push(ReportLogoutIncomplete);
     }

@@ -162,6 +162,23 @@ fn row_action_required_stop_clears_last_error_and_restriction() {
 }
 
 #[test]
+fn operator_teardown_of_an_active_session_announces_the_disconnect() {
+    for trigger in [
+        Trigger::Stop {
+            teardown: Teardown::Graceful,
+        },
+        Trigger::Logout { unlinked: true },
+        Trigger::ForceKill,
+    ] {
+        let t = go(Ready, trigger.clone(), ctx());
+        assert_eq!(t.to, Disconnected);
+        assert!(t.effects.contains(&EmitStatus) && t.effects.contains(&EmitDisconnected));
+        let idle = go(Disconnected, trigger, ctx());
+        assert!(!idle.effects.contains(&EmitDisconnected));
+    }
+}
+
+#[test]
 fn row_ready_page_reload_stays_ready_without_status_event() {
     let t = go(Ready, Trigger::PageReloadStarted, ctx());
     assert_eq!(t.to, Ready);
