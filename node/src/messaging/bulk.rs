@@ -132,14 +132,22 @@ fn item_mentions(content: &Value) -> MessagingResult<Vec<String>> {
 /// The size an item's inline base64 media decodes to (0 without one), known before the batch is accepted
 /// so that media over `MEDIA_DOWNLOAD_MAX_BYTES` is refused with 413 as a single send's is.
 fn inline_media_bytes(item: &BulkItem) -> u64 {
-    let encoded = item
+    let decoded = item
         .kind
         .as_deref()
         .and_then(|kind| item.content.as_ref()?.get(kind)?.get("base64")?.as_str())
-        .map_or(0, |b64| {
-            b64.bytes().filter(|b| !b.is_ascii_whitespace()).count()
-        });
-    (encoded as u64 / 4) * 3
+        .map_or(0, decoded_len);
+    decoded as u64
+}
+
+/// The decoded size of base64 text, padded or not: each digit carries six bits and padding none, so a
+/// blob of exactly the cap passes.
+fn decoded_len(b64: &str) -> usize {
+    let digits = b64
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace() && *b != b'=')
+        .count();
+    digits * 6 / 8
 }
 
 /// An item's inline base64 is refused now, as a single send's is, rather than failing at its turn.
@@ -546,6 +554,19 @@ fn new_row(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inline_media_is_measured_by_its_decoded_size() {
+        use base64::Engine as _;
+        for len in [0, 1, 2, 3, 998, 999, 1000, 1001] {
+            let blob = vec![7u8; len];
+            let padded = base64::engine::general_purpose::STANDARD.encode(&blob);
+            let bare = base64::engine::general_purpose::STANDARD_NO_PAD.encode(&blob);
+            assert_eq!(decoded_len(&padded), len, "padded {len}");
+            assert_eq!(decoded_len(&bare), len, "unpadded {len}");
+        }
+        assert_eq!(decoded_len("AAAA\nAAAA"), 6);
+    }
 
     #[test]
     fn the_delay_of_any_stored_batch_stays_within_bounds() {
