@@ -156,7 +156,7 @@ async fn status_posts_need_recipients_on_the_socket_column_and_keep_the_message_
     for (media, message) in [
         (
             json!({ "base64": "aGk=" }),
-            "mimetype is required with base64",
+            "mimetype is required with base64: the bytes' type could not be detected",
         ),
         (
             json!({ "base64": "aGk=", "url": "http://127.0.0.1:9/a.png", "mimetype": "image/png" }),

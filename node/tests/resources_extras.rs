@@ -290,6 +290,86 @@ async fn status_posts_lists_media_and_delete() {
     assert_eq!(never.status, 404, "{}", never.text);
 }
 
+/// A 1x1 RGB PNG.
+const PNG_B64: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+
+/// The served type of one of `session`'s own status posts' media.
+async fn status_media_type(c: &Client, session: &str, status_id: &str) -> Option<String> {
+    let path = at(session, &format!("/status/{status_id}/media"));
+    let media = c
+        .raw(reqwest::Method::GET, &path)
+        .send()
+        .await
+        .expect("media");
+    assert_eq!(media.status(), 200, "{path}");
+    let served = media.headers().get("content-type")?;
+    served.to_str().ok().map(str::to_string)
+}
+
+/// Status media given as base64 without a mimetype (nested or flat) takes the type its bytes show; bytes
+/// of another kind, or of no kind known, are refused.
+#[tokio::test]
+async fn status_media_without_a_mimetype_takes_the_type_of_its_bytes() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    let to = [jid(BOB)];
+    let bodies = [
+        json!({ "image": { "base64": PNG_B64 }, "recipients": to }),
+        json!({ "base64": PNG_B64, "caption": "flat", "recipients": to }),
+    ];
+    for body in bodies {
+        let posted = c
+            .post(&at(&alice, "/status/send-image"), body.clone())
+            .await
+            .expect("post");
+        assert_eq!(posted.status, 201, "{body}: {}", posted.text);
+        for field in ["statusId", "timestamp", "expiresAt"] {
+            assert!(!posted.str(field).is_empty(), "{field}: {}", posted.text);
+        }
+        let id = posted.str("statusId");
+        let own = ok(c.get(&at(&alice, "/status")).await.expect("list"));
+        let listed = own.body["statuses"].as_array().into_iter().flatten();
+        let listed: Vec<_> = listed.filter(|s| s["id"] == id.as_str()).collect();
+        assert_eq!(listed.len(), 1, "{}", own.text);
+        assert_eq!(listed[0]["type"], "image", "{}", own.text);
+        assert_eq!(listed[0]["hasMedia"], true, "{}", own.text);
+        let served = status_media_type(&c, &alice, &id).await;
+        assert_eq!(served.as_deref(), Some("image/png"));
+    }
+    let refused = [
+        (
+            "/status/send-image",
+            json!({ "image": { "base64": "aGVsbG8gd29ybGQ=" }, "recipients": to }),
+            "could not be detected",
+        ),
+        (
+            "/status/send-video",
+            json!({ "video": { "base64": PNG_B64 }, "recipients": to }),
+            "not image/png",
+        ),
+        (
+            "/status/send-image",
+            json!({ "base64": "AAAAIGZ0eXBpc29tAAACAGlzb21pc28y", "recipients": to }),
+            "not video/mp4",
+        ),
+    ];
+    for (route, body, message) in refused {
+        let reply = c.post(&at(&alice, route), body).await.expect("post");
+        assert_eq!(reply.status, 400, "{route}: {}", reply.text);
+        assert!(reply.str("message").contains(message), "{}", reply.text);
+    }
+    // A message send keeps the spec's rule: base64 needs its mimetype, whatever the bytes are.
+    let send = json!({ "chatId": jid(BOB), "base64": PNG_B64 });
+    let reply = c
+        .post(&at(&alice, "/messages/send-image"), send)
+        .await
+        .expect("send");
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    assert_eq!(reply.str("message"), "mimetype is required with base64");
+}
+
 async fn ring(c: &Client, session: &str) -> String {
     let call = ok(c
         .post(

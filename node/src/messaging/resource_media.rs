@@ -5,8 +5,10 @@
 
 use wagate_proto::dto::status::MediaInput;
 
+use base64::Engine as _;
+
 use super::{MessagingError, MessagingResult, MessagingService};
-use crate::engine::MediaSource;
+use crate::engine::{MediaSource, MessageType};
 use crate::media::{MediaError, StoredMedia};
 
 /// Media taken in for a resource route: the content, its mimetype and the object that holds it.
@@ -51,20 +53,66 @@ impl MessagingService {
 
 /// The spec's media-body rules, which status posts follow as sends do (pictures have their own,
 /// `http/profile.rs` `picture_body`, where base64 wins over a url): exactly one of url or base64, raw
-/// base64 without a data-URL prefix, and a mimetype with base64 unless the kind has a default one (a voice
-/// note's `audio/ogg; codecs=opus`).
+/// base64 without a data-URL prefix, and a mimetype with base64. Unlike a send (whose spec requires the
+/// mimetype), a status image or video without one takes the type its bytes show, which must be the
+/// route's kind; a voice note keeps its default (`audio/ogg; codecs=opus`). Answers the input to store,
+/// its mimetype filled in when it was detected.
 pub(crate) fn check_media_body(
-    input: &MediaInput,
-    has_default_mimetype: bool,
-) -> MessagingResult<()> {
-    let has_mimetype = has_default_mimetype || non_empty(&input.mimetype).is_some();
+    input: MediaInput,
+    kind: MessageType,
+) -> MessagingResult<MediaInput> {
+    let input = with_detected_mimetype(input, kind)?;
+    let has_mimetype = kind == MessageType::Voice || non_empty(&input.mimetype).is_some();
     super::draft::media_input(input.url.clone(), input.base64.clone(), has_mimetype)?;
     if non_empty(&input.base64).is_some_and(|b64| b64.starts_with("data:")) {
         return Err(super::error::bad(
             "base64 must be raw base64 without a data: URL prefix",
         ));
     }
-    Ok(())
+    Ok(input)
+}
+
+/// Fills in the mimetype of untyped base64 for an image or video status from its magic numbers. Bodies
+/// the media-body rules refuse anyway (a url too, a data-URL prefix) are left for those rules to name.
+fn with_detected_mimetype(mut input: MediaInput, kind: MessageType) -> MessagingResult<MediaInput> {
+    let (noun, family) = match kind {
+        MessageType::Image => ("an image", "image/"),
+        MessageType::Video => ("a video", "video/"),
+        _ => return Ok(input),
+    };
+    let untyped = non_empty(&input.mimetype).is_none() && non_empty(&input.url).is_none();
+    let Some(b64) = non_empty(&input.base64).filter(|b| untyped && !b.starts_with("data:")) else {
+        return Ok(input);
+    };
+    match detect_type(b64)? {
+        Some(found) if found.starts_with(family) => {
+            input.mimetype = Some(found.to_string());
+            Ok(input)
+        }
+        Some(found) => Err(super::error::bad(format!(
+            "the status media must be {noun} ({family}*), not {found} (detected from the bytes)"
+        ))),
+        None => Err(super::error::bad(
+            "mimetype is required with base64: the bytes' type could not be detected",
+        )),
+    }
+}
+
+/// Base64 characters decoded to detect a type: 4 KiB of content, far past the furthest byte any of
+/// `infer`'s magic numbers reaches (262), so a large upload is not decoded twice.
+const DETECT_B64_CHARS: usize = 5464;
+
+/// The mimetype the leading bytes of `b64` show, if any (whitespace is skipped, as the media store does).
+fn detect_type(b64: &str) -> MessagingResult<Option<&'static str>> {
+    let head: Vec<u8> = b64
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace())
+        .take(DETECT_B64_CHARS)
+        .collect();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&head)
+        .map_err(|e| super::error::bad(format!("base64 is not valid base64: {e}")))?;
+    Ok(infer::get(&bytes).map(|t| t.mime_type()))
 }
 
 fn non_empty(value: &Option<String>) -> Option<&str> {
@@ -85,7 +133,10 @@ fn bad_input(message: &str) -> MessagingError {
 
 #[cfg(test)]
 mod tests {
-    use super::{MediaInput, check_media_body, strip_data_url};
+    use super::{MediaInput, MessageType, check_media_body, strip_data_url};
+
+    /// The 8-byte PNG signature and the start of its IHDR chunk.
+    const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUg==";
 
     fn input(url: Option<&str>, base64: Option<&str>, mimetype: Option<&str>) -> MediaInput {
         MediaInput {
@@ -95,33 +146,102 @@ mod tests {
         }
     }
 
+    fn refusal(body: MediaInput, kind: MessageType) -> String {
+        match check_media_body(body, kind) {
+            Ok(_) => panic!("accepted"),
+            Err(err) => err.to_string(),
+        }
+    }
+
     #[test]
     fn a_status_media_body_follows_the_media_body_rules() {
         let refused = [
             (
                 input(None, Some("AAAA"), None),
-                false,
-                "mimetype is required",
+                MessageType::Image,
+                "mimetype is required with base64: the bytes' type could not be detected",
             ),
             (
                 input(Some("http://x/a.png"), Some("AAAA"), Some("image/png")),
-                false,
+                MessageType::Image,
                 "exactly one",
             ),
-            (input(None, None, Some("image/png")), false, "exactly one"),
+            (
+                input(Some("http://x/a.png"), Some(PNG_B64), None),
+                MessageType::Image,
+                "exactly one",
+            ),
+            (
+                input(None, None, Some("image/png")),
+                MessageType::Image,
+                "exactly one",
+            ),
             (
                 input(None, Some("data:image/png;base64,AAAA"), Some("image/png")),
-                false,
+                MessageType::Image,
                 "data: URL",
             ),
+            (
+                input(None, Some(PNG_B64), None),
+                MessageType::Video,
+                "must be a video (video/*), not image/png",
+            ),
+            (
+                input(None, Some("!!!!"), None),
+                MessageType::Image,
+                "base64 is not valid base64",
+            ),
         ];
-        for (body, default, message) in refused {
-            let err = check_media_body(&body, default).expect_err(message);
-            assert!(err.to_string().contains(message), "{err}");
+        for (body, kind, message) in refused {
+            let err = refusal(body, kind);
+            assert!(err.contains(message), "{err}");
         }
-        assert!(check_media_body(&input(None, Some("AAAA"), None), true).is_ok());
-        assert!(check_media_body(&input(None, Some("AAAA"), Some("image/png")), false).is_ok());
-        assert!(check_media_body(&input(Some("http://x/a.png"), None, None), false).is_ok());
+        let kept = |body, kind| check_media_body(body, kind).map(|i| i.mimetype);
+        assert_eq!(
+            kept(input(None, Some("AAAA"), None), MessageType::Voice).ok(),
+            Some(None),
+            "a voice note keeps its default type"
+        );
+        assert_eq!(
+            kept(
+                input(None, Some("AAAA"), Some("image/png")),
+                MessageType::Image
+            )
+            .ok(),
+            Some(Some("image/png".into()))
+        );
+        assert_eq!(
+            kept(
+                input(Some("http://x/a.png"), None, None),
+                MessageType::Image
+            )
+            .ok(),
+            Some(None)
+        );
+    }
+
+    #[test]
+    fn untyped_base64_takes_the_type_its_bytes_show() {
+        let detected = |b64: &str, kind| {
+            check_media_body(input(None, Some(b64), None), kind)
+                .ok()
+                .and_then(|i| i.mimetype)
+        };
+        assert_eq!(
+            detected(PNG_B64, MessageType::Image).as_deref(),
+            Some("image/png")
+        );
+        // JPEG (SOI + APP0 marker), and an MP4 `ftyp` box of brand isom, split by whitespace as
+        // wrapped base64 may be.
+        assert_eq!(
+            detected("/9j/4AAQ", MessageType::Image).as_deref(),
+            Some("image/jpeg")
+        );
+        let mp4 = "AAAAIGZ0eXBp\nc29tAAACAGlzb21pc28y";
+        assert_eq!(
+            detected(mp4, MessageType::Video).as_deref(),
+            Some("video/mp4")
+        );
     }
 
     #[test]

@@ -163,7 +163,7 @@ async fn send_media(
         base64: body.base64.clone(),
         mimetype: body.mimetype.clone(),
     });
-    check_media_body(&input, kind == MessageType::Voice)?;
+    let input = check_media_body(input, kind)?;
     if let Some(caption) = &body.caption {
         validate::max_chars("caption", caption, validate::CAPTION_MAX)?;
     }
