@@ -156,7 +156,8 @@ async fn a_base64_voice_note_without_a_mimetype_is_converted_unless_it_is_ogg() 
             json!({ "chatId": to, "base64": b64(&mp3_tone()), "ptt": true }),
         )
         .await;
-    assert_ne!(refused.status, 201, "{}", refused.text);
+    // Refused before anything reached the network: the spec's 503 for disabled conversion holds here too.
+    assert_eq!(refused.status, 503, "{}", refused.text);
     assert!(
         refused.str("message").contains("conversion is disabled"),
         "{}",

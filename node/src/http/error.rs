@@ -17,6 +17,9 @@ pub struct ApiError {
     pub message: String,
     pub code: Option<&'static str>,
     pub retry_after_seconds: Option<u64>,
+    /// The request failed before anything reached the network (media conversion or storage unavailable),
+    /// so its 503 is safe to retry even on a route that otherwise never answers 503.
+    pub before_network: bool,
 }
 
 impl ApiError {
@@ -26,6 +29,7 @@ impl ApiError {
             message: message.into(),
             code: None,
             retry_after_seconds: None,
+            before_network: false,
         }
     }
 
@@ -61,11 +65,17 @@ impl ApiError {
 
     /// For the routes the spec says never answer 503 (group, channel and call-link create, the media send
     /// path, status posts): a 503 tells a client that retrying is safe, and these may already have reached
-    /// the network, so their unavailability answers 500 with the same message.
+    /// the network, so their unavailability answers 500 with the same message; a failure known to come
+    /// before the network (`before_network`) keeps its 503, as the spec's conversion row asks.
     pub fn never_unavailable(mut self) -> ApiError {
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+        if self.status == StatusCode::SERVICE_UNAVAILABLE && !self.before_network {
             self.status = StatusCode::INTERNAL_SERVER_ERROR;
         }
+        self
+    }
+
+    fn before_network(mut self) -> ApiError {
+        self.before_network = true;
         self
     }
 
@@ -240,7 +250,7 @@ impl From<crate::messaging::MessagingError> for ApiError {
             M::Media(Me::BadInput(_) | Me::Blocked(_) | Me::Unreachable(_)) => {
                 ApiError::bad_request(message)
             }
-            M::Media(Me::Unavailable(_)) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message),
+            M::Media(Me::Unavailable(_)) => ApiError::unavailable(message).before_network(),
             M::Media(Me::Io(io)) => ApiError::internal(io),
             M::Session(session) => session.into(),
             M::Engine(engine) => engine.into(),
@@ -290,7 +300,7 @@ impl From<crate::media::convert::ConvertError> for ApiError {
             ConvertError::Disabled
             | ConvertError::NotRunnable(_)
             | ConvertError::QueueFull
-            | ConvertError::TimedOut(_) => ApiError::unavailable(err.to_string()),
+            | ConvertError::TimedOut(_) => ApiError::unavailable(err.to_string()).before_network(),
             ConvertError::OutputTooLarge(_) => {
                 ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, err.to_string())
             }
