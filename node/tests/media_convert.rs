@@ -219,6 +219,18 @@ async fn disabled_unrunnable_and_capped_conversions() {
             .await
             .unwrap();
         assert_eq!(reply.status, 503, "{key}: {}", reply.text);
+        // A malformed request is the client's error whether or not conversion could run.
+        for bad in [
+            json!({}),
+            json!({"url": "ftp://x/a.wav"}),
+            json!({"base64": "!!!"}),
+        ] {
+            let reply = c
+                .post(&format!("/api/sessions/{id}/media/convert/voice"), bad)
+                .await
+                .unwrap();
+            assert_eq!(reply.status, 400, "{key}: {}", reply.text);
+        }
     }
     let node = Node::start(options().env("MEDIA_CONVERSION_MAX_OUTPUT_BYTES", "1000"))
         .await

@@ -73,21 +73,15 @@ async fn convert(
 ) -> ApiResult<Json<ConvertedMedia>> {
     session.record().await?;
     let id = session.id();
+    let input = checked_input(body)?;
     // Refuse before any download when conversion cannot run.
     ctx.converter.check().await?;
-    let url = body.url.filter(|u| !u.trim().is_empty());
-    let base64 = body.base64.filter(|b| !b.trim().is_empty());
-    let stored = match (url, base64) {
-        (Some(url), None) => {
+    let stored = match input {
+        Input::Url(url) => {
             let proxy = ctx.sessions.record(id).await?.proxy_url;
             ctx.media.put_url(id, &url, proxy.as_deref()).await
         }
-        (None, Some(data)) => ctx.media.put_base64(id, &data).await,
-        _ => {
-            return Err(ApiError::bad_request(
-                "exactly one of url or base64 is required",
-            ));
-        }
+        Input::Base64(data) => ctx.media.put_base64(id, &data).await,
     }
     .map_err(input_error)?;
     let (bytes, mimetype) = ctx
@@ -99,6 +93,35 @@ async fn convert(
         mimetype: mimetype.to_string(),
         bytes: bytes.len() as u64,
     }))
+}
+
+enum Input {
+    Url(String),
+    Base64(String),
+}
+
+/// The input's shape, checked before conversion's availability: a malformed request is the client's
+/// 400 whether or not conversion could run now.
+fn checked_input(body: ConvertRequest) -> ApiResult<Input> {
+    let url = body.url.filter(|u| !u.trim().is_empty());
+    let base64 = body.base64.filter(|b| !b.trim().is_empty());
+    match (url, base64) {
+        (Some(url), None) => {
+            let parsed = reqwest::Url::parse(url.trim());
+            let web = parsed.is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
+            if !web {
+                return Err(ApiError::bad_request("url is not a valid http(s) URL"));
+            }
+            Ok(Input::Url(url))
+        }
+        (None, Some(data)) => {
+            crate::media::check_base64(&data).map_err(input_error)?;
+            Ok(Input::Base64(data))
+        }
+        _ => Err(ApiError::bad_request(
+            "exactly one of url or base64 is required",
+        )),
+    }
 }
 
 /// A conversion input that could not be taken in: blocked, unreachable, oversized or bad is a 400.
