@@ -519,3 +519,53 @@ async fn operations_on_a_message_from_before_a_restart() {
     })
     .await;
 }
+
+/// A quote is a message of the chat the send goes to: one of another chat answers 404 as react, edit and pin
+/// do for the same pair, on every send that carries `quotedMessageId`; the chat's other spelling still quotes.
+#[tokio::test]
+async fn a_quote_from_another_chat_is_not_found() {
+    let p = pair(options()).await;
+    let sent = p
+        .post(
+            "messages/send-text",
+            json!({ "chatId": jid(PHONE_B), "text": "in chat B" }),
+        )
+        .await;
+    let id = sent.str("messageId");
+    let other = "15550004444@c.us";
+    for (route, body) in [
+        ("messages/reply", json!({ "text": "x" })),
+        ("messages/send-text", json!({ "text": "x" })),
+        (
+            "messages/send-poll",
+            json!({ "name": "q", "options": ["a", "b"] }),
+        ),
+        (
+            "messages/send-location",
+            json!({ "latitude": 1.0, "longitude": 2.0 }),
+        ),
+        (
+            "messages/send-contact",
+            json!({ "contactName": "Ann", "contactNumber": "15550001111" }),
+        ),
+    ] {
+        let mut body = body;
+        body["chatId"] = json!(other);
+        body["quotedMessageId"] = json!(id);
+        let reply = p.post(route, body).await;
+        assert_eq!(reply.status, 404, "{route}: {}", reply.text);
+        assert_eq!(
+            reply.body["message"],
+            format!("Message {id} not found"),
+            "{route}"
+        );
+    }
+    let alias = format!("{PHONE_B}@s.whatsapp.net");
+    let same = p
+        .post(
+            "messages/reply",
+            json!({ "chatId": alias, "quotedMessageId": id, "text": "same chat" }),
+        )
+        .await;
+    assert_eq!(same.status, 201, "{}", same.text);
+}

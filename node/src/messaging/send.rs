@@ -50,8 +50,9 @@ impl MessagingService {
         let quoted = match draft.quoted_id.as_deref() {
             Some(id) => {
                 let row = self.find_message(session_id, id).await?;
-                // A message deleted for everyone is gone from the chat: nothing is left to quote.
-                if row.revoked {
+                // A message deleted for everyone is gone from the chat, and a message of another chat was
+                // never in it: neither is there to quote.
+                if row.revoked || !same_chat(&row.chat_id, &draft.to.to_string()) {
                     return Err(message_not_found(id));
                 }
                 Some(row)
