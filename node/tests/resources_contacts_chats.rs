@@ -282,3 +282,28 @@ async fn chat_list_and_chat_writes() {
     let gone = c.get(&at(&alice, "/chats")).await.expect("chats");
     assert!(chat(&gone.body, &chat_id).is_none(), "{}", gone.text);
 }
+
+/// Only a person can be blocked: a group id is a 400 for block and unblock and never reaches the list.
+#[tokio::test]
+async fn blocking_a_group_is_refused() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    let block = at(&alice, "/contacts/120363000000000000@g.us/block");
+    let post = c.post_empty(&block).await.expect("block");
+    assert_eq!(post.status, 400, "{}", post.text);
+    assert!(
+        post.body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("individual")),
+        "{}",
+        post.text
+    );
+    let delete = c.delete(&block).await.expect("unblock");
+    assert_eq!(delete.status, 400, "{}", delete.text);
+    let blocked = c
+        .get(&at(&alice, "/contacts/blocked"))
+        .await
+        .expect("blocked");
+    assert_eq!(blocked.body, json!([]));
+}

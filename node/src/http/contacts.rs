@@ -13,6 +13,7 @@ use wagate_proto::dto::contacts::{
     ContactCheck, ContactPhone, ContactRecord, PictureUrl, ProfilePictures, ProfilePicturesQuery,
     UpsertContactRequest,
 };
+use wagate_proto::jid::ChatKind;
 
 use super::engine_call::{Page, bounded, jid};
 use super::error::{ApiError, ApiResult};
@@ -38,6 +39,17 @@ pub(crate) fn router() -> OpenApiRouter<ApiContext> {
 
 fn path_contact(path: &(String, String)) -> ApiResult<Jid> {
     jid("contactId", &path.1)
+}
+
+/// Blocking is a property of a person: a group, channel or broadcast id would only land in the blocked list.
+fn path_person(path: &(String, String)) -> ApiResult<Jid> {
+    let contact = path_contact(path)?;
+    if contact.kind() != ChatKind::Individual {
+        return Err(ApiError::bad_request(format!(
+            "contactId must be an individual contact, not {contact}"
+        )));
+    }
+    Ok(contact)
 }
 
 /// GET /api/sessions/{sessionId}/contacts
@@ -216,7 +228,7 @@ async fn block_contact(
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let contact = path_contact(&path)?;
+    let contact = path_person(&path)?;
     let engine = session.engine().await?;
     bounded(&ctx, engine.block(&contact)).await?;
     Ok(Json(SuccessResult::ok()))
@@ -230,7 +242,7 @@ async fn unblock_contact(
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let contact = path_contact(&path)?;
+    let contact = path_person(&path)?;
     let engine = session.engine().await?;
     bounded(&ctx, engine.unblock(&contact)).await?;
     Ok(Json(SuccessResult::ok()))
