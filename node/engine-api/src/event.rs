@@ -131,6 +131,42 @@ pub struct GroupChanges {
     /// Participants promoted to admin (`true`) or demoted (`false`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admin: Option<bool>,
+    /// The disappearing-message timer in seconds (0 = off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ephemeral_seconds: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub member_add_mode: Option<MemberAddMode>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub picture: Option<PictureChange>,
+}
+
+impl GroupChanges {
+    /// Whether nothing changed (an update that must not be announced).
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// Who may add members, named as the settings route names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemberAddMode {
+    All,
+    Admins,
+}
+
+impl MemberAddMode {
+    pub fn admins_only(admins_only: bool) -> Self {
+        if admins_only { Self::Admins } else { Self::All }
+    }
+}
+
+/// A group picture was set (or replaced) or removed; the event carries no image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PictureChange {
+    Set,
+    Removed,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use super::groups::{Group, MemberRole, event, not_found, result};
 use super::network::{SimNetwork, now};
 use wagate_engine_api::{
     EngineError, EngineResult, GroupAction, GroupChanges, GroupEvent, GroupSettings,
-    GroupSettingsUpdate, MembershipRequest, ParticipantResult,
+    GroupSettingsUpdate, MemberAddMode, MembershipRequest, ParticipantResult, PictureChange,
 };
 use wagate_proto::Jid;
 
@@ -71,6 +71,8 @@ impl SimNetwork {
         Ok(state.member_group(&me, id)?.settings)
     }
 
+    /// Applies the fields that differ from the current settings; an update changing nothing is announced
+    /// to no one (members would get a `group.update` with empty changes).
     pub fn update_group_settings(
         &self,
         session: &str,
@@ -80,19 +82,14 @@ impl SimNetwork {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
         let group = state.admin_group(&me, id)?;
-        let s = &mut group.settings;
-        s.announce = update.announce.unwrap_or(s.announce);
-        s.locked = update.locked.unwrap_or(s.locked);
-        s.ephemeral_seconds = update.ephemeral_seconds.unwrap_or(s.ephemeral_seconds);
-        s.admin_add_only = update.admin_add_only.unwrap_or(s.admin_add_only);
-        let settings = *s;
+        let changes = settings_changes(&group.settings, &update);
+        if changes.is_empty() {
+            return Ok(group.settings);
+        }
+        apply_changes(group, &changes, 0);
+        let settings = group.settings;
         let members: Vec<Jid> = group.members.keys().cloned().collect();
         state.group_changed(id);
-        let changes = GroupChanges {
-            announce: update.announce,
-            locked: update.locked,
-            ..Default::default()
-        };
         state.announce(
             &members,
             event(GroupAction::Update, id, &me, Vec::new(), Some(changes)),
@@ -116,17 +113,27 @@ impl SimNetwork {
                 "only admins can change the picture".into(),
             ));
         }
-        match set {
-            Some(true) => {
-                group.picture = Some(format!("https://pps.sim.invalid/g/{}/{seq}.jpg", id.user()))
-            }
-            Some(false) => group.picture = None,
-            None => {}
-        }
+        let change = match set {
+            Some(true) => Some(PictureChange::Set),
+            // Removing a picture the group does not have changes nothing.
+            Some(false) => group.picture.is_some().then_some(PictureChange::Removed),
+            None => None,
+        };
+        let Some(change) = change else {
+            return Ok(group.picture.clone());
+        };
+        let changes = GroupChanges {
+            picture: Some(change),
+            ..Default::default()
+        };
+        apply_changes(group, &changes, seq);
         let picture = group.picture.clone();
-        if set.is_some() {
-            state.group_changed(id);
-        }
+        let members: Vec<Jid> = group.members.keys().cloned().collect();
+        state.group_changed(id);
+        state.announce(
+            &members,
+            event(GroupAction::Update, id, &me, Vec::new(), Some(changes)),
+        );
         Ok(picture)
     }
 
@@ -142,6 +149,7 @@ impl SimNetwork {
         let mut state = self.lock();
         linked_phone(&state, session)?;
         let timestamp = now();
+        let seq = state.next_seq();
         let group = state.groups.get_mut(id).ok_or_else(|| not_found(id))?;
         let mut audience: Vec<Jid> = group.members.keys().cloned().collect();
         match action {
@@ -152,7 +160,7 @@ impl SimNetwork {
                 }
             }
             GroupAction::Leave => group.members.retain(|m, _| !participants.contains(m)),
-            GroupAction::Update => apply_changes(group, &changes.clone().unwrap_or_default()),
+            GroupAction::Update => apply_changes(group, &changes.clone().unwrap_or_default(), seq),
             GroupAction::JoinRequest => {
                 let requests = participants.iter().map(|p| MembershipRequest {
                     participant_id: p.clone(),
@@ -198,13 +206,45 @@ impl SimNetwork {
     }
 }
 
-pub(super) fn apply_changes(group: &mut Group, changes: &GroupChanges) {
+/// The settings fields of `update` that differ from `current`.
+fn settings_changes(current: &GroupSettings, update: &GroupSettingsUpdate) -> GroupChanges {
+    GroupChanges {
+        announce: update.announce.filter(|v| *v != current.announce),
+        locked: update.locked.filter(|v| *v != current.locked),
+        ephemeral_seconds: update
+            .ephemeral_seconds
+            .filter(|v| *v != current.ephemeral_seconds),
+        member_add_mode: update
+            .admin_add_only
+            .filter(|v| *v != current.admin_add_only)
+            .map(MemberAddMode::admins_only),
+        ..Default::default()
+    }
+}
+
+/// Applies `changes` to the record; `seq` makes a newly set picture's URL differ from the last one.
+pub(super) fn apply_changes(group: &mut Group, changes: &GroupChanges, seq: u64) {
     if let Some(subject) = &changes.subject {
         group.subject = subject.clone();
     }
     if let Some(description) = &changes.description {
         group.description = description.clone();
     }
-    group.settings.announce = changes.announce.unwrap_or(group.settings.announce);
-    group.settings.locked = changes.locked.unwrap_or(group.settings.locked);
+    let s = &mut group.settings;
+    s.announce = changes.announce.unwrap_or(s.announce);
+    s.locked = changes.locked.unwrap_or(s.locked);
+    s.ephemeral_seconds = changes.ephemeral_seconds.unwrap_or(s.ephemeral_seconds);
+    if let Some(mode) = changes.member_add_mode {
+        s.admin_add_only = mode == MemberAddMode::Admins;
+    }
+    match changes.picture {
+        Some(PictureChange::Set) => {
+            group.picture = Some(format!(
+                "https://pps.sim.invalid/g/{}/{seq}.jpg",
+                group.id.user()
+            ))
+        }
+        Some(PictureChange::Removed) => group.picture = None,
+        None => {}
+    }
 }

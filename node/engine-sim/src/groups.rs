@@ -107,6 +107,22 @@ impl NetState {
         Ok(group)
     }
 
+    /// The group `me` may change the roster of: adding needs admin rights only when the group's
+    /// member add mode is admins-only; removing, promoting and demoting always need them.
+    fn roster_group(
+        &mut self,
+        me: &Jid,
+        id: &Jid,
+        action: ParticipantAction,
+    ) -> EngineResult<&mut Group> {
+        let group = self.member_group(me, id)?;
+        let open_add = action == ParticipantAction::Add && !group.settings.admin_add_only;
+        if !open_add && !group.is_admin(me) {
+            return Err(EngineError::Rejected("admin rights are required".into()));
+        }
+        Ok(group)
+    }
+
     /// Sends a group event to every session of the given phones.
     pub(super) fn announce(&mut self, phones: &[Jid], event: GroupEvent) {
         let event = EngineEvent::Group(event);
@@ -158,12 +174,13 @@ impl SimNetwork {
         let id = Jid::parse(&format!("120363{}{seq:012}@g.us", state.id_salt()))
             .map_err(|e| EngineError::Network(e.to_string()))?;
         let mut members = BTreeMap::from([(me.clone(), MemberRole::SuperAdmin)]);
-        let added: Vec<Jid> = new
-            .participants
-            .iter()
-            .filter(|p| state.exists(p) && **p != me)
-            .cloned()
-            .collect();
+        let mut added: Vec<Jid> = Vec::new();
+        for p in &new.participants {
+            // A participant named twice is added, and announced, once.
+            if state.exists(p) && *p != me && !added.contains(p) {
+                added.push(p.clone());
+            }
+        }
         members.extend(added.iter().map(|p| (p.clone(), MemberRole::Member)));
         let group = Group {
             id: id.clone(),
@@ -204,7 +221,7 @@ impl SimNetwork {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
         let exists: Vec<bool> = participants.iter().map(|p| state.exists(p)).collect();
-        let group = state.admin_group(&me, id)?;
+        let group = state.roster_group(&me, id, action)?;
         let mut changed = Vec::new();
         let results = participants
             .iter()
@@ -251,13 +268,14 @@ impl SimNetwork {
     pub fn change_group(&self, session: &str, id: &Jid, changes: GroupChanges) -> EngineResult<()> {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
+        let seq = state.next_seq();
         let group = state.member_group(&me, id)?;
         if group.settings.locked && !group.is_admin(&me) {
             return Err(EngineError::Rejected(
                 "only admins can edit this group's info".into(),
             ));
         }
-        apply_changes(group, &changes);
+        apply_changes(group, &changes, seq);
         let members: Vec<Jid> = group.members.keys().cloned().collect();
         state.group_changed(id);
         state.announce(

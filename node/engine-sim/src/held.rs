@@ -40,7 +40,8 @@ enum Line {
     Hold {
         session: String,
         id: String,
-        traffic: Traffic,
+        // Boxed as in `Op::Hold`: a group event's changes make the traffic much larger than a release.
+        traffic: Box<Traffic>,
     },
     Release {
         session: String,
@@ -77,7 +78,7 @@ impl Journal {
                         id,
                         traffic,
                     }) => {
-                        held.insert((session, id), traffic);
+                        held.insert((session, id), *traffic);
                     }
                     Ok(Line::Release { session, id }) => {
                         held.remove(&(session, id));

@@ -1,5 +1,6 @@
-//! Group administration routes: settings (read and partial update), picture (read, set, remove) and the
-//! invite code (read needs OPERATOR: a VIEWER gets 403; revoke answers the new code).
+//! Group administration routes: settings (read and partial update, which must name at least one known
+//! setting), picture (read, set, remove) and the invite code (read needs OPERATOR: a VIEWER gets 403;
+//! revoke answers the new code).
 
 use axum::Json;
 use axum::extract::State;
@@ -94,6 +95,12 @@ async fn update_group_settings(
         ephemeral_seconds: body.ephemeral_seconds,
         admin_add_only,
     };
+    // Unknown fields are ignored as on every route, so `{}` or only unknown ones would change nothing.
+    if update == GroupSettingsUpdate::default() {
+        return Err(ApiError::bad_request(
+            "a settings update needs at least one of announce, locked, ephemeralSeconds or memberAddMode",
+        ));
+    }
     let engine = session.engine().await?;
     bounded(&ctx, engine.update_group_settings(&group, update)).await?;
     Ok(Json(SuccessResult::ok()))

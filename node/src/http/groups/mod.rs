@@ -123,9 +123,18 @@ async fn create_group(
     Ok((StatusCode::CREATED, Json(summary(group))))
 }
 
+/// The parsed `participants` of a roster or create body, each once: a person named twice would otherwise
+/// be added (and announced to the members) twice.
+pub(super) fn participant_ids(raw: &[String]) -> ApiResult<Vec<wagate_proto::Jid>> {
+    let mut ids = super::engine_call::jids("participants", raw)?;
+    let mut seen = std::collections::HashSet::new();
+    ids.retain(|id| seen.insert(id.clone()));
+    Ok(ids)
+}
+
 /// Group members are people: a channel, a group or a broadcast list cannot be added to a group.
 fn people(raw: &[String]) -> ApiResult<Vec<wagate_proto::Jid>> {
-    let ids = super::engine_call::jids("participants", raw)?;
+    let ids = participant_ids(raw)?;
     match ids.iter().find(|id| id.kind() != ChatKind::Individual) {
         Some(other) => Err(ApiError::bad_request(format!(
             "participants: '{other}' is not a person's id (expected <number>@c.us or <id>@lid)"

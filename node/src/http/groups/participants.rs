@@ -9,10 +9,10 @@ use wagate_proto::dto::groups::{
     ParticipantsResult,
 };
 
-use super::path_group;
+use super::{participant_ids, path_group};
 use crate::app::ApiContext;
 use crate::engine::{ParticipantAction, ParticipantResult};
-use crate::http::engine_call::{bounded, jids};
+use crate::http::engine_call::bounded;
 use crate::http::error::ApiResult;
 use crate::http::extract::{ApiJson, ApiPath};
 use crate::http::session_scope::Scoped;
@@ -53,7 +53,7 @@ async fn roster(
     action: ParticipantAction,
 ) -> ApiResult<Json<ParticipantsResult>> {
     let group = path_group(&path)?;
-    let participants = jids("participants", &body.participants)?;
+    let participants = participant_ids(&body.participants)?;
     let engine = session.engine().await?;
     let change = engine.update_participants(&group, action, &participants);
     Ok(Json(result(bounded(&ctx, change).await?)))
@@ -136,7 +136,7 @@ async fn answer(
     let chosen = body
         .participants
         .as_deref()
-        .map(|p| jids("participants", p))
+        .map(participant_ids)
         .transpose()?;
     let engine = session.engine().await?;
     let change = engine.answer_membership_requests(&group, approve, chosen.as_deref());
