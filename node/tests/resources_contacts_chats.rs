@@ -307,3 +307,32 @@ async fn blocking_a_group_is_refused() {
         .expect("blocked");
     assert_eq!(blocked.body, json!([]));
 }
+
+/// Archive, pin and mute of a chat the session never had answer 404 as read and clear do, and leave the
+/// chat list as it was.
+#[tokio::test]
+async fn chat_writes_on_an_unknown_chat_are_not_found() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    let unknown = jid(NOBODY);
+    for (route, body) in [
+        (
+            "/chats/archive",
+            json!({ "chatId": unknown, "archive": true }),
+        ),
+        ("/chats/pin", json!({ "chatId": unknown, "pin": true })),
+        ("/chats/mute", json!({ "chatId": unknown, "muteUntil": 0 })),
+        ("/chats/unread", json!({ "chatId": unknown })),
+    ] {
+        let reply = c.post(&at(&alice, route), body).await.expect(route);
+        assert_eq!(reply.status, 404, "{route}: {}", reply.text);
+        assert_eq!(
+            reply.body["message"],
+            format!("Chat {unknown} not found"),
+            "{route}"
+        );
+    }
+    let list = c.get(&at(&alice, "/chats")).await.expect("chats");
+    assert!(chat(&list.body, &unknown).is_none(), "{}", list.text);
+}

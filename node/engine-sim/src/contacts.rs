@@ -131,7 +131,8 @@ impl SimNetwork {
         Ok(chats)
     }
 
-    /// Applies `change` to the session's record of `chat` (created if the chat is new to the account).
+    /// Applies `change` to the session's record of `chat`; a chat the account never had is 404 (as read and
+    /// clear), not created as an empty chat in the list.
     pub(super) fn update_chat(
         &self,
         session: &str,
@@ -140,7 +141,10 @@ impl SimNetwork {
     ) -> EngineResult<()> {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
-        change(state.account(&me).chats.entry(chat.clone()).or_default());
+        super::actions::known_chat(&state, &me, chat)?;
+        if let Some(rec) = state.account(&me).chats.get_mut(chat) {
+            change(rec);
+        }
         state.chat_changed(&me, chat);
         Ok(())
     }
