@@ -339,7 +339,7 @@ async fn picture_and_settings_changes_reach_members_as_group_update_with_their_c
     assert_eq!(c.put(&picture, image).await.expect("set").status, 200);
     assert_eq!(c.delete(&picture).await.expect("remove").status, 200);
     let settings = at(&alice, &format!("/groups/{group}/settings"));
-    let change = json!({ "ephemeralSeconds": 86400, "memberAddMode": "admins" });
+    let change = json!({ "ephemeralSeconds": 86400, "memberAddMode": "all" });
     let put = c.put(&settings, change.clone()).await.expect("settings");
     assert_eq!(put.status, 200, "{}", put.text);
 
@@ -378,7 +378,7 @@ async fn picture_and_settings_changes_reach_members_as_group_update_with_their_c
     }
     let got = c.get(&settings).await.expect("get");
     assert_eq!(got.body["ephemeralSeconds"], 86400, "{}", got.text);
-    assert_eq!(got.body["memberAddMode"], "admins", "{}", got.text);
+    assert_eq!(got.body["memberAddMode"], "all", "{}", got.text);
 }
 
 #[tokio::test]

@@ -191,7 +191,12 @@ impl SimNetwork {
             members,
             invite_code: state.invite_code(),
             requests: Vec::new(),
-            settings: GroupSettings::default(),
+            // Adding members stays an admin's right until an admin opens it (`memberAddMode: "all"`), so a
+            // member's add is refused as it always was here.
+            settings: GroupSettings {
+                admin_add_only: true,
+                ..GroupSettings::default()
+            },
             picture: None,
             rev: 0,
         };
