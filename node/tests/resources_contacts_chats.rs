@@ -336,3 +336,47 @@ async fn chat_writes_on_an_unknown_chat_are_not_found() {
     let list = c.get(&at(&alice, "/chats")).await.expect("chats");
     assert!(chat(&list.body, &unknown).is_none(), "{}", list.text);
 }
+
+/// A mute that would already have ended is refused, including now given in seconds for milliseconds;
+/// 0 (indefinitely) and null (unmute) still answer 200.
+#[tokio::test]
+async fn a_mute_ending_in_the_past_is_a_400() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    inbound(&c, &alice, STRANGER, "hello").await;
+    let chat_id = jid(STRANGER);
+    let now_seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for until in [json!(1000), json!(now_seconds)] {
+        let reply = c
+            .post(
+                &at(&alice, "/chats/mute"),
+                json!({ "chatId": chat_id, "muteUntil": until }),
+            )
+            .await
+            .expect("mute");
+        assert_eq!(reply.status, 400, "{until}: {}", reply.text);
+        assert!(
+            reply.body["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("future")),
+            "{}",
+            reply.text
+        );
+    }
+    let list = c.get(&at(&alice, "/chats")).await.expect("chats");
+    let summary = chat(&list.body, &chat_id).cloned().unwrap_or_default();
+    assert_eq!(summary["muted"], false, "{summary}");
+    for until in [json!(0), Value::Null] {
+        let reply = c
+            .post(
+                &at(&alice, "/chats/mute"),
+                json!({ "chatId": chat_id, "muteUntil": until }),
+            )
+            .await
+            .expect("mute");
+        assert_eq!(reply.status, 200, "{until}: {}", reply.text);
+    }
+}
