@@ -20,7 +20,8 @@ use super::ops::calls::RecentCalls;
 use super::ops::presence::PresenceBook;
 use wagate_engine_api::{
     AckStatus, CallEvent, CallPhase, EngineEvent, GroupAction, GroupChanges, GroupEvent,
-    InboundMessage, Location, MessageType, Poll, PresenceEntry, PresenceState, StatusUpdate,
+    InboundMessage, Location, MemberAddMode, MessageType, Poll, PresenceEntry, PresenceState,
+    StatusUpdate,
 };
 
 /// Statuses live 24 hours.
@@ -387,6 +388,23 @@ fn group(update: &crate::whatsapp_rust::types::events::GroupUpdate) -> Option<En
                     update.action,
                     GroupNotificationAction::Locked { .. }
                 )),
+                ..GroupChanges::default()
+            }),
+        ),
+        GroupNotificationAction::Ephemeral { expiration, .. } => (
+            GroupAction::Update,
+            vec![],
+            changes(GroupChanges {
+                ephemeral_seconds: Some(*expiration),
+                ..GroupChanges::default()
+            }),
+        ),
+        GroupNotificationAction::MemberAddMode { mode } => (
+            GroupAction::Update,
+            vec![],
+            changes(GroupChanges {
+                // WhatsApp names the modes `admin_add` and `all_member_add`.
+                member_add_mode: Some(MemberAddMode::admins_only(mode == "admin_add")),
                 ..GroupChanges::default()
             }),
         ),

@@ -7,11 +7,12 @@ use crate::transport::TransportObserver;
 use crate::whatsapp_rust::Jid as LibJid;
 use crate::whatsapp_rust::types::call::{CallAction, IncomingCall, MissedCall, MissedReason};
 use crate::whatsapp_rust::types::events::{
-    BatchOrigin, ClientOutdated, Connected, Event, InboundMessage as LibInbound, MessageBatch,
-    PairSuccess, PairingQrCode, PresenceUpdate, Receipt, ServerAck, StreamReplaced,
+    BatchOrigin, ClientOutdated, Connected, Event, GroupUpdate, InboundMessage as LibInbound,
+    MessageBatch, PairSuccess, PairingQrCode, PresenceUpdate, Receipt, ServerAck, StreamReplaced,
 };
 use crate::whatsapp_rust::types::message::{MessageInfo, MessageSource};
 use crate::whatsapp_rust::types::presence::ReceiptType;
+use crate::whatsapp_rust::wacore::stanza::groups::GroupNotificationAction;
 use crate::whatsapp_rust::waproto::whatsapp as wa;
 use tokio::sync::mpsc::unbounded_channel;
 use wagate_proto::Jid;
@@ -20,7 +21,9 @@ use super::events::map_event;
 use super::link::{LinkTracker, PASSKEY_ACTION};
 use super::ops::calls::RecentCalls;
 use super::ops::presence::PresenceBook;
-use wagate_engine_api::{AckStatus, CallPhase, EngineEvent, MessageType, PresenceState};
+use wagate_engine_api::{
+    AckStatus, CallPhase, EngineEvent, GroupAction, MessageType, PresenceState,
+};
 
 const ANN: &str = "4915100000001@s.whatsapp.net";
 const US: &str = "4915100000009@s.whatsapp.net";
@@ -462,4 +465,52 @@ fn a_connect_during_logout_does_not_report_ready() {
     link.on_event(&Event::Connected(Connected::builder().build()));
     link.dial_failed("refused");
     assert!(drain(&mut rx).is_empty());
+}
+
+fn group_update(action: GroupNotificationAction) -> Event {
+    Event::GroupUpdate(
+        GroupUpdate::builder()
+            .group_jid(lib("120363000000000001@g.us"))
+            .participant(lib(ANN))
+            .timestamp(chrono::DateTime::from_timestamp(1_700_000_000, 0).expect("time"))
+            .is_lid_addressing_mode(false)
+            .action(action)
+            .build(),
+    )
+}
+
+#[test]
+fn disappearing_timer_and_member_add_mode_changes_are_group_updates() {
+    let cases = [
+        (
+            GroupNotificationAction::Ephemeral {
+                expiration: 86_400,
+                trigger: None,
+            },
+            serde_json::json!({ "ephemeralSeconds": 86_400 }),
+        ),
+        (
+            GroupNotificationAction::MemberAddMode {
+                mode: "admin_add".into(),
+            },
+            serde_json::json!({ "memberAddMode": "admins" }),
+        ),
+        (
+            GroupNotificationAction::MemberAddMode {
+                mode: "all_member_add".into(),
+            },
+            serde_json::json!({ "memberAddMode": "all" }),
+        ),
+    ];
+    for (action, expected) in cases {
+        let EngineEvent::Group(event) = one(&group_update(action)) else {
+            panic!("not a group event");
+        };
+        assert_eq!(event.action, GroupAction::Update);
+        assert_eq!(event.actor_id, Some(ours(ANN)));
+        assert_eq!(
+            serde_json::to_value(&event.changes).expect("json"),
+            expected
+        );
+    }
 }
