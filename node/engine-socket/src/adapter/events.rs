@@ -20,8 +20,8 @@ use super::ops::calls::RecentCalls;
 use super::ops::presence::PresenceBook;
 use wagate_engine_api::{
     AckStatus, CallEvent, CallPhase, EngineEvent, GroupAction, GroupChanges, GroupEvent,
-    InboundMessage, Location, MemberAddMode, MessageType, Poll, PresenceEntry, PresenceState,
-    StatusUpdate,
+    InboundMessage, Location, MemberAddMode, MessageType, PictureChange, Poll, PresenceEntry,
+    PresenceState, StatusUpdate,
 };
 
 /// Statuses live 24 hours.
@@ -257,6 +257,7 @@ pub(super) fn map_work(event: &Event) -> Vec<Work> {
             }]
         }
         Event::GroupUpdate(update) => group(update).into_iter().collect(),
+        Event::PictureUpdate(update) => group_picture(update).into_iter().collect(),
         Event::IncomingCall(call) => {
             let (phase, call_id, is_video, is_group) = match &call.action {
                 CallAction::Offer {
@@ -423,6 +424,29 @@ fn group(update: &crate::whatsapp_rust::types::events::GroupUpdate) -> Option<En
             .and_then(jid),
         participant_ids,
         changes,
+        timestamp: update.timestamp.timestamp(),
+    }))
+}
+
+/// A group's picture set or removed (a contact's own picture change is no event of ours).
+fn group_picture(
+    update: &crate::whatsapp_rust::types::events::PictureUpdate,
+) -> Option<EngineEvent> {
+    let group_id = jid(&update.jid).filter(Jid::is_group)?;
+    let picture = if update.removed {
+        PictureChange::Removed
+    } else {
+        PictureChange::Set
+    };
+    Some(EngineEvent::Group(GroupEvent {
+        action: GroupAction::Update,
+        group_id,
+        actor_id: update.author.as_ref().and_then(jid),
+        participant_ids: vec![],
+        changes: Some(GroupChanges {
+            picture: Some(picture),
+            ..GroupChanges::default()
+        }),
         timestamp: update.timestamp.timestamp(),
     }))
 }

@@ -8,7 +8,8 @@ use crate::whatsapp_rust::Jid as LibJid;
 use crate::whatsapp_rust::types::call::{CallAction, IncomingCall, MissedCall, MissedReason};
 use crate::whatsapp_rust::types::events::{
     BatchOrigin, ClientOutdated, Connected, Event, GroupUpdate, InboundMessage as LibInbound,
-    MessageBatch, PairSuccess, PairingQrCode, PresenceUpdate, Receipt, ServerAck, StreamReplaced,
+    MessageBatch, PairSuccess, PairingQrCode, PictureUpdate, PresenceUpdate, Receipt, ServerAck,
+    StreamReplaced,
 };
 use crate::whatsapp_rust::types::message::{MessageInfo, MessageSource};
 use crate::whatsapp_rust::types::presence::ReceiptType;
@@ -513,4 +514,27 @@ fn disappearing_timer_and_member_add_mode_changes_are_group_updates() {
             expected
         );
     }
+}
+
+#[test]
+fn a_group_picture_change_is_a_group_update_and_a_contact_picture_is_none() {
+    let picture = |jid: &str, removed: bool| {
+        Event::PictureUpdate(
+            PictureUpdate::builder()
+                .jid(lib(jid))
+                .author(lib(ANN))
+                .timestamp(chrono::DateTime::from_timestamp(1_700_000_000, 0).expect("time"))
+                .removed(removed)
+                .build(),
+        )
+    };
+    for (removed, expected) in [(false, "set"), (true, "removed")] {
+        let EngineEvent::Group(event) = one(&picture("120363000000000001@g.us", removed)) else {
+            panic!("not a group event");
+        };
+        assert_eq!(event.actor_id, Some(ours(ANN)));
+        let changes = serde_json::to_value(&event.changes).expect("json");
+        assert_eq!(changes, serde_json::json!({ "picture": expected }));
+    }
+    assert!(map_event(&picture(US, false)).is_empty());
 }
