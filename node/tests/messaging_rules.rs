@@ -75,6 +75,16 @@ async fn every_validation_rule_answers_400_naming_the_field() {
             "options",
         ),
         (
+            "messages/send-poll",
+            json!({ "chatId": to, "name": "q", "options": ["a", "a"] }),
+            "options must be unique",
+        ),
+        (
+            "messages/send-poll",
+            json!({ "chatId": to, "name": "q", "options": ["a", "b", " a "] }),
+            "options must be unique",
+        ),
+        (
             "messages/send-location",
             json!({ "chatId": to, "longitude": 1.0 }),
             "latitude",

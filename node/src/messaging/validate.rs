@@ -144,11 +144,16 @@ pub(crate) fn poll(
     if !(2..=12).contains(&options.len()) {
         return Err(bad("options must hold 2-12 entries"));
     }
+    let mut seen = std::collections::HashSet::new();
     for option in options {
         if option.trim().is_empty() {
             return Err(bad("options must not contain empty entries"));
         }
         max_chars("options", option, POLL_OPTION_MAX)?;
+        // A vote names an option by its text, so two equal options could never be told apart.
+        if !seen.insert(option.trim()) {
+            return Err(bad("poll options must be unique"));
+        }
     }
     Ok((name.to_string(), options.to_vec()))
 }
