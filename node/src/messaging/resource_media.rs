@@ -72,7 +72,8 @@ pub(crate) fn check_media_body(
     Ok(input)
 }
 
-/// Fills in the mimetype of untyped base64 for an image or video status from its magic numbers. Bodies
+/// Refuses a declared type of another kind than the route's, and fills in the mimetype of untyped base64
+/// for an image or video status from its magic numbers. Bodies
 /// the media-body rules refuse anyway (a url too, a data-URL prefix) are left for those rules to name.
 fn with_detected_mimetype(mut input: MediaInput, kind: MessageType) -> MessagingResult<MediaInput> {
     let (noun, family) = match kind {
@@ -80,6 +81,11 @@ fn with_detected_mimetype(mut input: MediaInput, kind: MessageType) -> Messaging
         MessageType::Video => ("a video", "video/"),
         _ => return Ok(input),
     };
+    if let Some(declared) = non_empty(&input.mimetype).filter(|m| !m.starts_with(family)) {
+        return Err(super::error::bad(format!(
+            "the status media must be {noun} ({family}*), not {declared}"
+        )));
+    }
     let untyped = non_empty(&input.mimetype).is_none() && non_empty(&input.url).is_none();
     let Some(b64) = non_empty(&input.base64).filter(|b| untyped && !b.starts_with("data:")) else {
         return Ok(input);
@@ -242,6 +248,16 @@ mod tests {
             detected(mp4, MessageType::Video).as_deref(),
             Some("video/mp4")
         );
+    }
+
+    #[test]
+    fn a_declared_type_of_another_kind_than_the_route_is_refused() {
+        let declared = |mimetype: &str, kind| {
+            check_media_body(input(None, Some(PNG_B64), Some(mimetype)), kind).map(|_| ())
+        };
+        assert!(declared("video/mp4", MessageType::Image).is_err());
+        assert!(declared("image/png", MessageType::Video).is_err());
+        assert!(declared("image/png", MessageType::Image).is_ok());
     }
 
     #[test]
