@@ -315,6 +315,7 @@ async fn chat_writes_on_an_unknown_chat_are_not_found() {
     let node = node().await;
     let c = node.client();
     let alice = linked_session(&c, "alice", ALICE).await;
+    linked_session(&c, "bob", BOB).await;
     let unknown = jid(NOBODY);
     for (route, body) in [
         (
@@ -335,6 +336,19 @@ async fn chat_writes_on_an_unknown_chat_are_not_found() {
     }
     let list = c.get(&at(&alice, "/chats")).await.expect("chats");
     assert!(chat(&list.body, &unknown).is_none(), "{}", list.text);
+    // A group the session belongs to is its chat from the start, before any message in it.
+    let created = c
+        .post(
+            &at(&alice, "/groups"),
+            json!({ "name": "G", "participants": [jid(BOB)] }),
+        )
+        .await
+        .expect("group");
+    assert_eq!(created.status, 201, "{}", created.text);
+    let group = created.str("id");
+    let archive = json!({ "chatId": group, "archive": true });
+    let archived = c.post(&at(&alice, "/chats/archive"), archive).await;
+    assert_eq!(archived.expect("archive").status, 200);
 }
 
 /// A mute that would already have ended is refused, including now given in seconds for milliseconds;

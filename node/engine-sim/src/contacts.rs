@@ -131,8 +131,8 @@ impl SimNetwork {
         Ok(chats)
     }
 
-    /// Applies `change` to the session's record of `chat`; a chat the account never had is 404 (as read and
-    /// clear), not created as an empty chat in the list.
+    /// Applies `change` to the session's record of `chat`; a chat the account never had (and no group it
+    /// belongs to) is 404 (as read and clear), not created as an empty chat in the list.
     pub(super) fn update_chat(
         &self,
         session: &str,
@@ -141,10 +141,15 @@ impl SimNetwork {
     ) -> EngineResult<()> {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
-        super::actions::known_chat(&state, &me, chat)?;
-        if let Some(rec) = state.account(&me).chats.get_mut(chat) {
-            change(rec);
+        // A group the account belongs to is a chat from its creation, before any message arrives.
+        let member = state
+            .groups
+            .get(chat)
+            .is_some_and(|g| g.members.contains_key(&me));
+        if !member {
+            super::actions::known_chat(&state, &me, chat)?;
         }
+        change(state.account(&me).chats.entry(chat.clone()).or_default());
         state.chat_changed(&me, chat);
         Ok(())
     }
