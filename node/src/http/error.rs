@@ -17,8 +17,8 @@ pub struct ApiError {
     pub message: String,
     pub code: Option<&'static str>,
     pub retry_after_seconds: Option<u64>,
-    /// The request failed before anything reached the network (media conversion or storage unavailable),
-    /// so its 503 is safe to retry even on a route that otherwise never answers 503.
+    /// The request failed before anything reached the network (media conversion unavailable, which the
+    /// spec's 503 row names), so its 503 stands even on a route that otherwise never answers 503.
     pub before_network: bool,
 }
 
@@ -250,7 +250,7 @@ impl From<crate::messaging::MessagingError> for ApiError {
             M::Media(Me::BadInput(_) | Me::Blocked(_) | Me::Unreachable(_)) => {
                 ApiError::bad_request(message)
             }
-            M::Media(Me::Unavailable(_)) => ApiError::unavailable(message).before_network(),
+            M::Media(Me::Unavailable(_)) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message),
             M::Media(Me::Io(io)) => ApiError::internal(io),
             M::Session(session) => session.into(),
             M::Engine(engine) => engine.into(),
