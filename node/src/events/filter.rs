@@ -29,6 +29,9 @@ pub(crate) fn validate(conditions: &[FilterCondition]) -> Result<(), String> {
             }
             _ => {}
         }
+        if c.field == FilterField::Kind && c.operator != FilterOperator::Contains {
+            check_kinds(i, &c.value)?;
+        }
         if is_boolean(c.field) && !is_boolean_value(&c.value) {
             return Err(format!(
                 "filters.conditions[{i}].value must be true or false for field {}",
@@ -37,6 +40,33 @@ pub(crate) fn validate(conditions: &[FilterCondition]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The chat kinds the spec names: an exact comparison with any other word could never match and would
+/// silently suppress every event (or, negated, none).
+const CHAT_KINDS: [&str; 6] = [
+    "individual",
+    "group",
+    "channel",
+    "status",
+    "broadcast",
+    "unknown",
+];
+
+fn check_kinds(index: usize, value: &FilterValue) -> Result<(), String> {
+    let words = match value {
+        FilterValue::Text(t) => std::slice::from_ref(t),
+        FilterValue::List(list) => list.as_slice(),
+        FilterValue::Bool(_) => &[],
+    };
+    let is_kind = |w: &String| CHAT_KINDS.iter().any(|k| k.eq_ignore_ascii_case(w.trim()));
+    match words.iter().find(|w| !is_kind(w)) {
+        None if !matches!(value, FilterValue::Bool(_)) => Ok(()),
+        _ => Err(format!(
+            "filters.conditions[{index}].value must name chat kinds ({}) for field kind",
+            CHAT_KINDS.join(", ")
+        )),
+    }
 }
 
 /// Fields whose payload value is a boolean: any other operand could never match and would silently
@@ -176,6 +206,20 @@ mod tests {
         assert!(evaluate(&c, &group).is_ok());
         let other = json!({"id": "m3", "from": "999@g.us", "author": "444@c.us", "isGroup": true});
         assert!(evaluate(&c, &other).is_err());
+    }
+
+    #[test]
+    fn a_kind_condition_names_only_the_spec_chat_kinds() {
+        let kind = |value: Value, operator: &str| {
+            validate(&cond(
+                json!({"field": "kind", "operator": operator, "value": value}),
+            ))
+        };
+        assert!(kind(json!("galaxy"), "is").is_err());
+        assert!(kind(json!(["group", "galaxy"]), "isNot").is_err());
+        assert!(kind(json!(true), "is").is_err());
+        assert!(kind(json!(["group", "Status"]), "is").is_ok());
+        assert!(kind(json!("grou"), "contains").is_ok());
     }
 
     #[test]
