@@ -60,7 +60,7 @@ pub struct PinChatRequest {
     pub pin: bool,
 }
 
-/// `muteUntil` is required: a future time in epoch milliseconds (0 = indefinitely), or `null` to unmute.
+/// `muteUntil` is required: epoch milliseconds (0 = indefinitely), or `null` to unmute.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MuteChatRequest {
