@@ -8,72 +8,25 @@
 
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use wagate_loadtest::harness::cluster::{TestCluster, Timings};
 use wagate_loadtest::harness::sessions::{create, create_linked, wait_status};
+use wagate_loadtest::harness::ws::{self, Socket};
 use wagate_loadtest::harness::{ADMIN_KEY, Client, Node};
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 const PHONE_X: &str = "15550003001";
 const PHONE_Y: &str = "15550003002";
 
 async fn connect(node: &Node, key: &str) -> Socket {
-    let mut req = format!("ws://127.0.0.1:{}/api/ws", node.port)
-        .into_client_request()
-        .expect("request");
-    req.headers_mut()
-        .insert("X-API-Key", key.parse().expect("header"));
-    let mut ws = tokio_tungstenite::connect_async(req)
-        .await
-        .expect("upgrade")
-        .0;
-    let sub = json!({ "type": "subscribe", "sessionId": "*", "events": ["*"], "requestId": "s" });
-    ws.send(Message::Text(sub.to_string().into()))
-        .await
-        .expect("subscribe");
-    let ack = until(&mut ws, |f| f["type"] != "pong").await;
-    assert_eq!(ack["type"], "subscribed", "{ack}");
-    ws
+    ws::subscribed(node, key).await.expect("subscribed socket")
 }
 
-async fn next(ws: &mut Socket) -> Option<Value> {
-    loop {
-        match tokio::time::timeout(Duration::from_secs(20), ws.next())
-            .await
-            .ok()??
-        {
-            Ok(Message::Text(t)) => return serde_json::from_str(&t).ok(),
-            Ok(Message::Close(_)) | Err(_) => return None,
-            Ok(_) => continue,
-        }
-    }
+async fn until(socket: &mut Socket, pred: impl Fn(&Value) -> bool) -> Value {
+    ws::until(socket, pred).await.expect("the awaited frame")
 }
 
-async fn until(ws: &mut Socket, pred: impl Fn(&Value) -> bool) -> Value {
-    loop {
-        let f = next(ws).await.expect("socket closed before the frame");
-        if pred(&f) {
-            return f;
-        }
-    }
-}
-
-/// Every frame up to and including the first that satisfies `pred`.
-async fn collect_until(ws: &mut Socket, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
-    let mut seen = Vec::new();
-    loop {
-        let f = next(ws).await.expect("socket closed before the frame");
-        let is_last = pred(&f);
-        seen.push(f);
-        if is_last {
-            return seen;
-        }
-    }
+async fn collect_until(socket: &mut Socket, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+    ws::collect_until(socket, pred).await.expect("the awaited frame")
 }
 
 fn is_event(f: &Value, name: &str, session: &str) -> bool {

@@ -5,18 +5,13 @@
 
 mod resources_support;
 
-use std::time::Duration;
-
-use futures::{SinkExt, StreamExt};
 use reqwest::Method;
 use resources_support::{at, jid, key, linked_session, node};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use wagate_loadtest::harness::ws::{self, Socket};
 use wagate_loadtest::harness::{ADMIN_KEY, Client, Node};
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
 
 const ALICE: &str = "4915100000001";
 const BOB: &str = "4915100000002";
@@ -243,38 +238,11 @@ async fn invite_codes_settings_requests_and_pictures() {
 
 /// A socket subscribed to every session's events.
 async fn subscribed(node: &Node) -> Socket {
-    let mut req = format!("ws://127.0.0.1:{}/api/ws", node.port)
-        .into_client_request()
-        .expect("request");
-    req.headers_mut()
-        .insert("X-API-Key", ADMIN_KEY.parse().expect("header"));
-    let mut ws = tokio_tungstenite::connect_async(req)
-        .await
-        .expect("upgrade")
-        .0;
-    let sub = json!({ "type": "subscribe", "sessionId": "*", "events": ["*"], "requestId": "s" });
-    ws.send(Message::Text(sub.to_string().into()))
-        .await
-        .expect("subscribe");
-    let ack = next_frame(&mut ws).await;
-    assert_eq!(ack["type"], "subscribed", "{ack}");
-    ws
+    ws::subscribed(node, ADMIN_KEY).await.expect("subscribed socket")
 }
 
-async fn next_frame(ws: &mut Socket) -> Value {
-    loop {
-        let frame = tokio::time::timeout(Duration::from_secs(15), ws.next())
-            .await
-            .expect("a frame within 15 s")
-            .expect("socket open")
-            .expect("frame");
-        if let Message::Text(t) = frame {
-            let v: Value = serde_json::from_str(&t).expect("json frame");
-            if v["type"] != "pong" {
-                return v;
-            }
-        }
-    }
+async fn next_frame(socket: &mut Socket) -> Value {
+    ws::next_frame(socket).await.expect("a frame")
 }
 
 /// `session`'s group events, up to and including the first `group.update` that renames the group to

@@ -8,6 +8,7 @@ pub mod pg;
 pub mod receiver;
 pub mod s3;
 pub mod sessions;
+pub mod ws;
 
 pub use client::{Client, Reply};
 pub use node::{Node, NodeOptions};
