@@ -7,9 +7,10 @@ use super::peers::{Op, Record, Traffic};
 use std::time::Duration;
 use wagate_engine_api::{
     AckStatus, CallEvent, CallPhase, EngineError, EngineEvent, EngineResult, LinkedAccount,
-    MessageType, QuotedRef, ReceivedMedia,
+    MessageType, QuotedRef, ReceivedMedia, StatusUpdate,
 };
 use wagate_proto::Jid;
+use wagate_proto::jid::ChatKind;
 
 /// A message arriving from another account (the control API's `inbound`).
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +23,13 @@ pub struct InboundSpec {
     pub media: Option<ReceivedMedia>,
     pub quoted_id: Option<String>,
     pub mentioned_ids: Vec<Jid>,
+}
+
+/// What an `/inbound` became: a chat message, or a status post.
+enum Arrival {
+    /// Boxed: a message with its media reference is much larger than a status update.
+    Message(Box<StoredMessage>),
+    Status(StatusUpdate),
 }
 
 impl SimNetwork {
@@ -173,18 +181,27 @@ impl SimNetwork {
         Ok(())
     }
 
-    /// A message from `spec.from` reaches `session`; `from` becomes an existing account. Returns its id.
+    /// A message from `spec.from` reaches `session` (a status post, sent to `status@broadcast`); `from`
+    /// becomes an existing account. Returns its id.
     pub fn inbound(&self, session: &str, spec: InboundSpec) -> EngineResult<String> {
         let mut state = self.lock();
         let me = linked_phone(&state, session)?;
-        let msg = self.inbound_record(&mut state, &me, spec)?;
-        let id = msg.id.clone();
-        state.touch_chat(&me, &msg.chat_for(&me), &msg, true);
-        state.deliver(session, EngineEvent::Message(Box::new(msg.to_inbound(&me))));
-        // A session taken over can still quote it, and `mark-read` there finds it.
-        state.share(Record::Message, &id, &msg);
-        state.messages.insert(id.clone(), msg);
-        Ok(id)
+        match self.arrival(&mut state, &me, spec)? {
+            Arrival::Message(msg) => {
+                let id = msg.id.clone();
+                state.touch_chat(&me, &msg.chat_for(&me), &msg, true);
+                state.deliver(session, EngineEvent::Message(Box::new(msg.to_inbound(&me))));
+                // A session taken over can still quote it, and `mark-read` there finds it.
+                state.share(Record::Message, &id, &msg);
+                state.messages.insert(id.clone(), *msg);
+                Ok(id)
+            }
+            Arrival::Status(update) => {
+                let id = update.status_id.clone();
+                state.deliver(session, EngineEvent::Status(update));
+                Ok(id)
+            }
+        }
     }
 
     /// `inbound` for any linked session, as the real network takes a message for a linked device whether
@@ -206,20 +223,41 @@ impl SimNetwork {
             .ok_or_else(|| EngineError::NotFound(no_session(session)))?;
         let id = {
             let mut state = self.lock();
-            let msg = self.inbound_record(&mut state, &phone, spec)?;
-            let id = msg.id.clone();
-            state.emit(Op::ToSession {
+            let to_session = |traffic| Op::ToSession {
                 session: session.to_string(),
-                traffic: Box::new(Traffic::Message {
-                    msg: Box::new(msg.clone()),
-                }),
-            });
-            state.share(Record::Message, &id, &msg);
-            state.messages.insert(id.clone(), msg);
-            id
+                traffic: Box::new(traffic),
+            };
+            match self.arrival(&mut state, &phone, spec)? {
+                Arrival::Message(msg) => {
+                    let id = msg.id.clone();
+                    state.emit(to_session(Traffic::Message { msg: msg.clone() }));
+                    state.share(Record::Message, &id, &msg);
+                    state.messages.insert(id.clone(), *msg);
+                    id
+                }
+                Arrival::Status(update) => {
+                    let id = update.status_id.clone();
+                    state.emit(to_session(Traffic::Status { update }));
+                    id
+                }
+            }
         };
         self.flush_peers().await;
         Ok(id)
+    }
+
+    /// What `/inbound` puts on the network for `me`: on WhatsApp a message to `status@broadcast` is a
+    /// status post (the socket engine maps it so too), never a chat message.
+    fn arrival(&self, state: &mut NetState, me: &Jid, spec: InboundSpec) -> EngineResult<Arrival> {
+        if spec
+            .chat_id
+            .as_ref()
+            .is_some_and(|chat| chat.kind() == ChatKind::Status)
+        {
+            return Ok(Arrival::Status(self.inbound_status(state, me, spec)));
+        }
+        let msg = self.inbound_record(state, me, spec)?;
+        Ok(Arrival::Message(Box::new(msg)))
     }
 
     /// The network's record of a message from `spec.from` to `me` (or the group), with a fresh id.
@@ -231,7 +269,7 @@ impl SimNetwork {
     ) -> EngineResult<StoredMessage> {
         let quoted = resolve_quote(state, spec.quoted_id.as_deref())?;
         let chat = spec.chat_id.clone().unwrap_or_else(|| spec.from.clone());
-        state.register(&spec.from);
+        state.register_sender(&spec.from);
         let id = self.next_id(state);
         let msg = StoredMessage {
             id,
@@ -351,7 +389,7 @@ impl SimNetwork {
     ) -> EngineResult<String> {
         let mut state = self.lock();
         state.online_phone(session)?;
-        state.register(from);
+        state.register_sender(from);
         let call_id = self.next_id(&mut state);
         let event = |phase| CallEvent {
             phase,

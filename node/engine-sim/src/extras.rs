@@ -1,9 +1,11 @@
 //! Status posts, calls, call links and the catalog on the sim network. Status posts need recipients (the
 //! socket rule) and reach their sessions as `Status` events; a ringing call can be rejected. Input:
-//! `SimEngine` and the control API's `call`. The catalog is fixed sample data, not editable.
+//! `SimEngine`, and the control API's `call` and `/inbound` to `status@broadcast`. The catalog is fixed
+//! sample data, not editable.
 
+use super::control::InboundSpec;
 use super::messaging::carried_media;
-use super::network::{SimNetwork, now};
+use super::network::{NetState, SimNetwork, now};
 use super::peers::Record;
 use serde::{Deserialize, Serialize};
 use wagate_engine_api::{
@@ -111,6 +113,41 @@ impl SimNetwork {
         state.share(Record::Status, &update.status_id, &rec);
         state.statuses.push(rec);
         Ok(update)
+    }
+
+    /// A status post by `spec.from` that `me` may see: the control API's `/inbound` to `status@broadcast`.
+    /// Kept and shared as a post by another session is (`post_status`), so `me`'s status routes list it
+    /// and serve its media; returned for delivery as `Status`.
+    pub(super) fn inbound_status(
+        &self,
+        state: &mut NetState,
+        me: &Jid,
+        spec: InboundSpec,
+    ) -> StatusUpdate {
+        state.register_sender(&spec.from);
+        let media = spec.media.map(|m| StatusMedia {
+            mimetype: m.mimetype,
+            data: m.data,
+            stored: m.stored,
+        });
+        let posted_at = now();
+        let update = StatusUpdate {
+            status_id: self.next_id(state),
+            contact: spec.from,
+            kind: spec.kind,
+            caption: spec.body.filter(|body| !body.is_empty()),
+            has_media: media.is_some(),
+            posted_at,
+            expires_at: posted_at + STATUS_TTL_S,
+            media,
+        };
+        let rec = StatusRec {
+            update: update.clone(),
+            recipients: vec![me.clone()],
+        };
+        state.share(Record::Status, &update.status_id, &rec);
+        state.statuses.push(rec);
+        update
     }
 
     /// Live status posts by `contact` that `session` may see (its own when `contact` is itself).

@@ -77,6 +77,8 @@ impl EngineFactory for SimFactory {
     /// The network remembers a device's link across stops (a phone keeps its linked devices): forget it.
     async fn wipe_credentials(&self, session_id: &str) -> EngineResult<()> {
         self.net.forget_link(session_id);
+        // A check of the phone through any node answers from the directory as it is after the wipe.
+        self.net.flush_peers().await;
         Ok(())
     }
 }
@@ -300,9 +302,8 @@ impl Engine for SimEngine {
     }
     async fn check_number(&self, number: &str) -> EngineResult<ContactCheck> {
         let mut check = self.net.check_number(self.query().await, number)?;
-        if !check.exists {
-            check.exists = self.net.exists_anywhere(&check.whatsapp_id).await;
-        }
+        // In a cluster what this process remembers of the phone can be stale: the directory decides.
+        check.exists = self.net.exists_anywhere(&check.whatsapp_id).await;
         Ok(check)
     }
     async fn profile_picture(&self, id: &Jid) -> EngineResult<Option<String>> {

@@ -130,16 +130,25 @@ impl SimNetwork {
     }
 
     /// Forgets the link a stopped device remembers, without revoking its credentials (the session's
-    /// credential wipe): the next start without credentials asks for a QR. A running device is left alone.
+    /// credential wipe, on delete too): the next start without credentials asks for a QR, and the phone is
+    /// off the network unless another session links it or it wrote through the control API (wire-notes
+    /// §10). A running device is left alone.
     pub fn forget_link(&self, session: &str) {
         let mut state = self.lock();
-        if let Some(device) = state.devices.get_mut(session)
-            && device.link == Link::Offline
-        {
-            device.credentials = None;
-            device.phone = None;
-            device.pairing_phone = None;
+        let phone = match state.devices.get_mut(session) {
+            Some(device) if device.link != Link::Offline => return,
+            Some(device) => {
+                device.credentials = None;
+                device.pairing_phone = None;
+                device.phone.take()
+            }
+            None => None,
+        };
+        if let Some(phone) = phone {
+            state.unlist_if_unlinked(&phone);
         }
+        // Wherever the session ran last (its device may be unknown here), the shared directory drops it.
+        state.emit(Op::Forget(session.to_string()));
     }
 
     /// In a cluster, learns whether the credentials a start presents were revoked through any node (a
@@ -187,6 +196,9 @@ impl SimNetwork {
                 state.revoked.insert(credentials);
             }
             state.forget_held(session);
+            if let Some(phone) = &phone {
+                state.unlist_if_unlinked(phone);
+            }
             state.went_offline(session, phone, true);
         }
     }

@@ -130,6 +130,11 @@ pub(super) struct Account {
     pub last_seen: Option<i64>,
     /// Sessions that subscribed to this account's presence.
     pub presence_subscribers: BTreeSet<String>,
+    /// It wrote through the control API (`/inbound`, `/call`): it exists for good (wire-notes §10).
+    pub wrote: bool,
+    /// No device of it is linked any more and it never wrote: it is off the network (`exists` is false)
+    /// while its state stays, for when it links again.
+    pub unlisted: bool,
 }
 
 /// How many received-but-unread message ids a chat remembers for read receipts (older ones get none).
@@ -254,8 +259,38 @@ impl NetState {
         self.accounts.entry(phone.clone()).or_default()
     }
 
+    /// Wire-notes §10: a phone linked on the network, or an account that wrote through the control API.
     pub(super) fn exists(&self, phone: &Jid) -> bool {
-        self.accounts.contains_key(phone)
+        self.accounts.get(phone).is_some_and(|a| !a.unlisted)
+    }
+
+    /// What this process alone can vouch for: `phone` wrote through the control API (for good), or a
+    /// device of it is online here.
+    pub(super) fn surely_exists(&self, phone: &Jid) -> bool {
+        self.accounts.get(phone).is_some_and(|a| a.wrote)
+            || self
+                .devices
+                .values()
+                .any(|d| d.link == Link::Online && d.phone.as_ref() == Some(phone))
+    }
+
+    /// `phone` is known to exist (a peer says so, or a message from it just arrived).
+    pub(super) fn listed(&mut self, phone: &Jid) -> &mut Account {
+        let account = self.account(phone);
+        account.unlisted = false;
+        account
+    }
+
+    /// A device of `phone` was unlinked here: with no other device of it and nothing written through the
+    /// control API, the account is off the network (a contact check answers `exists: false`).
+    pub(super) fn unlist_if_unlinked(&mut self, phone: &Jid) {
+        let is_linked = self.has_device(phone);
+        if let Some(account) = self.accounts.get_mut(phone)
+            && !account.wrote
+            && !is_linked
+        {
+            account.unlisted = true;
+        }
     }
 
     /// The phone of a connected session, or `NotReady`.
@@ -399,10 +434,18 @@ impl NetState {
                 .is_none_or(|peers| peers.holds_lease(session))
     }
 
-    /// `phone` exists on the network (it linked a device, or wrote through the control API).
+    /// `phone` exists on the network: it linked a device (for as long as one stays linked).
     pub(super) fn register(&mut self, phone: &Jid) -> &mut Account {
         self.emit(Op::Account(phone.clone()));
-        self.account(phone)
+        self.listed(phone)
+    }
+
+    /// `phone` wrote through the control API (`/inbound`, `/call`): it exists for good.
+    pub(super) fn register_sender(&mut self, phone: &Jid) -> &mut Account {
+        self.emit(Op::Sender(phone.clone()));
+        let account = self.listed(phone);
+        account.wrote = true;
+        account
     }
 
     /// The device of `session` left this process (stopped, dropped, killed or logged out).
@@ -463,7 +506,7 @@ impl NetState {
             Traffic::Message { msg } => {
                 let msg = *msg;
                 // The sender exists; the copy lets quotes, receipts and reactions find the message here.
-                self.account(&msg.from);
+                self.listed(&msg.from);
                 self.account(phone).contacts.insert(msg.from.clone());
                 self.account(&msg.from).contacts.insert(phone.clone());
                 self.touch_chat(phone, &msg.chat_for(phone), &msg, true);
@@ -660,18 +703,24 @@ impl SimNetwork {
         }
     }
 
-    /// Whether `phone` exists here or anywhere on a cluster-wide network.
+    /// Whether `phone` exists here or anywhere on a cluster-wide network. In a cluster the shared directory
+    /// decides unless this process knows for sure: what it remembers of a phone linked elsewhere can be
+    /// stale (the session may have been deleted or logged out through another node).
     pub(super) async fn exists_anywhere(&self, phone: &Jid) -> bool {
-        if self.lock().exists(phone) {
+        let (here, for_sure) = {
+            let state = self.lock();
+            (state.exists(phone), state.surely_exists(phone))
+        };
+        let Some(peers) = self.peers() else {
+            return here;
+        };
+        if for_sure {
             return true;
         }
-        match self.peers() {
-            Some(peers) => peers.exists(phone).await.unwrap_or_else(|error| {
-                tracing::warn!(%error, "sim directory not read");
-                false
-            }),
-            None => false,
-        }
+        peers.exists(phone).await.unwrap_or_else(|error| {
+            tracing::warn!(%error, "sim directory not read");
+            here
+        })
     }
 
     /// `phone`'s contacts known to the peers (empty in embedded mode).

@@ -291,8 +291,10 @@ pub enum Op {
         traffic: Box<Traffic>,
         skip: Vec<String>,
     },
-    /// `phone` exists on the network.
+    /// `phone` is on the network (linked now; the directory counts it while a session stays linked to it).
     Account(Jid),
+    /// `phone` wrote through the control API (`/inbound`, `/call`): it exists for good.
+    Sender(Jid),
     /// `a` and `b` exchanged a message: each becomes the other's contact when it exists.
     Exchange(Jid, Jid),
     /// Writes a shared record (its JSON form).
@@ -376,6 +378,9 @@ pub enum Op {
     },
     /// `session` was unlinked: nothing is held for it any more.
     ForgetHeld(String),
+    /// `session`'s link was forgotten (deleted, or its credentials wiped): it is linked to no phone, on any
+    /// node, so the phone may no longer exist.
+    Forget(String),
     /// Traffic may wait in `session`'s inbox (a peer's wake, or the device just came online).
     Drain(String),
     /// Answers once every earlier op is applied (a stop waits for its `Offline`).
@@ -434,6 +439,7 @@ pub trait Peers: Send + Sync + 'static {
     async fn unlink(&self, session: &str) -> PeerResult<Option<Jid>>;
     /// Whether `credentials` were revoked on any node.
     async fn is_revoked(&self, credentials: &str) -> PeerResult<bool>;
+    /// Whether `phone` exists: a session is linked to it, or it wrote through the control API.
     async fn exists(&self, phone: &Jid) -> PeerResult<bool>;
     /// Every field of `phone`'s per-account state (empty if it never was written).
     async fn account(&self, phone: &Jid) -> PeerResult<Vec<(String, String)>>;

@@ -1,6 +1,8 @@
 //! `RedisPeers`: the cluster-wide sim network over Redis (`REDIS_ENABLED=true` with `ENGINE_TYPE=sim`).
 //! Keys, under `{REDIS_KEY_PREFIX}sim:`:
-//! - `accounts` (set): phones that exist on the network (linked, or written from through the control API);
+//! - `accounts` (set): phones that were ever on the network (linked, or written from through the control
+//!   API), for contact lists; `senders` (set): phones written from through the control API. A phone exists
+//!   while it is in `senders` or a session is linked to it (`linked:{phone}`, wire-notes §10);
 //! - `linked:{phone}` (hash session -> node): sessions linked to a phone, wherever they run;
 //! - `conn:{phone}` (hash `{session}@{node}` -> epoch ms) and `phones` (set): connected devices, the view
 //!   that shows whether a session ever has two owners (a field per node, so two owners show as two fields);
@@ -110,6 +112,15 @@ if creds then redis.call('SADD', KEYS[3], creds) end
 redis.call('HDEL', ARGV[1] .. phone, ARGV[2])
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5])
 return phone
+";
+
+/// Forgets a session's link (KEYS[1] = its `phone:` key; ARGV[1] the `linked:` key prefix, ARGV[2] the
+/// session): it is linked to no phone any more.
+const FORGET: &str = r"
+local phone = redis.call('GET', KEYS[1])
+if phone then redis.call('HDEL', ARGV[1] .. phone, ARGV[2]) end
+redis.call('DEL', KEYS[1])
+return 0
 ";
 
 /// Revokes ARGV[1] (KEYS[2]), and forgets them as the session's (KEYS[1]) if they still are.
@@ -303,6 +314,23 @@ impl RedisPeers {
                 pipe.cmd("SADD")
                     .arg(self.key("accounts"))
                     .arg(phone.to_string())
+                    .ignore();
+            }
+            Op::Sender(phone) => {
+                for set in ["accounts", "senders"] {
+                    pipe.cmd("SADD")
+                        .arg(self.key(set))
+                        .arg(phone.to_string())
+                        .ignore();
+                }
+            }
+            Op::Forget(session) => {
+                pipe.cmd("EVAL")
+                    .arg(FORGET)
+                    .arg(1)
+                    .arg(self.key(&format!("phone:{session}")))
+                    .arg(self.key("linked:"))
+                    .arg(session)
                     .ignore();
             }
             Op::Exchange(a, b) => {
@@ -614,12 +642,16 @@ impl Peers for RedisPeers {
 
     async fn exists(&self, phone: &Jid) -> PeerResult<bool> {
         let mut conn = self.pool.get().await.map_err(err)?;
-        redis::cmd("SISMEMBER")
-            .arg(self.key("accounts"))
+        let (wrote, linked): (bool, i64) = redis::pipe()
+            .cmd("SISMEMBER")
+            .arg(self.key("senders"))
             .arg(phone.to_string())
-            .query_async::<bool>(&mut *conn)
+            .cmd("HLEN")
+            .arg(self.key(&format!("linked:{phone}")))
+            .query_async(&mut *conn)
             .await
-            .map_err(err)
+            .map_err(err)?;
+        Ok(wrote || linked > 0)
     }
 
     async fn contacts(&self, phone: &Jid) -> PeerResult<Vec<Jid>> {

@@ -179,7 +179,7 @@ impl SimNetwork {
             }
             match peers.exists(phone).await {
                 Ok(true) => {
-                    self.lock().account(phone);
+                    self.lock().listed(phone);
                 }
                 Ok(false) => {}
                 Err(error) => tracing::warn!(%error, "sim directory not read"),

@@ -1,13 +1,13 @@
 //! The sim network across processes: networks joined through a real Redis (127.0.0.1:6379 or
 //! `WAGATE_TEST_REDIS_URL`, own key prefix each). What follows a session moved to another node (a ringing
 //! call, chats, labels, stars, saved names, profile, unread messages), presence subscriptions ending with the
-//! subscriber's connection, and the lease fence on traffic a node hands to its own devices. Plus the
-//! embedded network's subscriptions. Real time (Redis), so every wait polls with a generous deadline.
+//! subscriber's connection, the lease fence on traffic a node hands to its own devices, and who exists once
+//! a session is gone. Plus the embedded network's subscriptions. Real time (Redis), so every wait polls with a generous deadline.
 
 use super::network::SimConfig;
 use super::peers::{Peers as _, Traffic};
 use super::peers_redis::{Fence, RedisPeers};
-use super::tests::{A, B, Handset, handset, hold_leases, jid, linked, text};
+use super::tests::{A, B, C, Handset, handset, hold_leases, jid, linked, text};
 use super::*;
 use std::collections::HashSet;
 use std::time::Duration;
@@ -340,4 +340,43 @@ async fn a_phone_unlink_through_another_node_revokes_a_stopped_session_everywher
         h.engine.stop().await.expect("stop");
     }
     assert!(n1.lock().devices.get("a").is_none_or(|d| d.phone.is_none()));
+}
+
+/// Who exists, cluster-wide (wire-notes §10): a phone while a session is linked to it, an `/inbound` sender
+/// for good. A session deleted on its node (stopped, then its link forgotten) or unlinked by the phone
+/// through another node takes its phone off the directory, also for a node that remembers the phone from
+/// its traffic.
+#[tokio::test]
+async fn a_phone_whose_session_is_gone_exists_on_no_node() {
+    let r = redis();
+    let (n1, n2) = (r.joined("n1", None), r.joined("n2", None));
+    hold_leases(&r.pool, &r.prefix, &[("a", "n1"), ("b", "n2"), ("c", "n1")]).await;
+    let a = linked(&n1, "a", A).await;
+    let mut b = linked(&n2, "b", B).await;
+    let _c = linked(&n1, "c", C).await;
+    listeners_up().await;
+    a.engine.send(text(B, "remember me")).await.expect("send");
+    b.message().await;
+    let spec = control::InboundSpec {
+        from: jid("495555555555@c.us"),
+        chat_id: None,
+        kind: MessageType::Text,
+        body: Some("hi".into()),
+        media: None,
+        quoted_id: None,
+        mentioned_ids: Vec::new(),
+    };
+    n1.inbound_anywhere("a", spec).await.expect("inbound");
+    let exists = async |number: &str| b.engine.check_number(number).await.expect("check").exists;
+    for number in ["491111111111", "493333333333", "495555555555"] {
+        assert!(exists(number).await, "{number} exists");
+    }
+
+    a.engine.stop().await.expect("stop");
+    n1.forget_link("a");
+    n1.flush_peers().await;
+    n2.unlink_anywhere("c").await.expect("unlink");
+    assert!(!exists("491111111111").await, "a deleted session's phone");
+    assert!(!exists("493333333333").await, "an unlinked session's phone");
+    assert!(exists("495555555555").await, "an /inbound sender stays");
 }

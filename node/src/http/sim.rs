@@ -46,6 +46,19 @@ fn network(caller: &Caller, ctx: &ApiContext) -> ApiResult<SimNetwork> {
         .ok_or_else(|| ApiError::not_found("The sim control API needs ENGINE_TYPE=sim"))
 }
 
+/// `network` for a session-scoped route: a session id the gateway does not have is 404 with the regular
+/// session routes' error, whatever the network remembers of it; an existing session keeps the network's
+/// own answer (409 when it is not linked or online).
+async fn session_network(
+    caller: &Caller,
+    ctx: &ApiContext,
+    id: &SessionId,
+) -> ApiResult<SimNetwork> {
+    let net = network(caller, ctx)?;
+    ctx.sessions.cached_record(&id.0).await?;
+    Ok(net)
+}
+
 fn jid(field: &str, raw: Option<&str>) -> ApiResult<Jid> {
     let raw = raw.ok_or_else(|| ApiError::bad_request(format!("{field} is required")))?;
     Jid::parse(raw)
@@ -77,7 +90,7 @@ async fn sim_scan(
     State(ctx): State<ApiContext>,
     ApiJson(b): ApiJson<SimScanRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let net = network(&caller, &ctx)?;
+    let net = session_network(&caller, &ctx, &id).await?;
     net.scan(
         &id.0,
         &jid("phone", b.phone.as_deref())?,
@@ -141,7 +154,7 @@ async fn sim_inbound(
     State(ctx): State<ApiContext>,
     ApiJson(b): ApiJson<SimInboundRequest>,
 ) -> ApiResult<Json<SimMessageId>> {
-    let net = network(&caller, &ctx)?;
+    let net = session_network(&caller, &ctx, &id).await?;
     let spec = InboundSpec {
         from: jid("from", b.from.as_deref())?,
         chat_id: b
@@ -176,7 +189,7 @@ async fn sim_ack(
     State(ctx): State<ApiContext>,
     ApiJson(b): ApiJson<SimAckRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let net = network(&caller, &ctx)?;
+    let net = session_network(&caller, &ctx, &id).await?;
     let status = enum_value::<AckStatus>("status", required("status", &b.status)?)?;
     let message_id = required("messageId", &b.message_id)?;
     net.pull_message(message_id).await;
@@ -193,7 +206,7 @@ async fn sim_react(
     State(ctx): State<ApiContext>,
     ApiJson(b): ApiJson<SimReactRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let net = network(&caller, &ctx)?;
+    let net = session_network(&caller, &ctx, &id).await?;
     let from = jid("from", b.from.as_deref())?;
     let message_id = required("messageId", &b.message_id)?;
     net.pull_message(message_id).await;
@@ -210,7 +223,7 @@ async fn sim_revoke(
     State(ctx): State<ApiContext>,
     ApiJson(b): ApiJson<SimMessageRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let net = network(&caller, &ctx)?;
+    let net = session_network(&caller, &ctx, &id).await?;
     let message_id = required("messageId", &b.message_id)?;
     net.pull_message(message_id).await;
     net.revoke(&id.0, message_id)?;
@@ -226,7 +239,7 @@ async fn sim_edit(
     State(ctx): State<ApiContext>,
     ApiJson(b): ApiJson<SimMessageRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let net = network(&caller, &ctx)?;
+    let net = session_network(&caller, &ctx, &id).await?;
     let message_id = required("messageId", &b.message_id)?;
     net.pull_message(message_id).await;
     net.edit(&id.0, message_id, b.body.as_deref().unwrap_or(""))?;
@@ -240,7 +253,9 @@ async fn sim_drop(
     id: SessionId,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<SuccessResult>> {
-    network(&caller, &ctx)?.drop_link(&id.0)?;
+    session_network(&caller, &ctx, &id)
+        .await?
+        .drop_link(&id.0)?;
     Ok(ok())
 }
 
@@ -251,7 +266,10 @@ async fn sim_unlink(
     id: SessionId,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<SuccessResult>> {
-    network(&caller, &ctx)?.unlink_anywhere(&id.0).await?;
+    session_network(&caller, &ctx, &id)
+        .await?
+        .unlink_anywhere(&id.0)
+        .await?;
     Ok(ok())
 }
 
@@ -262,26 +280,67 @@ async fn sim_restrict(
     caller: Caller,
     id: SessionId,
     State(ctx): State<ApiContext>,
-    ApiJson(b): ApiJson<SimRestrictRequest>,
+    ApiJson(b): ApiJson<serde_json::Value>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let net = network(&caller, &ctx)?;
-    let expires_at = b
-        .expires_at
-        .map(|at| {
-            at.to_millis().map(|ms| ms.div_euclid(1000)).ok_or_else(|| {
-                ApiError::bad_request(
-                    "expiresAt must be epoch seconds or milliseconds, or an ISO 8601 string",
-                )
-            })
-        })
-        .transpose()?;
+    let net = session_network(&caller, &ctx, &id).await?;
+    let restriction = Restriction::parse(&b)?;
     net.restrict(
         &id.0,
-        b.kind.as_deref().unwrap_or("temporary_ban"),
-        b.active.unwrap_or(true),
-        expires_at,
+        &restriction.kind,
+        restriction.active,
+        restriction.expires_at,
     )?;
     Ok(ok())
+}
+
+/// `/restrict`'s body (wire-notes §11): `kind` and `active` are required, as nothing says which
+/// restriction a bare call would mean. Read field by field so a refusal names its field.
+struct Restriction {
+    kind: String,
+    active: bool,
+    /// Epoch seconds.
+    expires_at: Option<i64>,
+}
+
+impl Restriction {
+    fn parse(body: &serde_json::Value) -> ApiResult<Self> {
+        use serde_json::Value;
+        let kind = match body.get("kind") {
+            None | Some(Value::Null) => return Err(ApiError::bad_request("kind is required")),
+            Some(Value::String(kind)) if kind.trim().is_empty() => {
+                return Err(ApiError::bad_request("kind is required"));
+            }
+            Some(Value::String(kind)) => kind.clone(),
+            Some(_) => return Err(ApiError::bad_request("kind must be a string")),
+        };
+        let active = match body.get("active") {
+            None | Some(Value::Null) => return Err(ApiError::bad_request("active is required")),
+            Some(Value::Bool(active)) => *active,
+            Some(_) => return Err(ApiError::bad_request("active must be a boolean")),
+        };
+        let expires_at = match body.get("expiresAt") {
+            None | Some(Value::Null) => None,
+            Some(raw) => Some(expiry(raw)?),
+        };
+        Ok(Self {
+            kind,
+            active,
+            expires_at,
+        })
+    }
+}
+
+/// `expiresAt` in epoch seconds.
+fn expiry(raw: &serde_json::Value) -> ApiResult<i64> {
+    serde_json::from_value::<SimInstant>(raw.clone())
+        .ok()
+        .and_then(|at| at.to_millis())
+        .map(|ms| ms.div_euclid(1000))
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "expiresAt must be epoch seconds or milliseconds, or an ISO 8601 string",
+            )
+        })
 }
 
 /// POST /api/sim/sessions/{sessionId}/call
@@ -293,7 +352,7 @@ async fn sim_call(
     State(ctx): State<ApiContext>,
     ApiJson(b): ApiJson<SimCallRequest>,
 ) -> ApiResult<Json<SimCallResponse>> {
-    let net = network(&caller, &ctx)?;
+    let net = session_network(&caller, &ctx, &id).await?;
     let is_video = b
         .is_video
         .ok_or_else(|| ApiError::bad_request("isVideo is required"))?;
@@ -317,7 +376,7 @@ async fn sim_group_event(
     State(ctx): State<ApiContext>,
     ApiJson(b): ApiJson<SimGroupEventRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let net = network(&caller, &ctx)?;
+    let net = session_network(&caller, &ctx, &id).await?;
     let group = jid("groupId", b.group_id.as_deref())?;
     let action = enum_value::<GroupAction>("action", required("action", &b.action)?)?;
     let participants: Vec<Jid> = b
@@ -342,7 +401,10 @@ async fn sim_outbox(
     id: SessionId,
     State(ctx): State<ApiContext>,
 ) -> ApiResult<Json<Vec<SimOutboxEntry>>> {
-    let entries = network(&caller, &ctx)?.outbox(&id.0).await;
+    let entries = session_network(&caller, &ctx, &id)
+        .await?
+        .outbox(&id.0)
+        .await;
     Ok(Json(
         entries
             .into_iter()
@@ -369,7 +431,7 @@ async fn sim_faults(
     State(ctx): State<ApiContext>,
     ApiJson(b): ApiJson<SimFaultsRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let net = network(&caller, &ctx)?;
+    let net = session_network(&caller, &ctx, &id).await?;
     if let Some(count) = b.fail_next_starts {
         net.fail_next_starts(&id.0, count);
     }
