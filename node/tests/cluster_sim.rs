@@ -26,7 +26,9 @@ async fn until(socket: &mut Socket, pred: impl Fn(&Value) -> bool) -> Value {
 }
 
 async fn collect_until(socket: &mut Socket, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
-    ws::collect_until(socket, pred).await.expect("the awaited frame")
+    ws::collect_until(socket, pred)
+        .await
+        .expect("the awaited frame")
 }
 
 fn is_event(f: &Value, name: &str, session: &str) -> bool {

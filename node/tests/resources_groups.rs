@@ -11,8 +11,6 @@ use serde_json::{Value, json};
 use wagate_loadtest::harness::ws::{self, Socket};
 use wagate_loadtest::harness::{ADMIN_KEY, Client, Node};
 
-
-
 const ALICE: &str = "4915100000001";
 const BOB: &str = "4915100000002";
 const CAROL: &str = "4915100000003";
@@ -238,7 +236,9 @@ async fn invite_codes_settings_requests_and_pictures() {
 
 /// A socket subscribed to every session's events.
 async fn subscribed(node: &Node) -> Socket {
-    ws::subscribed(node, ADMIN_KEY).await.expect("subscribed socket")
+    ws::subscribed(node, ADMIN_KEY)
+        .await
+        .expect("subscribed socket")
 }
 
 async fn next_frame(socket: &mut Socket) -> Value {
