@@ -93,6 +93,14 @@ async fn invalid_webhooks_answer_400_naming_the_field() {
             "secret must be at least 16 characters",
         ),
         (
+            json!({ "url": rx.url(), "secret": "" }),
+            "secret must be at least 16 characters",
+        ),
+        (
+            json!({ "url": rx.url(), "filters": [[{ "field": "body", "operator": "is", "value": "x" }]] }),
+            "filters must be an object",
+        ),
+        (
             json!({ "url": "http://no-such-host.invalid/hook" }),
             "does not resolve",
         ),

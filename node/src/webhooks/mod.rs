@@ -72,7 +72,7 @@ impl WebhookService {
             session_id: session_id.to_owned(),
             url: rules::url(&req.url, self.settings.is_ssrf_protected).await?,
             events: rules::events(req.events.unwrap_or_else(|| vec!["*".to_owned()]))?,
-            secret: rules::secret(req.secret)?,
+            secret: rules::new_secret(req.secret)?,
             headers: rules::headers(req.headers.unwrap_or_default()),
             active: req.active.unwrap_or(true),
             filters: rules::filters(req.filters)?,

@@ -55,6 +55,17 @@ pub(crate) fn events(list: Vec<String>) -> WebhookResult<Vec<String>> {
     Ok(out)
 }
 
+/// A new webhook's secret: absent means none; `""` is a secret shorter than the minimum, since only an
+/// update gives the empty string its "clear the secret" meaning (spec "Webhook").
+pub(crate) fn new_secret(raw: Option<String>) -> WebhookResult<Option<String>> {
+    match raw {
+        Some(s) if s.is_empty() => Err(invalid(format!(
+            "secret must be at least {MIN_SECRET_CHARS} characters"
+        ))),
+        other => secret(other),
+    }
+}
+
 /// At least 16 characters; `""` (or absent) means no secret.
 pub(crate) fn secret(raw: Option<String>) -> WebhookResult<Option<String>> {
     match raw {
@@ -116,6 +127,8 @@ mod tests {
                 .contains("secret")
         );
         assert_eq!(secret(Some(String::new())).unwrap(), None);
+        assert!(new_secret(Some(String::new())).is_err());
+        assert_eq!(new_secret(None).unwrap(), None);
         assert!(secret(Some("0123456789abcdef".into())).unwrap().is_some());
         assert_eq!(retry_count(None).unwrap(), 3);
         assert!(retry_count(Some(11)).is_err());

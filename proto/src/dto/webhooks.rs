@@ -70,11 +70,32 @@ pub struct FilterCondition {
 
 /// All conditions must hold for a delivery. Unknown keys are refused: a misspelt `conditions` would
 /// otherwise leave a webhook that receives every event.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct WebhookFilters {
-    #[serde(default)]
     pub conditions: Vec<FilterCondition>,
+}
+
+/// The one accepted form of `filters`: an object. Serde's derived struct decoding would also take a JSON
+/// array positionally (`[[...]]` read as `{conditions: [...]}`), which the contract does not allow.
+impl<'de> Deserialize<'de> for WebhookFilters {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        struct FiltersObject {
+            #[serde(default)]
+            conditions: Vec<FilterCondition>,
+        }
+        let object =
+            serde_json::Map::<String, serde_json::Value>::deserialize(d).map_err(|_| {
+                serde::de::Error::custom("filters must be an object {conditions: [...]}")
+            })?;
+        let parsed: FiltersObject = serde_json::from_value(serde_json::Value::Object(object))
+            .map_err(serde::de::Error::custom)?;
+        Ok(Self {
+            conditions: parsed.conditions,
+        })
+    }
 }
 
 /// A webhook as reads show it: `secret` and `headers` are write-only and never appear.
