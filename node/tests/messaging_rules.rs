@@ -35,6 +35,12 @@ async fn every_validation_rule_answers_400_naming_the_field() {
             "customLinkPreview",
         ),
         (
+            "messages/send-text",
+            json!({ "chatId": to, "text": "see https://example.com", "linkPreview": false,
+                "customLinkPreview": { "url": "https://example.com", "title": "Example" } }),
+            "customLinkPreview cannot be combined with linkPreview: false",
+        ),
+        (
             "messages/send-image",
             json!({ "chatId": to }),
             "url or base64",
@@ -123,6 +129,21 @@ async fn every_validation_rule_answers_400_naming_the_field() {
             "chats/read",
             json!({ "chatId": to, "messageIds": (0..101).map(|i| i.to_string()).collect::<Vec<_>>() }),
             "messageIds",
+        ),
+        (
+            "chats/read",
+            json!({ "chatId": to, "messageIds": [] }),
+            "messageIds must not be empty",
+        ),
+        (
+            "messages/vote-poll",
+            json!({ "chatId": to, "pollMessageId": "p" }),
+            "options is required",
+        ),
+        (
+            "messages/vote-poll",
+            json!({ "chatId": to, "pollMessageId": "p", "options": ["a", " "] }),
+            "options must not hold blank",
         ),
         ("messages/send-bulk", json!({ "messages": [] }), "messages"),
         (
@@ -433,6 +454,21 @@ async fn operations_on_messages() {
         )
         .await;
     assert!(ok(&vote), "{}", vote.text);
+    // An empty selection withdraws the vote (OpenWA's SDK: "[] clears the vote"); option texts are
+    // still checked against the poll.
+    for (options, status) in [(json!([]), 200), (json!(["zzz"]), 400)] {
+        let body =
+            json!({ "chatId": to, "pollMessageId": poll.str("messageId"), "options": options });
+        let vote = p.post("messages/vote-poll", body).await;
+        assert_eq!(vote.status, status, "{options}: {}", vote.text);
+    }
+    let card = json!({ "url": "https://example.com", "title": "Example" });
+    for enabled in [json!(true), json!(null)] {
+        let body = json!({ "chatId": to, "text": "see https://example.com",
+            "linkPreview": enabled, "customLinkPreview": card });
+        let sent = p.post("messages/send-text", body).await;
+        assert_eq!(sent.status, 201, "linkPreview {enabled}: {}", sent.text);
+    }
     let history = p
         .client
         .get(&format!("/api/sessions/{}/messages/{to}/history", p.a))

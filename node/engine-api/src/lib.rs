@@ -101,6 +101,8 @@ pub trait Engine: Send + Sync {
     async fn unpin(&self, _chat: &Jid, _message_id: &str) -> EngineResult<()> {
         unsupported!(Unpin)
     }
+    /// `options` are option texts; an empty list withdraws the account's vote (WhatsApp's own way:
+    /// a vote with nothing selected).
     async fn vote_poll(
         &self,
         _chat: &Jid,

@@ -157,6 +157,9 @@ impl SimNetwork {
         Ok(())
     }
 
+    /// Checks the vote against the poll; an empty selection withdraws the vote and passes every check.
+    /// The sim keeps no tally and delivers no vote to the poll's sender, so a withdrawal, like a vote,
+    /// changes nothing further here.
     pub fn vote_poll(&self, session: &str, poll_id: &str, options: &[String]) -> EngineResult<()> {
         let mut state = self.lock();
         state.online_phone(session)?;

@@ -52,7 +52,7 @@ pub(crate) fn text(b: SendTextRequest) -> MessagingResult<Draft> {
     let to = v::jid("chatId", b.chat_id.as_deref())?;
     let body = v::text("text", b.text.as_deref())?;
     let mentions = v::mentions(&b.mentions, &body, "text")?;
-    let custom_preview = v::link_preview(b.custom_link_preview.as_ref())?;
+    let custom_preview = v::link_preview(b.custom_link_preview.as_ref(), b.link_preview)?;
     let link_preview = b.link_preview.unwrap_or(true) || custom_preview.is_some();
     Ok(Draft {
         to,
@@ -332,12 +332,21 @@ mod tests {
         let body = SendTextRequest {
             chat_id: Some("4915100000001@c.us".into()),
             text: Some("see https://example.com".into()),
-            link_preview: Some(false),
             custom_link_preview: Some(serde_json::json!({
                 "url": "https://example.com", "title": "Example", "description": "A page"
             })),
             ..SendTextRequest::default()
         };
+        let off = SendTextRequest {
+            link_preview: Some(false),
+            ..body.clone()
+        };
+        assert!(
+            text(off)
+                .unwrap_err()
+                .to_string()
+                .contains("cannot be combined with linkPreview: false")
+        );
         let DraftContent::Ready(MessageContent::Text {
             link_preview,
             custom_preview,

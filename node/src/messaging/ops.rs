@@ -231,10 +231,7 @@ impl MessagingService {
         session_id: &str,
         b: VotePollRequest,
     ) -> MessagingResult<()> {
-        let options = b.options.clone().unwrap_or_default();
-        if options.is_empty() || options.iter().any(|o| o.trim().is_empty()) {
-            return Err(bad("options must hold at least one non-empty option text"));
-        }
+        let options = v::vote_options(b.options.as_deref())?;
         let t = self
             .live_target(
                 session_id,
@@ -288,13 +285,7 @@ impl MessagingService {
         b: ReadChatRequest,
     ) -> MessagingResult<()> {
         let chat = v::jid("chatId", b.chat_id.as_deref())?;
-        let ids = b.message_ids.unwrap_or_default();
-        if ids.len() > v::READ_IDS_MAX {
-            return Err(bad(format!(
-                "messageIds must hold at most {} ids",
-                v::READ_IDS_MAX
-            )));
-        }
+        let ids = v::read_ids(b.message_ids)?;
         self.check_session(session_id).await?;
         let engine = self.sessions.ready_engine(session_id)?;
         Ok(engine.mark_read(&chat, &ids).await?)

@@ -65,12 +65,20 @@ pub(crate) fn text(field: &str, raw: Option<&str>) -> MessagingResult<String> {
 }
 
 /// `customLinkPreview`: an object whose `url`, `title`, `description` and `thumbnail` are strings when present.
+/// A card is a preview, so it cannot go with an explicit `linkPreview: false` (OpenWA's SDK documents
+/// the pair as refused rather than letting one silently win).
 pub(crate) fn link_preview(
     raw: Option<&serde_json::Value>,
+    enabled: Option<bool>,
 ) -> MessagingResult<Option<LinkPreview>> {
     let Some(raw) = raw.filter(|v| !v.is_null()) else {
         return Ok(None);
     };
+    if enabled == Some(false) {
+        return Err(bad(
+            "customLinkPreview cannot be combined with linkPreview: false",
+        ));
+    }
     let card = raw
         .as_object()
         .ok_or_else(|| bad("customLinkPreview must be an object"))?;
@@ -92,6 +100,36 @@ pub(crate) fn link_preview(
         max_chars("customLinkPreview.title", title, TEXT_MAX)?;
     }
     Ok(Some(preview))
+}
+
+/// A poll vote's option texts: required, none blank; an empty list is a vote with nothing selected,
+/// which WhatsApp reads as withdrawing the account's vote (OpenWA's SDK: "[] clears the vote").
+pub(crate) fn vote_options(raw: Option<&[String]>) -> MessagingResult<Vec<String>> {
+    let options =
+        raw.ok_or_else(|| bad("options is required (option texts; [] clears the vote)"))?;
+    if options.iter().any(|o| o.trim().is_empty()) {
+        return Err(bad("options must not hold blank option texts"));
+    }
+    Ok(options.to_vec())
+}
+
+/// A chat read's `messageIds`: absent reads the whole chat; when given, 1 to 100 ids (an empty list would
+/// otherwise silently read the whole chat, which a caller naming messages did not ask for).
+pub(crate) fn read_ids(raw: Option<Vec<String>>) -> MessagingResult<Vec<String>> {
+    let Some(ids) = raw else {
+        return Ok(Vec::new());
+    };
+    if ids.is_empty() {
+        return Err(bad(
+            "messageIds must not be empty: leave it out to read the whole chat",
+        ));
+    }
+    if ids.len() > READ_IDS_MAX {
+        return Err(bad(format!(
+            "messageIds must hold at most {READ_IDS_MAX} ids"
+        )));
+    }
+    Ok(ids)
 }
 
 pub(crate) fn caption(raw: Option<&str>) -> MessagingResult<Option<String>> {

@@ -139,7 +139,8 @@ pub(crate) async fn unpin(
 }
 
 /// Votes with the poll's secret, which the library persisted (in our store's backend) when the poll
-/// was sent or received; without it the vote cannot be encrypted.
+/// was sent or received; without it the vote cannot be encrypted. Empty `options` encrypt an empty
+/// selection, which is how WhatsApp withdraws a vote (the receive side reads it back that way).
 pub(crate) async fn vote_poll(
     client: &Client,
     store: Store<'_>,
