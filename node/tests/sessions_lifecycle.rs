@@ -304,6 +304,77 @@ async fn zero_reconnect_attempts_fail_at_once() {
         .expect("ready again");
 }
 
+/// Creates a session with the given reconnect config whose next `fails` engine launches fail.
+async fn create_failing(c: &Client, name: &str, config: serde_json::Value, fails: u32) -> String {
+    let created = c
+        .post("/api/sessions", json!({ "name": name, "config": config }))
+        .await
+        .expect("create");
+    assert_eq!(created.status, 201, "{}", created.text);
+    let id = created.str("id");
+    let faults = c
+        .post(
+            &format!("/api/sim/sessions/{id}/faults"),
+            json!({ "failNextStarts": fails }),
+        )
+        .await
+        .expect("faults");
+    assert!(faults.status < 300, "{}", faults.text);
+    id
+}
+
+/// The start's own launch is not a reconnect attempt: `maxReconnectAttempts: 1` still allows one
+/// automatic relaunch after it fails, and the start answers with what that relaunch brought.
+#[tokio::test]
+async fn a_failed_first_launch_leaves_every_reconnect_attempt() {
+    let node = node().await;
+    let c = node.client();
+    let config = json!({ "maxReconnectAttempts": 1, "reconnectBaseDelay": 1000 });
+    let id = create_failing(&c, "fs4", config, 1).await;
+    let started = post(&c, &id, "/start").await;
+    assert_eq!(started.status, 200, "{}", started.text);
+    assert_eq!(started.body["status"], "qr_ready", "{}", started.text);
+    assert_eq!(started.body["engineLoaded"], true, "{}", started.text);
+}
+
+/// More failing launches than the budget: the session fails after exactly `maxReconnectAttempts`
+/// relaunches, with `lastError` set. A budget of 0 fails the first failed launch at once.
+#[tokio::test]
+async fn failing_relaunches_after_a_failed_start_end_in_failed_after_the_budget() {
+    let node = node().await;
+    let c = node.client();
+    let config = json!({ "maxReconnectAttempts": 2, "reconnectBaseDelay": 1000 });
+    // The start's launch and both relaunches fail.
+    let id = create_failing(&c, "fs-budget", config, 3).await;
+    let started = post(&c, &id, "/start").await;
+    assert_eq!(started.status, 200, "{}", started.text);
+    let failed = wait_status(&c, &id, "failed", WAIT).await.expect("failed");
+    assert!(
+        failed.str("lastError").contains("launch failure"),
+        "{}",
+        failed.text
+    );
+    // All three failing launches were used (a fourth would have succeeded, so no more were made): with
+    // no automatic reconnect left, the next start comes up at once.
+    c.patch(&path(&id, "/config"), json!({ "maxReconnectAttempts": 0 }))
+        .await
+        .expect("config");
+    let again = post(&c, &id, "/start").await;
+    assert_eq!(again.body["status"], "qr_ready", "{}", again.text);
+
+    let config = json!({ "maxReconnectAttempts": 0 });
+    let id = create_failing(&c, "fs-zero", config, 1).await;
+    let started = post(&c, &id, "/start").await;
+    assert_eq!(started.status, 200, "{}", started.text);
+    assert_eq!(started.body["status"], "failed", "{}", started.text);
+    assert!(
+        started.str("lastError").contains("launch failure"),
+        "{}",
+        started.text
+    );
+    assert_eq!(started.body["engineLoaded"], false, "{}", started.text);
+}
+
 #[tokio::test]
 async fn unlink_from_the_phone_clears_the_phone_and_needs_a_new_qr() {
     let node = node().await;

@@ -183,7 +183,14 @@ impl Runtime {
         let mut follow = None;
         for effect in &step.effects {
             match effect {
-                Effect::LaunchEngine => follow = self.launch(st).await.err().map(launch_failure),
+                Effect::LaunchEngine => {
+                    let relaunch = matches!(trigger, Trigger::ReconnectBegan);
+                    follow = self
+                        .launch(st)
+                        .await
+                        .err()
+                        .map(|e| launch_failure(e, relaunch));
+                }
                 Effect::StopEngine => self.stop_engine(false).await,
                 Effect::KillEngine => self.stop_engine(true).await,
                 _ => {}
@@ -404,12 +411,19 @@ impl Runtime {
     }
 }
 
-fn launch_failure(err: EngineError) -> Trigger {
+/// The trigger a failed launch fires. Only an automatic relaunch (`relaunch`) spends one of the
+/// `maxReconnectAttempts`; a start's own launch failing is what starts the relaunches.
+fn launch_failure(err: EngineError, relaunch: bool) -> Trigger {
+    let retryable = |reason: String| {
+        if relaunch {
+            Trigger::ReconnectFailed { reason }
+        } else {
+            Trigger::LaunchFailed { reason }
+        }
+    };
     match err {
-        EngineError::Network(reason) => Trigger::ReconnectFailed { reason },
-        EngineError::Timeout => Trigger::ReconnectFailed {
-            reason: "the network did not answer".into(),
-        },
+        EngineError::Network(reason) => retryable(reason),
+        EngineError::Timeout => retryable("the network did not answer".into()),
         EngineError::Rejected(reason) => Trigger::AuthFailed { reason },
         other => Trigger::EngineFailed {
             reason: other.to_string(),

@@ -26,6 +26,9 @@ pub(crate) enum Trigger {
     ReconnectBegan,
     /// A relaunch failed (network, DNS, browser launch).
     ReconnectFailed { reason: String },
+    /// A launch that was not an automatic relaunch (a start's own, or one for a new QR) failed the same
+    /// way: the automatic relaunches begin, and none of `maxReconnectAttempts` is spent yet.
+    LaunchFailed { reason: String },
     /// An automatic reconnect met an authentication failure or a stale browser profile.
     AuthFailed { reason: String },
     /// The operator stopped the session; `teardown` is how the engine shutdown went.
@@ -68,6 +71,7 @@ impl Trigger {
             Self::LinkDropped { .. } => "link-dropped",
             Self::ReconnectBegan => "reconnect",
             Self::ReconnectFailed { .. } => "reconnect-failed",
+            Self::LaunchFailed { .. } => "launch-failed",
             Self::AuthFailed { .. } => "auth-failed",
             Self::Stop { .. } => "stop",
             Self::PageReloadStarted => "page-reload",
@@ -200,6 +204,7 @@ pub(crate) fn transition(
         Trigger::LinkDropped { .. }
         | Trigger::ReconnectBegan
         | Trigger::ReconnectFailed { .. }
+        | Trigger::LaunchFailed { .. }
         | Trigger::PageReloadStarted
         | Trigger::PageReloadStalled => connection(from, trigger, ctx).ok_or(invalid),
         Trigger::SelfRetry { failures, reason } => {
@@ -267,6 +272,7 @@ fn connection(from: SessionStatus, trigger: &Trigger, ctx: &Context) -> Option<T
         (Trigger::ReconnectFailed { reason }, Disconnected | Initializing) => {
             Some(reconnect_failed(from, reason, ctx))
         }
+        (Trigger::LaunchFailed { reason }, Initializing) => Some(launch_failed(reason, ctx)),
         (Trigger::PageReloadStarted, Ready) => Some(to(Ready, vec![])),
         (Trigger::PageReloadStalled, Ready) => Some(link_dropped("page reload did not heal", ctx)),
         _ => None,
@@ -429,6 +435,25 @@ fn link_dropped(reason: &str, ctx: &Context) -> Transition {
                 BeginBackoff { attempt, delay_ms },
             ],
         ),
+    }
+}
+
+/// The first launch failed: like a drop, the reconnect budget starts whole (attempt 1 comes next), so
+/// `maxReconnectAttempts: N` allows N relaunches after it and 0 fails at once. The session reads
+/// `initializing` with `lastError` while it waits, as between relaunches.
+fn launch_failed(reason: &str, ctx: &Context) -> Transition {
+    use Effect::*;
+    let mut effects = vec![SetLastError(reason.to_string())];
+    match backoff::next_attempt(ctx.reconnect, 0) {
+        ReconnectDecision::GiveUp => {
+            // What is left of the failed launch is torn down: a failed session runs none.
+            effects.extend([StopEngine, FireErrorHook, EmitStatus]);
+            to(Failed, effects)
+        }
+        ReconnectDecision::Retry { attempt, delay_ms } => {
+            effects.extend([ResetReconnectAttempts, BeginBackoff { attempt, delay_ms }]);
+            to(Initializing, effects)
+        }
     }
 }
 

@@ -110,6 +110,53 @@ fn row_reconnect_budget_exhausted_goes_failed_from_disconnected_or_initializing(
     }
 }
 
+/// A start's own launch failing spends none of the budget: attempt 1 (base delay) comes next, so
+/// `maxReconnectAttempts: N` leaves N relaunches, as after a drop.
+#[test]
+fn failed_first_launch_begins_relaunches_at_attempt_one() {
+    for max in [Some(1), Some(2), None] {
+        let c = Context {
+            reconnect: policy(1_000, max),
+            ..ctx()
+        };
+        let t = go(
+            Initializing,
+            Trigger::LaunchFailed {
+                reason: "launch".into(),
+            },
+            c,
+        );
+        assert_eq!(t.to, Initializing, "max {max:?}");
+        assert!(t.effects.contains(&SetLastError("launch".into())));
+        assert!(t.effects.contains(&ResetReconnectAttempts));
+        assert!(t.effects.contains(&BeginBackoff {
+            attempt: 1,
+            delay_ms: 1_000
+        }));
+        assert!(!t.effects.contains(&EmitStatus), "status unchanged");
+    }
+}
+
+#[test]
+fn failed_first_launch_with_zero_attempts_goes_failed_at_once() {
+    let c = Context {
+        reconnect: policy(1_000, Some(0)),
+        ..ctx()
+    };
+    let t = go(
+        Initializing,
+        Trigger::LaunchFailed {
+            reason: "launch".into(),
+        },
+        c,
+    );
+    assert_eq!(t.to, Failed);
+    assert!(t.effects.contains(&SetLastError("launch".into())));
+    assert!(t.effects.contains(&StopEngine) && t.effects.contains(&FireErrorHook));
+    assert!(t.effects.contains(&EmitStatus));
+    assert!(!t.effects.iter().any(|e| matches!(e, BeginBackoff { .. })));
+}
+
 #[test]
 fn row_any_auth_failure_goes_failed() {
     for from in SessionStatus::ALL {
