@@ -86,6 +86,55 @@ pub const REFUSED: &[Refused] = &[
         env: &[("OTEL_TRACES_SAMPLER_ARG", "1e-1")],
         line: "invalid configuration: OTEL_TRACES_SAMPLER_ARG must be a decimal number between 0 and 1 (got '1e-1')",
     },
+    Refused {
+        env: &[("BIND_HOST", "999.1.1.1")],
+        line: "invalid configuration: BIND_HOST must be an IP address or a host name (got '999.1.1.1')",
+    },
+    Refused {
+        env: &[("BIND_HOST", "bad host")],
+        line: "invalid configuration: BIND_HOST must be an IP address or a host name (got 'bad host')",
+    },
+    Refused {
+        env: &[("BIND_HOST", "127.0.0.1:2785")],
+        line: "invalid configuration: BIND_HOST must be an IP address or a host name (got '127.0.0.1:2785')",
+    },
+    Refused {
+        env: &[("REDIS_ENABLED", "true"), ("REDIS_URL", "notaurl")],
+        line: "invalid configuration: REDIS_URL must be a redis://host[:port][/db] or unix:///path/to/socket URL (the value is not a URL)",
+    },
+    Refused {
+        env: &[
+            ("REDIS_ENABLED", "true"),
+            ("REDIS_URL", "http://127.0.0.1:6379"),
+        ],
+        line: "invalid configuration: REDIS_URL must be a redis://host[:port][/db] or unix:///path/to/socket URL (got scheme 'http')",
+    },
+    Refused {
+        env: &[("REDIS_URL", "rediss://:secret@cache:6380")],
+        line: "invalid configuration: REDIS_URL is a TLS URL, which this build cannot connect with; use redis://",
+    },
+    Refused {
+        env: &[("REDIS_URL", "redis://:secret@cache:6379/zero")],
+        line: "invalid configuration: REDIS_URL must end in a database number, if any (redis://host[:port][/db])",
+    },
+    Refused {
+        env: &[
+            ("DATABASE_TYPE", "postgres"),
+            ("DATABASE_URL", "mysql://wagate:secret@db/wagate"),
+        ],
+        line: "invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL when DATABASE_TYPE=postgres (got scheme 'mysql')",
+    },
+    Refused {
+        env: &[
+            ("DATABASE_TYPE", "postgres"),
+            ("DATABASE_URL", "db:5432/wagate"),
+        ],
+        line: "invalid configuration: DATABASE_URL must be a postgres:// or postgresql:// URL when DATABASE_TYPE=postgres (got scheme 'db')",
+    },
+    Refused {
+        env: &[("DATABASE_URL", "postgres://wagate:secret@db/wagate")],
+        line: "invalid configuration: DATABASE_URL must be a file path or a sqlite: URL when DATABASE_TYPE=sqlite (got scheme 'postgres')",
+    },
 ];
 
 /// Refused settings of knobs only `wagate` reads (the worker ignores them): the media storage backend, the
@@ -130,6 +179,22 @@ pub const NODE_REFUSED: &[Refused] = &[
     Refused {
         env: &[("BROWSER_WEB_URL", "wss://web.whatsapp.com/")],
         line: "invalid configuration: BROWSER_WEB_URL must be an http:// or https:// URL (got 'wss://web.whatsapp.com/')",
+    },
+    Refused {
+        env: &[("NODE_URL", "notaurl")],
+        line: "invalid configuration: NODE_URL must be an http:// or https:// URL (got 'notaurl')",
+    },
+    Refused {
+        env: &[("NODE_URL", "ftp://x")],
+        line: "invalid configuration: NODE_URL must be an http:// or https:// URL (got 'ftp://x')",
+    },
+    Refused {
+        env: &[
+            ("REDIS_ENABLED", "true"),
+            ("ROLE", "api"),
+            ("NODE_URL", "wagate-0.wagate-peers:2785"),
+        ],
+        line: "invalid configuration: NODE_URL must be an http:// or https:// URL (got 'wagate-0.wagate-peers:2785')",
     },
     Refused {
         env: &[("WAGATE_BENCH_ACK_ON_RECEIPT", "1")],
@@ -229,6 +294,20 @@ pub const NODE_ACCEPTED: &[Accepted] = &[
         expect: &[Expect::BrowserWebUrl("http://127.0.0.1:8080/")],
     },
     Accepted {
+        env: &[(
+            "NODE_URL",
+            "http://wagate-0.wagate-peers.default.svc.cluster.local:2785",
+        )],
+        expect: &[],
+    },
+    Accepted {
+        env: &[
+            ("REDIS_ENABLED", "true"),
+            ("NODE_URL", "https://node-a.example.com/"),
+        ],
+        expect: &[],
+    },
+    Accepted {
         env: &[
             ("WAGATE_BENCH_ACK_ON_RECEIPT", "true"),
             ("WAGATE_BENCH_LOCAL_LIMITER", "true"),
@@ -298,6 +377,60 @@ pub const ACCEPTED: &[Accepted] = &[
     Accepted {
         env: &[("REDIS_ENABLED", "true"), ("QUEUE_PREFIX", "blue-")],
         expect: &[Expect::RedisEnabled(true), Expect::QueuePrefix("blue-")],
+    },
+    Accepted {
+        env: &[
+            ("DATABASE_TYPE", "postgres"),
+            (
+                "DATABASE_URL",
+                "postgresql://wagate:pw@db:5432/wagate?sslmode=require",
+            ),
+        ],
+        expect: &[Expect::DatabaseUrl(
+            "postgresql://wagate:pw@db:5432/wagate?sslmode=require",
+        )],
+    },
+    Accepted {
+        env: &[("DATABASE_URL", "/var/lib/wagate/data.sqlite")],
+        expect: &[Expect::DatabaseUrl("/var/lib/wagate/data.sqlite")],
+    },
+    Accepted {
+        env: &[("DATABASE_URL", "sqlite://data/wagate.sqlite?mode=rwc")],
+        expect: &[Expect::DatabaseUrl("sqlite://data/wagate.sqlite?mode=rwc")],
+    },
+    Accepted {
+        env: &[("BIND_HOST", "::")],
+        expect: &[],
+    },
+    Accepted {
+        env: &[("BIND_HOST", "[::1]")],
+        expect: &[],
+    },
+    Accepted {
+        env: &[("BIND_HOST", "localhost")],
+        expect: &[],
+    },
+    Accepted {
+        env: &[(
+            "BIND_HOST",
+            "wagate-api-0.wagate-peers.default.svc.cluster.local.",
+        )],
+        expect: &[],
+    },
+    Accepted {
+        env: &[
+            ("REDIS_ENABLED", "true"),
+            ("REDIS_URL", "redis://:pw@wagate-redis:6379/2"),
+        ],
+        expect: &[Expect::RedisEnabled(true)],
+    },
+    Accepted {
+        env: &[("REDIS_URL", "redis://[::1]:6380")],
+        expect: &[],
+    },
+    Accepted {
+        env: &[("REDIS_URL", "unix:///run/redis/redis.sock?db=1")],
+        expect: &[],
     },
     Accepted {
         env: &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")],

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use clap::{ArgAction, Args, Parser, ValueEnum};
 
 use crate::values::{
-    AddressList, NameList, boolean, bounded_timeout, byte_size, handover_wait, http_url, integer,
-    port, positive, ratio, signed,
+    AddressList, NameList, bind_host, boolean, bounded_timeout, byte_size, handover_wait, http_url,
+    integer, port, positive, postgres_url, ratio, redis_url, signed, sqlite_location,
 };
 use crate::{ConfigError, refuse};
 
@@ -167,20 +167,20 @@ pub struct SharedKnobs {
     /// The data database (the main database is always SQLite)
     #[arg(long, env, value_enum, default_value_t = DatabaseType::Sqlite)]
     pub database_type: DatabaseType,
-    /// sqlite: a file path (default DATA_DIR/wagate.sqlite); postgres: postgres://user:pass@host:5432/db (required)
+    /// sqlite: a file path or sqlite: URL (default DATA_DIR/wagate.sqlite); postgres: postgres://user:pass@host:5432/db or postgresql://... (required)
     #[arg(long, env)]
     pub database_url: Option<String>,
     /// Redis for queues, leases and the node registry; false keeps everything in DATA_DIR
     #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = false)]
     pub redis_enabled: bool,
-    /// The Redis server REDIS_ENABLED=true uses (queues; on the node also session leases, the node registry, event fan-out and the shared rate limit)
-    #[arg(long, env, default_value = "redis://127.0.0.1:6379")]
+    /// The Redis server REDIS_ENABLED=true uses (queues; on the node also session leases, the node registry, event fan-out and the shared rate limit): redis://host[:port][/db] or unix:///path/to/socket (no TLS)
+    #[arg(long, env, value_parser = redis_url, default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
     /// Prepended to the queue names (webhook-queue, ingress-queue)
     #[arg(long, env, default_value = "")]
     pub queue_prefix: String,
-    /// Listen address (the node's API; the worker's metrics scrape)
-    #[arg(long, env, default_value = "0.0.0.0")]
+    /// Listen address (the node's API; the worker's metrics scrape): an IP address (0.0.0.0, ::) or a host name
+    #[arg(long, env, value_parser = bind_host, default_value = "0.0.0.0")]
     pub bind_host: String,
     /// This process's id in the cluster and in exported spans (default: the host name)
     #[arg(long, env)]
@@ -237,10 +237,18 @@ pub struct WebhookKnobs {
 }
 
 impl SharedKnobs {
-    /// `DATABASE_URL`, or `DATA_DIR/wagate.sqlite` for SQLite; PostgreSQL needs it set.
+    /// `DATABASE_URL`, or `DATA_DIR/wagate.sqlite` for SQLite; PostgreSQL needs it set. Its form is
+    /// checked against `DATABASE_TYPE` (a PostgreSQL URL, or an SQLite file), so a mismatch is refused
+    /// here rather than when the database is opened.
     pub fn database_url(&self) -> Result<String, ConfigError> {
+        let checked = |url: &String, rule: fn(&str) -> Result<(), String>| {
+            rule(url)
+                .map(|()| url.clone())
+                .map_err(|rule| refuse("DATABASE_URL", rule))
+        };
         match (&self.database_url, self.database_type) {
-            (Some(url), _) => Ok(url.clone()),
+            (Some(url), DatabaseType::Postgres) => checked(url, postgres_url),
+            (Some(url), DatabaseType::Sqlite) => checked(url, sqlite_location),
             (None, DatabaseType::Sqlite) => {
                 Ok(self.data_dir.join("wagate.sqlite").display().to_string())
             }
@@ -558,8 +566,8 @@ pub struct PacingKnobs {
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Cluster")]
 pub struct ClusterKnobs {
-    /// How peers reach this node (default http://127.0.0.1:API_PORT)
-    #[arg(long, env)]
+    /// How peers reach this node: an http:// or https:// URL with a host (default http://127.0.0.1:API_PORT)
+    #[arg(long, env, value_parser = http_url)]
     pub node_url: Option<String>,
     /// Prefix of every Redis key the cluster writes (leases, node registry, rate limits)
     #[arg(long, env, default_value = "wagate:")]

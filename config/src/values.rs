@@ -1,9 +1,10 @@
 //! The value rules every knob uses: plain decimal integers (no exponent, hex, sign where not allowed, or unit
-//! suffix), exact `true`/`false`, byte sizes with an optional kb/mb suffix, ratios, ports, URLs and address
-//! lists. Each returns the broken rule as text; `load` puts the variable's name in front of it.
+//! suffix), exact `true`/`false`, byte sizes with an optional kb/mb suffix, ratios, ports, URLs (http, Redis,
+//! database), listen hosts and address lists. Each returns the broken rule as text; `load` puts the variable's
+//! name in front of it.
 
 use std::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
 use ipnet::IpNet;
@@ -115,11 +116,136 @@ pub fn handover_wait(raw: &str) -> Result<u64, String> {
     }
 }
 
-/// An `http://` or `https://` URL.
+/// An absolute `http://` or `https://` URL with a host.
 pub fn http_url(raw: &str) -> Result<String, String> {
     match url::Url::parse(raw) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(raw.to_owned()),
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => Ok(raw.to_owned()),
         _ => Err(format!("must be an http:// or https:// URL (got '{raw}')")),
+    }
+}
+
+/// A listen address: an IP address (v4, v6, v6 in brackets or with a `%zone`) or a syntactically valid host
+/// name. Whether a name resolves is only known at bind time; a value no resolver could take (`999.1.1.1`,
+/// spaces, `host:port`) is refused here.
+pub fn bind_host(raw: &str) -> Result<String, String> {
+    let v6 = raw
+        .strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .unwrap_or(raw);
+    let is_address = raw.parse::<IpAddr>().is_ok() || is_ipv6_with_zone(v6);
+    if is_address || is_host_name(raw) {
+        Ok(raw.to_owned())
+    } else {
+        Err(format!(
+            "must be an IP address or a host name (got '{raw}')"
+        ))
+    }
+}
+
+fn is_ipv6_with_zone(raw: &str) -> bool {
+    let (address, zone) = raw.split_once('%').unwrap_or((raw, "x"));
+    address.parse::<Ipv6Addr>().is_ok()
+        && !zone.is_empty()
+        && zone
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// Dot-separated labels of letters, digits, `-` and `_` (container names use it), 1 to 63 each, 253 in all,
+/// an optional final dot. The last label is not all digits: such a value is a (here malformed) IPv4 address,
+/// which resolvers read in forms as odd as `1.2.3`.
+fn is_host_name(raw: &str) -> bool {
+    let name = raw.strip_suffix('.').unwrap_or(raw);
+    let is_label = |l: &str| {
+        (1..=63).contains(&l.len())
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+    };
+    let last_is_numeric = name.rsplit('.').next().is_some_and(is_plain_digits);
+    (1..=253).contains(&name.len())
+        && name.split('.').all(is_label)
+        && !last_is_numeric
+        && name.parse::<Ipv4Addr>().is_err()
+}
+
+/// What a refusal of a URL that may hold a password shows of it: its scheme, never the rest.
+fn scheme_shown(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(u) => format!("(got scheme '{}')", u.scheme()),
+        Err(_) => "(the value is not a URL)".to_owned(),
+    }
+}
+
+/// A Redis URL the redis crate this build links opens: `redis://` or `valkey://` with a host that is not a
+/// wildcard address and an optional integer database path, or a `unix://`, `redis+unix://` or
+/// `valkey+unix://` socket path with an optional integer `db`. The build has no TLS support, so `rediss://`
+/// and `valkeys://`, which would fail at connect, are refused here with that reason.
+pub fn redis_url(raw: &str) -> Result<String, String> {
+    let parsed = url::Url::parse(raw).ok();
+    let broken = match parsed.as_ref().map(|u| (u.scheme(), u)) {
+        Some(("redis" | "valkey", u)) => redis_tcp_rule(u),
+        Some(("unix" | "redis+unix" | "valkey+unix", u)) => redis_socket_rule(u),
+        Some(("rediss" | "valkeys", _)) => {
+            Some("is a TLS URL, which this build cannot connect with; use redis://".to_owned())
+        }
+        _ => Some(format!(
+            "must be a redis://host[:port][/db] or unix:///path/to/socket URL {}",
+            scheme_shown(raw)
+        )),
+    };
+    match broken {
+        None => Ok(raw.to_owned()),
+        Some(rule) => Err(rule),
+    }
+}
+
+fn redis_tcp_rule(u: &url::Url) -> Option<String> {
+    let db = u.path().trim_matches('/');
+    let broken = match u.host_str() {
+        None | Some("") => "must name a host (redis://host[:port][/db])",
+        Some("0.0.0.0" | "[::]") => "must name a host to connect to, not a wildcard address",
+        Some(_) if !db.is_empty() && db.parse::<i64>().is_err() => {
+            "must end in a database number, if any (redis://host[:port][/db])"
+        }
+        Some(_) => return None,
+    };
+    Some(broken.to_owned())
+}
+
+fn redis_socket_rule(u: &url::Url) -> Option<String> {
+    let db = u.query_pairs().find(|(k, _)| k == "db").map(|(_, v)| v);
+    let broken = if u.to_file_path().is_err() {
+        "must give the socket's absolute path (unix:///path/to/socket)"
+    } else if db.is_some_and(|db| db.parse::<i64>().is_err()) {
+        "must give an integer db, if any (unix:///path/to/socket?db=0)"
+    } else {
+        return None;
+    };
+    Some(broken.to_owned())
+}
+
+/// `DATABASE_URL` with `DATABASE_TYPE=postgres`: a `postgres://` or `postgresql://` URL.
+pub fn postgres_url(raw: &str) -> Result<(), String> {
+    match url::Url::parse(raw) {
+        Ok(u) if matches!(u.scheme(), "postgres" | "postgresql") => Ok(()),
+        _ => Err(format!(
+            "must be a postgres:// or postgresql:// URL when DATABASE_TYPE=postgres {}",
+            scheme_shown(raw)
+        )),
+    }
+}
+
+/// `DATABASE_URL` with `DATABASE_TYPE=sqlite`: a file path or a `sqlite:` URL; a URL of another kind
+/// (`postgres://...`) would be taken for a file name.
+pub fn sqlite_location(raw: &str) -> Result<(), String> {
+    match url::Url::parse(raw) {
+        Ok(u) if raw.contains("://") && u.scheme() != "sqlite" => Err(format!(
+            "must be a file path or a sqlite: URL when DATABASE_TYPE=sqlite {}",
+            scheme_shown(raw)
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -236,6 +362,104 @@ mod tests {
             "", ".", "2", "1.01", "-0.1", "+0.5", "1e-1", "NaN", "inf", "10%", "0,5",
         ] {
             assert!(ratio(raw).is_err(), "{raw}");
+        }
+    }
+
+    #[test]
+    fn bind_hosts_are_addresses_or_host_names() {
+        for raw in [
+            "0.0.0.0",
+            "127.0.0.1",
+            "::",
+            "::1",
+            "[::]",
+            "fe80::1%eth0",
+            "localhost",
+            "localhost.",
+            "wagate_api_1",
+            "wagate-0.wagate-peers.default.svc.cluster.local",
+        ] {
+            assert_eq!(bind_host(raw).as_deref(), Ok(raw), "{raw}");
+        }
+        for raw in [
+            "999.1.1.1",
+            "1.2.3",
+            "123",
+            "256.0.0.1",
+            "notan ip",
+            "127.0.0.1:2785",
+            "http://0.0.0.0",
+            "-host",
+            "host-",
+            "a..b",
+            ".",
+            "[::",
+            "fe80::1%",
+            &"a".repeat(64),
+        ] {
+            let err = bind_host(raw).expect_err(raw);
+            assert!(err.contains(&format!("(got '{raw}')")), "{err}");
+        }
+    }
+
+    #[test]
+    fn redis_urls_are_what_the_redis_client_opens() {
+        for raw in [
+            "redis://127.0.0.1:6379",
+            "redis://:pw@cache/3",
+            "redis://user:pw@[::1]:6380/0",
+            "valkey://cache",
+            "unix:///run/redis.sock",
+            "redis+unix:///run/redis.sock?db=2",
+        ] {
+            assert_eq!(redis_url(raw).as_deref(), Ok(raw), "{raw}");
+        }
+        for raw in [
+            "notaurl",
+            "http://127.0.0.1:6379",
+            "redis:cache",
+            "redis://",
+            "redis://0.0.0.0:6379",
+            "redis://[::]:6379",
+            "redis://cache/zero",
+            "rediss://cache",
+            "unix://run/redis.sock",
+            "unix:///run/redis.sock?db=x",
+        ] {
+            assert!(redis_url(raw).is_err(), "{raw}");
+        }
+        let err = redis_url("http://:hunter2@cache").expect_err("http");
+        assert!(!err.contains("hunter2"), "a password is never shown: {err}");
+    }
+
+    #[test]
+    fn database_urls_match_their_type() {
+        for raw in ["postgres://u:p@db:5432/x", "postgresql:///x?host=/run/pg"] {
+            assert_eq!(postgres_url(raw), Ok(()), "{raw}");
+        }
+        for raw in ["mysql://u:hunter2@db/x", "./data/wagate.sqlite", "db:5432"] {
+            let err = postgres_url(raw).expect_err(raw);
+            assert!(!err.contains("hunter2"), "{err}");
+        }
+        for raw in [
+            "./data/wagate.sqlite",
+            "/data/x.sqlite",
+            "sqlite::memory:",
+            ":memory:",
+            "sqlite://data/x.sqlite?mode=rwc",
+        ] {
+            assert_eq!(sqlite_location(raw), Ok(()), "{raw}");
+        }
+        for raw in ["postgres://u:p@db/x", "postgresql://db/x", "mysql://db/x"] {
+            assert!(sqlite_location(raw).is_err(), "{raw}");
+        }
+    }
+
+    #[test]
+    fn http_urls_have_a_host() {
+        assert!(http_url("http://127.0.0.1:2785").is_ok());
+        for raw in ["notaurl", "ftp://x", "http://", "https://:443", "node:2785"] {
+            assert!(http_url(raw).is_err(), "{raw}");
         }
     }
 

@@ -47,6 +47,88 @@ async fn boot_refuses_each_invalid_setting() {
     }
 }
 
+/// NODE_URL, BIND_HOST, REDIS_URL and DATABASE_URL are refused at configuration like every other knob:
+/// exit 2, the one line naming the variable, and nothing written to DATA_DIR (a bad BIND_HOST or REDIS_URL
+/// used to fail with exit 1 after the databases were created; a bad NODE_URL booted).
+#[tokio::test]
+async fn url_and_host_knobs_are_refused_before_anything_is_written() {
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (
+            &[("NODE_URL", "notaurl")],
+            "NODE_URL must be an http:// or https:// URL",
+        ),
+        (
+            &[("NODE_URL", "ftp://x")],
+            "NODE_URL must be an http:// or https:// URL",
+        ),
+        (
+            &[
+                ("REDIS_ENABLED", "true"),
+                ("ROLE", "api"),
+                ("NODE_URL", "notaurl"),
+            ],
+            "NODE_URL must be an http:// or https:// URL",
+        ),
+        (
+            &[("BIND_HOST", "999.1.1.1")],
+            "BIND_HOST must be an IP address or a host name",
+        ),
+        (
+            &[("BIND_HOST", "not an ip")],
+            "BIND_HOST must be an IP address or a host name",
+        ),
+        (
+            &[("REDIS_ENABLED", "true"), ("REDIS_URL", "notaurl")],
+            "REDIS_URL must be a redis://host[:port][/db] or unix:///path/to/socket URL",
+        ),
+        (
+            &[
+                ("REDIS_ENABLED", "true"),
+                ("REDIS_URL", "http://127.0.0.1:6379"),
+            ],
+            "REDIS_URL must be a redis://host[:port][/db] or unix:///path/to/socket URL",
+        ),
+        (
+            &[
+                ("DATABASE_TYPE", "postgres"),
+                ("DATABASE_URL", "mysql://db/wagate"),
+            ],
+            "DATABASE_URL must be a postgres:// or postgresql:// URL",
+        ),
+    ];
+    for (env, rule) in cases {
+        let mut opts = NodeOptions::new(env!("CARGO_BIN_EXE_wagate"));
+        for (var, value) in *env {
+            opts = opts.env(var, *value);
+        }
+        opts.wait_ready = false;
+        let mut node = Node::start(opts).await.expect("spawn");
+        let code = node.wait_exit(Duration::from_secs(20)).await;
+        let logs = node.logs();
+        assert_eq!(code, Some(2), "{env:?}: {logs}");
+        let line = format!("invalid configuration: {rule}");
+        assert!(
+            logs.lines().any(|l| l.starts_with(&line)),
+            "{env:?}: want {line:?} in {logs}"
+        );
+        assert!(
+            !node.dir.path().join("data").exists(),
+            "{env:?}: DATA_DIR was written before the refusal"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_explicit_node_url_still_boots() {
+    let node = Node::start(
+        NodeOptions::new(env!("CARGO_BIN_EXE_wagate")).env("NODE_URL", "http://127.0.0.1:2785/"),
+    )
+    .await
+    .expect("boots");
+    let health = node.client().get("/api/health").await.expect("health");
+    assert_eq!(health.status, 200);
+}
+
 #[tokio::test]
 async fn production_refuses_a_short_master_key() {
     let mut opts = NodeOptions::new(env!("CARGO_BIN_EXE_wagate"))

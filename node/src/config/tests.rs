@@ -326,3 +326,43 @@ fn storage_is_local_by_default_and_s3_needs_a_bucket_and_a_parseable_endpoint() 
         "the secret stays out of Debug"
     );
 }
+
+#[test]
+fn node_url_is_an_http_url_and_defaults_to_the_api_port() {
+    let c = load(&[("API_PORT", "9100")]).expect("defaults");
+    assert_eq!(c.node_url, "http://127.0.0.1:9100");
+    let given = load(&[("NODE_URL", "http://wagate-0.peers:2785")]).expect("given");
+    assert_eq!(given.node_url, "http://wagate-0.peers:2785");
+    for bad in ["notaurl", "ftp://x", "wagate-0.peers:2785", "http://"] {
+        assert_eq!(refused_var(&[("NODE_URL", bad)]), "NODE_URL", "{bad}");
+        let cluster = [
+            ("REDIS_ENABLED", "true"),
+            ("ROLE", "api"),
+            ("NODE_URL", bad),
+        ];
+        assert_eq!(refused_var(&cluster), "NODE_URL", "cluster: {bad}");
+    }
+}
+
+#[test]
+fn bind_host_redis_url_and_database_url_are_checked_before_boot() {
+    assert_eq!(
+        load(&[("BIND_HOST", "::")]).map(|c| c.bind_host),
+        Ok("::".to_owned())
+    );
+    for bad in ["999.1.1.1", "not an ip", "0.0.0.0:2785"] {
+        assert_eq!(refused_var(&[("BIND_HOST", bad)]), "BIND_HOST", "{bad}");
+    }
+    for bad in ["notaurl", "http://127.0.0.1:6379", "rediss://cache"] {
+        let pairs = [("REDIS_ENABLED", "true"), ("REDIS_URL", bad)];
+        assert_eq!(refused_var(&pairs), "REDIS_URL", "{bad}");
+    }
+    let postgres = |url| [("DATABASE_TYPE", "postgres"), ("DATABASE_URL", url)];
+    assert_eq!(refused_var(&postgres("mysql://db/x")), "DATABASE_URL");
+    assert_eq!(refused_var(&postgres("postgresql://db/x")), "accepted");
+    assert_eq!(
+        refused_var(&[("DATABASE_URL", "postgres://db/x")]),
+        "DATABASE_URL",
+        "a PostgreSQL URL with DATABASE_TYPE=sqlite"
+    );
+}
