@@ -609,7 +609,7 @@ async fn a_session_taken_over_keeps_its_ringing_call_account_state_and_read_stat
         .expect("name"));
     ok(a.put(
         &at(&y, "/profile/picture"),
-        json!({ "base64": "cGlj", "mimetype": "image/png" }),
+        json!({ "base64": "iVBORw0KGgoAAAANSUhEUg==", "mimetype": "image/png" }),
     )
     .await
     .expect("picture"));

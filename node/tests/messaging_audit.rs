@@ -517,3 +517,48 @@ async fn bulk_item_variables_fill_the_text_and_the_caption() {
     p.wait_message(&p.b, "type=text", |m| m["body"] == "[{{b}}]")
         .await;
 }
+
+#[tokio::test]
+async fn a_blank_template_header_or_footer_is_no_header_or_footer() {
+    let p = pair(options()).await;
+    let to = jid(PHONE_B);
+    let created = p
+        .post(
+            "templates",
+            json!({ "name": "blank", "body": "Hi {{name}}", "header": "  ", "footer": "bye" }),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert!(created.body["header"].is_null(), "{}", created.text);
+    let path = format!("/api/sessions/{}/templates/{}", p.a, created.str("id"));
+    let cleared = p.client.put(&path, json!({ "footer": "" })).await.unwrap();
+    assert_eq!(cleared.status, 200, "{}", cleared.text);
+    assert!(cleared.body["footer"].is_null(), "{}", cleared.text);
+    let sent = p
+        .post(
+            "messages/send-template",
+            json!({ "chatId": to, "templateName": "blank", "vars": { "name": "Bob" } }),
+        )
+        .await;
+    assert_eq!(sent.status, 201, "{}", sent.text);
+    p.wait_message(&p.b, "type=text", |m| m["body"] == "Hi Bob")
+        .await;
+
+    // A header whose variables render to nothing is left out too.
+    let headed = p
+        .client
+        .put(&path, json!({ "header": "{{title}}", "footer": "bye" }))
+        .await
+        .unwrap();
+    assert_eq!(headed.status, 200, "{}", headed.text);
+    let sent = p
+        .post(
+            "messages/send-template",
+            json!({ "chatId": to, "templateName": "blank",
+                    "vars": { "name": "Ann", "title": " " } }),
+        )
+        .await;
+    assert_eq!(sent.status, 201, "{}", sent.text);
+    p.wait_message(&p.b, "type=text", |m| m["body"] == "Hi Ann\n\nbye")
+        .await;
+}

@@ -267,20 +267,48 @@ async fn groups_are_created_with_people_only() {
     let ok = c
         .put(
             &picture,
-            json!({ "base64": "aGk=", "mimetype": "image/png" }),
+            json!({ "base64": PNG_B64, "mimetype": "image/png" }),
         )
         .await
         .expect("picture");
     assert_eq!(ok.status, 200, "{}", ok.text);
-    // Both sources: base64 wins (as OpenWA's clients document), so the URL is never fetched.
-    let both = c
-        .put(
-            &picture,
-            json!({ "url": "http://127.0.0.1:9/a.png", "base64": "aGk=", "mimetype": "image/png" }),
-        )
-        .await
-        .expect("picture");
-    assert_eq!(both.status, 200, "{}", both.text);
+    // The group picture shares the profile picture's media-body rules.
+    refuses_picture_bodies(&c, &picture).await;
+}
+
+/// The 8-byte PNG signature and the start of its IHDR chunk: bytes `infer` types as image/png.
+const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUg==";
+
+/// The bodies a send's media-body rules refuse (both sources, a data: URL, a mimetype-less base64), and
+/// base64 whose bytes are no image, each 400 naming its rule.
+async fn refuses_picture_bodies(c: &Client, picture: &str) {
+    let png = "image/png";
+    for (body, message) in [
+        (
+            json!({ "url": "https://example.com/a.png", "base64": PNG_B64, "mimetype": png }),
+            "exactly one of url or base64 is required",
+        ),
+        (
+            json!({ "base64": format!("data:image/png;base64,{PNG_B64}"), "mimetype": png }),
+            "base64 must be raw base64 without a data: URL prefix",
+        ),
+        (
+            json!({ "base64": format!("data:image/png;base64,{PNG_B64}") }),
+            "mimetype is required with base64",
+        ),
+        (
+            json!({ "base64": "aGVsbG8=", "mimetype": png }),
+            "the picture must be an image (image/*): its bytes show no known image type",
+        ),
+        (
+            json!({ "base64": "JVBERi0xLjQK", "mimetype": png }),
+            "the picture must be an image (image/*), not application/pdf (detected from the bytes)",
+        ),
+    ] {
+        let reply = c.put(picture, body.clone()).await.expect("picture");
+        assert_eq!(reply.status, 400, "{body}: {}", reply.text);
+        assert_eq!(reply.body["message"], message, "{body}");
+    }
 }
 
 #[tokio::test]
@@ -300,6 +328,15 @@ async fn profile_status_call_and_label_validations() {
         let reply = c.put(&profile, body.clone()).await.expect("picture");
         assert_eq!(reply.status, 400, "{body}: {}", reply.text);
     }
+    refuses_picture_bodies(&c, &profile).await;
+    let ok = c
+        .put(
+            &profile,
+            json!({ "base64": PNG_B64, "mimetype": "image/png" }),
+        )
+        .await
+        .expect("picture");
+    assert_eq!(ok.status, 200, "{}", ok.text);
     let long = c
         .put(
             &at(&alice, "/profile/name"),
@@ -376,6 +413,53 @@ async fn profile_status_call_and_label_validations() {
         .await
         .expect("label");
     assert_eq!(label.status, 400, "{}", label.text);
+}
+
+#[tokio::test]
+async fn label_ids_are_tokens_and_names_are_capped() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    let long_id = "1".repeat(65);
+    // Path segments are percent-decoded: %2F is a '/', %20 a space.
+    for id in ["a%2Fb", "%202", "2%20", "%20", "l.1", long_id.as_str()] {
+        let reply = c
+            .put(
+                &at(&alice, &format!("/labels/{id}")),
+                json!({ "name": "VIP" }),
+            )
+            .await
+            .expect("label");
+        assert_eq!(reply.status, 400, "{id}: {}", reply.text);
+        assert!(
+            reply.str("message").starts_with("labelId must be 1-64"),
+            "{id}: {}",
+            reply.text
+        );
+    }
+    let too_long = c
+        .put(&at(&alice, "/labels/7"), json!({ "name": "n".repeat(101) }))
+        .await
+        .expect("label");
+    assert_eq!(too_long.status, 400, "{}", too_long.text);
+    assert_eq!(
+        too_long.body["message"],
+        "name must be at most 100 characters"
+    );
+    let longest = c
+        .put(
+            &at(&alice, &format!("/labels/{}", "9".repeat(64))),
+            json!({ "name": "n".repeat(100), "color": 3 }),
+        )
+        .await
+        .expect("label");
+    assert_eq!(longest.status, 200, "{}", longest.text);
+    let token = c
+        .put(&at(&alice, "/labels/team_a-1"), json!({ "name": "Team A" }))
+        .await
+        .expect("label");
+    assert_eq!(token.status, 200, "{}", token.text);
+    assert_eq!(token.body["id"], "team_a-1", "{}", token.text);
 }
 
 #[tokio::test]

@@ -481,7 +481,7 @@ async fn calls_links_rejection_auto_reject_and_profile() {
     );
     ok(c.put(
         &at(&alice, "/profile/picture"),
-        json!({ "base64": "cGlj", "mimetype": "image/png" }),
+        json!({ "base64": "iVBORw0KGgoAAAANSUhEUg==", "mimetype": "image/png" }),
     )
     .await
     .expect("picture"));

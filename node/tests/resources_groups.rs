@@ -215,7 +215,7 @@ async fn invite_codes_settings_requests_and_pictures() {
     let set = c
         .put(
             &picture,
-            json!({ "base64": "aGVsbG8=", "mimetype": "image/jpeg" }),
+            json!({ "base64": "/9j/4AAQ", "mimetype": "image/jpeg" }),
         )
         .await
         .expect("set");
@@ -303,7 +303,7 @@ async fn picture_and_settings_changes_reach_members_as_group_update_with_their_c
     let group = group_with(&c, &alice, json!([jid(BOB)])).await;
 
     let picture = at(&alice, &format!("/groups/{group}/picture"));
-    let image = json!({ "base64": "aGVsbG8=", "mimetype": "image/png" });
+    let image = json!({ "base64": "iVBORw0KGgoAAAANSUhEUg==", "mimetype": "image/png" });
     assert_eq!(c.put(&picture, image).await.expect("set").status, 200);
     assert_eq!(c.delete(&picture).await.expect("remove").status, 200);
     let settings = at(&alice, &format!("/groups/{group}/settings"));

@@ -15,6 +15,11 @@ use super::session_scope::Scoped;
 use crate::app::ApiContext;
 use crate::engine::{self, LabelUpsert};
 
+/// WhatsApp Business keeps label names short; longer ones are refused rather than cut.
+const NAME_MAX: usize = 100;
+/// A label id is a token (WhatsApp's are numeric strings): it names the label in paths and app state.
+const ID_MAX: usize = 64;
+
 /// The network's 20 label colours, by palette index.
 const PALETTE: [&str; 20] = [
     "#FF9485", "#64C4FF", "#FFD429", "#DFAEF0", "#99B6C1", "#55CCB3", "#FF9DFF", "#D3A91D",
@@ -73,17 +78,14 @@ async fn upsert_label(
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<UpsertLabelRequest>,
 ) -> ApiResult<Json<LabelUpserted>> {
+    label_id(&path.1)?;
     let color = body
         .color
         .map(|c| u8::try_from(c).ok().filter(|c| *c <= 19))
         .map(|c| c.ok_or_else(|| ApiError::bad_request("color must be an integer 0-19")))
         .transpose()?;
     if let Some(name) = &body.name {
-        // An upsert may leave the name out (keep it), but a label is never renamed to nothing.
-        if name.trim().is_empty() {
-            return Err(ApiError::bad_request("name must not be empty"));
-        }
-        crate::names::printable("name", name).map_err(ApiError::bad_request)?;
+        label_name(name)?;
     }
     let upsert = LabelUpsert {
         id: Some(path.1),
@@ -102,6 +104,30 @@ async fn upsert_label(
         name,
         hex_color,
     }))
+}
+
+/// An upserted label's id: 1-64 of `[A-Za-z0-9_-]` (no blank, no '/', no surrounding whitespace).
+fn label_id(id: &str) -> ApiResult<()> {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    if id.is_empty() || id.len() > ID_MAX || !id.bytes().all(token) {
+        return Err(ApiError::bad_request(format!(
+            "labelId must be 1-{ID_MAX} letters, digits, '_' or '-', got '{id}'"
+        )));
+    }
+    Ok(())
+}
+
+/// A label name: an upsert may leave it out (keep it), but a label is never renamed to nothing.
+fn label_name(name: &str) -> ApiResult<()> {
+    if name.trim().is_empty() {
+        return Err(ApiError::bad_request("name must not be empty"));
+    }
+    if name.chars().count() > NAME_MAX {
+        return Err(ApiError::bad_request(format!(
+            "name must be at most {NAME_MAX} characters"
+        )));
+    }
+    crate::names::printable("name", name).map_err(ApiError::bad_request)
 }
 
 /// DELETE /api/sessions/{sessionId}/labels/{labelId}

@@ -14,6 +14,7 @@ use super::media_input::load_stored_media;
 use super::session_scope::Scoped;
 use crate::app::ApiContext;
 use crate::engine::MediaSource;
+use crate::messaging::{check_picture_body, picture_type};
 
 /// WhatsApp's limits (OpenWA's `SetProfileNameDto` / `SetProfileStatusDto` maxLength).
 const NAME_MAX: usize = 25;
@@ -84,33 +85,21 @@ async fn set_profile_picture(
     Ok(Json(SuccessResult::ok()))
 }
 
-/// A picture body: a url or base64 (base64 wins when both are sent, as OpenWA's clients document for
-/// group pictures), raw or as a `data:` URL (which names its type), a mimetype with raw base64, and a
-/// declared type that is an image. Checked before anything is downloaded; answers the body to load.
-pub(crate) fn picture_body(mut body: MediaInput) -> ApiResult<MediaInput> {
-    let present = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.trim().is_empty());
-    let has_base64 = present(&body.base64);
-    if has_base64 {
-        body.url = None;
-    } else if !present(&body.url) {
-        return Err(ApiError::bad_request("url or base64 is required"));
+/// A picture body: the media-body rules of a send (`messaging::check_picture_body`: exactly one of url or
+/// base64, raw base64, a mimetype with base64, base64 bytes that show an image), and a declared type that
+/// is an image. Checked before anything is downloaded; answers the body to load.
+pub(crate) fn picture_body(body: MediaInput) -> ApiResult<MediaInput> {
+    let declared = body.mimetype.as_deref().map(str::trim);
+    if let Some(declared) = declared.filter(|m| !m.is_empty() && !is_image(m)) {
+        return Err(not_an_image(declared));
     }
-    let data_url_type = body
-        .base64
-        .as_deref()
-        .and_then(|b| b.trim().strip_prefix("data:"))
-        .and_then(|rest| rest.split_once(';'))
-        .map(|(mime, _)| mime.to_owned());
-    let declared = data_url_type.or_else(|| body.mimetype.clone().filter(|m| !m.trim().is_empty()));
-    match declared.as_deref().map(str::trim) {
-        Some(declared) if !is_image(declared) => Err(not_an_image(declared)),
-        None if has_base64 => Err(ApiError::bad_request("mimetype is required with base64")),
-        _ => Ok(body),
-    }
+    check_picture_body(&body)?;
+    Ok(body)
 }
 
 /// The picture's content, once the type it was served with is an image too (a URL answering `text/plain`
-/// is refused; an untyped or `application/octet-stream` answer is left to the declared type).
+/// is refused; an untyped or `application/octet-stream` answer is left to the declared type) and a
+/// fetched content's bytes show an image (base64 was typed before it was stored).
 pub(crate) async fn load_picture(
     ctx: &ApiContext,
     session_id: &str,
@@ -119,10 +108,14 @@ pub(crate) async fn load_picture(
     let media = load_stored_media(ctx, session_id, body, "image/jpeg").await?;
     let served = media.stored.content_type.as_deref().map(str::trim);
     let untyped = |t: &&str| t.is_empty() || t.starts_with("application/octet-stream");
-    match served.filter(|t| !untyped(t)) {
-        Some(served) if !is_image(served) => Err(not_an_image(served)),
-        _ => Ok(media.source),
+    if let Some(served) = served.filter(|t| !untyped(t) && !is_image(t)) {
+        return Err(not_an_image(served));
     }
+    let fetched = body.base64.as_deref().is_none_or(|b| b.trim().is_empty());
+    if fetched {
+        picture_type(ctx.messaging.stored_type(&media.stored.key).await?)?;
+    }
+    Ok(media.source)
 }
 
 fn is_image(mimetype: &str) -> bool {

@@ -28,7 +28,9 @@ pub(crate) mod record;
 mod record_tests;
 mod resource_media;
 mod search;
-pub(crate) use resource_media::{ResourceMedia, check_media_body};
+pub(crate) use resource_media::{
+    ResourceMedia, check_media_body, check_picture_body, picture_type,
+};
 pub(crate) mod send;
 mod statuses;
 pub(crate) mod templates;

@@ -1,11 +1,13 @@
 //! Media handed to a resource route (status posts, group and profile pictures) as `{url|base64, mimetype?}`.
 //! It takes the same road as a send's media: the media store streams it into the session's objects with the
 //! `MEDIA_DOWNLOAD_MAX_BYTES` cap, and a URL is fetched through the outbound-address guard and the session's
-//! proxy. Those engines take the content as bytes, so the stored object is read back once.
+//! proxy. Those engines take the content as bytes, so the stored object is read back once. Also owns the
+//! body rules of those routes (the spec's media body) and the `infer` typing of their bytes.
 
 use wagate_proto::dto::status::MediaInput;
 
 use base64::Engine as _;
+use futures::StreamExt as _;
 
 use super::{MessagingError, MessagingResult, MessagingService};
 use crate::engine::{MediaSource, MessageType};
@@ -28,7 +30,7 @@ impl MessagingService {
     ) -> MessagingResult<ResourceMedia> {
         let media = self.recorder.media();
         let stored = match (non_empty(&input.base64), non_empty(&input.url)) {
-            (Some(b64), _) => media.put_base64(session_id, strip_data_url(b64)).await?,
+            (Some(b64), _) => media.put_base64(session_id, b64).await?,
             (None, Some(url)) => {
                 let record = self.sessions.record(session_id).await?;
                 media
@@ -49,10 +51,51 @@ impl MessagingService {
             stored,
         })
     }
+
+    /// The type the first bytes of stored object `key` show (`infer`), if any: a picture fetched from a
+    /// URL is typed by its content, not only by the type it was served with.
+    pub(crate) async fn stored_type(&self, key: &str) -> MessagingResult<Option<&'static str>> {
+        let Some(mut object) = self.recorder.media().stream(key).await? else {
+            return Ok(None);
+        };
+        let mut head = Vec::new();
+        while head.len() < DETECT_BYTES {
+            match object.body.next().await {
+                Some(chunk) => head.extend_from_slice(&chunk?),
+                None => break,
+            }
+        }
+        Ok(infer::get(&head).map(|t| t.mime_type()))
+    }
 }
 
-/// The spec's media-body rules, which status posts follow as sends do (pictures have their own,
-/// `http/profile.rs` `picture_body`, where base64 wins over a url): exactly one of url or base64, raw
+/// A group or profile picture body follows the spec's media-body rules as a send's does (exactly one of
+/// url or base64, raw base64 without a data-URL prefix, a mimetype with base64), and base64 must hold an
+/// image whatever type it declares: the engines would hand WhatsApp any bytes as the picture.
+pub(crate) fn check_picture_body(input: &MediaInput) -> MessagingResult<()> {
+    let has_mimetype = non_empty(&input.mimetype).is_some();
+    super::draft::media_input(input.url.clone(), input.base64.clone(), has_mimetype)?;
+    raw_base64(input)?;
+    match non_empty(&input.base64) {
+        Some(b64) => picture_type(detect_type(b64)?),
+        None => Ok(()),
+    }
+}
+
+/// Refuses picture bytes that show no image type (`found` is what `infer` saw, if anything).
+pub(crate) fn picture_type(found: Option<&str>) -> MessagingResult<()> {
+    match found {
+        Some(found) if found.starts_with("image/") => Ok(()),
+        Some(found) => Err(super::error::bad(format!(
+            "the picture must be an image (image/*), not {found} (detected from the bytes)"
+        ))),
+        None => Err(super::error::bad(
+            "the picture must be an image (image/*): its bytes show no known image type",
+        )),
+    }
+}
+
+/// The spec's media-body rules, which status posts follow as sends do: exactly one of url or base64, raw
 /// base64 without a data-URL prefix, and a mimetype with base64. Unlike a send (whose spec requires the
 /// mimetype), a status image or video without one takes the type its bytes show, which must be the
 /// route's kind; a voice note keeps its default (`audio/ogg; codecs=opus`). Answers the input to store,
@@ -64,12 +107,18 @@ pub(crate) fn check_media_body(
     let input = with_detected_mimetype(input, kind)?;
     let has_mimetype = kind == MessageType::Voice || non_empty(&input.mimetype).is_some();
     super::draft::media_input(input.url.clone(), input.base64.clone(), has_mimetype)?;
+    raw_base64(&input)?;
+    Ok(input)
+}
+
+/// The spec's base64 is raw: a `data:` URL is refused before anything is stored.
+fn raw_base64(input: &MediaInput) -> MessagingResult<()> {
     if non_empty(&input.base64).is_some_and(|b64| b64.starts_with("data:")) {
         return Err(super::error::bad(
             "base64 must be raw base64 without a data: URL prefix",
         ));
     }
-    Ok(input)
+    Ok(())
 }
 
 /// Refuses a declared type of another kind than the route's, and fills in the mimetype of untyped base64
@@ -104,8 +153,10 @@ fn with_detected_mimetype(mut input: MediaInput, kind: MessageType) -> Messaging
     }
 }
 
-/// Base64 characters decoded to detect a type: 4 KiB of content, far past the furthest byte any of
-/// `infer`'s magic numbers reaches (262), so a large upload is not decoded twice.
+/// Content read to detect a type: 4 KiB, far past the furthest byte any of `infer`'s magic numbers
+/// reaches (262), so a large upload is not decoded or read twice.
+const DETECT_BYTES: usize = 4096;
+/// The base64 characters that hold `DETECT_BYTES` of content.
 const DETECT_B64_CHARS: usize = 5464;
 
 /// The mimetype the leading bytes of `b64` show, if any (whitespace is skipped, as the media store does).
@@ -125,21 +176,13 @@ fn non_empty(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
-/// Picture and status routes have always taken a `data:<mime>;base64,` URL as well as raw base64.
-fn strip_data_url(raw: &str) -> &str {
-    match raw.strip_prefix("data:") {
-        Some(rest) => rest.split_once("base64,").map_or(raw, |(_, data)| data),
-        None => raw,
-    }
-}
-
 fn bad_input(message: &str) -> MessagingError {
     MessagingError::Media(MediaError::BadInput(message.to_string()))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{MediaInput, MessageType, check_media_body, strip_data_url};
+    use super::{MediaInput, MessageType, check_media_body, check_picture_body};
 
     /// The 8-byte PNG signature and the start of its IHDR chunk.
     const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUg==";
@@ -261,8 +304,34 @@ mod tests {
     }
 
     #[test]
-    fn data_url_prefix_is_dropped_and_raw_base64_kept() {
-        assert_eq!(strip_data_url("data:image/png;base64,AAAA"), "AAAA");
-        assert_eq!(strip_data_url("AAAA"), "AAAA");
+    fn a_picture_body_follows_the_media_body_rules_and_holds_an_image() {
+        let refusal = |body: MediaInput| match check_picture_body(&body) {
+            Ok(()) => panic!("accepted {body:?}"),
+            Err(err) => err.to_string(),
+        };
+        let png = Some("image/png");
+        let refused = [
+            (
+                input(Some("http://x/a.png"), Some(PNG_B64), png),
+                "exactly one",
+            ),
+            (input(None, None, png), "exactly one"),
+            (input(None, Some(PNG_B64), None), "mimetype is required"),
+            (
+                input(None, Some("data:image/png;base64,AAAA"), png),
+                "data: URL",
+            ),
+            (input(None, Some("aGVsbG8="), png), "no known image type"),
+            (
+                input(None, Some("JVBERi0xLjQK"), png),
+                "not application/pdf",
+            ),
+        ];
+        for (body, message) in refused {
+            let err = refusal(body);
+            assert!(err.contains(message), "{err}");
+        }
+        assert!(check_picture_body(&input(None, Some(PNG_B64), png)).is_ok());
+        assert!(check_picture_body(&input(Some("http://x/a.png"), None, None)).is_ok());
     }
 }

@@ -1,5 +1,6 @@
 //! Templates: per-session CRUD (`{name, body, header?, footer?}`, unique names) and send-template, which
-//! renders `{{var}}` placeholders and sends the result as text.
+//! renders `{{var}}` placeholders and sends the result as text. A blank header or footer is no header or
+//! footer: stored as absent, and a part that renders blank is left out of the text.
 
 use wagate_proto::dto::messages::{SendTemplateRequest, SendTextRequest};
 use wagate_proto::dto::templates::{CreateTemplateRequest, Template, UpdateTemplateRequest};
@@ -31,6 +32,11 @@ impl From<TemplateRow> for Template {
 
 fn not_found(id: &str) -> MessagingError {
     MessagingError::NotFound(format!("Template {id} not found"))
+}
+
+/// An optional part as stored: blank (empty or whitespace only) is absent.
+fn part(raw: Option<String>) -> Option<String> {
+    raw.filter(|p| !p.trim().is_empty())
 }
 
 fn check(row: &TemplateRow) -> MessagingResult<()> {
@@ -72,8 +78,8 @@ impl MessagingService {
             session_id: session_id.to_string(),
             name: v::required("name", b.name.as_deref())?.trim().to_string(),
             body: v::required("body", b.body.as_deref())?.to_string(),
-            header: b.header,
-            footer: b.footer,
+            header: part(b.header),
+            footer: part(b.footer),
             created_at: now,
             updated_at: now,
         };
@@ -103,10 +109,10 @@ impl MessagingService {
             None => {}
         }
         if let Some(header) = b.header {
-            row.header = header;
+            row.header = part(header);
         }
         if let Some(footer) = b.footer {
-            row.footer = footer;
+            row.footer = part(footer);
         }
         check(&row)?;
         template_store::update(&self.db, &row).await?;
@@ -150,10 +156,13 @@ impl MessagingService {
             Some(row.body.as_str()),
             row.footer.as_deref(),
         ];
+        // Rows stored before blank parts were dropped, and a header or footer whose variables render to
+        // nothing, must not leave blank paragraphs around the body.
         let text: Vec<String> = parts
             .into_iter()
             .flatten()
             .map(|p| v::render(p, &b.vars))
+            .filter(|p| !p.trim().is_empty())
             .collect();
         draft::text(SendTextRequest {
             chat_id: b.chat_id,
