@@ -207,6 +207,80 @@ async fn every_validation_rule_answers_400_naming_the_field() {
     assert_eq!(bulk.status, 413, "a bulk item's media too: {}", bulk.text);
 }
 
+/// A bulk item's media body is refused at submission with the message its single send gives for the same
+/// body (naming the item), a missing or unknown `type` and a non-string text are refused too, and a
+/// client batchId must make a usable statusUrl.
+#[tokio::test]
+async fn bulk_items_and_batch_ids_are_checked_at_submission() {
+    let p = pair(options()).await;
+    let to = jid(PHONE_B);
+    let text = json!({ "chatId": to, "type": "text", "content": { "text": "ok" } });
+    let media_bodies = [
+        json!({ "url": "notaurl" }),
+        json!({ "url": "ftp://example.com/a.png" }),
+        json!({ "base64": "data:image/png;base64,AAAA", "mimetype": "image/png" }),
+        json!({ "base64": "AAAA" }),
+        json!({ "url": "https://example.com/a.png", "base64": "AAAA", "mimetype": "image/png" }),
+        json!({ "base64": "AAAA", "mimetype": "image/png", "caption": "c".repeat(1025) }),
+    ];
+    for media in media_bodies {
+        let mut single = media.clone();
+        single["chatId"] = json!(to);
+        let single = p.post("messages/send-image", single).await;
+        assert_eq!(single.status, 400, "{media}: {}", single.text);
+        let mut image = media.clone();
+        let caption = image.as_object_mut().and_then(|m| m.remove("caption"));
+        let item = json!({ "chatId": to, "type": "image",
+            "content": { "image": image, "caption": caption } });
+        let bulk = p
+            .post("messages/send-bulk", json!({ "messages": [text, item] }))
+            .await;
+        assert_eq!(bulk.status, 400, "{media}: {}", bulk.text);
+        assert_eq!(
+            bulk.str("message"),
+            format!("messages[1]: {}", single.str("message")),
+            "{media}"
+        );
+    }
+    let untyped = json!({ "chatId": to, "content": { "text": "no type" } });
+    let sticker = json!({ "chatId": to, "type": "sticker", "content": {} });
+    let number = json!({ "chatId": to, "type": "text", "content": { "text": 5 } });
+    for (item, says) in [
+        (untyped, "messages[1]: type is required"),
+        (sticker, "messages[1]: type must be"),
+        (number, "messages[1]: text must be a string"),
+    ] {
+        let bulk = p
+            .post("messages/send-bulk", json!({ "messages": [text, item] }))
+            .await;
+        assert_eq!(bulk.status, 400, "{}", bulk.text);
+        assert!(bulk.str("message").starts_with(says), "{}", bulk.text);
+    }
+    for bad in ["", "   ", "a/b", "a b", "..", "x?y", &"x".repeat(129)] {
+        let bulk = p
+            .post(
+                "messages/send-bulk",
+                json!({ "messages": [text], "batchId": bad }),
+            )
+            .await;
+        assert_eq!(bulk.status, 400, "{bad:?}: {}", bulk.text);
+        assert!(bulk.str("message").contains("batchId"), "{}", bulk.text);
+    }
+    for good in [json!("Run-1.a_b:c"), json!("y".repeat(128)), json!(null)] {
+        let options = json!({ "delayBetweenMessages": 1000 });
+        let accepted = p
+            .post(
+                "messages/send-bulk",
+                json!({ "messages": [text], "batchId": good, "options": options }),
+            )
+            .await;
+        assert_eq!(accepted.status, 202, "{good}: {}", accepted.text);
+        let status = p.client.get(&accepted.str("statusUrl")).await.unwrap();
+        assert_eq!(status.status, 200, "{good}: {}", status.text);
+        assert_eq!(status.str("batchId"), accepted.str("batchId"));
+    }
+}
+
 async fn serve_media(bytes: &'static [u8]) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -244,6 +244,51 @@ async fn stop_on_error_ends_the_batch_at_its_first_failed_item() {
     );
 }
 
+/// A batchId is unique within its session only: another session may use it (and learns nothing of the
+/// first session's batch), while the same session reusing it is refused; each session reads and cancels
+/// its own batch.
+#[tokio::test]
+async fn a_batch_id_is_unique_per_session() {
+    let p = pair(options()).await;
+    let submit = |session: &str, to: &str| {
+        let path = format!("/api/sessions/{session}/messages/send-bulk");
+        let items: Vec<_> = (0..3)
+            .map(|_| json!({ "chatId": jid(to), "type": "text", "content": { "text": "u" } }))
+            .collect();
+        let body = json!({ "messages": items, "batchId": "my-batch-1",
+            "options": { "delayBetweenMessages": 60000 } });
+        let client = p.client.clone();
+        async move { client.post(&path, body).await.unwrap() }
+    };
+    let first = submit(&p.a, PHONE_B).await;
+    assert_eq!(first.status, 202, "{}", first.text);
+    let again = submit(&p.a, PHONE_B).await;
+    assert_eq!(again.status, 400, "{}", again.text);
+    assert!(
+        again.str("message").contains("already exists"),
+        "{}",
+        again.text
+    );
+    let other = submit(&p.b, PHONE_A).await;
+    assert_eq!(other.status, 202, "{}", other.text);
+    assert_eq!(
+        other.str("statusUrl"),
+        format!("/api/sessions/{}/messages/batch/my-batch-1", p.b)
+    );
+    let cancel =
+        |session: &str| format!("/api/sessions/{session}/messages/batch/my-batch-1/cancel");
+    let cancelled = p.client.post(&cancel(&p.b), json!({})).await.unwrap();
+    assert_eq!(cancelled.status, 200, "{}", cancelled.text);
+    let theirs = p.client.get(&other.str("statusUrl")).await.unwrap();
+    assert_eq!(theirs.body["status"], "cancelled", "{}", theirs.text);
+    assert_eq!(theirs.body["results"][0]["chatId"], jid(PHONE_A));
+    let ours = batch(&p, "my-batch-1").await;
+    assert_eq!(ours["status"], "processing", "{ours}");
+    assert_eq!(ours["results"][0]["chatId"], jid(PHONE_B));
+    let cancelled = p.client.post(&cancel(&p.a), json!({})).await.unwrap();
+    assert_eq!(cancelled.status, 200, "{}", cancelled.text);
+}
+
 #[tokio::test]
 async fn a_cancelled_batch_stops_and_reports_cancelled_items() {
     let p = pair(options()).await;

@@ -54,6 +54,11 @@ fn guard_error(err: GuardError) -> MediaError {
     }
 }
 
+/// The form check `download` starts with (http or https with a host), fetching nothing.
+pub(super) fn check_url(url: &str) -> Result<(), MediaError> {
+    guard::parse_url(url).map(drop).map_err(guard_error)
+}
+
 /// The guard's refusal anywhere in a reqwest error's source chain.
 fn classify(err: reqwest::Error) -> MediaError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&err);

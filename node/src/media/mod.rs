@@ -581,6 +581,13 @@ fn is_session_segment(session_id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_.@+=".contains(&b))
 }
 
+/// Checks a media URL's form as `MediaStore::put_url` does (same refusal), fetching nothing: a bulk batch
+/// refuses a malformed URL when it is submitted. The outbound-address guard still judges the address when
+/// the URL is fetched (a bulk item then fails with `SEND_BLOCKED`).
+pub(crate) fn check_url(url: &str) -> Result<(), MediaError> {
+    fetch::check_url(url)
+}
+
 /// Checks base64 as `MediaStore::put_base64` reads it (same refusals), storing nothing: a bulk batch
 /// refuses a bad item when it is submitted, not when the item's turn comes.
 pub(crate) fn check_base64(text: &str) -> Result<(), MediaError> {

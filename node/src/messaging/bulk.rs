@@ -5,8 +5,9 @@
 //! every `processing` batch of a session that runs here (after a restart, a takeover, a later start), so
 //! in a cluster no other node sends its items or marks them failed. Cancel marks the remaining items
 //! cancelled and wakes the runner; it first waits for an item already handed to the engine, so its answer
-//! counts that item as sent or failed, never as cancelled. Items go through the same send path as single sends (pacing, hook,
-//! recording).
+//! counts that item as sent or failed, never as cancelled. Items are checked by the single sends' draft
+//! builders and media checks when the batch is submitted, and go through the same send path as single
+//! sends (pacing, hook, recording). A batch is named by its session and its id (unique per session).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,12 +42,18 @@ const MAX_DELAY_MS: u64 = 3_600_000;
 const READY_WAIT: Duration = Duration::from_secs(60);
 /// How often this node looks for batches of its sessions that no runner here sends.
 const RESUME_EVERY: Duration = Duration::from_secs(2);
+/// The longest client batchId.
+const BATCH_ID_MAX: usize = 128;
+const ITEM_TYPES: &str = "text, image, video, audio or document";
+
+/// A batch as its runner knows it: (session id, batch id).
+type BatchKey = (String, String);
 
 pub(crate) struct BulkRunner {
     service: Arc<MessagingService>,
     /// Serialises read-modify-write of batch rows between runners and cancel.
     lock: tokio::sync::Mutex<()>,
-    running: DashMap<String, Running>,
+    running: DashMap<BatchKey, Running>,
     shutdown: CancellationToken,
 }
 
@@ -58,28 +65,27 @@ struct Running {
     sending: Arc<tokio::sync::Mutex<()>>,
 }
 
-/// One bulk item as a draft; errors name the item.
+/// One bulk item as a draft, built as its single send's body would be; errors name the item.
 fn item_draft(index: usize, item: &BulkItem) -> MessagingResult<Draft> {
     let at = |e: MessagingError| bad(format!("messages[{index}]: {e}"));
     let chat_id = item.chat_id.clone().filter(|c| !c.trim().is_empty());
     let chat_id = chat_id.ok_or_else(|| at(bad("chatId is required")))?;
-    let content = item.content.clone().unwrap_or(Value::Null);
+    let kind = item.kind.as_deref();
+    let kind = kind.ok_or_else(|| at(bad(format!("type is required ({ITEM_TYPES})"))))?;
+    let content = item_content(item).map_err(at)?;
     let mentions = item_mentions(&content).map_err(at)?;
     let vars = item_variables(item).map_err(at)?;
     // Text and caption get send-template's `{{var}}` substitution.
     let filled = |key: &str| {
-        content
-            .get(key)
-            .and_then(Value::as_str)
-            .map(|raw| v::render(raw, &vars))
+        string_at(&content, key)
+            .map(|raw| raw.map(|raw| v::render(&raw, &vars)))
+            .map_err(at)
     };
-    let kind = item.kind.as_deref().unwrap_or("text");
     let media_kind = match kind {
         "text" => {
-            let text = filled("text");
             let body = SendTextRequest {
                 chat_id: Some(chat_id),
-                text,
+                text: filled("text")?,
                 mentions,
                 ..Default::default()
             };
@@ -90,25 +96,83 @@ fn item_draft(index: usize, item: &BulkItem) -> MessagingResult<Draft> {
         "audio" => MediaKind::Audio,
         "document" => MediaKind::Document,
         other => {
-            return Err(at(bad(format!(
-                "type must be text, image, video, audio or document, got '{other}'"
-            ))));
+            return Err(at(bad(format!("type must be {ITEM_TYPES}, got '{other}'"))));
         }
     };
-    let media = content.get(kind).cloned().unwrap_or(Value::Null);
-    let field = |k: &str| media.get(k).and_then(Value::as_str).map(str::to_string);
     let body = SendMediaRequest {
         chat_id: Some(chat_id),
-        url: field("url"),
-        base64: field("base64"),
-        mimetype: field("mimetype"),
-        filename: field("filename"),
-        ptt: media.get("ptt").and_then(Value::as_bool),
-        caption: filled("caption"),
+        caption: filled("caption")?,
         mentions,
-        ..Default::default()
+        ..media_body(&content, kind).map_err(at)?
     };
     draft::media(media_kind, body).map_err(at)
+}
+
+/// The item's `content` object; absent reads as empty.
+fn item_content(item: &BulkItem) -> MessagingResult<Value> {
+    match &item.content {
+        None | Some(Value::Null) => Ok(Value::Object(serde_json::Map::new())),
+        Some(content @ Value::Object(_)) => Ok(content.clone()),
+        Some(_) => Err(bad("content must be an object")),
+    }
+}
+
+/// `content.<type>`, `{url|base64, mimetype?, filename?, ptt?}`, as a single media send's body.
+fn media_body(content: &Value, kind: &str) -> MessagingResult<SendMediaRequest> {
+    let media = match content.get(kind) {
+        None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
+        Some(media @ Value::Object(_)) => media.clone(),
+        Some(_) => return Err(bad(format!("content.{kind} must be an object"))),
+    };
+    let ptt = match media.get("ptt") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(ptt)) => Some(*ptt),
+        Some(_) => return Err(bad("ptt must be a boolean")),
+    };
+    Ok(SendMediaRequest {
+        url: string_at(&media, "url")?,
+        base64: string_at(&media, "base64")?,
+        mimetype: string_at(&media, "mimetype")?,
+        filename: string_at(&media, "filename")?,
+        ptt,
+        ..Default::default()
+    })
+}
+
+/// A string field of `object`: a value of another type is refused, not read as absent (a single send's
+/// body would not parse either).
+fn string_at(object: &Value, key: &str) -> MessagingResult<Option<String>> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(value)) => Ok(Some(value.clone())),
+        Some(_) => Err(bad(format!("{key} must be a string"))),
+    }
+}
+
+/// The client's batchId, checked so that `statusUrl` is a usable path; a generated UUID when absent.
+fn batch_id(raw: Option<String>) -> MessagingResult<String> {
+    let Some(id) = raw else {
+        return Ok(uuid::Uuid::new_v4().to_string());
+    };
+    if id.trim().is_empty() {
+        return Err(bad("batchId must not be empty"));
+    }
+    if id.chars().count() > BATCH_ID_MAX {
+        return Err(bad(format!(
+            "batchId must be at most {BATCH_ID_MAX} characters"
+        )));
+    }
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-');
+    if !id.chars().all(allowed) {
+        return Err(bad(
+            "batchId may hold only letters, digits, '.', '_', ':' and '-'",
+        ));
+    }
+    // Dot segments are resolved away by clients, so a statusUrl ending in one would not name the batch.
+    if id == "." || id == ".." {
+        return Err(bad("batchId must not be '.' or '..'"));
+    }
+    Ok(id)
 }
 
 /// `variables`: an object of the values for the item's `{{name}}` placeholders.
@@ -150,16 +214,29 @@ fn decoded_len(b64: &str) -> usize {
     digits * 6 / 8
 }
 
-/// An item's inline base64 is refused now, as a single send's is, rather than failing at its turn.
-fn check_inline_media(index: usize, draft: &Draft) -> MessagingResult<()> {
-    if let DraftContent::Media(MediaDraft {
-        input: MediaInput::Base64(data),
-        ..
-    }) = &draft.content
-    {
-        crate::media::check_base64(data).map_err(|e| bad(format!("messages[{index}]: {e}")))?;
+/// An item's media source that a single send would refuse (a malformed URL, undecodable or `data:`
+/// base64) is refused now, with that send's message, rather than failing at its turn. The address guard
+/// still judges a URL when it is fetched (`SEND_BLOCKED`).
+fn check_media(index: usize, draft: &Draft) -> MessagingResult<()> {
+    let checked = match &draft.content {
+        DraftContent::Media(MediaDraft { input, .. }) => match input {
+            MediaInput::Base64(data) => crate::media::check_base64(data),
+            MediaInput::Url(url) => crate::media::check_url(url),
+        },
+        DraftContent::Ready(_) => Ok(()),
+    };
+    checked.map_err(|e| bad(format!("messages[{index}]: {e}")))
+}
+
+/// `options.delayBetweenMessages`, within its bounds.
+fn checked_delay(options: &BulkOptions) -> MessagingResult<u64> {
+    let delay = options.delay_between_messages.unwrap_or(DEFAULT_DELAY_MS);
+    if !(MIN_DELAY_MS..=MAX_DELAY_MS).contains(&delay) {
+        return Err(bad(format!(
+            "options.delayBetweenMessages must be between {MIN_DELAY_MS} and {MAX_DELAY_MS} ms"
+        )));
     }
-    Ok(())
+    Ok(delay)
 }
 
 fn progress(results: &[BatchItemResult]) -> BatchProgress {
@@ -220,37 +297,14 @@ impl BulkRunner {
     ) -> MessagingResult<BulkAccepted> {
         self.service.check_session(session_id).await?;
         let items = req.messages.unwrap_or_default();
-        if items.is_empty() || items.len() > MAX_ITEMS {
-            return Err(bad(format!("messages must hold 1-{MAX_ITEMS} items")));
-        }
-        let max_media = self.service.media_max_bytes();
-        for (i, item) in items.iter().enumerate() {
-            let draft = item_draft(i, item)?;
-            if inline_media_bytes(item) > max_media {
-                return Err(MediaError::TooLarge(max_media).into());
-            }
-            check_inline_media(i, &draft)?;
-        }
+        self.check_items(&items)?;
         let options = req.options.unwrap_or_default();
-        let delay = options.delay_between_messages.unwrap_or(DEFAULT_DELAY_MS);
-        if !(MIN_DELAY_MS..=MAX_DELAY_MS).contains(&delay) {
-            return Err(bad(format!(
-                "options.delayBetweenMessages must be between {MIN_DELAY_MS} and {MAX_DELAY_MS} ms"
-            )));
-        }
+        let delay = checked_delay(&options)?;
+        let batch_id = batch_id(req.batch_id)?;
         // A bulk send is a send: refused with 409 while the session is not ready (spec, States rule 1).
         self.service.sessions.ready_engine(session_id)?;
-        let batch_id = req
-            .batch_id
-            .filter(|b| !b.trim().is_empty())
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        if batch_store::get_by_id(&self.service.db, &batch_id)
-            .await?
-            .is_some()
-        {
-            return Err(bad(format!("batchId {batch_id} already exists")));
-        }
         let row = new_row(&batch_id, session_id, &items, &options)?;
+        // The key is (session, id): another session's batch of the same id is neither a conflict nor named.
         batch_store::insert(&self.service.db, &row)
             .await
             .map_err(|e| match e {
@@ -259,7 +313,7 @@ impl BulkRunner {
                 }
                 other => other.into(),
             })?;
-        self.spawn(batch_id.clone());
+        self.spawn((session_id.to_string(), batch_id.clone()));
         let spread = delay.saturating_mul(items.len().saturating_sub(1) as u64);
         let eta = row
             .created_at
@@ -271,6 +325,23 @@ impl BulkRunner {
             total_messages: items.len(),
             estimated_completion_time: iso_ms(eta),
         })
+    }
+
+    /// Every item checked as its single send would be (413 for inline media over the cap), before
+    /// anything is stored.
+    fn check_items(&self, items: &[BulkItem]) -> MessagingResult<()> {
+        if items.is_empty() || items.len() > MAX_ITEMS {
+            return Err(bad(format!("messages must hold 1-{MAX_ITEMS} items")));
+        }
+        let max_media = self.service.media_max_bytes();
+        for (i, item) in items.iter().enumerate() {
+            let draft = item_draft(i, item)?;
+            if inline_media_bytes(item) > max_media {
+                return Err(MediaError::TooLarge(max_media).into());
+            }
+            check_media(i, &draft)?;
+        }
+        Ok(())
     }
 
     pub(crate) async fn status(
@@ -297,7 +368,8 @@ impl BulkRunner {
         batch_id: &str,
     ) -> MessagingResult<BatchCancelled> {
         self.service.check_session(session_id).await?;
-        let running = self.running.get(batch_id).map(|r| r.clone());
+        let key = (session_id.to_string(), batch_id.to_string());
+        let running = self.running.get(&key).map(|r| r.clone());
         let _turn = match &running {
             Some(r) => Some(r.sending.lock().await),
             None => None,
@@ -363,18 +435,18 @@ impl BulkRunner {
             Ok(rows) => rows
                 .into_iter()
                 .filter(|row| running.contains(&row.session_id))
-                .for_each(|row| self.spawn(row.id)),
+                .for_each(|row| self.spawn((row.session_id, row.id))),
             Err(err) => tracing::error!(error = %err, "bulk batches could not be resumed"),
         }
     }
 
     /// Starts the batch's runner unless one already sends it here.
-    fn spawn(self: &Arc<Self>, batch_id: String) {
+    fn spawn(self: &Arc<Self>, key: BatchKey) {
         let running = Running {
             token: self.shutdown.child_token(),
             sending: Arc::new(tokio::sync::Mutex::new(())),
         };
-        match self.running.entry(batch_id.clone()) {
+        match self.running.entry(key.clone()) {
             dashmap::mapref::entry::Entry::Occupied(_) => return,
             dashmap::mapref::entry::Entry::Vacant(slot) => {
                 slot.insert(running.clone());
@@ -382,17 +454,17 @@ impl BulkRunner {
         }
         let runner = self.clone();
         tokio::spawn(async move {
-            if let Err(err) = runner.run(&batch_id, &running).await {
-                tracing::error!(batch_id, error = %err, "bulk batch stopped");
+            if let Err(err) = runner.run(&key, &running).await {
+                tracing::error!(session_id = key.0, batch_id = key.1, error = %err, "bulk batch stopped");
             }
-            runner.running.remove(&batch_id);
+            runner.running.remove(&key);
         });
     }
 
-    async fn run(&self, batch_id: &str, running: &Running) -> MessagingResult<()> {
+    async fn run(&self, key: &BatchKey, running: &Running) -> MessagingResult<()> {
         let token = &running.token;
         loop {
-            let Some((row, items, options)) = self.next(batch_id).await? else {
+            let Some((row, items, options)) = self.next(key).await? else {
                 return Ok(());
             };
             let index = usize::try_from(row.next_index).unwrap_or(0);
@@ -412,7 +484,7 @@ impl BulkRunner {
             }
             let outcome = self.send_item(&row.session_id, index, &items[index]).await;
             let stop_on_error = options.stop_on_error == Some(true);
-            self.save_result(batch_id, index, &items[index], outcome, stop_on_error)
+            self.save_result(key, index, &items[index], outcome, stop_on_error)
                 .await?;
         }
     }
@@ -420,10 +492,10 @@ impl BulkRunner {
     /// The batch if it still has an item to send.
     async fn next(
         &self,
-        batch_id: &str,
+        (session_id, batch_id): &BatchKey,
     ) -> MessagingResult<Option<(BatchRow, Vec<BulkItem>, BulkOptions)>> {
         let _guard = self.lock.lock().await;
-        let Some(row) = batch_store::get_by_id(&self.service.db, batch_id).await? else {
+        let Some(row) = batch_store::get(&self.service.db, session_id, batch_id).await? else {
             return Ok(None);
         };
         let items: Vec<BulkItem> = from_json(&row.items)?;
@@ -468,14 +540,14 @@ impl BulkRunner {
 
     async fn save_result(
         &self,
-        batch_id: &str,
+        (session_id, batch_id): &BatchKey,
         index: usize,
         item: &BulkItem,
         outcome: MessagingResult<String>,
         stop_on_error: bool,
     ) -> MessagingResult<()> {
         let _guard = self.lock.lock().await;
-        let Some(mut row) = batch_store::get_by_id(&self.service.db, batch_id).await? else {
+        let Some(mut row) = batch_store::get(&self.service.db, session_id, batch_id).await? else {
             return Ok(());
         };
         let mut results: Vec<BatchItemResult> = from_json(&row.results)?;

@@ -1,14 +1,14 @@
 //! The `message_batches` table: a bulk batch's items, options, per-item results and the index of the next
-//! item to send, so a runner can resume after a restart.
+//! item to send, so a runner can resume after a restart. A batch is keyed by its session and its id: the
+//! id is the client's (or a generated UUID) and unique within its session only (migration 0100).
 
 use super::{DataPool, StoreError, StoreResult, execute, on_pool};
 
 const INSERT: &str = "INSERT INTO message_batches (id, session_id, status, items, options, results, next_index, \
      started_at, completed_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)";
-const SAVE: &str = "UPDATE message_batches SET status = $2, results = $3, next_index = $4, completed_at = $5, \
-     updated_at = $6 WHERE id = $1";
+const SAVE: &str = "UPDATE message_batches SET status = $3, results = $4, next_index = $5, completed_at = $6, \
+     updated_at = $7 WHERE session_id = $1 AND id = $2";
 const SELECT_ONE: &str = "SELECT * FROM message_batches WHERE session_id = $1 AND id = $2";
-const SELECT_BY_ID: &str = "SELECT * FROM message_batches WHERE id = $1";
 const SELECT_PROCESSING: &str =
     "SELECT * FROM message_batches WHERE status = 'processing' ORDER BY created_at";
 
@@ -30,7 +30,7 @@ pub(crate) struct BatchRow {
     pub updated_at: i64,
 }
 
-/// Inserts a batch; `Conflict` when its id is taken.
+/// Inserts a batch; `Conflict` when its session already has a batch of that id.
 pub(crate) async fn insert(db: &DataPool, b: &BatchRow) -> StoreResult<()> {
     execute!(
         db,
@@ -60,6 +60,7 @@ pub(crate) async fn save(db: &DataPool, b: &BatchRow) -> StoreResult<()> {
     execute!(
         db,
         sqlx::query(SAVE)
+            .bind(&b.session_id)
             .bind(&b.id)
             .bind(&b.status)
             .bind(&b.results)
@@ -77,13 +78,6 @@ pub(crate) async fn get(
 ) -> StoreResult<Option<BatchRow>> {
     Ok(on_pool!(db, |p| sqlx::query_as(SELECT_ONE)
         .bind(session_id)
-        .bind(id)
-        .fetch_optional(p)
-        .await)?)
-}
-
-pub(crate) async fn get_by_id(db: &DataPool, id: &str) -> StoreResult<Option<BatchRow>> {
-    Ok(on_pool!(db, |p| sqlx::query_as(SELECT_BY_ID)
         .bind(id)
         .fetch_optional(p)
         .await)?)
