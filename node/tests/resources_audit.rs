@@ -460,6 +460,20 @@ async fn label_ids_are_tokens_and_names_are_capped() {
         .expect("label");
     assert_eq!(token.status, 200, "{}", token.text);
     assert_eq!(token.body["id"], "team_a-1", "{}", token.text);
+    let nameless = c
+        .put(&at(&alice, "/labels/8"), json!({ "color": 2 }))
+        .await
+        .expect("label");
+    assert_eq!(nameless.status, 400, "{}", nameless.text);
+    assert_eq!(
+        nameless.body["message"],
+        "name is required to create a label"
+    );
+    let recoloured = c
+        .put(&at(&alice, "/labels/team_a-1"), json!({ "color": 5 }))
+        .await
+        .expect("label");
+    assert_eq!(recoloured.status, 200, "{}", recoloured.text);
 }
 
 #[tokio::test]

@@ -191,6 +191,11 @@ impl SimNetwork {
         let fresh = format!("{}{seq}", state.id_salt());
         let labels = &mut state.account(&me).labels;
         let id = upsert.id.unwrap_or(fresh);
+        if upsert.name.is_none() && !labels.contains_key(&id) {
+            return Err(EngineError::BadInput(
+                "name is required to create a label".into(),
+            ));
+        }
         let label = labels.entry(id.clone()).or_insert_with(|| Label {
             id,
             name: String::new(),
