@@ -414,6 +414,18 @@ async fn send_template_on_a_session_that_is_not_ready_answers_409_before_the_loo
         .await
         .unwrap();
     assert_eq!(missing.status, 400, "{}", missing.text);
+    let both = client
+        .post(
+            &format!("/api/sessions/{id}/messages/send-template"),
+            json!({ "chatId": jid(PHONE_B), "templateId": "a", "templateName": "b" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(both.status, 400, "{}", both.text);
+    assert_eq!(
+        both.str("message"),
+        "give either templateId or templateName, not both"
+    );
 }
 
 #[tokio::test]

@@ -139,6 +139,10 @@ impl MessagingService {
         if id.is_none() && name.is_none() {
             return Err(bad("templateId or templateName is required"));
         }
+        // Both could name different templates; which one was meant is the caller's to say.
+        if id.is_some() && name.is_some() {
+            return Err(bad("give either templateId or templateName, not both"));
+        }
         // A send while the session is not ready answers 409 before anything is looked up (spec).
         self.check_session(session_id).await?;
         self.sessions.ready_engine(session_id)?;
