@@ -766,3 +766,150 @@ async fn session_authenticated_names_the_phone_as_the_session_record_does() {
         "4915100000014"
     );
 }
+
+#[tokio::test]
+async fn a_restriction_without_an_engine_code_shows_its_kind_upper_cased_as_code() {
+    let node = node().await;
+    let c = node.client();
+    let id = create_linked(&c, "timelocked", "4915100000031")
+        .await
+        .expect("linked");
+    let restricted = c
+        .post(
+            &format!("/api/sim/sessions/{id}/restrict"),
+            json!({ "kind": "reachout_timelock", "active": true }),
+        )
+        .await
+        .expect("restrict");
+    assert_eq!(restricted.status, 200, "{}", restricted.text);
+    let held = wait_status(&c, &id, "action_required", WAIT)
+        .await
+        .expect("action_required");
+    assert_eq!(
+        (
+            held.body["restriction"]["kind"].as_str(),
+            held.body["restriction"]["code"].as_str()
+        ),
+        (Some("reachout_timelock"), Some("REACHOUT_TIMELOCK")),
+        "{}",
+        held.text
+    );
+}
+
+/// Force-kill acts on a running engine only: with none left to kill (never started, stopped, killed
+/// already) it answers 400, as OpenWA's clients expect; logout of a stopped linked session still works.
+#[tokio::test]
+async fn force_kill_with_no_engine_running_answers_400() {
+    let node = node().await;
+    let c = node.client();
+    let idle = create(&c, "never-started").await.expect("create");
+    let refused = post(&c, &idle, "/force-kill").await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert_eq!(
+        refused.body["message"],
+        format!("Session {idle} has no running engine to kill")
+    );
+    assert_eq!(refused.body["error"], "Bad Request", "{}", refused.text);
+
+    let id = create_linked(&c, "killed-twice", "4915100000032")
+        .await
+        .expect("linked");
+    let killed = post(&c, &id, "/force-kill").await;
+    assert_eq!(killed.status, 200, "{}", killed.text);
+    let again = post(&c, &id, "/force-kill").await;
+    assert_eq!(
+        again.status, 400,
+        "a retry has nothing to kill: {}",
+        again.text
+    );
+
+    link_again(&c, &id).await;
+    assert_eq!(post(&c, &id, "/stop").await.status, 200);
+    let after_stop = post(&c, &id, "/force-kill").await;
+    assert_eq!(after_stop.status, 400, "{}", after_stop.text);
+    let out = post(&c, &id, "/logout").await;
+    assert_eq!(out.status, 200, "logout of a stopped session: {}", out.text);
+    assert!(out.body["phone"].is_null(), "{}", out.text);
+}
+
+/// Reads `path` until `done` holds for its body (or the wait runs out); answers the last body.
+async fn read_until(
+    c: &Client,
+    path: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let reply = c.get(path).await.expect("read");
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        if done(&reply.body) || std::time::Instant::now() > deadline {
+            return reply.body;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The presence read answers the last `presence.update` the session received for the chat, stamped with
+/// when it arrived: null before any report, the typing state a report said (not a fresh query), the same
+/// `observedAt` on every read, and null again once the engine run that heard it is gone.
+#[tokio::test]
+async fn a_presence_read_answers_the_last_report_and_when_it_arrived() {
+    let node = node().await;
+    let c = node.client();
+    let watcher = create_linked(&c, "watcher", "4915100000033")
+        .await
+        .expect("linked");
+    let typist = create_linked(&c, "typist", "4915100000034")
+        .await
+        .expect("linked");
+    let read = path(&watcher, "/presence/4915100000034@c.us");
+    let before = c.get(&read).await.expect("presence");
+    assert_eq!(before.status, 200, "{}", before.text);
+    assert!(before.body.is_null(), "nothing reported: {}", before.text);
+
+    let subscribed = c
+        .post(
+            &path(&watcher, "/presence/subscribe"),
+            json!({ "chatId": "4915100000034@c.us" }),
+        )
+        .await
+        .expect("subscribe");
+    assert_eq!(subscribed.status, 200, "{}", subscribed.text);
+    let first = read_until(&c, &read, |b| !b.is_null()).await;
+    assert_eq!(first["chatId"], "4915100000034@c.us", "{first}");
+
+    let typing = c
+        .post(
+            &path(&typist, "/chats/typing"),
+            json!({ "chatId": "4915100000033@c.us", "state": "typing" }),
+        )
+        .await
+        .expect("typing");
+    assert_eq!(typing.status, 200, "{}", typing.text);
+    let composing = read_until(&c, &read, |b| b["participants"][0]["state"] == "composing").await;
+    assert_eq!(
+        composing["participants"][0]["state"], "composing",
+        "the reported state: {composing}"
+    );
+    assert_eq!(
+        composing["participants"][0]["id"], "4915100000034@c.us",
+        "{composing}"
+    );
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let later = c.get(&read).await.expect("presence");
+    assert_eq!(
+        later.body, composing,
+        "a later read answers the same report, observedAt included"
+    );
+
+    assert_eq!(post(&c, &watcher, "/stop").await.status, 200);
+    let stopped = c.get(&read).await.expect("presence");
+    assert!(stopped.body.is_null(), "no engine: {}", stopped.text);
+    link_again(&c, &watcher).await;
+    let restarted = c.get(&read).await.expect("presence");
+    assert!(
+        restarted.body.is_null(),
+        "the new run was told nothing yet: {}",
+        restarted.text
+    );
+}

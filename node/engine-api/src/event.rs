@@ -51,6 +51,9 @@ pub enum EngineEvent {
     Restriction {
         kind: String,
         active: bool,
+        /// The network's own token for the cause, verbatim, when it names one; the gateway derives one
+        /// from `kind` otherwise.
+        code: Option<String>,
         /// Unix seconds.
         expires_at: Option<i64>,
     },

@@ -172,9 +172,11 @@ impl SimNetwork {
     ) -> EngineResult<()> {
         let mut state = self.lock();
         state.online_phone(session)?;
+        // The sim's network names no cause beyond the kind.
         let event = EngineEvent::Restriction {
             kind: kind.to_string(),
             active,
+            code: None,
             expires_at,
         };
         state.signal(session, event);

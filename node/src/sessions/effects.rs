@@ -64,9 +64,11 @@ pub(crate) async fn prepare(
         EngineEvent::Restriction {
             kind,
             active,
+            code,
             expires_at,
         } => {
             st.pending_restriction = Some(PendingRestriction {
+                code: restriction_code(code, &kind),
                 kind: kind.clone(),
                 active,
                 expires_at,
@@ -80,6 +82,14 @@ pub(crate) async fn prepare(
         EngineEvent::Failed { reason } => Some(Trigger::EngineFailed { reason }),
         _ => None,
     }
+}
+
+/// A restriction's `code` is never empty (OpenWA's clients read it as a required string): the engine's
+/// own token when it gave one, else the kind upper-cased (`reachout_timelock` -> `REACHOUT_TIMELOCK`).
+pub(crate) fn restriction_code(code: Option<String>, kind: &str) -> String {
+    code.map(|c| c.trim().to_owned())
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| kind.trim().to_uppercase())
 }
 
 async fn store_credentials(
@@ -130,7 +140,7 @@ pub(crate) async fn apply_local(
         }
         Effect::EmitRestriction => {
             st.restriction = st.pending_restriction.as_ref().filter(|r| r.active).map(|r| {
-                json!({ "kind": r.kind, "code": null, "expiresAt": r.expires_at.map(|secs| wagate_proto::iso_ms(secs.saturating_mul(1000))) })
+                json!({ "kind": r.kind, "code": r.code, "expiresAt": r.expires_at.map(|secs| wagate_proto::iso_ms(secs.saturating_mul(1000))) })
             });
         }
         Effect::WarnRelinkRequired => {

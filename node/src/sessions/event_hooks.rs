@@ -1,7 +1,8 @@
 //! What a session does itself with a non-lifecycle engine event, before the event pipeline sees it:
-//! reject an incoming call when the session's config says `autoRejectCalls` (re-read from the store on
-//! every call, so a config change applies to the next ring). A received status post is recorded by the
-//! event path with its event (`messaging/record.rs`).
+//! remember a presence report for the presence read (`presence.rs`), and reject an incoming call when the
+//! session's config says `autoRejectCalls` (re-read from the store on every call, so a config change
+//! applies to the next ring). A received status post is recorded by the event path with its event
+//! (`messaging/record.rs`).
 
 use std::sync::Arc;
 
@@ -15,6 +16,10 @@ pub(super) async fn before_ingest(runtime: &Runtime, event: &EngineEvent) {
         EngineEvent::Call(call) if call.phase == CallPhase::Received => {
             auto_reject_call(runtime, call).await;
         }
+        EngineEvent::Presence {
+            chat_id,
+            participants,
+        } => runtime.remember_presence(chat_id, participants),
         _ => {}
     }
 }

@@ -163,10 +163,19 @@ impl SessionService {
     }
 
     /// Tears the engine down without talking to the network.
+    /// 400 when nothing runs here to kill: never started, already stopped or killed (the runtime went
+    /// with it), or run by another node that did not get the request (OpenWA's clients expect that 400).
     pub(crate) async fn force_kill(&self, id: &str) -> SessionResult<SessionView> {
         self.record(id).await?;
-        if let Some(runtime) = self.runtime(id) {
+        let no_engine =
+            || SessionError::BadInput(format!("Session {id} has no running engine to kill"));
+        let runtime = self.runtime(id).ok_or_else(no_engine)?;
+        {
             let mut st = runtime.lock().await;
+            // A relaunch pending between failed attempts is a run to kill too, though no engine is up.
+            if !runtime.has_engine() && st.reconnect_at.is_none() {
+                return Err(no_engine());
+            }
             st.desired_running = false;
             runtime.drive(&mut st, Trigger::ForceKill).await?;
         }

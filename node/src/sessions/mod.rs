@@ -1,6 +1,6 @@
 //! Sessions: the spec's transition table (`state`), reconnect timing (`backoff`), and the supervisor of
 //! the sessions loaded on this node (`service`, `lifecycle`, `runtime`, `effects`, `restore`,
-//! `takeover` for the cluster).
+//! `takeover` for the cluster), and the presence each loaded session was told of (`presence`).
 //! Handlers call `SessionService`; nothing here knows HTTP.
 
 pub(crate) mod backoff;
@@ -11,6 +11,7 @@ pub(crate) mod effects;
 pub(crate) mod error;
 pub(crate) mod event_hooks;
 pub(crate) mod lifecycle;
+pub(crate) mod presence;
 pub(crate) mod proxy;
 pub(crate) mod restore;
 pub(crate) mod run_state;

@@ -41,6 +41,8 @@ pub(crate) struct RunState {
 pub(crate) struct PendingRestriction {
     pub kind: String,
     pub active: bool,
+    /// Never empty: the engine's token for the cause, or the kind upper-cased when it gave none.
+    pub code: String,
     pub expires_at: Option<i64>,
 }
 

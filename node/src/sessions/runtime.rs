@@ -11,20 +11,22 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::{Mutex, MutexGuard, Notify, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use wagate_proto::SessionStatus;
+use wagate_proto::{Jid, SessionStatus};
 
 use super::deps::Deps;
 use super::effects;
 use super::error::{SessionError, SessionResult};
+use super::presence::{ObservedPresence, PresenceMemory};
 use super::run_state::RunState;
 use super::state::{Context, Effect, Trigger, transition};
 use crate::cluster::lease::Lease;
 use crate::engine::media::EngineMedia;
 use crate::engine::node_media::SessionMedia;
 use crate::engine::{
-    Ack, Engine, EngineContext, EngineError, EventSender, Incoming, LinkedAccount, event_channel,
+    Ack, Engine, EngineContext, EngineError, EventSender, Incoming, LinkedAccount, PresenceEntry,
+    event_channel,
 };
-use crate::store::{StoreError, sessions as session_store};
+use crate::store::{StoreError, now_ms, sessions as session_store};
 
 pub(crate) struct Runtime {
     pub id: String,
@@ -43,6 +45,9 @@ pub(crate) struct Runtime {
     is_quiescing: AtomicBool,
     /// Cancelled when the loop has ended.
     loop_done: CancellationToken,
+    /// The presence the current engine run reported, per chat (`presence.rs`). A sync mutex: held only to
+    /// copy in or out.
+    presence: SyncMutex<PresenceMemory>,
 }
 
 impl Runtime {
@@ -69,6 +74,7 @@ impl Runtime {
             is_stale: AtomicBool::new(false),
             is_quiescing: AtomicBool::new(false),
             loop_done: CancellationToken::new(),
+            presence: SyncMutex::new(PresenceMemory::default()),
         });
         tokio::spawn(runtime.clone().run(events_rx));
         runtime
@@ -84,6 +90,18 @@ impl Runtime {
 
     pub(crate) fn status(&self) -> SessionStatus {
         *self.status.borrow()
+    }
+
+    /// Remembers a presence report as received now; one arriving after its engine was torn down is not.
+    pub(crate) fn remember_presence(&self, chat: &Jid, participants: &[PresenceEntry]) {
+        if self.has_engine() {
+            self.presence.lock().record(chat, participants, now_ms());
+        }
+    }
+
+    /// The chat's last presence report in this engine run, if it made one.
+    pub(crate) fn last_presence(&self, chat: &Jid) -> Option<ObservedPresence> {
+        self.presence.lock().read(chat)
     }
 
     pub(crate) async fn lock(&self) -> MutexGuard<'_, RunState> {
@@ -239,6 +257,8 @@ impl Runtime {
     }
 
     async fn stop_engine(&self, kill: bool) {
+        // The run's presence subscriptions end with it, and what they reported with them.
+        self.presence.lock().clear();
         let engine = self.engine.lock().take();
         if let Some(engine) = engine {
             let done = if kill {

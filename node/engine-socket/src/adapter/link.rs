@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 
 use crate::transport::TransportObserver;
 use crate::whatsapp_rust::Client;
-use crate::whatsapp_rust::types::events::Event;
+use crate::whatsapp_rust::types::events::{Event, TempBanReason};
 use parking_lot::Mutex as SyncMutex;
 use wagate_proto::Jid;
 
@@ -206,6 +206,7 @@ impl LinkTracker {
                     EngineEvent::Restriction {
                         kind: "temporary_ban".into(),
                         active: true,
+                        code: Some(ban_code(&ban.code)),
                         expires_at: Some(expires_at),
                     },
                     EngineEvent::Failed {
@@ -319,5 +320,31 @@ impl TransportObserver for LinkTracker {
         if !state.progressed && state.reason.is_none() {
             state.reason = Some(format!("{CLOSED_EARLY} ({reason})"));
         }
+    }
+}
+
+/// The network's reason for a temporary ban as a restriction `code`: the library's name for it, in the
+/// upper-case token style OpenWA's clients read (`SENT_TO_TOO_MANY_PEOPLE`); a reason the library does not
+/// name keeps the network's number verbatim.
+fn ban_code(reason: &TempBanReason) -> String {
+    let name = match reason {
+        TempBanReason::SentToTooManyPeople => "SENT_TO_TOO_MANY_PEOPLE",
+        TempBanReason::BlockedByUsers => "BLOCKED_BY_USERS",
+        TempBanReason::CreatedTooManyGroups => "CREATED_TOO_MANY_GROUPS",
+        TempBanReason::SentTooManySameMessage => "SENT_TOO_MANY_SAME_MESSAGE",
+        TempBanReason::BroadcastList => "BROADCAST_LIST",
+        TempBanReason::Unknown(_) => return reason.code().to_string(),
+    };
+    name.to_string()
+}
+
+#[cfg(test)]
+mod ban_code_tests {
+    use super::*;
+
+    #[test]
+    fn a_ban_names_its_reason_and_an_unnamed_one_keeps_the_number() {
+        assert_eq!(ban_code(&TempBanReason::BlockedByUsers), "BLOCKED_BY_USERS");
+        assert_eq!(ban_code(&TempBanReason::Unknown(105)), "105");
     }
 }

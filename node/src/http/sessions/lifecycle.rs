@@ -79,7 +79,7 @@ async fn logout_session(
 
 /// POST /api/sessions/{sessionId}/force-kill
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/force-kill", tag = "sessions",
-    responses((status = 200, body = Session)))]
+    responses((status = 200, body = Session), (status = 400, description = "no running engine to kill")))]
 async fn force_kill_session(
     session: Scoped,
     State(ctx): State<ApiContext>,

@@ -9,7 +9,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use wagate_proto::dto::sessions::{
-    CreateSessionRequest, ListSessionsQuery, MemoryUsage, Session, SessionStats,
+    CreateSessionRequest, ListSessionsQuery, MemoryUsage, Restriction, Session, SessionStats,
 };
 use wagate_proto::iso_ms;
 use wagate_proto::{Role, SessionStatus};
@@ -52,11 +52,23 @@ impl From<SessionView> for Session {
             engine_loaded: view.engine_loaded,
             connected_at: r.connected_at.map(iso_ms),
             last_active: r.last_active.map(iso_ms),
-            restriction: r.restriction.and_then(|v| serde_json::from_value(v).ok()),
+            restriction: r.restriction.and_then(restriction),
             created_at: iso_ms(r.created_at),
             updated_at: iso_ms(r.updated_at),
         }
     }
+}
+
+/// The stored restriction with its `code` always a string: a row written before the code was kept reads
+/// the kind upper-cased, as a new restriction without an engine token does.
+fn restriction(stored: serde_json::Value) -> Option<Restriction> {
+    let mut restriction: Restriction = serde_json::from_value(stored).ok()?;
+    let code = restriction.code.take();
+    restriction.code = Some(crate::sessions::effects::restriction_code(
+        code,
+        &restriction.kind,
+    ));
+    Some(restriction)
 }
 
 /// The spec shows `lastError` on `failed` and `action_required`, and on `initializing` while retries back

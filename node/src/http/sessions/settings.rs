@@ -161,7 +161,8 @@ async fn subscribe_presence(
     Ok(Json(SuccessResult::ok()))
 }
 
-/// GET /api/sessions/{sessionId}/presence/{chatId}
+/// GET /api/sessions/{sessionId}/presence/{chatId}: the chat's last reported presence, with `observedAt`
+/// when the gateway received it; null while none was reported or with no running engine.
 #[utoipa::path(get, path = "/api/sessions/{sessionId}/presence/{chatId}", tag = "sessions",
     responses((status = 200, body = Option<Presence>)))]
 async fn get_presence(
@@ -171,13 +172,11 @@ async fn get_presence(
 ) -> ApiResult<Json<Option<Presence>>> {
     let chat = Jid::parse(&path.1).map_err(|e| ApiError::bad_request(format!("chatId: {e}")))?;
     session.record().await?;
-    let Some(engine) = ctx.sessions.running_engine(session.id()) else {
+    let Some(observed) = ctx.sessions.presence(session.id(), &chat).await? else {
         return Ok(Json(None));
     };
-    let Some(entries) = engine.presence(&chat).await? else {
-        return Ok(Json(None));
-    };
-    let participants = entries
+    let participants = observed
+        .participants
         .into_iter()
         .map(|p| PresenceParticipant {
             id: p.id.to_string(),
@@ -185,10 +184,9 @@ async fn get_presence(
             last_seen: p.last_seen,
         })
         .collect();
-    let observed_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     Ok(Json(Some(Presence {
         chat_id: chat.to_string(),
         participants,
-        observed_at,
+        observed_at: wagate_proto::iso_ms(observed.observed_at_ms),
     })))
 }
