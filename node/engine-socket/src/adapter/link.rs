@@ -203,8 +203,10 @@ impl LinkTracker {
                 let secs = ban.expire.num_seconds();
                 let expires_at = chrono::Utc::now().timestamp().saturating_add(secs);
                 vec![
+                    // The network refuses the connection itself, which OpenWA's clients call a
+                    // `tos_block` (as opposed to a `reachout_timelock`, under which chats go on).
                     EngineEvent::Restriction {
-                        kind: "temporary_ban".into(),
+                        kind: "tos_block".into(),
                         active: true,
                         code: Some(ban_code(&ban.code)),
                         expires_at: Some(expires_at),
