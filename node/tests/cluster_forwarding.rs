@@ -3,6 +3,7 @@
 //! Three real nodes on one PostgreSQL data DB and one Redis (own key prefix).
 
 use reqwest::Method;
+use wagate_loadtest::harness::CLUSTER_SECRET;
 use wagate_loadtest::harness::cluster::{TestCluster, Timings};
 use wagate_loadtest::harness::sessions::{create_linked, get};
 
@@ -56,7 +57,8 @@ async fn start_on_a_non_owner_is_answered_by_the_owner_and_a_forwarded_one_there
     let again = b
         .send(
             b.raw(Method::POST, &path)
-                .header("X-Wagate-Forwarded", "node-c"),
+                .header("X-Wagate-Forwarded", "node-c")
+                .header("X-Wagate-Cluster-Secret", CLUSTER_SECRET),
         )
         .await
         .expect("start");
@@ -68,6 +70,28 @@ async fn start_on_a_non_owner_is_answered_by_the_owner_and_a_forwarded_one_there
     );
     assert!(again.str("message").contains("held by another node"));
     assert!(c.row(&id).expect("row").starts_with("node-a|"));
+
+    // The mark alone, without the cluster secret, is anyone's header: no key is still 401, and a keyed
+    // request is forwarded as any other, so nobody learns where a session runs without a key.
+    let keyless = c.client(1).without_key();
+    let unproven = keyless
+        .send(
+            keyless
+                .raw(Method::GET, &format!("/api/sessions/{id}"))
+                .header("X-Wagate-Forwarded", "node-c"),
+        )
+        .await
+        .expect("get");
+    assert_eq!(unproven.status, 401, "{}", unproven.text);
+    let keyed = b
+        .send(
+            b.raw(Method::GET, &format!("/api/sessions/{id}"))
+                .header("X-Wagate-Forwarded", "node-c"),
+        )
+        .await
+        .expect("get");
+    assert_eq!(keyed.status, 200, "{}", keyed.text);
+    assert_eq!(keyed.header(SERVED_BY), Some("node-a"));
 }
 
 #[tokio::test]

@@ -43,6 +43,15 @@ impl Client {
         Client { base, key, http }
     }
 
+    /// The same node, asked with no API key at all.
+    pub fn without_key(&self) -> Client {
+        Client {
+            base: self.base.clone(),
+            key: None,
+            http: self.http.clone(),
+        }
+    }
+
     pub fn with_key(&self, key: &str) -> Client {
         Client {
             base: self.base.clone(),

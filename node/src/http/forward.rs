@@ -18,7 +18,9 @@ use axum::response::{IntoResponse, Response};
 use wagate_proto::headers::{FORWARDED, SERVED_BY};
 
 use super::auth::Caller;
-use super::client_addr::{CLIENT_ADDRESS_HEADER, CLUSTER_SECRET_HEADER, client_ip_from};
+use super::client_addr::{
+    CLIENT_ADDRESS_HEADER, CLUSTER_SECRET_HEADER, PeerForwarded, client_ip_from,
+};
 use super::error::ApiError;
 use super::peer_client::PeerError;
 use crate::app::ApiContext;
@@ -56,7 +58,10 @@ pub(crate) async fn forward_to_owner(
         return next(req).await;
     };
     let marks = Marks {
-        is_forwarded: req.headers().contains_key(FORWARDED),
+        // Believed only from a peer that proved the cluster secret: anyone else could otherwise ask, with no
+        // key, which node holds a session's lease (a 409 instead of a 401).
+        is_forwarded: req.headers().contains_key(FORWARDED)
+            && req.extensions().get::<PeerForwarded>().is_some(),
         is_upgrade: req.headers().contains_key(header::UPGRADE),
     };
     match decide(ctx, &session_id, marks).await {
