@@ -340,3 +340,24 @@ async fn session_checks_answer_in_the_spec_order() {
         .expect("post");
     assert_eq!(r.status, 403, "{}", r.text);
 }
+
+/// A path parameter that is not UTF-8 is a JSON 400 on the queue dashboard's routes too, as on every route.
+#[tokio::test]
+async fn queue_dashboard_routes_refuse_undecodable_path_parameters_with_json() {
+    let node = node().await;
+    let c = node.client();
+    for (method, path) in [
+        (Method::POST, "/api/admin/queues/%ff%fe/jobs/1/retry"),
+        (Method::DELETE, "/api/admin/queues/webhook-queue/jobs/%ff"),
+        (Method::GET, "/api/admin/queues/assets/%ff"),
+    ] {
+        let reply = c.send(c.raw(method, path)).await.expect("request");
+        assert_eq!(reply.status, 400, "{path}: {}", reply.text);
+        assert_eq!(reply.body["statusCode"], 400, "{path}: {}", reply.text);
+        assert!(
+            reply.str("message").starts_with("Invalid path parameter"),
+            "{path}: {}",
+            reply.text
+        );
+    }
+}

@@ -9,7 +9,7 @@
 //! request without a valid admin key is refused as everywhere else.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -19,6 +19,7 @@ use wagate_workers::queue_view::{self, Action, JobView, Listing, QueueName};
 
 use super::auth::{Caller, presented_key};
 use super::error::{ApiError, ApiResult};
+use super::extract::ApiPath;
 use crate::app::ApiContext;
 
 const PAGE: &str = include_str!("queue_dashboard/index.html");
@@ -103,7 +104,7 @@ async fn get_dashboard(caller: Result<Caller, ApiError>, headers: HeaderMap) -> 
     params(("file" = String, Path, description = "app.js, app.css or icon.svg")),
     responses((status = 200, description = "The asset (JavaScript, CSS or SVG)", content_type = "text/plain", body = String),
         (status = 404)))]
-async fn get_asset(Path(file): Path<String>) -> Response {
+async fn get_asset(ApiPath(file): ApiPath<String>) -> Response {
     let (body, content_type) = match file.as_str() {
         "app.js" => (SCRIPT, "text/javascript; charset=utf-8"),
         "app.css" => (STYLE, "text/css; charset=utf-8"),
@@ -237,7 +238,7 @@ struct JobActionBody {
 async fn retry_job(
     caller: Caller,
     State(ctx): State<ApiContext>,
-    Path((queue, job_id)): Path<(String, String)>,
+    ApiPath((queue, job_id)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<JobActionBody>> {
     require_dashboard(&caller)?;
     let name = queue_named(&queue)?;
@@ -274,7 +275,7 @@ async fn retry_job(
 async fn remove_job(
     caller: Caller,
     State(ctx): State<ApiContext>,
-    Path((queue, job_id)): Path<(String, String)>,
+    ApiPath((queue, job_id)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<JobActionBody>> {
     require_dashboard(&caller)?;
     let name = queue_named(&queue)?;
