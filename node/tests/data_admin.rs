@@ -807,3 +807,71 @@ fn write_archive_with_raw_name(path: &std::path::Path, name: &str) {
     builder.append(&header, &b"evil"[..]).unwrap();
     builder.into_inner().unwrap().finish().unwrap();
 }
+
+#[tokio::test]
+async fn rows_a_read_could_not_decode_roll_the_import_back_and_reads_keep_answering() {
+    let node = Node::start(options()).await.unwrap();
+    let c = node.client();
+    assert_eq!(import(&c, full_payload()).await.body["imported"], true);
+    let before = export(&c).await;
+    let reads = [
+        "/api/sessions".to_string(),
+        format!("/api/sessions/{SESSION_A}"),
+        format!("/api/sessions/{SESSION_A}/config"),
+        "/api/webhooks".to_string(),
+        format!("/api/sessions/{SESSION_A}/webhooks"),
+        format!("/api/sessions/{SESSION_A}/webhooks/{WEBHOOK}"),
+        format!("/api/sessions/{SESSION_A}/messages?limit=1000"),
+        format!("/api/sessions/{SESSION_A}/messages/batch/b-1"),
+        format!("/api/sessions/{SESSION_A}/automation-rules"),
+    ];
+    // The black-box audit's cases: each was stored and then answered 500 on every read of it.
+    let cases: Vec<(&str, &str, Value)> = vec![
+        ("sessions", "config", json!("notjson")),
+        ("sessions", "config", json!(5)),
+        ("sessions", "restriction", json!("x")),
+        ("sessions", "status", json!("")),
+        ("webhooks", "events", json!("notjson")),
+        ("webhooks", "events", json!(5)),
+        ("webhooks", "events", json!({})),
+        ("webhooks", "filters", json!("x")),
+        ("webhooks", "filters", json!(5)),
+        ("webhooks", "filters", json!([])),
+        ("messages", "media", json!("x")),
+        ("messages", "media", json!(5)),
+        ("messages", "media", json!({})),
+        ("messages", "media", json!([])),
+        ("messages", "mentionedIds", json!("x")),
+        ("messages", "mentionedIds", json!(5)),
+        ("messages", "mentionedIds", json!({})),
+        ("messages", "id", Value::Null),
+        ("messageBatches", "results", json!("notjson")),
+        ("messageBatches", "results", json!(5)),
+        ("messageBatches", "results", json!({})),
+        ("automationRules", "conditions", json!("notjson")),
+        ("automationRules", "conditions", json!(5)),
+        ("automationRules", "conditions", json!({})),
+        ("webhookOutboxEvents", "status", json!("bogus")),
+    ];
+    for (table, field, value) in cases {
+        let mut bad = full_payload();
+        bad["tables"][table][0][field] = value.clone();
+        let reply = import(&c, bad).await;
+        let case = format!("{table}.{field} = {value}: {}", reply.text);
+        assert_eq!(reply.status, 200, "{case}");
+        assert_eq!(reply.body["imported"], false, "{case}");
+        let warnings = reply.body["warnings"].to_string();
+        assert!(warnings.contains(&format!("{table} row 0")), "{case}");
+        assert!(warnings.contains(field), "{case}");
+        for path in &reads {
+            let read = c.get(path).await.unwrap();
+            assert_eq!(read.status, 200, "{case}; GET {path}: {}", read.text);
+        }
+    }
+    assert_eq!(
+        canonical_tables(&export(&c).await),
+        canonical_tables(&before)
+    );
+    // The payload itself still imports: the checks refuse only what a read would.
+    assert_eq!(import(&c, before).await.body["imported"], true);
+}

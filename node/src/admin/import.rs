@@ -8,13 +8,20 @@
 use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{Map, Value};
+use wagate_db::table_spec::{TableSpec, camel_case};
+use wagate_proto::SessionStatus;
 use wagate_proto::dto::admin::ImportResult;
+use wagate_proto::dto::bulk::{BatchItemResult, BulkItem, BulkOptions};
+use wagate_proto::dto::sessions::SessionConfig;
+use wagate_proto::dto::webhooks::{FilterCondition, WebhookFilters};
+use wagate_workers::webhook::store::outbox::OutboxStatus;
 
 use super::TABLES;
 use super::{AdminError, AdminResult, DataAdmin, RemoteStop};
+use crate::messaging::record::MediaMeta;
 use crate::sessions::service::RunningEngines;
 use crate::store::StoreError;
-use crate::store::data_tables;
+use crate::store::data_tables::{self, Bound};
 
 /// A parsed import body.
 #[derive(Debug)]
@@ -281,6 +288,10 @@ impl DataAdmin {
                     without_file += 1;
                     let id = row.get("id").and_then(Value::as_str).unwrap_or("?");
                     warnings.push(format!("Media of message {id} was not restored: {err}"));
+                    // Without a stored object there is no key, and media without one fails every read.
+                    if let Some(media) = row.get_mut("media") {
+                        *media = Value::Null;
+                    }
                 }
             }
         }
@@ -327,6 +338,7 @@ impl DataAdmin {
                         value = Some(&replaced);
                     }
                     let bound = data_tables::bind_value(column, value)
+                        .and_then(|bound| as_read_back(table, key, bound))
                         .map_err(|e| RowFailure::Row(format!("{} row {index}: {e}", table.key)))?;
                     values.push(bound);
                 }
@@ -347,6 +359,88 @@ impl DataAdmin {
         committed.map_err(StoreError::from)?;
         Ok(normalised)
     }
+}
+
+/// How a read decodes a column's stored text; `Err` names what is wrong.
+type Decode = fn(&str) -> Result<(), String>;
+
+/// The columns whose stored text a read decodes into a type (JSON columns beyond "any JSON", enum-typed
+/// text), each with that read's own type. A row only the read would refuse would otherwise be stored and
+/// answer 500 ("stored data is corrupt") on every later read, so the import decodes it first.
+const DECODED: &[(&str, &str, Decode)] = &[
+    // store::sessions, `SessionRecord`.
+    ("sessions", "status", parsed::<SessionStatus>),
+    ("sessions", "config", decoded::<SessionConfig>),
+    // wagate_workers::webhook::store::webhooks, `WebhookRecord`.
+    ("webhooks", "events", decoded::<Vec<String>>),
+    ("webhooks", "filters", decoded::<WebhookFilters>),
+    // messaging::reads, `to_message` and `media_stream`.
+    ("messages", "media", message_media),
+    ("messages", "mentionedIds", decoded::<Vec<String>>),
+    // messaging::bulk, the batch status read and the runner's resume.
+    ("messageBatches", "items", decoded::<Vec<BulkItem>>),
+    ("messageBatches", "options", decoded::<BulkOptions>),
+    ("messageBatches", "results", decoded::<Vec<BatchItemResult>>),
+    // wagate_workers::webhook::store::outbox, every read of a row's status.
+    ("webhookOutboxEvents", "status", parsed::<OutboxStatus>),
+    // store::automation, `RuleRecord`.
+    (
+        "automationRules",
+        "conditions",
+        decoded::<Vec<FilterCondition>>,
+    ),
+];
+
+/// `bound`, refused when a read of the stored row would fail: a key column (those a table is ordered by)
+/// left null, or text the column's read cannot decode ([`DECODED`]).
+fn as_read_back(table: &TableSpec, key: &str, bound: Bound) -> Result<Bound, String> {
+    let is_key = table
+        .order_by
+        .split(',')
+        .any(|k| camel_case(k.trim()) == key);
+    match &bound {
+        Bound::Text(None) | Bound::Int(None) | Bound::Bool(None) if is_key => {
+            return Err(format!("{key} is required"));
+        }
+        Bound::Text(Some(text)) => {
+            let decode = DECODED
+                .iter()
+                .find(|(t, k, _)| *t == table.key && *k == key);
+            if let Some((_, _, decode)) = decode {
+                decode(text).map_err(|e| format!("{key} is malformed: {e}"))?;
+            }
+        }
+        _ => {}
+    }
+    Ok(bound)
+}
+
+fn decoded<T: serde::de::DeserializeOwned>(text: &str) -> Result<(), String> {
+    crate::store::from_json::<T>(text)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+fn parsed<T: std::str::FromStr>(text: &str) -> Result<(), String>
+where
+    T::Err: std::fmt::Display,
+{
+    text.parse::<T>().map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// A message's media as `MediaMeta`; inline `data` stands for the key and size that
+/// `take_in_inline_media` writes in before the rows that are committed.
+fn message_media(text: &str) -> Result<(), String> {
+    let mut media: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if let Value::Object(fields) = &mut media
+        && fields.get("data").is_some_and(Value::is_string)
+    {
+        fields.entry("key").or_insert(Value::from(""));
+        fields.entry("sizeBytes").or_insert(Value::from(0));
+    }
+    serde_json::from_value::<MediaMeta>(media)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

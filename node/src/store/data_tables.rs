@@ -347,7 +347,11 @@ pub(crate) fn bind_value(column: &Column, value: Option<&Value>) -> Result<Bound
         },
         Kind::Json => match value {
             Value::Null => Bound::Text(None),
-            Value::String(s) => Bound::Text(Some(s.clone())),
+            // A string is the column's JSON text as stored; text that is no JSON would fail every read.
+            Value::String(s) => match serde_json::from_str::<serde::de::IgnoredAny>(s) {
+                Ok(_) => Bound::Text(Some(s.clone())),
+                Err(_) => return Err(wrong("JSON (or its JSON text)")),
+            },
             other => Bound::Text(Some(other.to_string())),
         },
     })
@@ -544,5 +548,10 @@ mod tests {
             serde_json::json!({"a": 1})
         );
         assert_eq!(Cell::Int(Some(1)).into_json(Kind::Bool), Value::Bool(true));
+        assert!(
+            bind_value(&events, Some(&Value::from("notjson")))
+                .unwrap_err()
+                .contains("events")
+        );
     }
 }
