@@ -159,11 +159,17 @@ fn spawn_raft_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &Cancellat
     }
 }
 
-/// The engine family of this node, and the sim network when it is the sim.
+/// The engine family of this node, and the sim network when it is the sim. A queue worker (`ROLE=worker`)
+/// runs no engine: its factory refuses every start, and it joins no sim network.
 fn engine_factory(
     config: &Config,
     data_db: &DataPool,
 ) -> (Arc<dyn EngineFactory>, Option<SimNetwork>) {
+    if !cluster::hosts_sessions(config) {
+        let reason = "This node runs ROLE=worker and hosts no sessions".to_string();
+        let factory = UnavailableFactory::broken(config.engine_type, reason);
+        return (Arc::new(factory), None);
+    }
     match config.engine_type {
         EngineType::Sim => {
             // Ids must stay unique across restarts: the message store deduplicates on them.
@@ -287,11 +293,13 @@ async fn join_cluster(config: &Config, db: &DataPool) -> anyhow::Result<Option<A
 /// Sessions at boot: in a cluster the heartbeat and the takeover sweep run them; embedded, the restore.
 /// The restore reads and normalises the sessions before the node serves (a session a client starts in
 /// the first moments is this process's own, never one a stopped process left), then starts them in the
-/// background.
+/// background. A queue worker (`ROLE=worker`) restores nothing: the sessions in its data DB are the API
+/// nodes'.
 async fn spawn_session_duties(ctx: &ApiContext, tasks: &TaskTracker, shutdown: &CancellationToken) {
     let config = &ctx.config;
     match ctx.infra.cluster() {
         Some(cluster) => cluster::spawn_duties(cluster, ctx.sessions.clone(), tasks, shutdown),
+        None if !cluster::hosts_sessions(config) => {}
         None => {
             let concurrency = usize::try_from(config.session_restore_concurrency).unwrap_or(1);
             let wanted = ctx
@@ -384,7 +392,11 @@ async fn build_context(
         WebhookService::new(data_db.clone(), pipeline.clone(), config.webhook_settings())
             .context("could not build the webhook HTTP client")?;
     let cluster = join_cluster(&config, &data_db).await?;
-    if let Some(cluster) = &cluster {
+    // Only WebSockets read the cluster-wide event feed, and a queue worker serves none.
+    if let Some(cluster) = cluster
+        .as_ref()
+        .filter(|_| cluster::hosts_sessions(&config))
+    {
         let link = ClusterLink {
             pool: cluster.pool.clone(),
             redis_url: config.redis_url.clone(),

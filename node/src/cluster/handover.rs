@@ -147,13 +147,14 @@ fn inbox_key(prefix: &str, node_id: &str) -> String {
     format!("{prefix}handover-inbox:{node_id}")
 }
 
-/// The peers a leaving node may hand sessions to: live, not draining, and beating.
+/// The peers a leaving node may hand sessions to: live, hosting sessions (not `ROLE=worker`), not draining,
+/// and beating.
 async fn peers(cluster: &Cluster) -> Result<Vec<NodeInfo>, RedisError> {
     let beat_ms = i64::try_from(cluster.timing.heartbeat.as_millis()).unwrap_or(i64::MAX);
     let now = crate::store::now_ms();
     let mut nodes = cluster.registry.live_nodes().await?;
     nodes.retain(|n| {
-        n.node_id != cluster.node_id && !n.is_draining && now - n.heartbeat_at <= 2 * beat_ms
+        n.node_id != cluster.node_id && n.takes_sessions() && now - n.heartbeat_at <= 2 * beat_ms
     });
     Ok(nodes)
 }
@@ -350,6 +351,7 @@ mod tests {
             url: String::new(),
             sessions,
             is_draining: false,
+            hosts_sessions: true,
             heartbeat_at: 0,
         }
     }

@@ -1,7 +1,8 @@
 //! The node's heartbeat: every `SESSION_LEASE_HEARTBEAT_MS` it renews each held lease and refreshes the
 //! registry entry. A lease whose renewal is refused, or whose monotonic deadline (the last successful
 //! renewal plus the TTL) has passed, is given up at once: the session is unloaded and its engine killed, because WhatsApp
-//! cannot check our fence and a peer may already run it.
+//! cannot check our fence and a peer may already run it. A `ROLE=worker` node beats too, with no lease to
+//! renew, so the registry lists it (as no session host).
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -4,6 +4,8 @@
 //! (`takeover`) and its placement rule (`placement`), and the planned handover of a leaving node's sessions
 //! (`handover`). The sessions themselves are reached only through
 //! `SessionHost`, which `SessionService` implements; HTTP forwarding lives in `http/forward.rs`.
+//! A `ROLE=worker` node (`hosts_sessions` false) is a queue worker: it announces itself as no session host,
+//! takes no lease, and runs neither the takeover sweep nor the handover inbox.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,7 +17,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::config::Config;
+use crate::config::{Config, NodeRole};
 use crate::store::{DataPool, now_ms};
 
 pub(crate) mod handover;
@@ -48,6 +50,12 @@ pub(crate) trait SessionHost: Send + Sync {
     /// Claims a session a peer handed over and brings it up from the stored credentials (until `budget`
     /// for it to be ready); true when it runs here.
     async fn take_handover(&self, session_id: &str, budget: tokio::time::Instant) -> bool;
+}
+
+/// Whether a node with this configuration hosts sessions: every role but the queue worker (`ROLE=worker`
+/// runs the webhook and ingress workers only; users deploy it outside the API Service).
+pub(crate) fn hosts_sessions(config: &Config) -> bool {
+    config.role != NodeRole::Worker
 }
 
 /// Where a session-scoped request should be served.
@@ -85,6 +93,8 @@ pub(crate) struct Cluster {
     pub prefix: String,
     pub db: DataPool,
     pub timing: Timing,
+    /// False on a `ROLE=worker` node: announced so in the registry, and no lease is ever taken here.
+    pub hosts_sessions: bool,
     /// Set by a drain: the node takes no more sessions and says so in the registry.
     is_draining: AtomicBool,
     has_left: AtomicBool,
@@ -130,6 +140,11 @@ impl Cluster {
             prefix.clone(),
             ttl,
         );
+        let hosts_sessions = hosts_sessions(config);
+        if !hosts_sessions {
+            // Whatever path might reach a session here, it cannot take the lease, so never runs one.
+            leases.close();
+        }
         Ok(Cluster {
             node_id: config.node_id.clone(),
             node_url: config.node_url.trim_end_matches('/').to_string(),
@@ -145,6 +160,7 @@ impl Cluster {
                 max_takeovers: usize::try_from(config.session_restore_concurrency).unwrap_or(1),
                 handover_wait: Duration::from_millis(config.session_handover_wait_ms),
             },
+            hosts_sessions,
             is_draining: AtomicBool::new(false),
             has_left: AtomicBool::new(false),
             transit: Arc::default(),
@@ -243,6 +259,7 @@ impl Cluster {
             url: self.node_url.clone(),
             sessions,
             is_draining: self.is_draining(),
+            hosts_sessions: self.hosts_sessions,
             heartbeat_at: now_ms(),
         };
         self.registry.announce(&info).await
@@ -277,7 +294,8 @@ impl Cluster {
 
 /// Starts this node's cluster duties: the heartbeat, the takeover sweep, the handover inbox, and leaving the
 /// cluster at shutdown if the signal handler has not (`boot.rs` leaves before the listener closes; leaving
-/// only after in-flight requests drained would let leases lapse while engines still run).
+/// only after in-flight requests drained would let leases lapse while engines still run). A node that hosts
+/// no sessions only beats: its registry entry keeps it a raft learner and a listed peer.
 pub(crate) fn spawn_duties(
     cluster: &Arc<Cluster>,
     host: Arc<dyn SessionHost>,
@@ -289,16 +307,18 @@ pub(crate) fn spawn_duties(
         host.clone(),
         shutdown.clone(),
     ));
-    tasks.spawn(takeover::run(
-        cluster.clone(),
-        host.clone(),
-        shutdown.clone(),
-    ));
-    tasks.spawn(handover::receive(
-        cluster.clone(),
-        host.clone(),
-        shutdown.clone(),
-    ));
+    if cluster.hosts_sessions {
+        tasks.spawn(takeover::run(
+            cluster.clone(),
+            host.clone(),
+            shutdown.clone(),
+        ));
+        tasks.spawn(handover::receive(
+            cluster.clone(),
+            host.clone(),
+            shutdown.clone(),
+        ));
+    }
     let (cluster, stop) = (cluster.clone(), shutdown.clone());
     tasks.spawn(async move {
         stop.cancelled().await;

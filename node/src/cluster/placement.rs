@@ -1,9 +1,10 @@
 //! Placement: which of the orphaned sessions this node takes in one sweep. Every node computes the same
 //! plan from the same inputs (the registry's loads and the orphans sorted by id): the orphans are dealt
-//! one by one to the least-loaded live node (ties by node id; draining nodes excluded), which fills the
-//! survivors up evenly, and each node takes the contiguous slice of the sorted orphans dealt to it, so
-//! nodes do not race for the same sessions. At most `max` per sweep; a slice left over, or a claim lost to a
-//! racing node whose view differed, is dealt again at the next sweep.
+//! one by one to the least-loaded live node (ties by node id; draining nodes and `ROLE=worker` nodes, which
+//! host no sessions, excluded), which fills the survivors up evenly, and each node takes the contiguous
+//! slice of the sorted orphans dealt to it, so nodes do not race for the same sessions. At most `max` per
+//! sweep; a slice left over, or a claim lost to a racing node whose view differed, is dealt again at the
+//! next sweep.
 
 use std::ops::Range;
 
@@ -20,7 +21,7 @@ pub(crate) fn share(
 ) -> Range<usize> {
     let mut loads: Vec<(usize, &str)> = nodes
         .iter()
-        .filter(|n| !n.is_draining)
+        .filter(|n| n.takes_sessions())
         .map(|n| (n.sessions, n.node_id.as_str()))
         .collect();
     if !nodes.iter().any(|n| n.node_id == me) {
@@ -52,6 +53,7 @@ mod tests {
             url: String::new(),
             sessions,
             is_draining: false,
+            hosts_sessions: true,
             heartbeat_at: 0,
         }
     }
@@ -91,5 +93,14 @@ mod tests {
         drained.is_draining = true;
         assert_eq!(share("b", 4, &[drained.clone(), node("b", 4)], 3, 5), 0..3);
         assert_eq!(share("a", 0, &[drained], 3, 5), 0..0);
+    }
+
+    #[test]
+    fn worker_nodes_take_nothing_even_when_least_loaded() {
+        let mut worker = node("a", 0);
+        worker.hosts_sessions = false;
+        let nodes = [worker, node("b", 7)];
+        assert_eq!(share("b", 7, &nodes, 3, 5), 0..3);
+        assert_eq!(share("a", 0, &nodes, 3, 5), 0..0);
     }
 }

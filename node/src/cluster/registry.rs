@@ -1,6 +1,8 @@
 //! The live-node registry: each node publishes `{prefix}node:{nodeId}` (its URL, loaded session count,
-//! draining flag, heartbeat time) with a TTL on every heartbeat and lists itself in `{prefix}nodes`. A node
-//! whose key expired is not live. Written by `heartbeat.rs`, read by forwarding and the takeover sweep.
+//! draining flag, whether it hosts sessions, heartbeat time) with a TTL on every heartbeat and lists itself
+//! in `{prefix}nodes`. A node whose key expired is not live. Written by `heartbeat.rs`, read by forwarding,
+//! the takeover sweep, the handover and the raft membership (a `ROLE=worker` node is listed, so a raft
+//! replica on it stays reachable, but as no session host).
 
 use std::time::Duration;
 
@@ -17,7 +19,22 @@ pub(crate) struct NodeInfo {
     pub url: String,
     pub sessions: usize,
     pub is_draining: bool,
+    /// False for a `ROLE=worker` node: placement and handover deal it nothing. An announcement without
+    /// the field (a node older than it) is a session host, as every node was then.
+    #[serde(default = "hosts_by_default")]
+    pub hosts_sessions: bool,
     pub heartbeat_at: i64,
+}
+
+fn hosts_by_default() -> bool {
+    true
+}
+
+impl NodeInfo {
+    /// Whether placement and handover may deal sessions to this node.
+    pub(crate) fn takes_sessions(&self) -> bool {
+        self.hosts_sessions && !self.is_draining
+    }
 }
 
 #[derive(Clone)]
@@ -131,5 +148,20 @@ impl Registry {
             .query_async(&mut *conn)
             .await?;
         Ok(u64::try_from(left_ms).ok().map(Duration::from_millis))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_announcement_without_the_host_flag_is_a_session_host() {
+        let old =
+            r#"{"nodeId":"a","url":"http://a","sessions":1,"isDraining":false,"heartbeatAt":5}"#;
+        let node = Registry::parse(old).expect("parsed");
+        assert!(node.hosts_sessions && node.takes_sessions());
+        let worker = r#"{"nodeId":"w","url":"http://w","sessions":0,"isDraining":false,"hostsSessions":false,"heartbeatAt":5}"#;
+        assert!(!Registry::parse(worker).expect("parsed").takes_sessions());
     }
 }

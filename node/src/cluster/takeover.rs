@@ -2,7 +2,8 @@
 //! says), find sessions that should run (desired running, or left in an active status) but whose lease
 //! nobody holds, and take over the slice of them placement deals to this node (least-loaded first). The status
 //! rules and the start itself are the session host's (`SessionHost::take_over`). A peer that missed a
-//! heartbeat also gets a sweep at the moment its announcement (and with it its leases) runs out.
+//! heartbeat also gets a sweep at the moment its announcement (and with it its leases) runs out. A
+//! `ROLE=worker` node runs no sweep (`cluster::spawn_duties`) and is dealt nothing (`placement`).
 
 use std::sync::Arc;
 
@@ -81,7 +82,8 @@ async fn next_lapse(cluster: &Cluster) -> Result<Option<Duration>, RedisError> {
     let mut soonest: Option<Duration> = None;
     for node in cluster.registry.live_nodes().await? {
         let missed_a_beat = now - node.heartbeat_at > beat_ms + beat_ms / 2;
-        if node.node_id == cluster.node_id || !missed_a_beat {
+        // A worker node holds no lease, so its lapse orphans nothing.
+        if node.node_id == cluster.node_id || !missed_a_beat || !node.hosts_sessions {
             continue;
         }
         if let Some(left) = cluster.registry.expires_in(&node.node_id).await? {

@@ -1,6 +1,7 @@
 //! Every API request's own steps, in order, as one middleware: keep-alive draining, the client's address,
-//! observation (span, metrics, access log), the panic guard, 415/413, the rate limit, forwarding to the
-//! session's owner, and holding the response until its audit rows are on disk. One layer rather than one
+//! observation (span, metrics, access log), the panic guard, a queue worker's refusal (`role_gate.rs`),
+//! 415/413, the rate limit, forwarding to the session's owner, and holding the response until its audit
+//! rows are on disk. One layer rather than one
 //! per step: axum clones a route's whole layer stack for each request, and each `from_fn` layer clones and
 //! boxes what is below it again: seven stacked layers cost 25-40% of a session read's throughput in
 //! reference counts and allocations alone (see docs "Measured", session 19).
@@ -13,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use futures::FutureExt;
 
 use super::error::ApiError;
-use super::{client_addr, forward, keep_alive, limits, observe};
+use super::{client_addr, forward, keep_alive, limits, observe, role_gate};
 use crate::app::ApiContext;
 
 pub(crate) async fn edge(State(ctx): State<ApiContext>, req: Request, next: Next) -> Response {
@@ -44,6 +45,9 @@ async fn admitted(ctx: &ApiContext, req: Request, next: Next) -> Response {
 
 /// The checks that can refuse a request, then its handler.
 async fn checked(ctx: &ApiContext, req: Request, next: Next) -> Response {
+    if let Some(refusal) = role_gate::refuse_off_role(ctx, req.uri().path()) {
+        return refusal;
+    }
     if let Some(refusal) = limits::refuse_unreadable_bodies(ctx, &req) {
         return refusal;
     }

@@ -1,7 +1,7 @@
 //! The HTTP surface: `router()` merges one router per resource, adds the OpenAPI document and its UI, and
 //! wraps everything in the request id layers, the body limit and `edge.rs`, the one middleware that runs
-//! each request's cross-cutting steps (keep-alive guard, client address, observation, panic guard, 415/413,
-//! rate limit, forwarding to the owner node, the audit hold).
+//! each request's cross-cutting steps (keep-alive guard, client address, observation, panic guard, a queue
+//! worker's 503, 415/413, rate limit, forwarding to the owner node, the audit hold).
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -50,6 +50,7 @@ pub(crate) mod openapi;
 pub(crate) mod peer_client;
 pub(crate) mod profile;
 pub(crate) mod queue_dashboard;
+pub(crate) mod role_gate;
 pub(crate) mod search;
 pub(crate) mod session_scope;
 pub(crate) mod sessions;
