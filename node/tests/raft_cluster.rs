@@ -2,7 +2,9 @@
 //! voters) on one PostgreSQL data DB and Redis. A key created through one node works on another at once and
 //! its revocation reaches every node; kill -9 of the leader during key writes elects another leader and
 //! loses no acknowledged key and no audit row, nor does kill -9 of a node right after a burst of answers; a voter stopped past its election timeout and resumed never
-//! gives two leaders in one term; the internal raft routes refuse requests without the cluster secret.
+//! gives two leaders in one term; the internal raft routes refuse requests without the cluster secret; a
+//! node restarted after a key was revoked while it was down never accepts that key (it waits for its
+//! replica to catch up, or answers 503, before it says ready).
 //! Polls with budgets; no assertion on elapsed time (figures are printed).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use wagate_loadtest::harness::cluster::{ClusterOptions, TestCluster, Timings};
+use wagate_loadtest::harness::sessions::create;
 use wagate_loadtest::harness::{CLUSTER_SECRET, Client};
 
 const BUDGET: Duration = Duration::from_secs(30);
@@ -184,6 +187,97 @@ async fn a_key_created_on_one_node_works_on_another_at_once_and_a_revocation_rea
     }
     let status = raft_status(&c.client(1)).await.expect("status");
     assert_eq!(status["members"].as_array().map(Vec::len), Some(3));
+}
+
+/// Operator writes with `key` on `client` in a loop until `stop`, from before the node listens; the status
+/// of each answer, and whether it came after `ready` was set (the node's restart returned: it said ready).
+fn hammer_config(
+    client: Client,
+    path: String,
+    stop: Arc<AtomicBool>,
+    ready: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<Vec<(u16, bool, String)>> {
+    tokio::spawn(async move {
+        let mut answers = Vec::new();
+        let mut flip = false;
+        while !stop.load(Ordering::Relaxed) {
+            flip = !flip;
+            let after_ready = ready.load(Ordering::Relaxed);
+            match client
+                .patch(&path, json!({ "autoRejectCalls": flip }))
+                .await
+            {
+                Ok(reply) => answers.push((reply.status, after_ready, reply.text)),
+                // Not listening yet.
+                Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
+        answers
+    })
+}
+
+#[tokio::test]
+async fn a_node_restarted_after_a_revocation_made_while_it_was_down_never_accepts_the_revoked_key()
+{
+    let mut c = raft_cluster().await;
+    let leader = leader_of(&c, &[0, 1, 2]).await;
+    let down = (leader + 1) % 3;
+    let other = (leader + 2) % 3;
+    let (status, created) = create_key(&c.client(leader), "revoked-while-down").await;
+    assert_eq!(status, 201, "{created}");
+    let plaintext = created["apiKey"].as_str().expect("plaintext").to_string();
+    let id = created["id"].as_str().expect("id").to_string();
+    let session = create(&c.client(leader), "revoked-while-down")
+        .await
+        .expect("session");
+    let config = format!("/api/sessions/{session}/config");
+    // The node to be stopped knows the key (its files hold it as active).
+    wait_status(&c.client(down).with_key(&plaintext), &config, 200).await;
+    c.nodes[down].kill9();
+    let revoked = c
+        .client(leader)
+        .post_empty(&format!("/api/auth/api-keys/{id}/revoke"))
+        .await
+        .expect("revoke");
+    assert_eq!(revoked.status, 200, "{}", revoked.text);
+    wait_status(&c.client(other).with_key(&plaintext), &config, 401).await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(AtomicBool::new(false));
+    let hammer = hammer_config(
+        c.client(down).with_key(&plaintext),
+        config.clone(),
+        stop.clone(),
+        ready.clone(),
+    );
+    c.nodes[down].restart().await.expect("the node restarts");
+    ready.store(true, Ordering::Relaxed);
+    // Keep asking for a while after it said ready (the window the audit saw lasted up to 1.3 s).
+    let on_down = c.client(down).with_key(&plaintext);
+    for _ in 0..100 {
+        let reply = on_down.get(&config).await.expect("config read");
+        assert_eq!(reply.status, 401, "after ready: {}", reply.text);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let answers = hammer.await.expect("hammer");
+    let accepted: Vec<&(u16, bool, String)> = answers.iter().filter(|(s, _, _)| *s < 300).collect();
+    assert!(
+        accepted.is_empty(),
+        "the revoked key was accepted {} times out of {}: {accepted:?}",
+        accepted.len(),
+        answers.len()
+    );
+    assert!(
+        answers
+            .iter()
+            .all(|(s, after_ready, _)| *s == 401 || (*s == 503 && !after_ready)),
+        "{answers:?}"
+    );
+    let waiting = answers.iter().filter(|(s, _, _)| *s == 503).count();
+    println!(
+        "restarted node: {} answers with the revoked key, {waiting} of them 503 (catching up)",
+        answers.len()
+    );
 }
 
 async fn futures_ids(c: &TestCluster) -> Vec<BTreeSet<String>> {

@@ -139,7 +139,11 @@ impl From<StoreError> for ApiError {
 
 impl From<KeyRefusal> for ApiError {
     fn from(refusal: KeyRefusal) -> Self {
-        ApiError::unauthorized(refusal.to_string())
+        match refusal {
+            // Not a verdict on the key: this replica cannot tell yet (raft catch-up after a restart).
+            KeyRefusal::CatchingUp => ApiError::unavailable(refusal.to_string()),
+            _ => ApiError::unauthorized(refusal.to_string()),
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! Health routes, unauthenticated: `/api/health` (version only for a valid key), liveness, and readiness:
-//! both databases and, in a cluster, Redis answer a bounded probe, and the node is not draining.
+//! both databases and, in a cluster, Redis answer a bounded probe, the node is not draining, and (raft) its
+//! replica of the main DB has caught up with the cluster since it (re)started.
 
 use axum::Json;
 use axum::extract::State;
@@ -47,15 +48,19 @@ fn state(up: bool) -> ComponentState {
     }
 }
 
-/// Probes what readiness depends on (at most the probes' timeout), and sets `wagate_ready`.
+/// Probes what readiness depends on (at most the probes' timeout), and sets `wagate_ready`. A raft replica
+/// that has not caught up since it (re)started would authenticate from stale keys: its main database is
+/// reported down until it has, unless it finds no leader at all (`KeyService::is_ready`); no wait here,
+/// the catch-up runs in the background.
 pub(crate) async fn readiness(ctx: &ApiContext) -> (bool, Readiness) {
-    let probe = ctx.infra.probe().await;
-    let ok = probe.ready();
+    let (probe, keys_ready) = tokio::join!(ctx.infra.probe(), ctx.keys.is_ready());
+    let main_up = probe.main_up && keys_ready;
+    let ok = probe.ready() && keys_ready;
     metrics::gauge!(wagate_workers::telemetry::metrics::READY).set(if ok { 1.0 } else { 0.0 });
     let body = Readiness {
         status: if ok { "ok" } else { "error" }.into(),
         details: ReadinessDetails {
-            main_database: state(probe.main_up),
+            main_database: state(main_up),
             data_database: state(probe.data_up),
             redis: probe.redis_up.map(state),
         },

@@ -1,12 +1,14 @@
 //! API keys: issuing, checking and changing them. Checks are answered from an in-memory cache that every
 //! change refreshes, so the request path never waits on the database; usage counters are flushed in batches.
 //! Changes are commands (`maindb.rs`) written to the local file or, with raft, committed through the leader;
-//! the cache reloads when a change is applied. Routes live in `http/keys.rs`; SQL in `store/keys.rs`.
+//! the cache reloads when a change is applied. With raft, a (re)started replica answers no check from its
+//! cache before it caught up with the cluster's commits (a key may have been revoked while it was down).
+//! Routes live in `http/keys.rs`; SQL in `store/keys.rs`.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
@@ -27,7 +29,7 @@ mod rules;
 pub use rules::{KeyChange, NewKey};
 pub(crate) use rules::{is_unrestricted_admin, is_usable_admin_from, restore_unrestricted_admin};
 
-/// Why a presented key is refused (always 401 to the caller).
+/// Why a presented key is refused (401 to the caller, except [`KeyRefusal::CatchingUp`]: 503).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum KeyRefusal {
     #[error("API key is missing")]
@@ -40,6 +42,12 @@ pub enum KeyRefusal {
     Expired,
     #[error("API key is not allowed from this address")]
     AddressNotAllowed,
+    /// Raft: this replica has not yet caught up with what the cluster committed since it (re)started, so
+    /// its keys may be stale (a revocation made while it was down); no verdict on the key.
+    #[error(
+        "This node's copy of the API keys has not yet caught up with the cluster (no raft leader with a quorum has answered); try again shortly"
+    )]
+    CatchingUp,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +85,9 @@ pub struct KeyService {
     by_hash: ArcSwap<HashMap<KeyDigest, Arc<ApiKey>>>,
     /// The state machine's key-change count the cache was last loaded at (raft only).
     loaded_version: AtomicU64,
+    /// Whether the cache holds every change the cluster committed before this node (re)started: always
+    /// embedded; with raft, once the replica caught up and the cache was reloaded after it.
+    is_current: AtomicBool,
     usage: DashMap<String, (i64, i64)>,
 }
 
@@ -126,7 +137,8 @@ impl From<WriteError> for KeyError {
     }
 }
 
-/// How long a key unknown here may wait for this replica to catch up with the leader.
+/// How long a key unknown here, or any key on a replica that has not caught up since it (re)started, may
+/// wait for this replica to catch up with the leader.
 const CATCH_UP_BUDGET: Duration = Duration::from_secs(1);
 
 impl KeyService {
@@ -140,10 +152,11 @@ impl KeyService {
     pub async fn load_with(pool: SqlitePool, writer: MainWriter) -> Result<KeyService, StoreError> {
         let service = KeyService {
             pool,
-            writer,
             by_hash: ArcSwap::from_pointee(HashMap::new()),
             loaded_version: AtomicU64::new(0),
+            is_current: AtomicBool::new(writer.raft().is_none()),
             usage: DashMap::new(),
+            writer,
         };
         service.refresh().await?;
         Ok(service)
@@ -182,6 +195,37 @@ impl KeyService {
                 tracing::warn!(error = %err, "key cache not reloaded");
             }
         }
+    }
+
+    /// Whether key checks may be answered from the cache; with raft, waits up to `budget` for a (re)started
+    /// replica to catch up, then reloads the cache if a change was applied since it was loaded. Once true it
+    /// stays true, so the request path pays one atomic load. Readiness asks with no budget.
+    pub async fn settle(&self, budget: Duration) -> bool {
+        if self.is_current.load(Ordering::Acquire) {
+            return true;
+        }
+        let Some(raft) = self.writer.raft() else {
+            return true;
+        };
+        if !raft.wait_caught_up(budget).await {
+            return false;
+        }
+        if self.changes_applied() != self.loaded_version.load(Ordering::SeqCst)
+            && let Err(err) = self.refresh().await
+        {
+            tracing::warn!(error = %err, "key cache not reloaded after the catch-up");
+            return false;
+        }
+        self.is_current.store(true, Ordering::Release);
+        true
+    }
+
+    /// Readiness: key checks are answered from a current cache, or (raft) this replica found no leader to
+    /// catch up from, in which case it says ready so an ordered start of the voters can go on, and checks
+    /// answer 503 ([`KeyRefusal::CatchingUp`]) until it caught up.
+    pub async fn is_ready(&self) -> bool {
+        self.settle(Duration::ZERO).await
+            || self.writer.raft().is_some_and(|raft| raft.is_leaderless())
     }
 
     /// Checks a presented key; counts the use in memory.
@@ -224,9 +268,10 @@ impl KeyService {
         Ok(key)
     }
 
-    /// [`verify`](Self::verify), except that with raft a key unknown here is looked for again after this
-    /// replica caught up with the leader (it may have been created through another node a moment ago).
-    /// Known keys never wait.
+    /// [`verify`](Self::verify), except that with raft nothing is answered before a (re)started replica
+    /// caught up with the cluster (bounded wait, then [`KeyRefusal::CatchingUp`]), and a key unknown here is
+    /// looked for again after this replica caught up with the leader (it may have been created through
+    /// another node a moment ago). Once caught up, known keys never wait.
     pub async fn verify_fresh(
         &self,
         plaintext: &str,
@@ -253,6 +298,9 @@ impl KeyService {
         check: KeyCheck,
     ) -> Result<Arc<ApiKey>, KeyRefusal> {
         let arrived = Instant::now();
+        if !self.settle(CATCH_UP_BUDGET).await {
+            return Err(KeyRefusal::CatchingUp);
+        }
         match check(self, plaintext, client) {
             Err(KeyRefusal::Invalid) => {
                 let Some(raft) = self.writer.raft() else {

@@ -4,13 +4,14 @@
 //! cluster secret (`network.rs`, `routes.rs`). The voters are fixed by `RAFT_VOTERS`; every other live node
 //! joins as a learner through the node registry (`membership.rs`). Writes from any node go to the leader and
 //! return after commit ([`MainRaft::write`]); audit rows wait in a durable local spool until a quorum takes
-//! them (`spool.rs`). Reads never leave the node.
+//! them (`spool.rs`). Reads never leave the node, but a (re)started replica first catches up with what the
+//! leader committed ([`MainRaft::wait_caught_up`]): until then its files may predate a revocation.
 
 use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use openraft::error::{ClientWriteError, InitializeError, RaftError};
@@ -133,8 +134,16 @@ pub struct MainRaft {
     write_timeout: Duration,
     committed: Arc<AtomicU64>,
     keys_changed: watch::Receiver<u64>,
-    /// When the last catch-up with the leader started: requests that arrived before it share it.
-    last_sync: tokio::sync::Mutex<Option<Instant>>,
+    /// When the last catch-up with the leader started and whether it succeeded: requests that arrived
+    /// before it share its outcome.
+    last_sync: tokio::sync::Mutex<Option<(Instant, bool)>>,
+    /// Set once, by the first catch-up that succeeds after start: from then on this replica has applied
+    /// everything the cluster had committed before it (re)started.
+    caught_up: watch::Sender<bool>,
+    started: Instant,
+    /// Longer than the worst-case election: a replica that knows no leader after this long since it
+    /// started finds none to catch up from (see [`is_leaderless`](Self::is_leaderless)).
+    leader_grace: Duration,
     pub(crate) spool: spool::Spool,
 }
 
@@ -191,7 +200,7 @@ impl MainRaft {
                 Err(err) => return Err(err.into()),
             }
         }
-        Ok(Arc::new(MainRaft {
+        let main_raft = Arc::new(MainRaft {
             raft,
             id,
             name: options.name,
@@ -201,8 +210,43 @@ impl MainRaft {
             committed,
             keys_changed,
             last_sync: tokio::sync::Mutex::new(None),
+            caught_up: watch::channel(false).0,
+            started: Instant::now(),
+            leader_grace: Duration::from_millis(
+                3 * options.election_timeout_max_ms + 2 * options.heartbeat_ms,
+            ),
             spool: spool::Spool::new(raft_db),
-        }))
+        });
+        tokio::spawn(catch_up_at_start(Arc::downgrade(&main_raft)));
+        Ok(main_raft)
+    }
+
+    /// Whether this replica has caught up with what the cluster committed before it (re)started.
+    pub fn is_caught_up(&self) -> bool {
+        *self.caught_up.borrow()
+    }
+
+    /// Whether this replica, not yet caught up, has known no leader for longer than an election takes since
+    /// it started: the voters' first start (one at a time, as an ordered StatefulSet brings them up) or a
+    /// cluster without quorum. It cannot catch up then; readiness lets it say ready (so the other voters get
+    /// started) while key checks still answer 503.
+    pub fn is_leaderless(&self) -> bool {
+        !self.is_caught_up()
+            && self.started.elapsed() > self.leader_grace
+            && self.raft.metrics().borrow().current_leader.is_none()
+    }
+
+    /// Waits up to `budget` for [`is_caught_up`](Self::is_caught_up) (the start task or any successful
+    /// [`catch_up`](Self::catch_up) sets it); false on time-out.
+    pub async fn wait_caught_up(&self, budget: Duration) -> bool {
+        if self.is_caught_up() {
+            return true;
+        }
+        let mut caught_up = self.caught_up.subscribe();
+        matches!(
+            tokio::time::timeout(budget, caught_up.wait_for(|done| *done)).await,
+            Ok(Ok(_))
+        )
     }
 
     /// Changes to the keys as the state machine applies them (the key cache reloads on each).
@@ -363,14 +407,29 @@ impl MainRaft {
     }
 
     /// Catches this replica up with everything the leader committed before `arrived` (a key unknown here
-    /// may have been created a moment ago through another node). Concurrent callers share one round trip.
-    /// False when the leader could not be asked in time; the caller then answers from what it has.
+    /// may have been created a moment ago through another node). Concurrent callers share one round trip
+    /// and its outcome. False when the leader could not be asked, or its index applied, within `budget`;
+    /// the caller then answers from what it has.
     pub async fn catch_up(&self, arrived: Instant, budget: Duration) -> bool {
         let mut last = self.last_sync.lock().await;
-        if last.is_some_and(|started| started > arrived) {
-            return true;
+        if let Some((started, ok)) = *last
+            && started > arrived
+        {
+            return ok;
         }
-        *last = Some(Instant::now());
+        let started = Instant::now();
+        let ok = tokio::time::timeout(budget, self.sync_with_leader(budget))
+            .await
+            .unwrap_or(false);
+        *last = Some((started, ok));
+        if ok {
+            self.caught_up.send_replace(true);
+        }
+        ok
+    }
+
+    /// Asks the leader for its read index and waits until this replica applied it.
+    async fn sync_with_leader(&self, budget: Duration) -> bool {
         let index = match self.leader() {
             Some((leader, _)) if leader == self.id => self.read_index_as_leader().await.ok(),
             Some((leader, member)) => {
@@ -451,6 +510,32 @@ impl MainRaft {
         if let Err(err) = self.raft.shutdown().await {
             tracing::warn!(error = %err, "raft did not shut down cleanly");
         }
+    }
+}
+
+/// How long one attempt of the start catch-up may take, and the pause before the next.
+const START_CATCH_UP_ROUND: Duration = Duration::from_secs(1);
+const START_CATCH_UP_RETRY: Duration = Duration::from_millis(100);
+
+/// A (re)started replica's files may predate writes the cluster committed while it was away (a key revoked
+/// meanwhile): until it has applied the leader's read index, key checks wait or answer 503 and readiness
+/// says not ready. Retries until it succeeds or the replica stops; without a reachable leader backed by a
+/// quorum it never succeeds, and key checks keep answering 503 (readiness: [`MainRaft::is_leaderless`]).
+async fn catch_up_at_start(raft: Weak<MainRaft>) {
+    loop {
+        let Some(node) = raft.upgrade() else { return };
+        if node.raft.metrics().borrow().state == ServerState::Shutdown {
+            return;
+        }
+        if node.catch_up(Instant::now(), START_CATCH_UP_ROUND).await {
+            tracing::info!(
+                applied = node.applied_index(),
+                "raft replica caught up with the cluster's commits"
+            );
+            return;
+        }
+        drop(node);
+        tokio::time::sleep(START_CATCH_UP_RETRY).await;
     }
 }
 

@@ -393,6 +393,42 @@ async fn every_replica_restarts_from_its_files_to_the_same_state() {
 }
 
 #[tokio::test]
+async fn a_restarted_replica_is_caught_up_only_once_it_applied_what_was_committed_while_it_was_down()
+ {
+    let mut group = Group::start(3, 1_000).await;
+    let leader = group.leader(&[0, 1, 2]).await;
+    for i in 0..3 {
+        assert!(group.raft(i).wait_caught_up(BUDGET).await, "replica {i}");
+    }
+    let down = (leader + 1) % 3;
+    group.kill(down).await;
+    for i in 0..10 {
+        assert!(write_until_acked(&group, leader, &format!("while-down-{i}")).await);
+    }
+    let committed = group.raft(leader).applied_index();
+    group.boot(down).await;
+    let restarted = group.raft(down).clone();
+    assert!(restarted.wait_caught_up(BUDGET).await);
+    assert!(
+        restarted.applied_index() >= committed,
+        "caught up at {} before applying {committed}",
+        restarted.applied_index()
+    );
+    // Alone (no quorum), a restarted replica cannot learn what the cluster committed: it stays behind
+    // until a majority is back.
+    let others: Vec<usize> = (0..3).filter(|i| *i != down).collect();
+    for i in [down, others[0], others[1]] {
+        group.kill(i).await;
+    }
+    group.boot(down).await;
+    let alone = group.raft(down).clone();
+    assert!(!alone.wait_caught_up(Duration::from_secs(2)).await);
+    assert!(!alone.is_caught_up());
+    group.boot(others[0]).await;
+    assert!(alone.wait_caught_up(BUDGET).await);
+}
+
+#[tokio::test]
 async fn a_wiped_replica_catches_up_by_snapshot() {
     let mut group = Group::start(3, 20).await;
     let leader = group.leader(&[0, 1, 2]).await;
