@@ -875,3 +875,110 @@ async fn rows_a_read_could_not_decode_roll_the_import_back_and_reads_keep_answer
     // The payload itself still imports: the checks refuse only what a read would.
     assert_eq!(import(&c, before).await.body["imported"], true);
 }
+
+/// Creates an automation rule through the API.
+async fn add_rule(c: &Client, session: &str, name: &str) {
+    let r = c
+        .post(
+            &format!("/api/sessions/{session}/automation-rules"),
+            json!({"name": name, "replyText": "x", "cooldownSeconds": 5}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.text);
+}
+
+/// The delivery-failure rows of `session`.
+async fn delivery_failures(c: &Client, session: &str) -> Vec<Value> {
+    let r = c
+        .get(&format!(
+            "/api/webhooks/delivery-failures?sessionId={session}"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body.as_array().cloned().unwrap_or_default()
+}
+
+/// An inbound message to a webhook on a dead loopback port with no retries, and the failure row it leaves.
+async fn fail_one_delivery(c: &Client, session: &str, body: &str, expected_rows: usize) {
+    support::inbound(c, session, "15557770000@c.us", body).await;
+    support::wait_for(Duration::from_secs(20), || async {
+        delivery_failures(c, session).await.len() >= expected_rows
+    })
+    .await;
+    assert_eq!(delivery_failures(c, session).await.len(), expected_rows);
+}
+
+/// The import writes rows with the same columns as the automation-rule store and the webhook worker's
+/// failure log. On PostgreSQL those statements are prepared per pooled connection (keyed by their text), so
+/// an import that shared a store's statement text bound its integers against the store's parameter types
+/// (and the reverse): the import rolled back ("incorrect binary data format") or the worker's settle failed
+/// ("insufficient data left in message") and its delivery stayed pending without a failure row.
+#[tokio::test]
+async fn an_export_imports_again_and_again_next_to_the_stores_own_writes() {
+    let node = support::node().await;
+    let c = node.client();
+    let s = support::ready_session(&c, "statement-texts").await;
+    support::add_webhook(
+        &c,
+        &s,
+        json!({"url": "http://127.0.0.1:1/hook", "events": ["message.received"], "retryCount": 0}),
+    )
+    .await;
+    for i in 0..4 {
+        add_rule(&c, &s, &format!("r{i}")).await;
+    }
+    fail_one_delivery(&c, &s, "before", 1).await;
+
+    for round in 0..6 {
+        // The store writes between imports, so store and import statements meet on the pooled connections.
+        add_rule(&c, &s, &format!("round-{round}")).await;
+        let mut snapshot = export(&c).await;
+        assert_eq!(
+            snapshot["counts"]["webhookDeliveryFailures"], 1,
+            "{snapshot}"
+        );
+        snapshot["stopOrphans"] = json!(true);
+        let reply = import(&c, snapshot).await;
+        assert_eq!(reply.status, 200, "round {round}: {}", reply.text);
+        assert_eq!(
+            reply.body["imported"], true,
+            "round {round}: {}",
+            reply.text
+        );
+        assert_eq!(reply.body["counts"]["automationRules"], 5 + round);
+    }
+
+    // The worker records its failures after the imports; none is lost, no delivery stays pending.
+    let started = c
+        .post_empty(&format!("/api/sessions/{s}/start"))
+        .await
+        .unwrap();
+    assert!(started.status < 300, "{}", started.text);
+    // The restarted session may ask for its QR again: scan it when it does.
+    support::wait_for(Duration::from_secs(20), || async {
+        let status = c
+            .get(&format!("/api/sessions/{s}"))
+            .await
+            .unwrap()
+            .str("status");
+        if status == "ready" {
+            return true;
+        }
+        let scan = json!({ "phone": "15550001111@c.us" });
+        let _ = c.post(&format!("/api/sim/sessions/{s}/scan"), scan).await;
+        false
+    })
+    .await;
+    for (i, body) in ["after-1", "after-2", "after-3", "after-4"]
+        .iter()
+        .enumerate()
+    {
+        fail_one_delivery(&c, &s, body, i + 2).await;
+    }
+    let outbox = export(&c).await["tables"]["webhookOutboxEvents"].clone();
+    let outbox = outbox.as_array().expect("outbox rows");
+    assert_eq!(outbox.len(), 5, "{outbox:?}");
+    assert!(outbox.iter().all(|r| r["status"] == "failed"), "{outbox:?}");
+}

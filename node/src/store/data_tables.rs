@@ -37,10 +37,21 @@ fn select_sql(table: &TableSpec) -> String {
     )
 }
 
-/// The statement `insert_row` runs for `table`.
+/// The statement `insert_row` runs for `table`. Every parameter is cast to the type `insert_row` binds for
+/// its kind (TEXT, BIGINT, BOOLEAN; the database converts on assignment, e.g. BIGINT into an INTEGER
+/// column). The casts also keep the text apart from the owning store's own INSERT of the same columns:
+/// PostgreSQL statements are prepared once per pooled connection and found again by their text alone, so a
+/// shared text would bind the import's BIGINTs against a store's INTEGER parameters, or the store's INTEGERs
+/// against the import's BIGINT ones ("incorrect binary data format", "insufficient data left in message").
+/// The module's other statements bind text only, or nothing, so sharing their text is harmless.
 pub(crate) fn insert_sql(table: &TableSpec) -> String {
     let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
-    let params: Vec<String> = (1..=names.len()).map(|i| format!("${i}")).collect();
+    let params: Vec<String> = table
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("CAST(${} AS {})", i + 1, bind_type(c.kind)))
+        .collect();
     let mut sql = format!(
         "INSERT INTO {} ({}) VALUES ({})",
         table.name,
@@ -61,6 +72,15 @@ pub(crate) fn insert_sql(table: &TableSpec) -> String {
         ));
     }
     sql
+}
+
+/// The SQL type of what `insert_row` binds for a column of `kind` (see [`Bound`]).
+fn bind_type(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Text | Kind::Json => "TEXT",
+        Kind::Int => "BIGINT",
+        Kind::Bool => "BOOLEAN",
+    }
 }
 
 /// `sessions` (`sessions` in an export).
@@ -525,6 +545,26 @@ pub(crate) async fn reconcile_credentials(tx: &mut DataTx) -> StoreResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn import_inserts_cast_every_parameter_to_its_bound_type() {
+        for table in crate::admin::TABLES.iter() {
+            let sql = insert_sql(table);
+            for (i, column) in table.columns.iter().enumerate() {
+                let cast = format!("CAST(${} AS {})", i + 1, bind_type(column.kind));
+                assert!(sql.contains(&cast), "{}: {sql}", table.name);
+            }
+            // Never the plain text a store writes the same columns with (its prepared statement).
+            assert!(!sql.contains("($1,"), "{sql}");
+        }
+        let rules = insert_sql(&AUTOMATION_RULES);
+        assert!(
+            rules.contains(
+                "CAST($4 AS BOOLEAN), CAST($5 AS TEXT), CAST($6 AS TEXT), CAST($7 AS BIGINT)"
+            ),
+            "{rules}"
+        );
+    }
 
     #[test]
     fn values_bind_by_kind_and_refuse_wrong_types() {
