@@ -105,6 +105,13 @@ async fn a_content_encoding_is_refused_with_415_before_auth() {
         .header("Content-Encoding", "gzip")
         .body("x");
     assert_error_shape(&anon.send(req).await.expect("415"), 415);
+    // A second header line is read too (reqwest's `header` appends a line).
+    let two_lines = anon
+        .raw(Method::POST, "/api/auth/validate")
+        .header("Content-Encoding", "identity")
+        .header("Content-Encoding", "gzip")
+        .body("x");
+    assert_error_shape(&anon.send(two_lines).await.expect("415"), 415);
     let identity = node
         .client()
         .raw(Method::POST, "/api/auth/validate")

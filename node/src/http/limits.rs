@@ -61,7 +61,8 @@ fn is_exempt(path: &str) -> bool {
 
 /// 415 for encoded bodies and 413 for declared oversize bodies, before anything else looks at the request.
 pub fn refuse_unreadable_bodies(ctx: &ApiContext, req: &Request) -> Option<Response> {
-    if let Some(encoding) = req.headers().get(header::CONTENT_ENCODING) {
+    // Every line counts: a second `Content-Encoding` line would otherwise slip an encoding past the first.
+    for encoding in req.headers().get_all(header::CONTENT_ENCODING) {
         let identity = encoding
             .to_str()
             .map(|v| v.trim().eq_ignore_ascii_case("identity"))
