@@ -84,6 +84,49 @@ async fn start_twice_answers_409_and_unknown_or_named_sessions_are_refused() {
 }
 
 #[tokio::test]
+async fn concurrent_starts_start_one_engine_and_refuse_the_rest() {
+    let node = node().await;
+    let c = node.client();
+    let id = create(&c, "racing").await.expect("create");
+    let rx = Receiver::start().await.expect("receiver");
+    let hook = c
+        .post(
+            &path(&id, "/webhooks"),
+            json!({ "url": rx.url(), "events": ["session.status", "session.qr"] }),
+        )
+        .await
+        .expect("webhook");
+    assert_eq!(hook.status, 201, "{}", hook.text);
+    let starts = futures::future::join_all((0..6).map(|_| post(&c, &id, "/start"))).await;
+    let started: Vec<_> = starts.iter().filter(|r| r.status == 200).collect();
+    assert_eq!(started.len(), 1, "one start wins: {starts:?}");
+    assert_eq!(started[0].body["status"], "qr_ready", "{}", started[0].text);
+    for refused in starts.iter().filter(|r| r.status != 200) {
+        assert_eq!(refused.status, 409, "{}", refused.text);
+    }
+    rx.wait_until(WAIT, |all| {
+        all.iter().any(|d| d.json()["event"] == "session.qr")
+    })
+    .await;
+    // Torn-down engines' QRs and statuses came within milliseconds of the first.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let events: Vec<String> = rx
+        .deliveries()
+        .iter()
+        .map(|d| format!("{} {}", d.json()["event"], d.json()["data"]["status"]))
+        .collect();
+    assert!(
+        !events.iter().any(|e| e.contains("disconnected")),
+        "no start tears another down: {events:?}"
+    );
+    assert_eq!(
+        events.iter().filter(|e| e.contains("session.qr")).count(),
+        1,
+        "one engine, one QR: {events:?}"
+    );
+}
+
+#[tokio::test]
 async fn pairing_code_only_while_qr_ready() {
     let node = node().await;
     let c = node.client();

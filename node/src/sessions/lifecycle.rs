@@ -31,9 +31,10 @@ impl SessionService {
         let runtime = self.load(id).await?;
         {
             let mut st = runtime.lock().await;
-            if !loaded_here {
+            if !loaded_here && st.row_unsettled {
                 settle_stale_status(&runtime, &mut st).await?;
             }
+            st.row_unsettled = false;
             let before = (st.desired_running, st.policy, st.proxy_url.clone());
             st.desired_running = true;
             st.policy = super::backoff::ReconnectPolicy {

@@ -35,6 +35,10 @@ pub(crate) struct RunState {
     /// The phone logged this linked session out and it has not linked again (the table's `lost_link`).
     /// Kept in memory only: a node restart in between forgets it, and the relink then goes unwarned.
     pub lost_link: bool,
+    /// The status read from the row still stands as the previous engine left it: the first start on this
+    /// runtime settles it (a stale engine status becomes disconnected) and clears this, so a start racing
+    /// it finds a running session instead of settling, and tearing down, the one just started.
+    pub row_unsettled: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +75,7 @@ impl RunState {
             pending_restriction: None,
             reconnect_at: None,
             lost_link: false,
+            row_unsettled: true,
         }
     }
 
