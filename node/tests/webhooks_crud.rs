@@ -392,3 +392,53 @@ async fn automation_rules_crud_and_openapi_lists_the_routes() {
         assert!(doc.body["paths"].get(p).is_some(), "{p} missing");
     }
 }
+
+/// Creates of session-scoped rows (webhooks, templates, automation rules) fired at the same moment as the
+/// session's delete: each answers 201 (stored before the delete, which then removed it) or the unknown
+/// session's 404, never a 500 from the row's foreign key to the deleted session.
+#[tokio::test]
+async fn creates_racing_the_session_delete_answer_201_or_404() {
+    let n = node().await;
+    let c = n.client();
+    let hook = Receiver::start().await.unwrap();
+    for round in 0..8 {
+        let s = session(&c, &format!("race-{round}")).await;
+        let mut calls = Vec::new();
+        for i in 0..10 {
+            calls.push((
+                format!("/api/sessions/{s}/webhooks"),
+                json!({ "url": hook.url(), "events": ["*"] }),
+            ));
+            calls.push((
+                format!("/api/sessions/{s}/templates"),
+                json!({ "name": format!("t{i}"), "body": "hello {{x}}" }),
+            ));
+            calls.push((
+                format!("/api/sessions/{s}/automation-rules"),
+                json!({ "name": format!("r{i}"), "replyText": "auto", "cooldownSeconds": 10,
+                        "conditions": [{ "field": "body", "operator": "contains", "value": "x" }] }),
+            ));
+        }
+        let creates = futures::future::join_all(calls.iter().map(|(path, body)| {
+            let c = c.clone();
+            async move { (path, c.post(path, body.clone()).await.unwrap()) }
+        }));
+        let session_path = format!("/api/sessions/{s}");
+        let delete = c.delete(&session_path);
+        let (answers, deleted) = tokio::join!(creates, delete);
+        let deleted = deleted.unwrap();
+        assert!(deleted.status < 300, "delete: {}", deleted.text);
+        for (path, r) in answers {
+            assert!(
+                r.status == 201 || r.status == 404,
+                "{path}: {} {}",
+                r.status,
+                r.text
+            );
+            if r.status == 404 {
+                assert_eq!(r.str("message"), format!("Session {s} not found"), "{path}");
+            }
+        }
+        assert_eq!(c.get(&session_path).await.unwrap().status, 404);
+    }
+}

@@ -232,7 +232,10 @@ pub(crate) fn settle(ack: Ack, session_id: &str, result: &StoreResult<()>) {
 /// Whether a failed write would fail again with the same event (its data), rather than with the moment.
 pub(crate) fn is_permanent(err: &StoreError) -> bool {
     match err {
-        StoreError::NotFound | StoreError::Conflict { .. } | StoreError::Corrupt(_) => true,
+        StoreError::NotFound
+        | StoreError::Conflict { .. }
+        | StoreError::Corrupt(_)
+        | StoreError::SessionGone(_) => true,
         StoreError::StaleLease => false,
         StoreError::Db(sqlx::Error::Database(db)) => {
             !matches!(db.kind(), sqlx::error::ErrorKind::Other)

@@ -132,6 +132,8 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound => ApiError::not_found("Not found"),
             StoreError::Conflict { what } => ApiError::conflict(format!("{what} already exists")),
             StoreError::StaleLease => ApiError::conflict("Session lease is held by another node"),
+            // A write raced the session's delete: the unknown session's 404, worded as everywhere else.
+            StoreError::SessionGone(id) => crate::sessions::SessionError::NotFound(id).into(),
             other => ApiError::internal(other),
         }
     }

@@ -41,6 +41,7 @@ impl From<StoreError> for SessionError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::Conflict { what } => SessionError::NameTaken(what),
+            StoreError::SessionGone(id) => SessionError::NotFound(id),
             other => SessionError::Store(other),
         }
     }

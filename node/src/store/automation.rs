@@ -61,6 +61,7 @@ fn cooldown(r: &RuleRecord) -> i32 {
     i32::try_from(r.cooldown_seconds).unwrap_or(i32::MAX)
 }
 
+/// `SessionGone` when the session was deleted meanwhile.
 pub(crate) async fn insert(db: &DataPool, r: &RuleRecord) -> StoreResult<()> {
     let conditions = to_json(&r.conditions)?;
     execute!(
@@ -75,7 +76,8 @@ pub(crate) async fn insert(db: &DataPool, r: &RuleRecord) -> StoreResult<()> {
             .bind(cooldown(r))
             .bind(r.created_at)
             .bind(r.updated_at)
-    )?;
+    )
+    .map_err(|e| StoreError::from(e).in_session(&r.session_id))?;
     Ok(())
 }
 

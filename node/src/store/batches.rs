@@ -30,7 +30,8 @@ pub(crate) struct BatchRow {
     pub updated_at: i64,
 }
 
-/// Inserts a batch; `Conflict` when its session already has a batch of that id.
+/// Inserts a batch; `Conflict` when its session already has a batch of that id, `SessionGone` when the
+/// session was deleted meanwhile.
 pub(crate) async fn insert(db: &DataPool, b: &BatchRow) -> StoreResult<()> {
     execute!(
         db,
@@ -50,7 +51,7 @@ pub(crate) async fn insert(db: &DataPool, b: &BatchRow) -> StoreResult<()> {
         StoreError::Conflict { .. } => StoreError::Conflict {
             what: format!("Batch '{}'", b.id),
         },
-        other => other,
+        other => other.in_session(&b.session_id),
     })?;
     Ok(())
 }

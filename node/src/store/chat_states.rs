@@ -2,7 +2,7 @@
 //! unread count, archived/pinned/muted), written from history sync. Read by the socket engine's chat list,
 //! which merges them over what it derives from the stored messages.
 
-use super::{DataPool, StoreResult, now_ms, on_pool};
+use super::{DataPool, StoreError, StoreResult, now_ms, on_pool};
 
 /// Only facts the sync carried overwrite a row: `COALESCE(excluded.x, ...)` keeps what a later, thinner
 /// chunk (one without a name, say) does not repeat.
@@ -79,7 +79,8 @@ pub(crate) async fn upsert(
                 .bind(c.unread_count.map(|n| i32::try_from(n).unwrap_or(i32::MAX)))
                 .bind(c.last_message_at)
                 .bind(now)
-        )?;
+        )
+        .map_err(|e| StoreError::from(e).in_session(session_id))?;
     }
     Ok(tx.commit().await?)
 }

@@ -2,7 +2,7 @@
 //! pushnames, live messages and name changes), so the contact list can name accounts the session has no
 //! chat with yet.
 
-use super::{DataPool, StoreResult, now_ms, on_pool};
+use super::{DataPool, StoreError, StoreResult, now_ms, on_pool};
 
 const UPSERT: &str = "INSERT INTO contact_names (session_id, jid, push_name, updated_at) \
      VALUES ($1, $2, $3, $4) ON CONFLICT (session_id, jid) \
@@ -28,7 +28,8 @@ pub(crate) async fn upsert(
                 .bind(jid)
                 .bind(name)
                 .bind(now)
-        )?;
+        )
+        .map_err(|e| StoreError::from(e).in_session(session_id))?;
     }
     Ok(tx.commit().await?)
 }

@@ -6,7 +6,8 @@ use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use super::{
-    DataPool, DataTx, MultiRow, StoreResult, execute, execute_tx, on_pool, on_tx, placeholders,
+    DataPool, DataTx, MultiRow, StoreError, StoreResult, execute, execute_tx, on_pool, on_tx,
+    placeholders,
 };
 
 const INSERT: &str = "INSERT INTO messages (id, session_id, wa_message_id, chat_id, from_jid, to_jid, chat_name, \
@@ -186,7 +187,8 @@ pub(crate) struct PageQuery {
     pub offset: i64,
 }
 
-/// Inserts a message; false when `(session_id, wa_message_id)` was already stored.
+/// Inserts a message; false when `(session_id, wa_message_id)` was already stored, `SessionGone` when the
+/// session was deleted meanwhile (a group commit that fails retries its writes one by one through here).
 pub(crate) async fn insert(tx: &mut DataTx, m: &MessageRow) -> StoreResult<bool> {
     let done = execute_tx!(
         tx,
@@ -211,7 +213,8 @@ pub(crate) async fn insert(tx: &mut DataTx, m: &MessageRow) -> StoreResult<bool>
             .bind(&m.quoted_id)
             .bind(&m.extra)
             .bind(m.created_at)
-    )?;
+    )
+    .map_err(|e| StoreError::from(e).in_session(&m.session_id))?;
     Ok(done == 1)
 }
 

@@ -46,8 +46,26 @@ pub enum StoreError {
     StaleLease,
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// A row written for this session failed its foreign key to `sessions`: the session was deleted
+    /// between the caller's check and the write ([`StoreError::in_session`]). Answers as an unknown session.
+    #[error("Session {0} not found")]
+    SessionGone(String),
     #[error("database error: {0}")]
     Db(#[source] sqlx::Error),
+}
+
+impl StoreError {
+    /// For a write of rows whose one foreign key is their `session_id` (every session-scoped table): a
+    /// foreign-key violation means the session row is gone (a delete raced the write), so the error becomes
+    /// [`StoreError::SessionGone`], the unknown session's 404, rather than a database failure.
+    pub(crate) fn in_session(self, session_id: &str) -> StoreError {
+        match self {
+            StoreError::Db(sqlx::Error::Database(db)) if db.is_foreign_key_violation() => {
+                StoreError::SessionGone(session_id.to_owned())
+            }
+            other => other,
+        }
+    }
 }
 
 impl From<sqlx::Error> for StoreError {

@@ -1,7 +1,7 @@
 //! The `poll_votes` table: each voter's current selection on a poll, as option names (decrypted by the
 //! engine). A voter's newer vote replaces the older one; an empty selection withdraws it.
 
-use super::{DataPool, StoreResult, execute, to_json};
+use super::{DataPool, StoreError, StoreResult, execute, to_json};
 #[cfg(test)]
 use super::{from_json, on_pool};
 
@@ -46,7 +46,8 @@ pub(crate) async fn apply(db: &DataPool, session_id: &str, vote: &PollVoteRow) -
                 .bind(&vote.voter)
                 .bind(to_json(&vote.options)?)
                 .bind(vote.timestamp)
-        )?;
+        )
+        .map_err(|e| StoreError::from(e).in_session(session_id))?;
     }
     Ok(())
 }

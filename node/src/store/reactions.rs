@@ -1,7 +1,7 @@
 //! The `message_reactions` table: the current reaction of each sender on a stored message.
 //! Written inside the reaction event's transaction; an empty emoji deletes the sender's row.
 
-use super::{DataPool, DataTx, StoreResult, execute_tx, on_pool};
+use super::{DataPool, DataTx, StoreError, StoreResult, execute_tx, on_pool};
 
 const UPSERT: &str = "INSERT INTO message_reactions (session_id, wa_message_id, chat_id, sender_id, emoji, \
      timestamp) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (session_id, wa_message_id, sender_id) \
@@ -42,7 +42,8 @@ pub(crate) async fn apply(tx: &mut DataTx, r: &ReactionRow) -> StoreResult<()> {
                 .bind(&r.sender_id)
                 .bind(&r.emoji)
                 .bind(r.timestamp)
-        )?;
+        )
+        .map_err(|e| StoreError::from(e).in_session(&r.session_id))?;
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! statuses go to the engine, only media is served from here. Rows written before migration 0060 still
 //! hold their media inline until the boot pass moves it (`inline_media`, `set_media_key`).
 
-use super::{DataPool, DataTx, StoreResult, execute, execute_tx, now_ms, on_pool};
+use super::{DataPool, DataTx, StoreError, StoreResult, execute, execute_tx, now_ms, on_pool};
 
 const INSERT: &str = "INSERT INTO status_updates (id, session_id, status_id, contact, direction, type, \
      caption, has_media, media, media_key, recipients, posted_at, expires_at, created_at) \
@@ -99,7 +99,7 @@ pub(crate) struct NewStatus {
 }
 
 /// Writes a status once inside `tx`; a repeat of the same `(session, status id)` is ignored. Answers
-/// whether the row was new.
+/// whether the row was new; `SessionGone` when the session was deleted meanwhile.
 pub(crate) async fn insert_in(tx: &mut DataTx, row: &NewStatus) -> StoreResult<bool> {
     let id = uuid::Uuid::now_v7().to_string();
     let written = execute_tx!(
@@ -119,7 +119,8 @@ pub(crate) async fn insert_in(tx: &mut DataTx, row: &NewStatus) -> StoreResult<b
             .bind(row.posted_at_ms)
             .bind(row.expires_at_ms)
             .bind(now_ms())
-    )?;
+    )
+    .map_err(|e| StoreError::from(e).in_session(&row.session_id))?;
     Ok(written > 0)
 }
 

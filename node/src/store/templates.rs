@@ -32,6 +32,7 @@ fn name_conflict(err: sqlx::Error, name: &str) -> StoreError {
     }
 }
 
+/// `Conflict` for a name the session already uses; `SessionGone` when the session was deleted meanwhile.
 pub(crate) async fn insert(db: &DataPool, t: &TemplateRow) -> StoreResult<()> {
     execute!(
         db,
@@ -44,7 +45,7 @@ pub(crate) async fn insert(db: &DataPool, t: &TemplateRow) -> StoreResult<()> {
             .bind(&t.footer)
             .bind(t.created_at)
     )
-    .map_err(|e| name_conflict(e, &t.name))?;
+    .map_err(|e| name_conflict(e, &t.name).in_session(&t.session_id))?;
     Ok(())
 }
 

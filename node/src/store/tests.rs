@@ -285,6 +285,88 @@ async fn suite(db: DataPool) {
     engine_auth_goes_with_the_session(&db).await;
     history_tables_merge_and_go_with_the_session(&db).await;
     message_batches_match_one_by_one(&db).await;
+    writes_for_a_deleted_session_answer_session_gone(&db).await;
+}
+
+/// A session-scoped row written after its session's delete (a delete raced the caller's existence check)
+/// fails its foreign key; every store answers that as `SessionGone` with the session's id (the route's 404),
+/// on either backend (SQLite 787, PostgreSQL 23503), not as a database error.
+async fn writes_for_a_deleted_session_answer_session_gone(db: &DataPool) {
+    use super::{automation, batches, chat_states, contact_names, poll_votes, templates};
+    let sid = "5c5c5c5c-5c5c-4c5c-8c5c-5c5c5c5c5c5c";
+    let gone = |result: super::StoreResult<()>, what: &str| match result {
+        Err(StoreError::SessionGone(id)) => assert_eq!(id, sid, "{what}"),
+        other => panic!("{what}: {other:?}"),
+    };
+    sessions::insert(
+        db,
+        sid,
+        "deleted-meanwhile",
+        &SessionConfig::default(),
+        None,
+    )
+    .await
+    .expect("session");
+    sessions::delete(db, sid).await.expect("delete");
+
+    let template = templates::TemplateRow {
+        id: "t1".into(),
+        session_id: sid.into(),
+        name: "greeting".into(),
+        body: "hello".into(),
+        header: None,
+        footer: None,
+        created_at: 1,
+        updated_at: 1,
+    };
+    gone(templates::insert(db, &template).await, "template");
+    let rule = automation::RuleRecord {
+        id: "r1".into(),
+        session_id: sid.into(),
+        name: "rule".into(),
+        enabled: true,
+        conditions: Vec::new(),
+        reply_text: "auto".into(),
+        cooldown_seconds: 0,
+        created_at: 1,
+        updated_at: 1,
+    };
+    gone(automation::insert(db, &rule).await, "automation rule");
+    let batch = batches::BatchRow {
+        id: "b1".into(),
+        session_id: sid.into(),
+        status: "processing".into(),
+        items: "[]".into(),
+        options: "{}".into(),
+        results: "[]".into(),
+        next_index: 0,
+        started_at: None,
+        completed_at: None,
+        created_at: 1,
+        updated_at: 1,
+    };
+    gone(batches::insert(db, &batch).await, "batch");
+    let chat = chat_states::ChatFacts {
+        chat_id: "111@c.us".into(),
+        ..Default::default()
+    };
+    gone(chat_states::upsert(db, sid, &[chat]).await, "chat state");
+    let name = ("111@c.us".to_string(), "Ann".to_string());
+    gone(
+        contact_names::upsert(db, sid, &[name]).await,
+        "contact name",
+    );
+    let vote = poll_votes::PollVoteRow {
+        poll_message_id: "P1".into(),
+        chat_id: "111@c.us".into(),
+        voter: "111@c.us".into(),
+        options: vec!["a".into()],
+        timestamp: 1,
+    };
+    gone(poll_votes::apply(db, sid, &vote).await, "poll vote");
+    let mut tx = super::begin(db).await.expect("begin");
+    let inserted = messages::insert(&mut tx, &message(sid, 500, "wa-gone")).await;
+    gone(inserted.map(|_| ()), "message");
 }
 
 /// History sync's chat facts merge (a thinner later chunk keeps what it does not repeat), push names and

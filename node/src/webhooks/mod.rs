@@ -81,7 +81,10 @@ impl WebhookService {
             created_at: now,
             updated_at: now,
         };
-        webhook_store::insert(&self.db, &record).await?;
+        // The row's one foreign key is its session: a violation means a delete of the session raced this.
+        webhook_store::insert(&self.db, &record)
+            .await
+            .map_err(|e| StoreError::from(e).in_session(session_id))?;
         self.pipeline.subscriptions().invalidate(session_id);
         Ok(record)
     }
