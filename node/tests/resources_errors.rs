@@ -306,6 +306,16 @@ async fn session_checks_answer_in_the_spec_order() {
             "Invalid session id 'by-name': expected a UUID".to_owned()
         )
     );
+    // Other spellings uuid would parse (bare hex, braced) are not the session's id either.
+    let bare = unknown.replace('-', "");
+    let braced = format!("{{{unknown}}}");
+    for spelling in [bare.as_str(), braced.as_str()] {
+        let r = c
+            .post(&at(spelling, "/webhooks"), hook.clone())
+            .await
+            .expect("post");
+        assert_eq!(r.status, 400, "{spelling}: {}", r.text);
+    }
     let r = c.post(&at(unknown, "/webhooks"), hook).await.expect("post");
     assert_eq!(r.status, 404, "{}", r.text);
     let r = malformed(at("by-name", "/chats/unread"))

@@ -137,8 +137,12 @@ impl FromRequestParts<ApiContext> for ScopedRawId {
 impl ScopedRawId {
     /// The id must be a UUID (400), the key may use it and it exists (404); answers it in canonical form.
     pub(crate) async fn existing(&self) -> ApiResult<String> {
+        // Only the hyphenated form, as every other session route takes it: uuid also parses braced,
+        // `urn:uuid:` and bare-hex spellings, which no other route would then find.
         let id = uuid::Uuid::parse_str(&self.raw)
-            .map_err(|_| {
+            .ok()
+            .filter(|_| self.raw.len() == 36)
+            .ok_or_else(|| {
                 ApiError::bad_request(format!(
                     "Invalid session id '{}': expected a UUID",
                     self.raw
