@@ -83,11 +83,19 @@ pub(crate) const DEFAULT_AUDIO_MIMETYPE: &str = "audio/ogg; codecs=opus";
 /// The media of one of the five media routes (`kind` from the route; `ptt` turns audio into voice).
 pub(crate) fn media(kind: MediaKind, b: SendMediaRequest) -> MessagingResult<Draft> {
     let to = v::jid("chatId", b.chat_id.as_deref())?;
-    let caption = v::caption(b.caption.as_deref())?;
-    let mentions = v::mentions(&b.mentions, caption.as_deref().unwrap_or(""), "caption")?;
     let kind = match kind {
         MediaKind::Audio if b.ptt == Some(true) => MediaKind::Voice,
         other => other,
+    };
+    // WhatsApp's audio, voice and sticker messages have no caption: one sent along (the published clients
+    // share one media body) is dropped with its mentions, as the network would, rather than delivered as
+    // the message's text.
+    let (caption, mentions) = if has_caption(kind) {
+        let caption = v::caption(b.caption.as_deref())?;
+        let mentions = v::mentions(&b.mentions, caption.as_deref().unwrap_or(""), "caption")?;
+        (caption, mentions)
+    } else {
+        (None, Default::default())
     };
     let mimetype = b.mimetype.filter(|m| !m.trim().is_empty());
     // The spec gives a voice note a default mimetype, so its base64 needs none.
@@ -121,6 +129,14 @@ pub(crate) fn media(kind: MediaKind, b: SendMediaRequest) -> MessagingResult<Dra
         quoted_id: quoted(b.quoted_message_id),
         mentions,
     })
+}
+
+/// The media WhatsApp shows a caption under.
+fn has_caption(kind: MediaKind) -> bool {
+    matches!(
+        kind,
+        MediaKind::Image | MediaKind::Video | MediaKind::Document
+    )
 }
 
 /// The type of base64 voice bytes sent without a mimetype: an Ogg stream whose first packet is Opus's
