@@ -956,3 +956,118 @@ async fn a_presence_read_answers_the_last_report_and_when_it_arrived() {
         restarted.text
     );
 }
+
+/// Statuses only a running engine is in: the session shows `engineLoaded: true` in these and only these.
+const ENGINE_STATUSES: [&str; 5] = [
+    "initializing",
+    "qr_ready",
+    "authenticating",
+    "ready",
+    "action_required",
+];
+
+/// Fires every operation of `ops` at the session at once (`scan` is the sim's QR scan with `phone`).
+async fn burst(c: &Client, id: &str, ops: &[&str], phone: &str) -> Vec<(String, u16, String)> {
+    let calls = ops.iter().map(|op| {
+        let c = c.clone();
+        let (id, op, phone) = (id.to_string(), op.to_string(), phone.to_string());
+        tokio::spawn(async move {
+            let reply = if op == "scan" {
+                c.post(
+                    &format!("/api/sim/sessions/{id}/scan"),
+                    json!({ "phone": phone }),
+                )
+                .await
+            } else {
+                c.post_empty(&path(&id, &format!("/{op}"))).await
+            };
+            let reply = reply.expect("reply");
+            (op, reply.status, reply.text)
+        })
+    });
+    futures::future::join_all(calls)
+        .await
+        .into_iter()
+        .map(|joined| joined.expect("join"))
+        .collect()
+}
+
+/// Once what the burst set off has run its course (a QR shown, a scan linked), the session's status and
+/// `engineLoaded` agree, and a `qr_ready` session has a QR to fetch.
+async fn assert_coherent(c: &Client, id: &str, replies: &[(String, u16, String)]) {
+    let deadline = std::time::Instant::now() + WAIT;
+    let record = loop {
+        let record = get(c, id).await.expect("get");
+        let settling = matches!(
+            record.body["status"].as_str(),
+            Some("initializing" | "authenticating")
+        );
+        if !settling || std::time::Instant::now() >= deadline {
+            break record;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let status = record.str("status");
+    assert_eq!(
+        record.body["engineLoaded"].as_bool(),
+        Some(ENGINE_STATUSES.contains(&status.as_str())),
+        "status and engineLoaded disagree after {replies:?}: {}",
+        record.text
+    );
+    if status == "qr_ready" {
+        let qr = c.get(&path(id, "/qr")).await.expect("qr");
+        assert_eq!(qr.status, 200, "qr_ready without a QR: {}", qr.text);
+    }
+}
+
+/// Start, stop, logout and force-kill fired at one session at the same moment are serialised: whichever
+/// wins, the session ends coherent (an engine status only with an engine loaded), and no start waits out
+/// its budget for an engine a stop tore down (a start a stop overtook reflects the stop or answers 409).
+#[tokio::test]
+async fn racing_lifecycle_operations_leave_the_session_coherent() {
+    let node = Node::start(
+        NodeOptions::new(env!("CARGO_BIN_EXE_wagate")).env("SESSION_START_TIMEOUT_MS", "5000"),
+    )
+    .await
+    .expect("node");
+    let c = node.client();
+    let fresh = ["start", "start", "stop", "stop"];
+    for round in 0..40 {
+        let id = create(&c, &format!("race-{round}")).await.expect("create");
+        let replies = burst(&c, &id, &fresh, "").await;
+        for (op, status, text) in &replies {
+            assert!(
+                *status < 500,
+                "{op} answered {status}: {text} ({replies:?})"
+            );
+        }
+        assert_coherent(&c, &id, &replies).await;
+    }
+    let mixed = [
+        "start",
+        "start",
+        "scan",
+        "stop",
+        "force-kill",
+        "start",
+        "logout",
+        "stop",
+        "stop",
+        "start",
+    ];
+    for round in 0..20 {
+        let phone = format!("49151000{round:05}");
+        let id = create_linked(&c, &format!("mixed-{round}"), &phone)
+            .await
+            .expect("linked");
+        assert_eq!(post(&c, &id, "/stop").await.status, 200);
+        let replies = burst(&c, &id, &mixed, &phone).await;
+        for (op, status, text) in &replies {
+            assert_ne!(
+                *status, 504,
+                "{op} waited out its budget: {text} ({replies:?})"
+            );
+        }
+        assert_coherent(&c, &id, &replies).await;
+    }
+}

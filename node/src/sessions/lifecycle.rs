@@ -1,9 +1,12 @@
 //! Lifecycle operations of `SessionService`: start (with its budget), stop, logout, force-kill, QR and
-//! pairing code, and access to a ready engine for every other route (409 before any 501).
+//! pairing code, and access to a ready engine for every other route (409 before any 501). The operations
+//! that load or unload a session run one at a time per session (`LifecycleGate`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use dashmap::DashMap;
+use tokio::sync::{Mutex, OwnedMutexGuard};
 use wagate_proto::SessionStatus;
 
 use super::error::{SessionError, SessionResult};
@@ -27,9 +30,13 @@ impl SessionService {
             tracing::warn!(session_id = id, proxy = %proxy::view(Some(url)).proxy_host.unwrap_or_default(),
                 "proxy_unauthenticatable: SOCKS4 sends the user name as user id and drops the password");
         }
-        let loaded_here = self.runtime(id).is_some();
-        let runtime = self.load(id).await?;
-        {
+        let runtime = {
+            // Load and `Start` as one step: a stop, logout or force-kill comes before (this start loads
+            // the session afresh) or after (its transition is what the wait below sees).
+            let _gate = self.lifecycle_gate(id).await;
+            self.check_no_teardown(id)?;
+            let loaded_here = self.runtime(id).is_some();
+            let runtime = self.load(id).await?;
             let mut st = runtime.lock().await;
             if !loaded_here && st.row_unsettled {
                 settle_stale_status(&runtime, &mut st).await?;
@@ -53,13 +60,18 @@ impl SessionService {
                 }
                 return Err(err);
             }
-        }
+            drop(st);
+            runtime
+        };
         if !runtime
             .wait_settled(Duration::from_millis(self.start_timeout_ms))
             .await
         {
             return Err(SessionError::StartTimeout(self.start_timeout_ms));
         }
+        // A stop (logout, force-kill) that ended the wait unloads the runtime before it lets go of the
+        // state: the answer shows the session as that left it, not half-way.
+        drop(runtime.lock().await);
         self.get(id).await
     }
 
@@ -103,16 +115,18 @@ impl SessionService {
     /// Disconnects gracefully (forced teardown as fallback) and unloads the engine; credentials stay.
     pub(crate) async fn stop(&self, id: &str) -> SessionResult<SessionView> {
         self.record(id).await?;
-        let Some(runtime) = self.runtime(id) else {
-            return self.get(id).await;
-        };
         let effects = {
+            let _gate = self.lifecycle_gate(id).await;
+            let Some(runtime) = self.runtime(id) else {
+                return self.get(id).await;
+            };
             let mut st = runtime.lock().await;
             let teardown = teardown(runtime.engine()).await;
             st.desired_running = false;
-            runtime.drive(&mut st, Trigger::Stop { teardown }).await?
+            let effects = runtime.drive(&mut st, Trigger::Stop { teardown }).await?;
+            self.unload_locked(&runtime).await;
+            effects
         };
-        self.unload(id).await;
         if effects.contains(&Effect::ReportStopIncomplete) {
             return Err(SessionError::StopIncomplete);
         }
@@ -135,16 +149,18 @@ impl SessionService {
     pub(crate) async fn logout(&self, id: &str) -> SessionResult<SessionView> {
         self.record(id).await?;
         let _teardown = self.begin_teardown(id)?;
-        let runtime = self.load(id).await?;
         let effects = {
+            let _gate = self.lifecycle_gate(id).await;
+            let runtime = self.load(id).await?;
             let mut st = runtime.lock().await;
             let unlinked = self.unlink(&runtime, &st).await;
             st.desired_running = false;
             // The operator's own unlink: the QR a later start shows is expected, no relink to warn of.
             st.lost_link = false;
-            runtime.drive(&mut st, Trigger::Logout { unlinked }).await?
+            let effects = runtime.drive(&mut st, Trigger::Logout { unlinked }).await?;
+            self.unload_locked(&runtime).await;
+            effects
         };
-        self.unload(id).await;
         if effects.contains(&Effect::ReportLogoutIncomplete) {
             return Err(SessionError::LogoutIncomplete);
         }
@@ -170,8 +186,9 @@ impl SessionService {
         self.record(id).await?;
         let no_engine =
             || SessionError::BadInput(format!("Session {id} has no running engine to kill"));
-        let runtime = self.runtime(id).ok_or_else(no_engine)?;
         {
+            let _gate = self.lifecycle_gate(id).await;
+            let runtime = self.runtime(id).ok_or_else(no_engine)?;
             let mut st = runtime.lock().await;
             // A relaunch pending between failed attempts is a run to kill too, though no engine is up.
             if !runtime.has_engine() && st.reconnect_at.is_none() {
@@ -179,8 +196,8 @@ impl SessionService {
             }
             st.desired_running = false;
             runtime.drive(&mut st, Trigger::ForceKill).await?;
+            self.unload_locked(&runtime).await;
         }
-        self.unload(id).await;
         self.get(id).await
     }
 
@@ -188,6 +205,32 @@ impl SessionService {
         if let Some((_, runtime)) = self.runtimes.remove(id) {
             runtime.unload().await;
             self.leases.release(id, runtime.lease).await;
+        }
+    }
+
+    /// Unloads `runtime` while the caller still holds its state, right after the transition that ends
+    /// its run: no engine event is applied in between (the loop waits on that state and then finds the
+    /// runtime unloaded). A runtime the map no longer holds was unloaded by someone else already.
+    async fn unload_locked(&self, runtime: &Arc<Runtime>) {
+        let removed = self
+            .runtimes
+            .remove_if(&runtime.id, |_, loaded| Arc::ptr_eq(loaded, runtime));
+        if removed.is_some() {
+            runtime.unload().await;
+            self.leases.release(&runtime.id, runtime.lease).await;
+        }
+    }
+
+    /// Waits for the session's lifecycle gate: start (its load and `Start`), stop, logout, force-kill, the
+    /// runtime part of delete and of a takeover hold it, so no two of them load, drive or unload one
+    /// session at the same time (a start would otherwise drive a runtime a stop was unloading and wait
+    /// out its budget on it). Held only while those run, never while a start waits for its engine.
+    pub(super) async fn lifecycle_gate(&self, id: &str) -> LifecycleGate<'_> {
+        let gate = self.lifecycle.entry(id.to_string()).or_default().clone();
+        LifecycleGate {
+            gates: &self.lifecycle,
+            id: id.to_string(),
+            held: Some(gate.lock_owned().await),
         }
     }
 
@@ -280,6 +323,23 @@ impl SessionService {
             return None;
         }
         runtime.engine()
+    }
+}
+
+/// A held lifecycle gate (`SessionService::lifecycle_gate`); the gate is forgotten when nobody else
+/// holds or waits for it.
+pub(super) struct LifecycleGate<'a> {
+    gates: &'a DashMap<String, Arc<Mutex<()>>>,
+    id: String,
+    held: Option<OwnedMutexGuard<()>>,
+}
+
+impl Drop for LifecycleGate<'_> {
+    fn drop(&mut self) {
+        // Released first, so the map's is the only reference left unless another caller waits.
+        drop(self.held.take());
+        self.gates
+            .remove_if(&self.id, |_, gate| Arc::strong_count(gate) <= 1);
     }
 }
 

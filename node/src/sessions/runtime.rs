@@ -18,7 +18,7 @@ use super::effects;
 use super::error::{SessionError, SessionResult};
 use super::presence::{ObservedPresence, PresenceMemory};
 use super::run_state::RunState;
-use super::state::{Context, Effect, Trigger, transition};
+use super::state::{Context, Effect, TransitionError, Trigger, transition};
 use crate::cluster::lease::Lease;
 use crate::engine::media::EngineMedia;
 use crate::engine::node_media::SessionMedia;
@@ -43,6 +43,9 @@ pub(crate) struct Runtime {
     is_stale: AtomicBool,
     /// Set by `quiesce`: the loop stores what the engine already handed over, then ends.
     is_quiescing: AtomicBool,
+    /// Set by `unload` (under the engine slot's lock): no transition is applied and no engine launched from
+    /// now on, so a caller still holding this runtime cannot write a status or run an engine nobody drives.
+    is_unloaded: AtomicBool,
     /// Cancelled when the loop has ended.
     loop_done: CancellationToken,
     /// The presence the current engine run reported, per chat (`presence.rs`). A sync mutex: held only to
@@ -73,6 +76,7 @@ impl Runtime {
             events_tx,
             is_stale: AtomicBool::new(false),
             is_quiescing: AtomicBool::new(false),
+            is_unloaded: AtomicBool::new(false),
             loop_done: CancellationToken::new(),
             presence: SyncMutex::new(PresenceMemory::default()),
         });
@@ -113,11 +117,23 @@ impl Runtime {
         self.state.try_lock().ok()
     }
 
-    /// Waits until the session has left `initializing`; false when the budget ran out first.
+    /// Whether the runtime was unloaded (it is no longer the session's runtime on this node).
+    pub(crate) fn is_unloaded(&self) -> bool {
+        self.is_unloaded.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the session has left `initializing`, or until nothing drives this runtime any more
+    /// (unloaded by a stop, logout, delete or lease loss: its status will not change); false when the
+    /// budget ran out first.
     pub(crate) async fn wait_settled(&self, budget: Duration) -> bool {
         let mut rx = self.status.subscribe();
-        let settled = rx.wait_for(|s| *s != SessionStatus::Initializing);
-        matches!(tokio::time::timeout(budget, settled).await, Ok(Ok(_)))
+        let settled = async {
+            tokio::select! {
+                _ = rx.wait_for(|s| *s != SessionStatus::Initializing) => {}
+                _ = self.cancel.cancelled() => {}
+            }
+        };
+        tokio::time::timeout(budget, settled).await.is_ok()
     }
 
     /// Waits until the session is `ready`; false when `deadline` passed first.
@@ -127,10 +143,15 @@ impl Runtime {
         matches!(tokio::time::timeout_at(deadline, ready).await, Ok(Ok(_)))
     }
 
-    /// Stops the loop and drops the engine (without talking to the network).
+    /// Stops the loop and drops the engine (without talking to the network). A launch racing this either
+    /// installed its engine first (killed here) or finds the runtime unloaded and starts none.
     pub(crate) async fn unload(&self) {
+        let engine = {
+            let mut slot = self.engine.lock();
+            self.is_unloaded.store(true, Ordering::SeqCst);
+            slot.take()
+        };
         self.cancel.cancel();
-        let engine = self.engine.lock().take();
         if let Some(engine) = engine {
             let _ = engine.kill().await;
         }
@@ -179,6 +200,9 @@ impl Runtime {
         st: &mut RunState,
         trigger: Trigger,
     ) -> SessionResult<(Vec<Effect>, Option<Trigger>)> {
+        if self.is_unloaded() {
+            return Err(TransitionError::Unloaded.into());
+        }
         let ctx = Context {
             has_phone: st.phone.is_some(),
             lost_link: st.lost_link,
@@ -295,7 +319,13 @@ impl Runtime {
             media: self.engine_media(),
         };
         let engine = self.deps.factory.create(ctx);
-        *self.engine.lock() = Some(engine.clone());
+        {
+            let mut slot = self.engine.lock();
+            if self.is_unloaded() {
+                return Err(EngineError::Internal("the session was unloaded".into()));
+            }
+            *slot = Some(engine.clone());
+        }
         let started = engine.start().await;
         if started.is_err() {
             // A launch that failed leaves no running engine: between relaunch attempts `engineLoaded` reads

@@ -37,6 +37,9 @@ pub(crate) struct SessionService {
     pub(super) runtimes: DashMap<String, Arc<Runtime>, foldhash::fast::RandomState>,
     /// One gate per session being loaded (see `load`); removed once nobody waits on it.
     pub(super) loading: DashMap<String, Arc<tokio::sync::Mutex<()>>>,
+    /// One gate per session a lifecycle operation is loading, driving or unloading (`lifecycle_gate`);
+    /// removed once nobody holds or waits on it.
+    pub(super) lifecycle: DashMap<String, Arc<tokio::sync::Mutex<()>>>,
     /// Sessions whose credentials are being torn down (logout, delete): start and delete wait.
     pub(super) teardowns: DashSet<String>,
     pub(super) start_timeout_ms: u64,
@@ -78,6 +81,7 @@ impl SessionService {
             leases,
             runtimes: DashMap::default(),
             loading: DashMap::new(),
+            lifecycle: DashMap::new(),
             teardowns: DashSet::new(),
             start_timeout_ms,
             cluster: std::sync::OnceLock::new(),
@@ -311,9 +315,10 @@ impl SessionService {
     pub(crate) async fn delete(&self, id: &str) -> SessionResult<()> {
         self.record(id).await?;
         let _teardown = self.begin_teardown(id)?;
-        if let Some((_, runtime)) = self.runtimes.remove(id) {
-            runtime.unload().await;
-            self.leases.release(id, runtime.lease).await;
+        {
+            // After a start that holds the gate; one that waits for it finds the teardown and refuses.
+            let _gate = self.lifecycle_gate(id).await;
+            self.unload(id).await;
         }
         self.deps.forget_credentials(id).await?;
         let deleted = session_store::delete(&self.deps.db, id).await;

@@ -173,6 +173,10 @@ pub(crate) enum TransitionError {
         from: SessionStatus,
         trigger: &'static str,
     },
+    /// The session's runtime was unloaded (stopped, deleted, given up) before the trigger reached it; not
+    /// a row of the table, but answered the same way.
+    #[error("Session was unloaded from this node by a concurrent stop; retry")]
+    Unloaded,
 }
 
 /// Statuses in which an engine is loaded (or being loaded).

@@ -43,27 +43,34 @@ impl SessionService {
     }
 
     async fn take_over_session(&self, id: &str) -> SessionResult<()> {
-        if self.runtime(id).is_some() {
-            return Ok(());
-        }
-        let runtime = self.load(id).await?;
-        // Read after the claim: the previous holder's last write is in, and it can write no more.
-        let record = self.record(id).await?;
-        if !needs_takeover(&record) {
-            self.unload(id).await;
-            return Ok(());
-        }
-        {
-            let mut st = runtime.lock().await;
-            *st = RunState::from_record(&record);
-            runtime.drive(&mut st, Trigger::TakeoverSweep).await?;
-        }
+        let record = {
+            // The claim, the sweep and an unload as one lifecycle step (the start below takes the gate
+            // itself).
+            let _gate = self.lifecycle_gate(id).await;
+            if self.runtime(id).is_some() {
+                return Ok(());
+            }
+            let runtime = self.load(id).await?;
+            // Read after the claim: the previous holder's last write is in, and it can write no more.
+            let record = self.record(id).await?;
+            if !needs_takeover(&record) {
+                self.unload(id).await;
+                return Ok(());
+            }
+            {
+                let mut st = runtime.lock().await;
+                *st = RunState::from_record(&record);
+                runtime.drive(&mut st, Trigger::TakeoverSweep).await?;
+            }
+            if !(record.desired_running && record.phone.is_some()) {
+                self.unload(id).await;
+            }
+            record
+        };
         // A linked session comes back; one that was waiting for its QR to be scanned stays
         // `disconnected` (the spec's sweep row), as no phone is there to scan a new one.
         if record.desired_running && record.phone.is_some() {
             self.start(id).await?;
-        } else {
-            self.unload(id).await;
         }
         Ok(())
     }
@@ -72,23 +79,28 @@ impl SessionService {
     /// from the stored credentials when it should run. Its stored status is the old owner's (its engine
     /// stopped without a write), so the start begins from `disconnected` as after a planned stop.
     async fn receive_session(&self, id: &str, budget: Instant) -> SessionResult<bool> {
-        if self.runtime(id).is_some() {
-            return Ok(true);
-        }
-        let runtime = self.load(id).await?;
-        let record = self.record(id).await?;
-        if !record.desired_running {
-            self.unload(id).await;
-            return Ok(false);
-        }
-        let was_ready = record.status == SessionStatus::Ready;
-        {
-            let mut st = runtime.lock().await;
-            *st = RunState::from_record(&record);
-            if is_engine_status(st.status) {
-                st.status = SessionStatus::Disconnected;
+        let (runtime, was_ready) = {
+            // As in a takeover: the claim and the state reset as one lifecycle step.
+            let _gate = self.lifecycle_gate(id).await;
+            if self.runtime(id).is_some() {
+                return Ok(true);
             }
-        }
+            let runtime = self.load(id).await?;
+            let record = self.record(id).await?;
+            if !record.desired_running {
+                self.unload(id).await;
+                return Ok(false);
+            }
+            let was_ready = record.status == SessionStatus::Ready;
+            {
+                let mut st = runtime.lock().await;
+                *st = RunState::from_record(&record);
+                if is_engine_status(st.status) {
+                    st.status = SessionStatus::Disconnected;
+                }
+            }
+            (runtime, was_ready)
+        };
         self.start(id).await?;
         // A linked session is back once ready; answering requests before that would be a 409.
         Ok(!was_ready || runtime.wait_ready(budget).await)
