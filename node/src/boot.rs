@@ -479,6 +479,7 @@ async fn build_context(
         config.export_inline_media_budget_bytes,
         config.data_dir.clone(),
         config.storage_export_ttl_ms,
+        config.webhook_ssrf_protect,
     ));
     let infra = Arc::new(crate::infra::NodeInfra::new(
         main_db.clone(),

@@ -1,7 +1,9 @@
 //! Data export/import and storage archives against real nodes: every table filled and carried from the
 //! suite's database to the other backend and back (the suite runs on SQLite and again on PostgreSQL, so
 //! both directions are covered), the orphan refusal and both ways past it, a failing row rolling the whole
-//! import back, malformed and oversized bodies, media archives with their path and content refusals.
+//! import back (rows the database refuses, rows a read could not decode, rows breaking the API's own rules),
+//! malformed and oversized bodies, a payload naming no exported table, media archives with their path and
+//! content refusals.
 
 mod support;
 
@@ -17,6 +19,8 @@ use wagate_loadtest::harness::{Client, Node, NodeOptions};
 const SESSION_A: &str = "11111111-1111-4111-8111-111111111111";
 const SESSION_B: &str = "22222222-2222-4222-8222-222222222222";
 const WEBHOOK: &str = "33333333-3333-4333-8333-333333333333";
+const TEMPLATE: &str = "44444444-4444-4444-8444-444444444444";
+const RULE: &str = "55555555-5555-4555-8555-555555555555";
 
 fn options() -> NodeOptions {
     NodeOptions::new(env!("CARGO_BIN_EXE_wagate"))
@@ -87,7 +91,7 @@ fn full_payload() -> Value {
                  "createdAt": t, "updatedAt": t}
             ],
             "templates": [
-                {"id": "t-1", "sessionId": SESSION_A, "name": "greet", "body": "Hi {{name}}",
+                {"id": TEMPLATE, "sessionId": SESSION_A, "name": "greet", "body": "Hi {{name}}",
                  "footer": "bye", "createdAt": t, "updatedAt": t}
             ],
             "baileysStoredMessages": [
@@ -137,7 +141,7 @@ fn full_payload() -> Value {
                  "createdAt": t}
             ],
             "automationRules": [
-                {"id": "r-1", "sessionId": SESSION_A, "name": "auto", "enabled": true,
+                {"id": RULE, "sessionId": SESSION_A, "name": "auto", "enabled": true,
                  "conditions": [{"field": "body", "operator": "contains", "value": "hi"}],
                  "replyText": "hello!", "cooldownSeconds": 60, "createdAt": t, "updatedAt": t}
             ]
@@ -981,4 +985,309 @@ async fn an_export_imports_again_and_again_next_to_the_stores_own_writes() {
     let outbox = outbox.as_array().expect("outbox rows");
     assert_eq!(outbox.len(), 5, "{outbox:?}");
     assert!(outbox.iter().all(|r| r["status"] == "failed"), "{outbox:?}");
+}
+
+#[tokio::test]
+async fn a_payload_naming_no_exported_table_is_refused_and_wipes_nothing() {
+    let node = Node::start(options()).await.unwrap();
+    let c = node.client();
+    assert_eq!(import(&c, full_payload()).await.body["imported"], true);
+    let before = export(&c).await;
+    for body in [
+        json!({"tables": {"sesions": []}}),
+        json!({"tables": {"sesions": [], "hooks": [{"id": "x"}]}}),
+        json!({"tables": {}}),
+        json!({"tables": {}, "stopOrphans": true, "force": true}),
+        json!({"tables": []}),
+        json!({"tables": null}),
+        json!({"stopOrphans": true}),
+    ] {
+        let reply = import(&c, body.clone()).await;
+        assert_eq!(reply.status, 400, "{body}: {}", reply.text);
+        assert_eq!(reply.body["statusCode"], 400, "{body}: {}", reply.text);
+        assert_eq!(reply.body["error"], "Bad Request", "{body}: {}", reply.text);
+        if body["tables"].is_object() {
+            assert!(
+                reply.str("message").contains("none of the exported tables"),
+                "{body}: {}",
+                reply.text
+            );
+        }
+        assert_eq!(
+            canonical_tables(&export(&c).await),
+            canonical_tables(&before),
+            "{body}"
+        );
+    }
+    for path in [
+        format!("/api/sessions/{SESSION_A}"),
+        format!("/api/sessions/{SESSION_A}/webhooks/{WEBHOOK}"),
+    ] {
+        let read = c.get(&path).await.unwrap();
+        assert_eq!(read.status, 200, "{path}: {}", read.text);
+    }
+    // An unknown table beside a known one is still only a warning.
+    let mut mixed = before.clone();
+    mixed["tables"]["sesions"] = json!([]);
+    let reply = import(&c, mixed).await;
+    assert_eq!(reply.body["imported"], true, "{}", reply.text);
+    assert!(
+        reply.body["warnings"]
+            .to_string()
+            .contains("Unknown table 'sesions' was ignored"),
+        "{}",
+        reply.text
+    );
+}
+
+/// Each case: `(table, row, field, value)` applied to `full_payload()` (`field` `None` pushes a copy of the
+/// row with `value` merged in), and the text the warning must carry.
+type RuleCase = (
+    &'static str,
+    usize,
+    Option<&'static str>,
+    Value,
+    &'static str,
+);
+
+#[tokio::test]
+async fn rows_breaking_the_api_rules_roll_the_import_back() {
+    let node = Node::start(options()).await.unwrap();
+    let c = node.client();
+    assert_eq!(import(&c, full_payload()).await.body["imported"], true);
+    let before = export(&c).await;
+    let uuid_rule = "must be a UUID in lowercase hyphenated form";
+    let cases: Vec<RuleCase> = vec![
+        // Sessions: bounds of PATCH /config, the create's name rule, UUID ids, one row per id.
+        (
+            "sessions",
+            0,
+            Some("config"),
+            json!({"maxReconnectAttempts": 999, "reconnectBaseDelay": 1}),
+            "config.maxReconnectAttempts must be an integer between 0 and 20",
+        ),
+        (
+            "sessions",
+            0,
+            Some("config"),
+            json!({"reconnectBaseDelay": 1}),
+            "config.reconnectBaseDelay must be an integer between 1000 and 300000",
+        ),
+        (
+            "sessions",
+            0,
+            Some("config"),
+            json!({"autoRejectCalls": "yes"}),
+            "config",
+        ),
+        ("sessions", 1, Some("id"), json!("not-a-uuid"), uuid_rule),
+        (
+            "sessions",
+            1,
+            Some("id"),
+            json!("ABCDEF12-2222-4222-8222-222222222222"),
+            uuid_rule,
+        ),
+        (
+            "sessions",
+            1,
+            Some("name"),
+            json!("bad name!"),
+            "name must be 3-50 characters",
+        ),
+        (
+            "sessions",
+            1,
+            Some("name"),
+            json!("ab"),
+            "name must be 3-50",
+        ),
+        (
+            "sessions",
+            1,
+            None,
+            json!({"name": "charlie"}),
+            "duplicate primary key (id = 22222222-2222-4222-8222-222222222222), first given in row 1",
+        ),
+        // Webhooks: the create's rules but DNS.
+        (
+            "webhooks",
+            0,
+            Some("retryCount"),
+            json!(-5),
+            "retryCount must be between 0 and 10",
+        ),
+        ("webhooks", 0, Some("retryCount"), json!(11), "retryCount"),
+        ("webhooks", 0, Some("url"), json!("not a url"), "url: "),
+        (
+            "webhooks",
+            0,
+            Some("url"),
+            json!("ftp://example.com/x"),
+            "url: ",
+        ),
+        (
+            "webhooks",
+            0,
+            Some("url"),
+            json!(""),
+            "url must not be empty",
+        ),
+        (
+            "webhooks",
+            0,
+            Some("events"),
+            json!([]),
+            "events must not be empty",
+        ),
+        (
+            "webhooks",
+            0,
+            Some("events"),
+            json!(["message.nope"]),
+            "unknown event name 'message.nope'",
+        ),
+        (
+            "webhooks",
+            0,
+            Some("events"),
+            json!(["*", "message.ack"]),
+            "events",
+        ),
+        (
+            "webhooks",
+            0,
+            Some("filters"),
+            json!({"conditions": [{"field": "isGroup", "operator": "is", "value": "yes"}]}),
+            "filters.conditions[0].value must be true or false",
+        ),
+        ("webhooks", 0, Some("id"), json!("w-1"), uuid_rule),
+        (
+            "webhooks",
+            0,
+            None,
+            json!({}),
+            "duplicate primary key (id = 33333333-3333-4333-8333-333333333333)",
+        ),
+        ("templates", 0, Some("id"), json!("t-1"), uuid_rule),
+        // Automation rules: the create's rules.
+        (
+            "automationRules",
+            0,
+            Some("cooldownSeconds"),
+            json!(-1),
+            "cooldownSeconds must be between 0 and",
+        ),
+        (
+            "automationRules",
+            0,
+            Some("name"),
+            json!("  "),
+            "name must be 1-100",
+        ),
+        (
+            "automationRules",
+            0,
+            Some("replyText"),
+            json!(" "),
+            "replyText must be 1-4096",
+        ),
+        (
+            "automationRules",
+            0,
+            Some("conditions"),
+            json!([{"field": "isGroup", "operator": "is", "value": "yes"}]),
+            "conditions[0].value must be true or false",
+        ),
+        ("automationRules", 0, Some("id"), json!("r-1"), uuid_rule),
+        // Any table: a primary key given twice (a batch id is unique within its session).
+        (
+            "messageBatches",
+            0,
+            None,
+            json!({}),
+            "duplicate primary key (sessionId, id = 11111111-1111-4111-8111-111111111111, b-1)",
+        ),
+        (
+            "chatStates",
+            0,
+            None,
+            json!({"name": "Robert"}),
+            "duplicate primary key (sessionId, chatId",
+        ),
+    ];
+    for (table, index, field, value, expected) in cases {
+        let mut bad = full_payload();
+        let rows = bad["tables"][table].as_array_mut().unwrap();
+        let at = match field {
+            Some(field) => {
+                rows[index][field] = value.clone();
+                index
+            }
+            None => {
+                let mut copy = rows[index].clone();
+                for (k, v) in value.as_object().unwrap() {
+                    copy[k] = v.clone();
+                }
+                rows.push(copy);
+                rows.len() - 1
+            }
+        };
+        let attempted = rows.len();
+        let reply = import(&c, bad).await;
+        let case = format!("{table}[{at}].{field:?} = {value}: {}", reply.text);
+        assert_eq!(reply.status, 200, "{case}");
+        assert_eq!(reply.body["imported"], false, "{case}");
+        assert_eq!(reply.body["counts"][table], attempted, "{case}");
+        let warnings = reply.body["warnings"].to_string();
+        assert!(
+            warnings.contains(&format!("Import rolled back: {table} row {at}: ")),
+            "{case}"
+        );
+        assert!(warnings.contains(expected), "{case}");
+        assert_eq!(
+            canonical_tables(&export(&c).await),
+            canonical_tables(&before),
+            "{case}"
+        );
+    }
+    // A host this machine cannot resolve is imported all the same: the export may come from elsewhere.
+    let mut elsewhere = full_payload();
+    elsewhere["tables"]["webhooks"][0]["url"] = json!("https://hooks.wagate-import.invalid/in");
+    let reply = import(&c, elsewhere).await;
+    assert_eq!(reply.body["imported"], true, "{}", reply.text);
+    let hook = c
+        .get(&format!("/api/sessions/{SESSION_A}/webhooks/{WEBHOOK}"))
+        .await
+        .unwrap();
+    assert_eq!(hook.status, 200, "{}", hook.text);
+    assert_eq!(hook.str("url"), "https://hooks.wagate-import.invalid/in");
+}
+
+#[tokio::test]
+async fn an_imported_webhook_url_meets_the_ssrf_guard_as_a_created_one_does() {
+    let node = Node::start(options().env("WEBHOOK_SSRF_PROTECT", "true"))
+        .await
+        .unwrap();
+    let c = node.client();
+    // full_payload's webhook posts to a loopback literal, which the guard refuses at create time.
+    let reply = import(&c, full_payload()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.body["imported"], false, "{}", reply.text);
+    let warnings = reply.body["warnings"].to_string();
+    assert!(
+        warnings.contains("webhooks row 0: url: ") && warnings.contains("refused address"),
+        "{}",
+        reply.text
+    );
+    let session = c.get(&format!("/api/sessions/{SESSION_A}")).await.unwrap();
+    assert_eq!(
+        session.status, 404,
+        "nothing was imported: {}",
+        session.text
+    );
+    let mut public = full_payload();
+    public["tables"]["webhooks"][0]["url"] = json!("https://93.184.216.34/hook");
+    let reply = import(&c, public).await;
+    assert_eq!(reply.body["imported"], true, "{}", reply.text);
 }

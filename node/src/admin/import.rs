@@ -1,5 +1,7 @@
 //! The data import: the payload's `tables` replace the sixteen tables in ONE transaction (a failing row
-//! rolls everything back and the answer says `imported: false`). Before it, running engines of sessions
+//! rolls everything back and the answer says `imported: false`). A row fails when the database refuses
+//! it, when a read could not decode it (`DECODED`) or when it breaks a rule the API holds its own writes
+//! to (`import_rules.rs`); a payload naming none of the tables is refused (400). Before it, running engines of sessions
 //! the payload lacks (orphans) refuse the import (409) unless `stopOrphans` stops them or `force` accepts
 //! them. Active statuses come back `disconnected` (counted in a notice); `created` stays. Inline media
 //! (`media.data`) is written to the media store first; files are content-addressed, so a rollback leaves
@@ -17,6 +19,7 @@ use wagate_proto::dto::webhooks::{FilterCondition, WebhookFilters};
 use wagate_workers::webhook::store::outbox::OutboxStatus;
 
 use super::TABLES;
+use super::import_rules::{BoundRow, TableRules};
 use super::{AdminError, AdminResult, DataAdmin, RemoteStop};
 use crate::messaging::record::MediaMeta;
 use crate::sessions::service::RunningEngines;
@@ -66,6 +69,15 @@ impl ImportRequest {
             if rows.iter().any(|r| !r.is_object()) {
                 return Err(format!("tables.{key} must be an array of objects"));
             }
+        }
+        // The import clears every exported table: a payload naming none of them (a misspelt key, an
+        // empty object) would only wipe the data, so it is refused before anything happens.
+        if !tables.keys().any(|key| TABLES.iter().any(|t| t.key == key)) {
+            let known: Vec<&str> = TABLES.iter().map(|t| t.key).collect();
+            return Err(format!(
+                "tables names none of the exported tables ({}); nothing was imported",
+                known.join(", ")
+            ));
         }
         Ok(ImportRequest {
             tables,
@@ -319,6 +331,7 @@ impl DataAdmin {
         for table in TABLES.iter() {
             let sql = data_tables::insert_sql(table);
             let keys = table.column_keys();
+            let mut rules = TableRules::new(table, self.webhook_ssrf_protect);
             for (index, row) in rows(tables, table.key).enumerate() {
                 let mut values = Vec::with_capacity(table.columns.len());
                 for (column, key) in table.columns.iter().zip(&keys) {
@@ -342,6 +355,9 @@ impl DataAdmin {
                         .map_err(|e| RowFailure::Row(format!("{} row {index}: {e}", table.key)))?;
                     values.push(bound);
                 }
+                rules
+                    .check(index, &BoundRow::new(table, &values))
+                    .map_err(|e| RowFailure::Row(format!("{} row {index}: {e}", table.key)))?;
                 data_tables::insert_row(&mut tx, &sql, &values)
                     .await
                     .map_err(|e| RowFailure::Row(format!("{} row {index}: {e}", table.key)))?;
@@ -506,6 +522,14 @@ mod tests {
         assert!(ImportRequest::parse(serde_json::json!({"tables": {"sessions": {}}})).is_err());
         assert!(ImportRequest::parse(serde_json::json!({"tables": {"sessions": [1]}})).is_err());
         assert!(ImportRequest::parse(serde_json::json!({"tables": {}, "force": "yes"})).is_err());
+        let none = ImportRequest::parse(serde_json::json!({"tables": {"sesions": []}}));
+        assert!(none.is_err_and(|e| e.contains("none of the exported tables")));
+        assert!(ImportRequest::parse(serde_json::json!({"tables": {}})).is_err());
+        // An unknown table beside a known one is a warning at import time, not a refusal.
+        assert!(
+            ImportRequest::parse(serde_json::json!({"tables": {"sesions": [], "templates": []}}))
+                .is_ok()
+        );
         let ok = ImportRequest::parse(
             serde_json::json!({"tables": {"sessions": []}, "stopOrphans": true}),
         )

@@ -2,10 +2,11 @@
 //! [`TABLES`], and media archives (`storage.rs`) through the media store (`list`/`stream`/`put_object`), whichever backend
 //! `STORAGE_TYPE` chose. Handlers in
 //! `http/infra.rs` parse and authorise; the rules (budget, credential stripping, orphans, the one
-//! transaction, archive paths and expiry) live here.
+//! transaction, the API's rules for imported rows in `import_rules.rs`, archive paths and expiry) live here.
 
 mod export;
 mod import;
+mod import_rules;
 pub(crate) mod storage;
 
 use std::path::PathBuf;
@@ -90,6 +91,8 @@ pub(crate) struct DataAdmin {
     inline_budget: u64,
     data_dir: PathBuf,
     export_ttl_ms: u64,
+    /// `WEBHOOK_SSRF_PROTECT`: an imported webhook URL is held to the same IP-literal rule as a created one.
+    webhook_ssrf_protect: bool,
 }
 
 impl DataAdmin {
@@ -103,6 +106,7 @@ impl DataAdmin {
         inline_budget: u64,
         data_dir: PathBuf,
         export_ttl_ms: u64,
+        webhook_ssrf_protect: bool,
     ) -> DataAdmin {
         DataAdmin {
             db,
@@ -113,6 +117,7 @@ impl DataAdmin {
             inline_budget,
             data_dir,
             export_ttl_ms,
+            webhook_ssrf_protect,
         }
     }
 }

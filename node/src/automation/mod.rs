@@ -166,6 +166,30 @@ impl AutomationService {
 
 pub(crate) use matcher::spawn_matcher;
 
+/// The fields of a rule row a data import brings (`admin/import.rs`), held to the rules of `create`.
+/// `None` is a field the row lacks, which the database refuses or defaults on its own.
+pub(crate) fn check_imported(
+    rule_name: Option<&str>,
+    rule_conditions: Option<Vec<FilterCondition>>,
+    rule_reply: Option<&str>,
+    cooldown_seconds: Option<i64>,
+) -> Result<(), String> {
+    let message = |e: RuleError| e.to_string();
+    if let Some(n) = rule_name {
+        name(n.to_owned()).map_err(message)?;
+    }
+    if let Some(c) = rule_conditions {
+        conditions(c).map_err(message)?;
+    }
+    if let Some(t) = rule_reply {
+        reply_text(t.to_owned()).map_err(message)?;
+    }
+    if let Some(c) = cooldown_seconds {
+        cooldown(c).map_err(message)?;
+    }
+    Ok(())
+}
+
 fn not_found(err: StoreError, id: &str) -> RuleError {
     match err {
         StoreError::NotFound => RuleError::NotFound(id.to_owned()),

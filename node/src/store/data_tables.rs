@@ -7,6 +7,8 @@
 //! database the rows live in.
 //! Engine-owned tables (`engine_auth`, the socket engine's other tables) and derived or cache tables
 //! (`message_reactions`, `contact_names`, `poll_votes`, `idempotency_keys`) are not exported.
+//! Each table's `order_by` is its primary key: the import refuses a payload repeating one
+//! (`admin/import_rules.rs`).
 
 use serde_json::Value;
 use wagate_db::table_spec::{
@@ -155,7 +157,8 @@ pub(crate) static MESSAGE_BATCHES: TableSpec = TableSpec {
         int("created_at"),
         int("updated_at"),
     ],
-    order_by: "id",
+    // The primary key since migration 0100: a batch id is unique within its session only.
+    order_by: "session_id, id",
 };
 
 /// `templates` (`templates` in an export).

@@ -6,7 +6,7 @@
 mod delivery;
 mod rules;
 
-use wagate_proto::dto::webhooks::{CreateWebhookRequest, UpdateWebhookRequest};
+use wagate_proto::dto::webhooks::{CreateWebhookRequest, UpdateWebhookRequest, WebhookFilters};
 use wagate_workers::WebhookSettings;
 use wagate_workers::webhook::deliver::{DeliverError, WebhookClient};
 use wagate_workers::webhook::store::StoreError as WebhookStoreError;
@@ -158,6 +158,30 @@ impl WebhookService {
         self.pipeline.subscriptions().invalidate(session_id);
         Ok(())
     }
+}
+
+/// The fields of a webhook row a data import brings (`admin/import.rs`), held to the rules of `create`
+/// except that the URL's host is not resolved: an export made elsewhere may name hosts this machine
+/// cannot resolve (deliveries resolve and vet each attempt anyway). `None` is a field the row lacks,
+/// which the database refuses or defaults on its own.
+pub(crate) fn check_imported(
+    url: Option<&str>,
+    events: Option<Vec<String>>,
+    filters: Option<WebhookFilters>,
+    retry_count: Option<i64>,
+    is_ssrf_protected: bool,
+) -> WebhookResult<()> {
+    if let Some(url) = url {
+        rules::url_form(url, is_ssrf_protected)?;
+    }
+    if let Some(events) = events {
+        rules::events(events)?;
+    }
+    rules::filters(filters)?;
+    if retry_count.is_some() {
+        rules::retry_count(retry_count)?;
+    }
+    Ok(())
 }
 
 fn not_found(err: StoreError, id: &str) -> WebhookError {

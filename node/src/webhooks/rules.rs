@@ -6,6 +6,7 @@ use wagate_proto::EventName;
 use wagate_proto::dto::webhooks::WebhookFilters;
 use wagate_workers::resolve_check;
 use wagate_workers::webhook::deliver::is_reserved_header;
+use wagate_workers::webhook::guard::{check_literal, parse_url};
 
 use super::{WebhookError, WebhookResult};
 use crate::events::filter;
@@ -20,14 +21,25 @@ fn invalid(message: impl Into<String>) -> WebhookError {
 
 /// The URL parses as http(s) and its host resolves (and, protected, to no refused address).
 pub(crate) async fn url(raw: &str, is_protected: bool) -> WebhookResult<String> {
-    let raw = raw.trim();
-    if raw.is_empty() {
-        return Err(invalid("url must not be empty"));
-    }
+    let raw = url_form(raw, is_protected)?;
     resolve_check(raw, is_protected)
         .await
         .map_err(|e| invalid(format!("url: {e}")))?;
     Ok(raw.to_owned())
+}
+
+/// What [`url`] checks without asking DNS: not blank, http(s) with a host and, protected, no refused IP
+/// literal. Answers the URL as stored (trimmed).
+pub(crate) fn url_form(raw: &str, is_protected: bool) -> WebhookResult<&str> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Err(invalid("url must not be empty"));
+    }
+    let parsed = parse_url(raw).map_err(|e| invalid(format!("url: {e}")))?;
+    if is_protected {
+        check_literal(&parsed).map_err(|e| invalid(format!("url: {e}")))?;
+    }
+    Ok(raw)
 }
 
 /// Known event names, or the single entry `*`.
@@ -133,6 +145,19 @@ mod tests {
         assert_eq!(retry_count(None).unwrap(), 3);
         assert!(retry_count(Some(11)).is_err());
         assert!(retry_count(Some(-1)).is_err());
+    }
+
+    #[test]
+    fn url_forms_without_dns() {
+        assert_eq!(
+            url_form(" https://hooks.invalid/x ", true).unwrap(),
+            "https://hooks.invalid/x"
+        );
+        assert!(url_form("not a url", false).is_err());
+        assert!(url_form("ftp://example.com/x", false).is_err());
+        assert!(url_form("  ", false).is_err());
+        assert!(url_form("http://127.0.0.1:9/hook", false).is_ok());
+        assert!(url_form("http://127.0.0.1:9/hook", true).is_err());
     }
 
     #[test]
