@@ -350,3 +350,181 @@ async fn chat_writes_on_an_unknown_chat_are_not_found() {
     let archived = c.post(&at(&alice, "/chats/archive"), archive).await;
     assert_eq!(archived.expect("archive").status, 200);
 }
+
+/// The unread count of `chat` in `session`'s chat list.
+async fn unread(c: &wagate_loadtest::harness::Client, session: &str, chat_id: &str) -> Value {
+    let list = c.get(&at(session, "/chats")).await.expect("chats");
+    chat(&list.body, chat_id).map_or(Value::Null, |s| s["unreadCount"].clone())
+}
+
+/// The stored row of the message `body` in `session`'s chat `chat_id`, once the event path stored it.
+async fn stored_row(
+    c: &wagate_loadtest::harness::Client,
+    session: &str,
+    chat_id: &str,
+    body: &str,
+) -> Value {
+    for _ in 0..200 {
+        let rows = c
+            .get(&at(session, &format!("/messages?chatId={chat_id}")))
+            .await
+            .expect("messages");
+        if let Some(row) = rows
+            .body
+            .as_array()
+            .and_then(|a| a.iter().find(|m| m["body"] == body))
+        {
+            return row.clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("{body} was never stored in {chat_id}");
+}
+
+/// Waits until the sender's stored copy of `body` is acked `read`.
+async fn acked_read(
+    c: &wagate_loadtest::harness::Client,
+    session: &str,
+    chat_id: &str,
+    body: &str,
+) {
+    for _ in 0..200 {
+        if stored_row(c, session, chat_id, body).await["status"] == "read" {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("{body} was never acked read");
+}
+
+/// A received message is read by its id whatever produced it: a send from another linked session as
+/// an injected inbound one, named by its network id (`waMessageId`) or its row id (`id`).
+#[tokio::test]
+async fn reading_a_message_by_id_counts_whoever_sent_it() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    let bob = linked_session(&c, "bob", BOB).await;
+    let bob_chat = jid(BOB);
+    let read_path = at(&alice, "/chats/read");
+    let read =
+        |ids: Vec<Value>| c.post(&read_path, json!({ "chatId": bob_chat, "messageIds": ids }));
+    for (body, by_row_id) in [("z1", false), ("z2", true)] {
+        let sent = c
+            .post(
+                &at(&bob, "/messages/send-text"),
+                json!({ "chatId": jid(ALICE), "text": body }),
+            )
+            .await
+            .expect("send");
+        assert!(sent.status < 300, "{}", sent.text);
+        let row = stored_row(&c, &alice, &bob_chat, body).await;
+        assert_eq!(unread(&c, &alice, &bob_chat).await, 1, "{row}");
+        // The sim acks bob's send as read on its own; alice's read state stays her own.
+        acked_read(&c, &bob, &jid(ALICE), body).await;
+        assert_eq!(unread(&c, &alice, &bob_chat).await, 1, "{row}");
+        let id = if by_row_id {
+            &row["id"]
+        } else {
+            &row["waMessageId"]
+        };
+        let reply = read(vec![id.clone()]).await.expect("read");
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(unread(&c, &alice, &bob_chat).await, 0, "{body} by {id}");
+    }
+
+    let injected = c
+        .post(
+            &format!("/api/sim/sessions/{alice}/inbound"),
+            json!({ "from": bob_chat, "type": "text", "body": "z3" }),
+        )
+        .await
+        .expect("inbound");
+    assert!(injected.status < 300, "{}", injected.text);
+    let row = stored_row(&c, &alice, &bob_chat, "z3").await;
+    assert_eq!(unread(&c, &alice, &bob_chat).await, 1);
+    let reply = read(vec![row["id"].clone()]).await.expect("read");
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(
+        unread(&c, &alice, &bob_chat).await,
+        0,
+        "injected, by row id"
+    );
+}
+
+/// A contact is a person: its record, phone lookup and address-book edits answer a group, channel or
+/// broadcast id with the same 400 as blocking it, and such an id never lands in the contact list. A
+/// picture is asked for any chat id.
+#[tokio::test]
+async fn contact_routes_refuse_groups_and_channels() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    for id in [
+        "120363000000000062@g.us",
+        "120363000000000063@newsletter",
+        "status@broadcast",
+    ] {
+        let path = at(&alice, &format!("/contacts/{id}"));
+        let put = c
+            .put(&path, json!({ "firstName": "GroupAsContact" }))
+            .await
+            .expect("put");
+        let delete = c.delete(&path).await.expect("delete");
+        let get = c.get(&path).await.expect("get");
+        let phone = c.get(&format!("{path}/phone")).await.expect("phone");
+        for reply in [&put, &delete, &get, &phone] {
+            assert_eq!(reply.status, 400, "{id}: {}", reply.text);
+            assert_eq!(
+                reply.body["message"],
+                format!("contactId must be an individual contact, not {id}"),
+                "{id}"
+            );
+        }
+        let picture = c
+            .get(&format!("{path}/profile-picture"))
+            .await
+            .expect("picture");
+        assert_eq!(picture.status, 200, "{id}: {}", picture.text);
+    }
+    let list = c.get(&at(&alice, "/contacts")).await.expect("contacts");
+    assert!(
+        !list.text.contains("GroupAsContact") && !list.text.contains("@g.us"),
+        "{}",
+        list.text
+    );
+}
+
+/// A number check takes a number (`+` allowed) or a `<number>@c.us` id; any other suffix is a 400, not a
+/// check of the digits in front of it.
+#[tokio::test]
+async fn number_checks_refuse_other_suffixes() {
+    let node = node().await;
+    let c = node.client();
+    let alice = linked_session(&c, "alice", ALICE).await;
+    linked_session(&c, "bob", BOB).await;
+    for given in [BOB.to_string(), format!("+{BOB}"), jid(BOB)] {
+        let yes = c
+            .get(&at(&alice, &format!("/contacts/check/{given}")))
+            .await
+            .expect("check");
+        assert_eq!(
+            yes.body,
+            json!({ "number": BOB, "exists": true, "whatsappId": jid(BOB) }),
+            "{given}"
+        );
+    }
+    for given in [
+        format!("{BOB}@g.us"),
+        format!("{BOB}@lid"),
+        format!("{BOB}@newsletter"),
+        format!("{BOB}@"),
+        format!("{BOB}@c.us@c.us"),
+    ] {
+        let reply = c
+            .get(&at(&alice, &format!("/contacts/check/{given}")))
+            .await
+            .expect("check");
+        assert_eq!(reply.status, 400, "{given}: {}", reply.text);
+    }
+}

@@ -181,14 +181,18 @@ impl SimNetwork {
         Ok(())
     }
 
-    /// Read receipts: the senders of the read messages get a `read` ack. With `message_ids`, only those
-    /// messages are read (the socket engine honours the list), so the unread count drops by the listed
-    /// unread ones; without, the whole chat is read. A chat the account never had is 404, not created.
+    /// Read receipts: the senders of the read messages get a `read` ack. With `message_ids` (network ids),
+    /// only those messages are read (the socket engine honours the list), so the unread count drops by the
+    /// listed ones still unread for this account; without, the whole chat is read. What is unread is the
+    /// account's own state (its chat record's unread ids), not the message's ack: a send from another
+    /// linked session is acked `read` to its sender by the sim on its own, yet stays unread here until
+    /// read. A chat the account never had is 404, not created.
     pub fn mark_read(&self, session: &str, chat: &Jid, message_ids: &[String]) -> EngineResult<()> {
         let mut state = self.lock();
         let me = state.online_phone(session)?;
         known_chat(&state, &me, chat)?;
         let ids = to_read(&state, &me, chat, message_ids);
+        let unread = unread_in(&state, &me, chat, message_ids);
         for id in &ids {
             let Some(msg) = state.messages.get_mut(id) else {
                 continue;
@@ -208,10 +212,10 @@ impl SimNetwork {
         rec.unread = if message_ids.is_empty() {
             0
         } else {
-            let read = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+            let read = u32::try_from(unread.len()).unwrap_or(u32::MAX);
             rec.unread.saturating_sub(read)
         };
-        rec.unread_ids.retain(|id| !ids.contains(id));
+        rec.unread_ids.retain(|id| !unread.contains(id));
         state.chat_changed(&me, chat);
         Ok(())
     }
@@ -267,9 +271,9 @@ impl SimNetwork {
     }
 }
 
-/// What `me` has not read in `chat` (of `message_ids`, or all). Embedded: messages from others whose copy
-/// is not `read` yet. Cluster: the chat record's unread ids (the account's own read state, which follows a
-/// session taken over), whose copies were read back first.
+/// The messages of `chat` (of `message_ids`, or all) whose senders get a read receipt. Embedded: messages
+/// from others whose copy is not `read` yet. Cluster: the chat record's unread ids (the account's own read
+/// state, which follows a session taken over), whose copies were read back first.
 fn to_read(state: &NetState, me: &Jid, chat: &Jid, message_ids: &[String]) -> Vec<String> {
     if state.is_clustered() {
         return unread_in(state, me, chat, message_ids)
@@ -296,7 +300,8 @@ pub(super) fn known_chat(state: &NetState, me: &Jid, chat: &Jid) -> EngineResult
     }
 }
 
-/// The chat record's unread ids (of `message_ids`, or all).
+/// The chat record's unread ids (of `message_ids`, or all): what a read takes off the unread count. Only
+/// the newest `UNREAD_IDS_MAX` are remembered, so naming an older unread message leaves the count as is.
 fn unread_in(state: &NetState, me: &Jid, chat: &Jid, message_ids: &[String]) -> Vec<String> {
     state
         .accounts

@@ -132,6 +132,17 @@ impl SimEngine {
         self.query().await
     }
 
+    /// The network ids of `ids` as the API names messages (row id or network id, as the socket engine
+    /// takes them): a stored row answers with its network id, anything else is passed on as given.
+    async fn network_ids(&self, ids: &[String]) -> EngineResult<Vec<String>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let row = self.ctx.store.message(self.id(), id).await?;
+            out.push(row.map_or_else(|| id.clone(), |r| r.wa_message_id));
+        }
+        Ok(out)
+    }
+
     async fn recall(&self, message_id: &str) {
         self.net
             .recall(self.id(), self.ctx.store.as_ref(), message_id)
@@ -215,9 +226,10 @@ impl Engine for SimEngine {
             .vote_poll(self.message_query(poll_id).await, poll_id, options)
     }
     async fn mark_read(&self, chat: &Jid, message_ids: &[String]) -> EngineResult<()> {
+        let message_ids = self.network_ids(message_ids).await?;
         let session = self.query().await;
-        self.net.pull_unread(session, chat, message_ids).await;
-        let read = self.net.mark_read(session, chat, message_ids);
+        self.net.pull_unread(session, chat, &message_ids).await;
+        let read = self.net.mark_read(session, chat, &message_ids);
         self.shared(read).await
     }
     async fn mark_unread(&self, chat: &Jid) -> EngineResult<()> {

@@ -1,5 +1,7 @@
 //! Contact routes: records, number checks, profile pictures (one and many), phone lookups, blocking and
 //! address-book edits. Static segments (`blocked`, `check`, `profile-pictures`) win over `{contactId}`.
+//! A contact is a person: records, phone lookups, blocking and edits refuse a group, channel or broadcast
+//! id (400); pictures take any chat id, as groups and channels have one too.
 
 use std::collections::BTreeMap;
 
@@ -41,7 +43,8 @@ fn path_contact(path: &(String, String)) -> ApiResult<Jid> {
     jid("contactId", &path.1)
 }
 
-/// Blocking is a property of a person: a group, channel or broadcast id would only land in the blocked list.
+/// The `{contactId}` of a route about a person (record, phone, block, address-book edit): a group, channel
+/// or broadcast id would only land in the blocked list or the address book as a contact.
 fn path_person(path: &(String, String)) -> ApiResult<Jid> {
     let contact = path_contact(path)?;
     if contact.kind() != ChatKind::Individual {
@@ -88,9 +91,7 @@ async fn check_number(
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<ContactCheck>> {
-    let digits = path.1.split('@').next().unwrap_or_default();
-    let digits = digits.trim().trim_start_matches('+').to_string();
-    Jid::from_phone(&digits).map_err(|e| ApiError::bad_request(format!("number: {e}")))?;
+    let digits = checked_number(&path.1)?;
     let engine = session.engine().await?;
     let check = bounded(&ctx, engine.check_number(&digits)).await?;
     Ok(Json(ContactCheck {
@@ -98,6 +99,29 @@ async fn check_number(
         exists: check.exists,
         whatsapp_id: check.whatsapp_id.to_string(),
     }))
+}
+
+/// The digits a number check asks about: a number in international format (a leading `+` allowed) or the
+/// individual id `<number>@c.us` (`@s.whatsapp.net` reads as `@c.us`, as everywhere); any other suffix
+/// (`@g.us`, `@lid`, ...) is a 400 rather than a check of the digits in front of it.
+fn checked_number(raw: &str) -> ApiResult<String> {
+    let refused = || {
+        ApiError::bad_request(format!(
+            "number must be a phone number in international format (digits, optionally with a leading +) \
+             or <number>@c.us, got '{raw}'"
+        ))
+    };
+    let digits = if raw.contains('@') {
+        let contact = Jid::parse(raw).map_err(|_| refused())?;
+        if contact.server() != "c.us" {
+            return Err(refused());
+        }
+        contact.user().to_string()
+    } else {
+        raw.trim().trim_start_matches('+').to_string()
+    };
+    Jid::from_phone(&digits).map_err(|_| refused())?;
+    Ok(digits)
 }
 
 /// GET /api/sessions/{sessionId}/contacts/profile-pictures
@@ -145,7 +169,7 @@ async fn get_contact(
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<ContactRecord>> {
-    let contact = path_contact(&path)?;
+    let contact = path_person(&path)?;
     let engine = session.engine().await?;
     Ok(Json(
         bounded(&ctx, engine.get_contact(&contact)).await?.into(),
@@ -161,7 +185,7 @@ async fn save_contact(
     ApiPath(path): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<UpsertContactRequest>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let contact = path_contact(&path)?;
+    let contact = path_person(&path)?;
     if body.first_name.trim().is_empty() {
         return Err(ApiError::bad_request("firstName must not be empty"));
     }
@@ -183,7 +207,7 @@ async fn delete_contact(
     State(ctx): State<ApiContext>,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<SuccessResult>> {
-    let contact = path_contact(&path)?;
+    let contact = path_person(&path)?;
     let engine = session.engine().await?;
     bounded(&ctx, engine.delete_contact(&contact)).await?;
     Ok(Json(SuccessResult::ok()))
@@ -210,7 +234,7 @@ async fn get_contact_phone(
     session: Scoped,
     ApiPath(path): ApiPath<(String, String)>,
 ) -> ApiResult<Json<ContactPhone>> {
-    let contact = path_contact(&path)?;
+    let contact = path_person(&path)?;
     session.engine().await?;
     // A phone number is only knowable from a phone-number JID; a @lid hides it.
     let phone = (contact.server() == "c.us").then(|| contact.user().to_string());
