@@ -371,6 +371,12 @@ pub struct LimitKnobs {
     /// Whole request body: bytes, or a number with a kb/mb suffix
     #[arg(long, env, value_parser = byte_size, default_value = "25mb")]
     pub body_size_limit: u64,
+    /// How long a connection may take to send a whole request head, ms, which is also how long a keep-alive connection may sit idle; past it the connection is closed (behind a load balancer, keep it above the balancer's idle timeout)
+    #[arg(long, env, value_parser = bounded_timeout, default_value_t = 30_000)]
+    pub http_header_read_timeout_ms: u64,
+    /// How long a request body may go without a byte arriving while it is read, ms; past it the request answers 408 (a slow upload that keeps sending is not cut)
+    #[arg(long, env, value_parser = bounded_timeout, default_value_t = 60_000)]
+    pub http_body_read_timeout_ms: u64,
     /// Decoded media blob cap in bytes; over it a send answers 413
     #[arg(long, env, value_parser = positive, default_value_t = 50 * 1024 * 1024)]
     pub media_download_max_bytes: u64,

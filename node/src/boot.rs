@@ -1,13 +1,11 @@
 //! Start-up and shutdown of a node: logging, storage, the first admin key, background tasks, the HTTP
 //! listener, and a graceful stop on SIGTERM/SIGINT (in-flight requests finish, usage is flushed).
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use axum::serve::ListenerExt;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -550,8 +548,9 @@ fn spawn_background(
 }
 
 /// Resolves on SIGTERM, SIGINT or `shutdown`. The handlers are installed by the caller before the listener
-/// opens: axum polls this future from a task of its own, and a SIGTERM that arrived before that task first
-/// ran (a supervisor stopping a node right after its first health check) killed the process outright.
+/// opens: `http::serve` polls this future from a task of its own, and a SIGTERM that arrived before that
+/// task first ran (a supervisor stopping a node right after its first health check) killed the process
+/// outright.
 /// A cluster node first hands its sessions to its peers while it still accepts requests (those for a
 /// session in transit wait for the new owner, then go there), and only then closes the listener.
 async fn shutdown_signal(
@@ -650,32 +649,28 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let terminate = signal(SignalKind::terminate()).context("could not handle SIGTERM")?;
     let interrupt = signal(SignalKind::interrupt()).context("could not handle SIGINT")?;
     let addr = format!("{}:{}", config.bind_host, config.api_port);
-    // Without TCP_NODELAY a WebSocket's small event frames wait behind the client's delayed ACK (Nagle): the
-    // live feed stalled 40 ms at a time at 1,000 events/s.
     let listener = tokio::net::TcpListener::bind(&addr)
         .await
-        .with_context(|| format!("could not listen on {addr}"))?
-        .tap_io(|stream| {
-            if let Err(err) = stream.set_nodelay(true) {
-                tracing::debug!(error = %err, "TCP_NODELAY not set on an accepted connection");
-            }
-        });
+        .with_context(|| format!("could not listen on {addr}"))?;
     tracing::info!(%addr, engine = config.engine_type.as_str(), "wagate listening");
-    let app = crate::http::router(ctx.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let app = crate::http::router(ctx.clone());
+    let timeouts = crate::http::serve::ReadTimeouts {
+        head: Duration::from_millis(config.http_header_read_timeout_ms),
+        body_idle: Duration::from_millis(config.http_body_read_timeout_ms),
+    };
     let pools = ctx.infra.sqlite_pools();
     crate::footprint::release_after_boot(&pools).await;
     tasks.spawn(crate::footprint::release_when_quiet(
         pools,
         shutdown.clone(),
     ));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal(
-            terminate,
-            interrupt,
-            shutdown.clone(),
-            ctx.clone(),
-        ))
-        .await?;
+    crate::http::serve::serve(
+        listener,
+        app,
+        timeouts,
+        shutdown_signal(terminate, interrupt, shutdown.clone(), ctx.clone()),
+    )
+    .await;
     tasks.close();
     tasks.wait().await;
     if let Some(node) = ctx.infra.raft() {

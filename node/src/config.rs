@@ -63,6 +63,12 @@ pub struct Config {
     pub trusted_proxies: Vec<IpNet>,
     pub rate_tiers: [RateTier; 3],
     pub body_size_limit: u64,
+    /// `HTTP_HEADER_READ_TIMEOUT_MS` (30000): a connection that has not sent a whole request head in this
+    /// time (an idle keep-alive connection included) is closed.
+    pub http_header_read_timeout_ms: u64,
+    /// `HTTP_BODY_READ_TIMEOUT_MS` (60000): a request body that sends nothing for this long while it is read
+    /// answers 408.
+    pub http_body_read_timeout_ms: u64,
     pub media_download_max_bytes: u64,
     pub media_conversion_max_output_bytes: u64,
     pub export_inline_media_budget_bytes: u64,
@@ -245,6 +251,8 @@ impl Config {
                 },
             ],
             body_size_limit: limits.body_size_limit,
+            http_header_read_timeout_ms: limits.http_header_read_timeout_ms,
+            http_body_read_timeout_ms: limits.http_body_read_timeout_ms,
             media_download_max_bytes: limits.media_download_max_bytes,
             media_conversion_max_output_bytes: media.media_conversion_max_output_bytes,
             export_inline_media_budget_bytes: media.export_inline_media_budget_bytes,

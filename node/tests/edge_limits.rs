@@ -670,3 +670,159 @@ async fn a_401_before_the_body_arrives_keeps_the_raw_connection_open() {
         "the second request on each connection is answered"
     );
 }
+
+// Read timeouts: a request head or body that stops arriving must not hold a connection (and its file
+// descriptor) for ever, while a slow upload that keeps sending, an idle WebSocket and plain requests work.
+
+/// A node whose read timeouts are short enough to pass within a test.
+async fn node_with_short_read_timeouts() -> Node {
+    let options = NodeOptions::new(BIN)
+        .env("HTTP_HEADER_READ_TIMEOUT_MS", "400")
+        .env("HTTP_BODY_READ_TIMEOUT_MS", "400");
+    Node::start(options).await.expect("node")
+}
+
+/// Everything the server sends until it closes the connection, or `None` when it is still open after 20 s
+/// (far beyond the timeouts under test: only a connection nobody closes gets there).
+async fn read_until_closed(socket: &mut tokio::net::TcpStream) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read_all = async {
+        loop {
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), read_all)
+        .await
+        .ok()?;
+    Some(String::from_utf8_lossy(&seen).into_owned())
+}
+
+async fn raw_connection(node: &Node, sent: &[u8]) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut socket = tokio::net::TcpStream::connect(("127.0.0.1", node.port))
+        .await
+        .expect("connect");
+    socket.write_all(sent).await.expect("write");
+    socket
+}
+
+#[tokio::test]
+async fn a_request_head_that_never_ends_is_dropped_and_the_node_keeps_answering() {
+    let node = node_with_short_read_timeouts().await;
+    // The head without its final empty line, half a request line, and nothing at all.
+    let mut unfinished = raw_connection(&node, b"GET /api/health HTTP/1.1\r\nHost: x\r\n").await;
+    let mut half_line = raw_connection(&node, b"GET /api/hea").await;
+    let mut silent = raw_connection(&node, b"").await;
+    // An HTTP/2 connection preface cut short: the bytes the server reads to tell HTTP/1 from HTTP/2.
+    let mut half_preface = raw_connection(&node, b"PRI * HTTP/2.0\r\n").await;
+    for (name, socket) in [
+        ("unfinished head", &mut unfinished),
+        ("half a request line", &mut half_line),
+        ("no bytes", &mut silent),
+        ("half an HTTP/2 preface", &mut half_preface),
+    ] {
+        let answer = read_until_closed(socket)
+            .await
+            .unwrap_or_else(|| panic!("{name}: the connection is still open"));
+        assert!(
+            answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+            "{name}: closed without an answer or with 408, got {answer:?}"
+        );
+    }
+    // A keep-alive connection that asked once and then sits idle is closed as well, after its answer.
+    let mut idle = raw_connection(&node, b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let answer = read_until_closed(&mut idle)
+        .await
+        .expect("an idle keep-alive connection is closed");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let health = reqwest::get(format!("{}/api/health", node.base_url()))
+        .await
+        .expect("health");
+    assert_eq!(health.status(), 200);
+}
+
+#[tokio::test]
+async fn a_body_that_stops_arriving_answers_408_and_a_slow_one_that_keeps_coming_is_served() {
+    use futures::StreamExt;
+    let node = node_with_short_read_timeouts().await;
+    let head = format!(
+        "POST /api/auth/api-keys HTTP/1.1\r\nHost: x\r\nX-API-Key: {ADMIN_KEY}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"na"
+    );
+    let mut stalled = raw_connection(&node, head.as_bytes()).await;
+    let answer = read_until_closed(&mut stalled)
+        .await
+        .expect("the stalled request is answered and its connection closed");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let (_, body) = answer.split_once("\r\n\r\n").expect("head and body");
+    let body: Value = serde_json::from_str(body).expect("a JSON error body");
+    assert_eq!(body["statusCode"], 408, "{body}");
+    assert_eq!(body["error"], "Request Timeout", "{body}");
+    assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()));
+
+    // The same key request sent in eight pieces 150 ms apart: 1.2 s in all, three times the body timeout,
+    // but never a wait as long as it.
+    let text = json!({ "name": "slow-upload", "role": "viewer" }).to_string();
+    let pieces: Vec<Vec<u8>> = text
+        .as_bytes()
+        .chunks(text.len().div_ceil(8))
+        .map(<[u8]>::to_vec)
+        .collect();
+    let slow = futures::stream::iter(pieces).then(|piece| async move {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        Ok::<_, std::io::Error>(bytes::Bytes::from(piece))
+    });
+    let created = reqwest::Client::new()
+        .post(format!("{}/api/auth/api-keys", node.base_url()))
+        .header("X-API-Key", ADMIN_KEY)
+        .header("Content-Type", "application/json")
+        .body(reqwest::Body::wrap_stream(slow))
+        .send()
+        .await
+        .expect("slow upload");
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.expect("json");
+    assert_eq!(created["name"], "slow-upload", "{created}");
+}
+
+#[tokio::test]
+async fn a_websocket_subscription_outlives_the_read_timeouts() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let node = node_with_short_read_timeouts().await;
+    let mut req = format!("ws://127.0.0.1:{}/api/ws", node.port)
+        .into_client_request()
+        .expect("request");
+    req.headers_mut()
+        .insert("X-API-Key", ADMIN_KEY.parse().expect("header"));
+    let (mut ws, _) = tokio_tungstenite::connect_async(req)
+        .await
+        .expect("upgrade");
+    let mut ask = async |frame: Value| -> Value {
+        ws.send(Message::Text(frame.to_string().into()))
+            .await
+            .expect("send");
+        loop {
+            let next = tokio::time::timeout(Duration::from_secs(15), ws.next())
+                .await
+                .expect("an answer")
+                .expect("the socket is open")
+                .expect("a frame");
+            if let Message::Text(text) = next {
+                return serde_json::from_str(&text).expect("json");
+            }
+        }
+    };
+    let subscribed = ask(json!({ "type": "subscribe", "sessionId": "*", "events": ["*"] })).await;
+    assert_eq!(subscribed["type"], "subscribed", "{subscribed}");
+    // Silent for five times the header and body timeouts.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let pong = ask(json!({ "type": "ping", "requestId": "late" })).await;
+    assert_eq!(pong["type"], "pong", "{pong}");
+    assert_eq!(pong["requestId"], "late");
+}

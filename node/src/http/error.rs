@@ -139,6 +139,13 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// A request body that stopped arriving while it was read: 408, whichever reader met it.
+impl From<super::serve::BodyStalled> for ApiError {
+    fn from(stall: super::serve::BodyStalled) -> Self {
+        ApiError::new(StatusCode::REQUEST_TIMEOUT, stall.to_string())
+    }
+}
+
 impl From<KeyRefusal> for ApiError {
     fn from(refusal: KeyRefusal) -> Self {
         match refusal {

@@ -53,6 +53,9 @@ fn carries_nul(json: &[u8]) -> bool {
 }
 
 fn bytes_rejection(rejection: BytesRejection) -> ApiError {
+    if let Some(stall) = super::serve::stalled(&rejection) {
+        return stall.into();
+    }
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,

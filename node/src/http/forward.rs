@@ -240,8 +240,12 @@ async fn forward_following_owner(
 ) -> Response {
     let (parts, body) = req.into_parts();
     let limit = usize::try_from(ctx.config.body_size_limit).unwrap_or(usize::MAX);
-    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
-        return ApiError::from(ForwardError::BodyTooLarge).into_response();
+    let bytes = match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(err) => match super::serve::stalled(&err) {
+            Some(stall) => return ApiError::from(stall).into_response(),
+            None => return ApiError::from(ForwardError::BodyTooLarge).into_response(),
+        },
     };
     let deadline =
         std::time::Instant::now() + Duration::from_millis(ctx.config.session_handover_wait_ms);

@@ -148,9 +148,12 @@ async fn parse_streamed(body: Body, limit: u64) -> ApiResult<serde_json::Value> 
         let chunk = match chunk {
             Ok(chunk) => chunk,
             Err(err) => {
-                outcome = Err(ApiError::bad_request(format!(
-                    "Could not read the request body: {err}"
-                )));
+                outcome = Err(match crate::http::serve::stalled(&err) {
+                    Some(stall) => stall.into(),
+                    None => {
+                        ApiError::bad_request(format!("Could not read the request body: {err}"))
+                    }
+                });
                 break;
             }
         };

@@ -52,6 +52,7 @@ pub(crate) mod profile;
 pub(crate) mod queue_dashboard;
 pub(crate) mod role_gate;
 pub(crate) mod search;
+pub(crate) mod serve;
 pub(crate) mod session_scope;
 pub(crate) mod sessions;
 pub(crate) mod settings;
