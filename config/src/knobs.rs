@@ -371,8 +371,8 @@ pub struct LimitKnobs {
     /// Whole request body: bytes, or a number with a kb/mb suffix
     #[arg(long, env, value_parser = byte_size, default_value = "25mb")]
     pub body_size_limit: u64,
-    /// How long a connection may take to send a whole request head, ms, which is also how long a keep-alive connection may sit idle; past it the connection is closed (behind a load balancer, keep it above the balancer's idle timeout)
-    #[arg(long, env, value_parser = bounded_timeout, default_value_t = 30_000)]
+    /// How long a connection may take to send a whole request head, ms, which is also how long a keep-alive connection may sit idle; past it the connection is closed (the 75 s default outlasts the 60 s idle timeouts of AWS ALB and nginx's upstream keep-alive, so a balancer never sends on a connection the node is closing)
+    #[arg(long, env, value_parser = bounded_timeout, default_value_t = 75_000)]
     pub http_header_read_timeout_ms: u64,
     /// How long a request body may go without a byte arriving while it is read, ms; past it the request answers 408 (a slow upload that keeps sending is not cut)
     #[arg(long, env, value_parser = bounded_timeout, default_value_t = 60_000)]

@@ -63,7 +63,7 @@ pub struct Config {
     pub trusted_proxies: Vec<IpNet>,
     pub rate_tiers: [RateTier; 3],
     pub body_size_limit: u64,
-    /// `HTTP_HEADER_READ_TIMEOUT_MS` (30000): a connection that has not sent a whole request head in this
+    /// `HTTP_HEADER_READ_TIMEOUT_MS` (75000): a connection that has not sent a whole request head in this
     /// time (an idle keep-alive connection included) is closed.
     pub http_header_read_timeout_ms: u64,
     /// `HTTP_BODY_READ_TIMEOUT_MS` (60000): a request body that sends nothing for this long while it is read
