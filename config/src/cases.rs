@@ -39,6 +39,28 @@ pub const REFUSED: &[Refused] = &[
         env: &[("OUTBOX_RECONCILE_MS", "0")],
         line: "invalid configuration: OUTBOX_RECONCILE_MS must be a positive integer (0 is refused)",
     },
+    // Each numeric knob has the bound of its kind (counts, milliseconds, bytes): a value past it would
+    // overflow or panic where it is used (a semaphore's permits, µs sums, ffmpeg's -fs, Redis PX).
+    Refused {
+        env: &[("WEBHOOK_DISPATCH_CONCURRENCY", "2305843009213693952")],
+        line: "invalid configuration: WEBHOOK_DISPATCH_CONCURRENCY must be between 1 and 1000000 (got '2305843009213693952')",
+    },
+    Refused {
+        env: &[("WEBHOOK_DISPATCH_CONCURRENCY", "1000001")],
+        line: "invalid configuration: WEBHOOK_DISPATCH_CONCURRENCY must be between 1 and 1000000 (got '1000001')",
+    },
+    Refused {
+        env: &[("WEBHOOK_TIMEOUT", "18446744073709551616")],
+        line: "invalid configuration: WEBHOOK_TIMEOUT must be between 1 and 2147483647 milliseconds (got '18446744073709551616')",
+    },
+    Refused {
+        env: &[("OUTBOX_STALE_MS", "2147483648")],
+        line: "invalid configuration: OUTBOX_STALE_MS must be between 0 and 2147483647 milliseconds (got '2147483648')",
+    },
+    Refused {
+        env: &[("WEBHOOK_MAX_PAYLOAD_BYTES", "1099511627777")],
+        line: "invalid configuration: WEBHOOK_MAX_PAYLOAD_BYTES must be between 1 and 1099511627776 bytes (got '1099511627777')",
+    },
     Refused {
         env: &[("REDIS_ENABLED", "yes")],
         line: "invalid configuration: REDIS_ENABLED must be exactly true or false (got 'yes')",
@@ -138,7 +160,7 @@ pub const REFUSED: &[Refused] = &[
 ];
 
 /// Refused settings of knobs only `wagate` reads (the worker ignores them): the media storage backend, the
-/// browser engine's page and the benchmark switches.
+/// browser engine's page, the benchmark switches and the bounds of the node's numeric knobs.
 pub const NODE_REFUSED: &[Refused] = &[
     Refused {
         env: &[("STORAGE_TYPE", "gcs")],
@@ -195,6 +217,72 @@ pub const NODE_REFUSED: &[Refused] = &[
             ("NODE_URL", "wagate-0.wagate-peers:2785"),
         ],
         line: "invalid configuration: NODE_URL must be an http:// or https:// URL (got 'wagate-0.wagate-peers:2785')",
+    },
+    Refused {
+        env: &[("MEDIA_CONVERSION_CONCURRENCY", "2305843009213693952")],
+        line: "invalid configuration: MEDIA_CONVERSION_CONCURRENCY must be between 1 and 1000000 (got '2305843009213693952')",
+    },
+    Refused {
+        env: &[
+            ("ENGINE_TYPE", "browser"),
+            ("BROWSER_LAUNCH_CONCURRENCY", "2305843009213693952"),
+        ],
+        line: "invalid configuration: BROWSER_LAUNCH_CONCURRENCY must be between 1 and 1000000 (got '2305843009213693952')",
+    },
+    Refused {
+        env: &[("MEDIA_CONVERSION_QUEUE", "18446744073709551614")],
+        line: "invalid configuration: MEDIA_CONVERSION_QUEUE must be between 0 and 1000000 (got '18446744073709551614')",
+    },
+    Refused {
+        env: &[("MEDIA_CONVERSION_QUEUE", "1000001")],
+        line: "invalid configuration: MEDIA_CONVERSION_QUEUE must be between 0 and 1000000 (got '1000001')",
+    },
+    Refused {
+        env: &[("RATE_LIMIT_LONG_LIMIT", "1000000001")],
+        line: "invalid configuration: RATE_LIMIT_LONG_LIMIT must be between 1 and 1000000000 (got '1000000001')",
+    },
+    Refused {
+        env: &[("RATE_LIMIT_SHORT_TTL", "18446744073709552")],
+        line: "invalid configuration: RATE_LIMIT_SHORT_TTL must be between 1 and 2147483647 milliseconds (got '18446744073709552')",
+    },
+    Refused {
+        env: &[("RATE_LIMIT_MEDIUM_TTL", "18446744073709552")],
+        line: "invalid configuration: RATE_LIMIT_MEDIUM_TTL must be between 1 and 2147483647 milliseconds (got '18446744073709552')",
+    },
+    Refused {
+        env: &[("RATE_LIMIT_LONG_TTL", "18446744073709552")],
+        line: "invalid configuration: RATE_LIMIT_LONG_TTL must be between 1 and 2147483647 milliseconds (got '18446744073709552')",
+    },
+    Refused {
+        env: &[("STORAGE_EXPORT_TTL_MS", "2147483648")],
+        line: "invalid configuration: STORAGE_EXPORT_TTL_MS must be between 1 and 2147483647 milliseconds (got '2147483648')",
+    },
+    Refused {
+        env: &[
+            ("REDIS_ENABLED", "true"),
+            ("SESSION_LEASE_TTL_MS", "18446744073709551615"),
+        ],
+        line: "invalid configuration: SESSION_LEASE_TTL_MS must be between 1 and 2147483647 milliseconds (got '18446744073709551615')",
+    },
+    Refused {
+        env: &[("MEDIA_CONVERSION_MAX_OUTPUT_BYTES", "9223372036854775806")],
+        line: "invalid configuration: MEDIA_CONVERSION_MAX_OUTPUT_BYTES must be between 1 and 1099511627776 bytes (got '9223372036854775806')",
+    },
+    Refused {
+        env: &[("EXPORT_INLINE_MEDIA_BUDGET_BYTES", "1099511627777")],
+        line: "invalid configuration: EXPORT_INLINE_MEDIA_BUDGET_BYTES must be between 0 and 1099511627776 bytes (got '1099511627777')",
+    },
+    Refused {
+        env: &[("BODY_SIZE_LIMIT", "1048577mb")],
+        line: "invalid configuration: BODY_SIZE_LIMIT must be between 1 and 1099511627776 bytes (1048576mb) (got '1048577mb')",
+    },
+    Refused {
+        env: &[("BROWSER_MAX_RSS_MB", "1048577")],
+        line: "invalid configuration: BROWSER_MAX_RSS_MB must be between 0 and 1048576 MiB (got '1048577')",
+    },
+    Refused {
+        env: &[("SEND_PACING_WARMUP_DAYS", "3651")],
+        line: "invalid configuration: SEND_PACING_WARMUP_DAYS must be between 0 and 3650 days (got '3651')",
     },
     Refused {
         env: &[("WAGATE_BENCH_ACK_ON_RECEIPT", "1")],
@@ -307,6 +395,39 @@ pub const NODE_ACCEPTED: &[Accepted] = &[
         ],
         expect: &[],
     },
+    // Every node knob at the top of its kind's range boots (a concurrency of a million, windows and TTLs of
+    // 2147483647 ms, a billion requests per window, 1 TiB byte sizes).
+    Accepted {
+        env: &[
+            ("ENGINE_TYPE", "browser"),
+            ("BROWSER_LAUNCH_CONCURRENCY", "1000000"),
+            ("BROWSER_MAX_RSS_MB", "1048576"),
+            ("SESSION_RESTORE_CONCURRENCY", "1000000"),
+            ("SESSION_START_TIMEOUT_MS", "2147483647"),
+            ("RATE_LIMIT_SHORT_TTL", "2147483647"),
+            ("RATE_LIMIT_SHORT_LIMIT", "1000000000"),
+            ("RATE_LIMIT_MEDIUM_TTL", "2147483647"),
+            ("RATE_LIMIT_LONG_TTL", "2147483647"),
+            ("RATE_LIMIT_LONG_LIMIT", "1000000000"),
+            ("BODY_SIZE_LIMIT", "1048576mb"),
+            ("MEDIA_DOWNLOAD_MAX_BYTES", "1099511627776"),
+            ("MEDIA_CONVERSION_CONCURRENCY", "1000000"),
+            ("MEDIA_CONVERSION_QUEUE", "1000000"),
+            ("MEDIA_CONVERSION_MAX_OUTPUT_BYTES", "1099511627776"),
+            ("EXPORT_INLINE_MEDIA_BUDGET_BYTES", "1099511627776"),
+            ("STORAGE_EXPORT_TTL_MS", "2147483647"),
+            ("SEND_PACING_DAILY_CAP", "1000000"),
+            ("SEND_PACING_WARMUP_DAYS", "3650"),
+            ("REDIS_ENABLED", "true"),
+            ("SESSION_LEASE_TTL_MS", "2147483647"),
+            ("RAFT_SNAPSHOT_LOGS", "1000000"),
+        ],
+        expect: &[],
+    },
+    Accepted {
+        env: &[("MEDIA_CONVERSION_QUEUE", "0"), ("BROWSER_MAX_RSS_MB", "0")],
+        expect: &[],
+    },
     Accepted {
         env: &[
             ("WAGATE_BENCH_ACK_ON_RECEIPT", "true"),
@@ -359,6 +480,19 @@ pub const ACCEPTED: &[Accepted] = &[
     Accepted {
         env: &[("WEBHOOK_TIMEOUT", " 2500 "), ("OUTBOX_STALE_MS", "0")],
         expect: &[Expect::WebhookTimeoutMs(2_500), Expect::OutboxStaleMs(0)],
+    },
+    Accepted {
+        env: &[
+            ("WEBHOOK_TIMEOUT", "2147483647"),
+            ("OUTBOX_STALE_MS", "2147483647"),
+            ("WEBHOOK_DISPATCH_CONCURRENCY", "1000000"),
+            ("WEBHOOK_MAX_PAYLOAD_BYTES", "1099511627776"),
+            ("WEBHOOK_RETRY_DELAY", "0"),
+        ],
+        expect: &[
+            Expect::WebhookTimeoutMs(2_147_483_647),
+            Expect::OutboxStaleMs(2_147_483_647),
+        ],
     },
     Accepted {
         env: &[("WEBHOOK_TIMEOUT", ""), ("LOG_LEVEL", "  ")],

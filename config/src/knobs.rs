@@ -1,14 +1,17 @@
 //! Every knob, defined once: its environment variable (the field name in upper case), its default and its
 //! meaning, as `clap` arguments. `wagate` reads [`NodeCli`] (shared + node knobs), `wagate-worker` reads
-//! [`WorkerCli`] (shared + worker knobs); both print them all on `--help`.
+//! [`WorkerCli`] (shared + worker knobs); both print them all on `--help`. A numeric knob takes the rule of
+//! its kind in `values` (count, requests, milliseconds, bytes, MiB, days), each with an upper bound no use of
+//! the value can overflow with.
 
 use std::path::PathBuf;
 
 use clap::{ArgAction, Args, Parser, ValueEnum};
 
 use crate::values::{
-    AddressList, NameList, bind_host, boolean, bounded_timeout, byte_size, handover_wait, http_url,
-    integer, port, positive, postgres_url, ratio, redis_url, signed, sqlite_location,
+    AddressList, NameList, bind_host, boolean, bounded_timeout, byte_size, bytes, bytes_or_zero,
+    count, count_or_zero, days_or_zero, handover_wait, http_url, mebibytes_or_zero, millis,
+    millis_or_zero, port, postgres_url, ratio, redis_url, requests, signed, sqlite_location,
 };
 use crate::{ConfigError, refuse};
 
@@ -211,16 +214,16 @@ pub struct SharedKnobs {
 #[command(next_help_heading = "Webhooks (wagate and wagate-worker)")]
 pub struct WebhookKnobs {
     /// Milliseconds per delivery attempt
-    #[arg(long, env, value_parser = positive, default_value_t = 10_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 10_000)]
     pub webhook_timeout: u64,
     /// Base delay in milliseconds; doubles per retry, capped at 5 minutes
-    #[arg(long, env, value_parser = integer, default_value_t = 5_000)]
+    #[arg(long, env, value_parser = millis_or_zero, default_value_t = 5_000)]
     pub webhook_retry_delay: u64,
     /// Larger payloads are not dispatched
-    #[arg(long, env, value_parser = positive, default_value_t = 1_048_576)]
+    #[arg(long, env, value_parser = bytes, default_value_t = 1_048_576)]
     pub webhook_max_payload_bytes: u64,
     /// Deliveries running at once per process
-    #[arg(long, env, value_parser = positive, default_value_t = DEFAULT_WEBHOOK_DISPATCH_CONCURRENCY)]
+    #[arg(long, env, value_parser = count, default_value_t = DEFAULT_WEBHOOK_DISPATCH_CONCURRENCY)]
     pub webhook_dispatch_concurrency: u64,
     /// Refuse private, loopback and link-local targets
     #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = true)]
@@ -229,10 +232,10 @@ pub struct WebhookKnobs {
     #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = false)]
     pub webhook_ssrf_redirects: bool,
     /// Milliseconds between sweeps that re-enqueue outbox rows a crash left behind
-    #[arg(long, env, value_parser = positive, default_value_t = 30_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 30_000)]
     pub outbox_reconcile_ms: u64,
     /// Milliseconds a due outbox row may sit untouched before a sweep re-enqueues it
-    #[arg(long, env, value_parser = integer, default_value_t = 60_000)]
+    #[arg(long, env, value_parser = millis_or_zero, default_value_t = 60_000)]
     pub outbox_stale_ms: u64,
 }
 
@@ -310,16 +313,16 @@ pub struct EngineKnobs {
     #[arg(long, env, default_value = DEFAULT_SOCKET_WS_URL)]
     pub socket_ws_url: String,
     /// A start that does not leave `initializing` in time answers 504
-    #[arg(long, env, value_parser = positive, default_value_t = 30_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 30_000)]
     pub session_start_timeout_ms: u64,
     /// Budget of the engine queries the API bounds (group list, contact check, ...); 503 after it
-    #[arg(long, env, value_parser = positive, default_value_t = 30_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 30_000)]
     pub engine_query_timeout_ms: u64,
     /// Restart the sessions that were running when the node stopped
     #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = true)]
     pub auto_start_sessions: bool,
     /// Sessions boot restore starts at once
-    #[arg(long, env, value_parser = positive, default_value_t = 5)]
+    #[arg(long, env, value_parser = count, default_value_t = 5)]
     pub session_restore_concurrency: u64,
     /// Browser engine: DevTools protocol timeout, ms
     #[arg(long, env, value_parser = bounded_timeout, default_value_t = 180_000)]
@@ -334,10 +337,10 @@ pub struct EngineKnobs {
     #[arg(long, env)]
     pub browser_wajs_path: Option<std::path::PathBuf>,
     /// Browser engine: a session's process tree above this many MiB gets a fresh page (0 = no ceiling)
-    #[arg(long, env, value_parser = integer, default_value_t = 1024)]
+    #[arg(long, env, value_parser = mebibytes_or_zero, default_value_t = 1024)]
     pub browser_max_rss_mb: u64,
     /// Browser engine: Chromium launches running at once
-    #[arg(long, env, value_parser = positive, default_value_t = 2)]
+    #[arg(long, env, value_parser = count, default_value_t = 2)]
     pub browser_launch_concurrency: u64,
     /// Fetch media URLs through the session's proxy
     #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = true)]
@@ -351,22 +354,22 @@ pub struct LimitKnobs {
     #[arg(long, env)]
     pub trusted_proxies: Option<AddressList>,
     /// Short rate-limit window, ms (tiers are keyed on the client address)
-    #[arg(long, env, value_parser = positive, default_value_t = 1_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 1_000)]
     pub rate_limit_short_ttl: u64,
     /// Requests a client address may make per short window; over it 429
-    #[arg(long, env, value_parser = positive, default_value_t = 10)]
+    #[arg(long, env, value_parser = requests, default_value_t = 10)]
     pub rate_limit_short_limit: u64,
     /// Medium rate-limit window, ms
-    #[arg(long, env, value_parser = positive, default_value_t = 60_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 60_000)]
     pub rate_limit_medium_ttl: u64,
     /// Requests a client address may make per medium window; over it 429
-    #[arg(long, env, value_parser = positive, default_value_t = 100)]
+    #[arg(long, env, value_parser = requests, default_value_t = 100)]
     pub rate_limit_medium_limit: u64,
     /// Long rate-limit window, ms
-    #[arg(long, env, value_parser = positive, default_value_t = 3_600_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 3_600_000)]
     pub rate_limit_long_ttl: u64,
     /// Requests a client address may make per long window; over it 429
-    #[arg(long, env, value_parser = positive, default_value_t = 1_000)]
+    #[arg(long, env, value_parser = requests, default_value_t = 1_000)]
     pub rate_limit_long_limit: u64,
     /// Whole request body: bytes, or a number with a kb/mb suffix
     #[arg(long, env, value_parser = byte_size, default_value = "25mb")]
@@ -378,13 +381,13 @@ pub struct LimitKnobs {
     #[arg(long, env, value_parser = bounded_timeout, default_value_t = 60_000)]
     pub http_body_read_timeout_ms: u64,
     /// Decoded media blob cap in bytes; over it a send answers 413
-    #[arg(long, env, value_parser = positive, default_value_t = 50 * 1024 * 1024)]
+    #[arg(long, env, value_parser = bytes, default_value_t = 50 * 1024 * 1024)]
     pub media_download_max_bytes: u64,
     /// Media URL fetches refuse loopback, private, link-local and metadata addresses (false only for tests)
     #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = true)]
     pub media_url_guard: bool,
     /// Milliseconds between re-checks of live WebSocket keys
-    #[arg(long, env, value_parser = positive, default_value_t = 60_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 60_000)]
     pub ws_revalidate_ms: u64,
 }
 
@@ -398,22 +401,22 @@ pub struct MediaKnobs {
     #[arg(long, env, default_value = "ffmpeg")]
     pub ffmpeg_path: String,
     /// Conversions running at once
-    #[arg(long, env, value_parser = positive, default_value_t = 2)]
+    #[arg(long, env, value_parser = count, default_value_t = 2)]
     pub media_conversion_concurrency: u64,
     /// Conversions that may wait for a slot; more answer 503
-    #[arg(long, env, value_parser = integer, default_value_t = 8)]
+    #[arg(long, env, value_parser = count_or_zero, default_value_t = 8)]
     pub media_conversion_queue: u64,
     /// A conversion's ffmpeg process is killed after this many ms (503)
-    #[arg(long, env, value_parser = positive, default_value_t = 120_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 120_000)]
     pub media_conversion_timeout_ms: u64,
     /// Cap on a converted result in bytes
-    #[arg(long, env, value_parser = positive, default_value_t = 64 * 1024 * 1024)]
+    #[arg(long, env, value_parser = bytes, default_value_t = 64 * 1024 * 1024)]
     pub media_conversion_max_output_bytes: u64,
     /// Inline base64 media an export may embed, in bytes, spent newest first
-    #[arg(long, env, value_parser = integer, default_value_t = 8 * 1024 * 1024)]
+    #[arg(long, env, value_parser = bytes_or_zero, default_value_t = 8 * 1024 * 1024)]
     pub export_inline_media_budget_bytes: u64,
     /// How long an export archive is kept, ms
-    #[arg(long, env, value_parser = positive, default_value_t = 3_600_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 3_600_000)]
     pub storage_export_ttl_ms: u64,
 }
 
@@ -553,19 +556,19 @@ pub struct PacingKnobs {
     #[arg(long, env, action = ArgAction::Set, value_parser = boolean, default_value_t = false)]
     pub send_pacing_enabled: bool,
     /// Sends per session per rolling 24 h once warmed up
-    #[arg(long, env, value_parser = positive, default_value_t = 1_000)]
+    #[arg(long, env, value_parser = count, default_value_t = 1_000)]
     pub send_pacing_daily_cap: u64,
     /// Days a new session ramps from SEND_PACING_WARMUP_START to the daily cap (0: no ramp)
-    #[arg(long, env, value_parser = integer, default_value_t = 7)]
+    #[arg(long, env, value_parser = days_or_zero, default_value_t = 7)]
     pub send_pacing_warmup_days: u64,
     /// Sends allowed on a session's first day
-    #[arg(long, env, value_parser = positive, default_value_t = 50)]
+    #[arg(long, env, value_parser = count, default_value_t = 50)]
     pub send_pacing_warmup_start: u64,
     /// Sends to chats with no stored history per rolling 24 h
-    #[arg(long, env, value_parser = integer, default_value_t = 100)]
+    #[arg(long, env, value_parser = count_or_zero, default_value_t = 100)]
     pub send_pacing_cold_daily: u64,
     /// Consecutive network send failures that open the 15-minute breaker
-    #[arg(long, env, value_parser = positive, default_value_t = 5)]
+    #[arg(long, env, value_parser = count, default_value_t = 5)]
     pub send_pacing_breaker_failures: u64,
 }
 
@@ -582,16 +585,16 @@ pub struct ClusterKnobs {
     #[arg(long, env)]
     pub cluster_secret: Option<String>,
     /// How long a node's lease on a session (and its entry in the node registry) lives in Redis unrenewed, ms; after it the takeover sweep of another node may run the session
-    #[arg(long, env, value_parser = positive, default_value_t = 15_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 15_000)]
     pub session_lease_ttl_ms: u64,
     /// Must be less than half of SESSION_LEASE_TTL_MS
-    #[arg(long, env, value_parser = positive, default_value_t = 5_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 5_000)]
     pub session_lease_heartbeat_ms: u64,
     /// Milliseconds between sweeps, on every node, that start sessions which should run but whose lease nobody holds
-    #[arg(long, env, value_parser = positive, default_value_t = 5_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 5_000)]
     pub session_takeover_sweep_ms: u64,
     /// Forward-to-owner timeout, ms (504 after it)
-    #[arg(long, env, value_parser = positive, default_value_t = 60_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 60_000)]
     pub session_proxy_timeout_ms: u64,
     /// How long a request for a session that a stopping or draining node hands to a peer waits for the new
     /// owner, ms (0-60000; 0: answered at once)
@@ -604,19 +607,19 @@ pub struct ClusterKnobs {
     #[arg(long, env)]
     pub raft_voters: Option<NameList>,
     /// How often the raft leader sends heartbeats to the other replicas, ms
-    #[arg(long, env, value_parser = positive, default_value_t = 100)]
+    #[arg(long, env, value_parser = millis, default_value_t = 100)]
     pub raft_heartbeat_ms: u64,
     /// The shortest time a follower waits without hearing a leader before it starts an election, ms; must be more than twice RAFT_HEARTBEAT_MS
-    #[arg(long, env, value_parser = positive, default_value_t = 500)]
+    #[arg(long, env, value_parser = millis, default_value_t = 500)]
     pub raft_election_timeout_min_ms: u64,
     /// A follower that hears no leader for a random time between RAFT_ELECTION_TIMEOUT_MIN_MS and this starts an election, ms; must be greater than the minimum
-    #[arg(long, env, value_parser = positive, default_value_t = 800)]
+    #[arg(long, env, value_parser = millis, default_value_t = 800)]
     pub raft_election_timeout_max_ms: u64,
     /// Log entries since the last snapshot that trigger a new one
-    #[arg(long, env, value_parser = positive, default_value_t = 5_000)]
+    #[arg(long, env, value_parser = count, default_value_t = 5_000)]
     pub raft_snapshot_logs: u64,
     /// How long a write waits for a commit before the caller gets 503, ms
-    #[arg(long, env, value_parser = positive, default_value_t = 5_000)]
+    #[arg(long, env, value_parser = millis, default_value_t = 5_000)]
     pub raft_write_timeout_ms: u64,
 }
 

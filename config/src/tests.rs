@@ -128,6 +128,77 @@ fn defaults_match_the_spec() {
     assert_eq!(worker(&[]).expect("defaults").worker.metrics_port, 9464);
 }
 
+/// Every numeric knob of either binary (its default a plain integer) has an upper bound: the largest u64 and
+/// anything past it are refused, naming the knob, as its kind's range says; a knob whose rule read any u64
+/// would accept a value that overflows where it is used. `AUDIT_RETENTION_DAYS` alone takes any i64, as the
+/// spec says (pruning subtracts it saturating).
+#[test]
+fn every_numeric_knob_refuses_what_no_bound_allows() {
+    for cmd in [NodeCli::command(), WorkerCli::command()] {
+        for arg in cmd.get_arguments() {
+            let Some(var) = arg.get_env().map(|v| v.to_string_lossy().into_owned()) else {
+                continue;
+            };
+            let is_numeric = arg.get_default_values().first().is_some_and(|d| {
+                let d = d.to_string_lossy();
+                !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())
+            });
+            if !is_numeric {
+                continue;
+            }
+            let any_i64 = var == "AUDIT_RETENTION_DAYS";
+            let values = [
+                "18446744073709551615",
+                "18446744073709551616",
+                "9223372036854775807",
+            ];
+            for value in values.into_iter().take(if any_i64 { 2 } else { 3 }) {
+                let pairs = [(var.as_str(), value)];
+                let parsed = match cmd.get_name() {
+                    "wagate" => node(&pairs).map(|_| ()),
+                    _ => worker(&pairs).map(|_| ()),
+                };
+                match parsed {
+                    Err(Stop::Refused(e)) => assert_eq!(e.var, var, "{e}"),
+                    other => panic!("{var}={value}: {other:?}"),
+                }
+            }
+        }
+    }
+}
+
+/// The knobs of each kind take exactly its top value; `bytes`, `count` and the ms knobs default well inside.
+#[test]
+fn each_kind_takes_its_bound() {
+    let n = node(&[
+        ("WEBHOOK_DISPATCH_CONCURRENCY", "1000000"),
+        ("MEDIA_CONVERSION_QUEUE", "1000000"),
+        ("RATE_LIMIT_LONG_TTL", "2147483647"),
+        ("SESSION_LEASE_TTL_MS", "2147483647"),
+        ("MEDIA_CONVERSION_MAX_OUTPUT_BYTES", "1099511627776"),
+        ("BODY_SIZE_LIMIT", "1048576mb"),
+        ("BROWSER_MAX_RSS_MB", "1048576"),
+        ("SEND_PACING_WARMUP_DAYS", "3650"),
+    ])
+    .expect("bounds load");
+    assert_eq!(
+        n.shared.webhooks.webhook_dispatch_concurrency,
+        values::MAX_COUNT
+    );
+    assert_eq!(n.media.media_conversion_queue, values::MAX_COUNT);
+    assert_eq!(n.limits.rate_limit_long_ttl, values::MAX_TIMEOUT_MS);
+    assert_eq!(n.cluster.session_lease_ttl_ms, values::MAX_TIMEOUT_MS);
+    assert_eq!(n.media.media_conversion_max_output_bytes, values::MAX_BYTES);
+    assert_eq!(n.limits.body_size_limit, values::MAX_BYTES);
+    assert_eq!(n.engine.browser_max_rss_mb, values::MAX_MIB);
+    assert_eq!(n.pacing.send_pacing_warmup_days, values::MAX_DAYS);
+    let d = node(&[]).expect("defaults");
+    assert_eq!(d.limits.rate_limit_long_ttl, 3_600_000);
+    assert_eq!(d.media.storage_export_ttl_ms, 3_600_000);
+    assert_eq!(d.media.media_conversion_queue, 8);
+    assert_eq!(d.cluster.session_lease_ttl_ms, 15_000);
+}
+
 #[test]
 fn padding_is_ignored_and_empty_reads_as_unset() {
     let n = node(&[("AUDIT_RETENTION_DAYS", " -5 "), ("API_MASTER_KEY", "")]).expect("loads");

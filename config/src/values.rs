@@ -1,7 +1,7 @@
 //! The value rules every knob uses: plain decimal integers (no exponent, hex, sign where not allowed, or unit
-//! suffix), exact `true`/`false`, byte sizes with an optional kb/mb suffix, ratios, ports, URLs (http, Redis,
-//! database), listen hosts and address lists. Each returns the broken rule as text; `load` puts the variable's
-//! name in front of it.
+//! suffix) bounded by their kind (counts, milliseconds, bytes, MiB, days), exact `true`/`false`, byte sizes
+//! with an optional kb/mb suffix, ratios, ports, URLs (http, Redis, database), listen hosts and address lists.
+//! Each returns the broken rule as text; `load` puts the variable's name in front of it.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -22,12 +22,84 @@ pub fn integer(raw: &str) -> Result<u64, String> {
         .map_err(|_| format!("is out of range (got '{raw}')"))
 }
 
-/// An unsigned plain decimal integer above 0.
-pub fn positive(raw: &str) -> Result<u64, String> {
-    match integer(raw)? {
-        0 => Err("must be a positive integer (0 is refused)".to_owned()),
-        n => Ok(n),
+/// The most a count knob takes (things at once, queue places, requests per window, sends per day, failures,
+/// log entries): one million. A product of two counts, or a count times a small factor, fits any integer the
+/// node uses, and a semaphore holds that many permits.
+pub const MAX_COUNT: u64 = 1_000_000;
+
+/// The most requests a rate-limit tier admits per window: one billion, high enough to switch a tier off
+/// (load tests do) and exact as a Redis script's number.
+pub const MAX_REQUESTS: u64 = 1_000_000_000;
+
+/// The most a byte-size knob takes: 1 TiB. Sums and `+ 1` stay far inside `i64`, the type of ffmpeg's `-fs`
+/// and of database columns.
+pub const MAX_BYTES: u64 = 1 << 40;
+
+/// The most a MiB knob takes: 1 TiB in MiB, so its byte count is within [`MAX_BYTES`].
+pub const MAX_MIB: u64 = MAX_BYTES >> 20;
+
+/// The most a day-count knob takes: ten years.
+pub const MAX_DAYS: u64 = 3_650;
+
+/// A plain decimal integer from `min` (0 or 1) to `max`, `unit` naming what it counts in the refusal.
+fn bounded(raw: &str, min: u64, max: u64, unit: &str) -> Result<u64, String> {
+    if !is_plain_digits(raw) {
+        return Err(format!("must be a plain decimal integer (got '{raw}')"));
     }
+    match raw.parse::<u64>() {
+        Ok(0) if min > 0 => Err("must be a positive integer (0 is refused)".to_owned()),
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "must be between {min} and {max}{unit} (got '{raw}')"
+        )),
+    }
+}
+
+/// A count from 1 to [`MAX_COUNT`].
+pub fn count(raw: &str) -> Result<u64, String> {
+    bounded(raw, 1, MAX_COUNT, "")
+}
+
+/// A count from 0 to [`MAX_COUNT`].
+pub fn count_or_zero(raw: &str) -> Result<u64, String> {
+    bounded(raw, 0, MAX_COUNT, "")
+}
+
+/// Requests per rate-limit window, from 1 to [`MAX_REQUESTS`].
+pub fn requests(raw: &str) -> Result<u64, String> {
+    bounded(raw, 1, MAX_REQUESTS, "")
+}
+
+/// Milliseconds from 1 to [`MAX_TIMEOUT_MS`] (about 24.8 days): in µs, as a Redis `PX`, on a timer or summed
+/// with a clock reading it never overflows (and in µs added to the epoch it stays exact in a Redis script's
+/// double).
+pub fn millis(raw: &str) -> Result<u64, String> {
+    bounded(raw, 1, MAX_TIMEOUT_MS, " milliseconds")
+}
+
+/// Milliseconds from 0 to [`MAX_TIMEOUT_MS`].
+pub fn millis_or_zero(raw: &str) -> Result<u64, String> {
+    bounded(raw, 0, MAX_TIMEOUT_MS, " milliseconds")
+}
+
+/// Plain bytes from 1 to [`MAX_BYTES`] (no unit suffix).
+pub fn bytes(raw: &str) -> Result<u64, String> {
+    bounded(raw, 1, MAX_BYTES, " bytes")
+}
+
+/// Plain bytes from 0 to [`MAX_BYTES`].
+pub fn bytes_or_zero(raw: &str) -> Result<u64, String> {
+    bounded(raw, 0, MAX_BYTES, " bytes")
+}
+
+/// MiB from 0 to [`MAX_MIB`].
+pub fn mebibytes_or_zero(raw: &str) -> Result<u64, String> {
+    bounded(raw, 0, MAX_MIB, " MiB")
+}
+
+/// Days from 0 to [`MAX_DAYS`].
+pub fn days_or_zero(raw: &str) -> Result<u64, String> {
+    bounded(raw, 0, MAX_DAYS, " days")
 }
 
 /// A plain decimal integer of either sign.
@@ -72,7 +144,7 @@ pub fn port(raw: &str) -> Result<u16, String> {
     u16::try_from(n).ok().filter(|p| *p > 0).ok_or_else(rule)
 }
 
-/// Plain bytes, or a number with a `kb`/`mb` suffix (case-insensitive), above 0.
+/// Plain bytes, or a number with a `kb`/`mb` suffix (case-insensitive), from 1 byte to [`MAX_BYTES`].
 pub fn byte_size(raw: &str) -> Result<u64, String> {
     let lower = raw.to_ascii_lowercase();
     let (digits, unit) = if let Some(d) = lower.strip_suffix("kb") {
@@ -89,8 +161,12 @@ pub fn byte_size(raw: &str) -> Result<u64, String> {
     }
     let n: u64 = digits.parse().map_err(|_| rule())?;
     match n.checked_mul(unit) {
-        Some(0) | None => Err(rule()),
-        Some(v) => Ok(v),
+        Some(0) => Err(rule()),
+        Some(v) if v <= MAX_BYTES => Ok(v),
+        _ => Err(format!(
+            "must be between 1 and {MAX_BYTES} bytes ({}mb) (got '{raw}')",
+            MAX_BYTES >> 20
+        )),
     }
 }
 
@@ -328,13 +404,87 @@ mod tests {
         }
 
         #[test]
-        fn byte_sizes_never_panic_and_scale_by_their_suffix(raw in any::<String>(), n in any::<u64>(), kb in "(kb|KB|Kb)", mb in "(mb|MB|mB)") {
+        fn byte_sizes_never_panic_and_scale_by_their_suffix(raw in any::<String>(), n in prop_oneof![any::<u64>(), 0..=MAX_BYTES + 1, 0..=MAX_MIB + 1], kb in "(kb|KB|Kb)", mb in "(mb|MB|mB)") {
             let _ = byte_size(&raw);
-            let expect = |unit: u64| n.checked_mul(unit).filter(|v| *v > 0);
+            let expect = |unit: u64| n.checked_mul(unit).filter(|v| (1..=MAX_BYTES).contains(v));
             prop_assert_eq!(byte_size(&n.to_string()).ok(), expect(1));
             prop_assert_eq!(byte_size(&format!("{n}{kb}")).ok(), expect(1024));
             prop_assert_eq!(byte_size(&format!("{n}{mb}")).ok(), expect(1024 * 1024));
         }
+
+        #[test]
+        fn bounded_kinds_take_exactly_their_range(raw in any::<String>(), n in prop_oneof![any::<u64>(), 0..=MAX_BYTES + 1, 0..=MAX_TIMEOUT_MS + 1, 0..=MAX_REQUESTS + 1, 0..=MAX_COUNT + 1]) {
+            for (rule, min, max) in KINDS {
+                let _ = rule(&raw);
+                let want = (min..=max).contains(&n).then_some(n);
+                prop_assert_eq!(rule(&n.to_string()).ok(), want);
+            }
+        }
+    }
+
+    type Rule = fn(&str) -> Result<u64, String>;
+
+    const KINDS: [(Rule, u64, u64); 9] = [
+        (count, 1, MAX_COUNT),
+        (requests, 1, MAX_REQUESTS),
+        (count_or_zero, 0, MAX_COUNT),
+        (millis, 1, MAX_TIMEOUT_MS),
+        (millis_or_zero, 0, MAX_TIMEOUT_MS),
+        (bytes, 1, MAX_BYTES),
+        (bytes_or_zero, 0, MAX_BYTES),
+        (mebibytes_or_zero, 0, MAX_MIB),
+        (days_or_zero, 0, MAX_DAYS),
+    ];
+
+    /// Past its bound (by one, or beyond u64) a value is refused with the range; 0 where a kind starts at 1
+    /// keeps its own rule, and exponent, hex, sign and unit forms stay refused.
+    #[test]
+    fn bounded_kinds_refuse_with_their_range() {
+        for (rule, min, max) in KINDS {
+            assert_eq!(rule(&max.to_string()), Ok(max));
+            assert_eq!(rule(&format!("00{max}")), Ok(max));
+            assert_eq!(rule(&min.to_string()), Ok(min));
+            for over in [
+                (max + 1).to_string(),
+                u64::MAX.to_string(),
+                "18446744073709551616".to_owned(),
+            ] {
+                let err = rule(&over).expect_err(&over);
+                assert!(
+                    err.starts_with(&format!("must be between {min} and {max}"))
+                        && err.ends_with(&format!("(got '{over}')")),
+                    "{err}"
+                );
+            }
+            if min == 1 {
+                assert_eq!(
+                    rule("0"),
+                    Err("must be a positive integer (0 is refused)".to_owned())
+                );
+            }
+            for bad in ["1e3", "0x10", "-1", "+1", "10ms", "10mb", "1.5", ""] {
+                assert_eq!(
+                    rule(bad),
+                    Err(format!("must be a plain decimal integer (got '{bad}')")),
+                    "{bad}"
+                );
+            }
+        }
+        assert_eq!(
+            millis("18446744073709552"),
+            Err(
+                "must be between 1 and 2147483647 milliseconds (got '18446744073709552')"
+                    .to_owned()
+            )
+        );
+        assert_eq!(byte_size("1048576mb"), Ok(MAX_BYTES));
+        assert_eq!(
+            byte_size("1048577mb"),
+            Err(
+                "must be between 1 and 1099511627776 bytes (1048576mb) (got '1048577mb')"
+                    .to_owned()
+            )
+        );
     }
 
     #[test]
