@@ -3,6 +3,7 @@
 //! Three real nodes on one PostgreSQL data DB and one Redis (own key prefix).
 
 use reqwest::Method;
+use serde_json::json;
 use wagate_loadtest::harness::CLUSTER_SECRET;
 use wagate_loadtest::harness::cluster::{TestCluster, Timings};
 use wagate_loadtest::harness::sessions::{create_linked, get};
@@ -92,6 +93,86 @@ async fn start_on_a_non_owner_is_answered_by_the_owner_and_a_forwarded_one_there
         .expect("get");
     assert_eq!(keyed.status, 200, "{}", keyed.text);
     assert_eq!(keyed.header(SERVED_BY), Some("node-a"));
+}
+
+/// A session id in capitals or with percent-escapes is the same session to every route (path segments are
+/// percent-decoded), so a non-owner forwards it like the canonical id instead of answering itself.
+#[tokio::test]
+async fn every_spelling_of_a_session_id_is_forwarded_to_the_owner() {
+    let c = cluster().await;
+    let id = create_linked(&c.client(0), "fwd-spelling", "15550001006")
+        .await
+        .expect("linked on node a");
+    create_linked(&c.client(0), "fwd-spelling-peer", "15550001007")
+        .await
+        .expect("peer linked on node a");
+    let upper = id.to_uppercase();
+    let escaped_hyphen = id.replacen('-', "%2D", 1);
+    let escaped_first = format!("%{:02X}{}", id.as_bytes()[0], &id[1..]);
+    let at = |spelling: &str, rest: &str| format!("/api/sessions/{spelling}{rest}");
+
+    for (node, spelling) in [(1, &upper), (2, &escaped_hyphen), (1, &escaped_first)] {
+        let read = c.client(node).get(&at(spelling, "")).await.expect("get");
+        assert_eq!(read.status, 200, "{spelling} on {node}: {}", read.text);
+        assert_eq!(read.header(SERVED_BY), Some("node-a"), "{spelling}");
+        assert_eq!(read.body["id"], id.as_str());
+        assert_eq!(read.body["engineLoaded"], true, "the owner's view");
+        let sent = c
+            .client(node)
+            .post(
+                &at(spelling, "/messages/send-text"),
+                json!({ "chatId": "15550001007@c.us", "text": "spelt" }),
+            )
+            .await
+            .expect("send");
+        assert_eq!(sent.status, 201, "{spelling} on {node}: {}", sent.text);
+        assert_eq!(sent.header(SERVED_BY), Some("node-a"), "{spelling}");
+        let start = c
+            .client(node)
+            .post_empty(&at(spelling, "/start"))
+            .await
+            .expect("start");
+        assert_eq!(start.status, 409, "{spelling}: {}", start.text);
+        assert_eq!(start.header(SERVED_BY), Some("node-a"), "{spelling}");
+        assert!(
+            start.str("message").contains("already active"),
+            "{}",
+            start.text
+        );
+    }
+
+    let stopped = c
+        .client(2)
+        .post_empty(&at(&escaped_first, "/stop"))
+        .await
+        .expect("stop");
+    assert_eq!(stopped.status, 200, "{}", stopped.text);
+    assert_eq!(stopped.header(SERVED_BY), Some("node-a"));
+    let at_owner = get(&c.client(0), &id).await.expect("get");
+    assert_eq!(at_owner.body["status"], "disconnected", "{}", at_owner.text);
+    assert_eq!(at_owner.body["engineLoaded"], false, "the owner stopped it");
+
+    // Nobody holds it now: a start in capitals runs it on the node asked, which then owns it.
+    let started = c
+        .client(1)
+        .post_empty(&at(&upper, "/start"))
+        .await
+        .expect("start");
+    assert_eq!(started.status, 200, "{}", started.text);
+    assert_eq!(started.header(SERVED_BY), Some("node-b"));
+    assert!(c.row(&id).expect("row").starts_with("node-b|"));
+
+    let deleted = c.client(2).delete(&at(&upper, "")).await.expect("delete");
+    assert_eq!(deleted.status, 204, "{}", deleted.text);
+    assert_eq!(
+        deleted.header(SERVED_BY),
+        Some("node-b"),
+        "the owner deleted it"
+    );
+    assert_eq!(c.row(&id).expect("row"), "", "the row is gone");
+    let gone = get(&c.client(1), &id).await.expect("get");
+    assert_eq!(gone.status, 404, "the owner let go of it: {}", gone.text);
+    assert_eq!(gone.header(SERVED_BY), Some("node-b"));
 }
 
 #[tokio::test]

@@ -122,11 +122,24 @@ impl<S: Send + Sync> FromRequestParts<S> for SessionId {
             .find(|(k, _)| *k == "sessionId")
             .map(|(_, v)| v.to_string())
             .unwrap_or_default();
-        match uuid::Uuid::parse_str(&raw) {
-            Ok(id) if raw.len() == 36 => Ok(SessionId(id.to_string())),
-            _ => Err(named_session(&raw, parts.uri.path())),
+        match canonical_session_id(&raw) {
+            Some(id) => Ok(SessionId(id)),
+            None => Err(named_session(&raw, parts.uri.path())),
         }
     }
+}
+
+/// A `{sessionId}` (already percent-decoded) as every session route takes it: a hyphenated UUID in any
+/// case, answered canonical (lowercase hyphenated). The uuid crate also parses braced, `urn:uuid:` and
+/// bare-hex spellings; those are refused here, so the routes, their scope checks and the forward to the
+/// owner (`forward.rs`) all read one id the same way.
+pub(crate) fn canonical_session_id(decoded: &str) -> Option<String> {
+    if decoded.len() != 36 {
+        return None;
+    }
+    uuid::Uuid::try_parse(decoded)
+        .ok()
+        .map(|id| id.hyphenated().to_string())
 }
 
 /// A session addressed by name (not a UUID): 404 on the status and catalog routes, otherwise 400 with the
@@ -138,6 +151,30 @@ fn named_session(raw: &str, path: &str) -> ApiError {
     match resource {
         Some("status" | "catalog") => ApiError::not_found(format!("Session '{raw}' not found")),
         _ => ApiError::bad_request(format!("Session '{raw}' is not active")),
+    }
+}
+
+#[cfg(test)]
+mod session_id_tests {
+    use super::canonical_session_id;
+
+    #[test]
+    fn only_the_hyphenated_spelling_is_a_session_id() {
+        let id = "0b6f7c1e-5a3f-4c2e-9d1a-2f0e8b7c6d5a";
+        assert_eq!(canonical_session_id(id).as_deref(), Some(id));
+        assert_eq!(
+            canonical_session_id(&id.to_uppercase()).as_deref(),
+            Some(id)
+        );
+        for other in [
+            format!("{{{id}}}"),
+            format!("urn:uuid:{id}"),
+            id.replace('-', ""),
+            format!("{id} "),
+            "my-session".to_string(),
+        ] {
+            assert_eq!(canonical_session_id(&other), None, "{other}");
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Forwarding to the owner node: a session-scoped request (`/api/sessions/{sessionId}[/...]`,
 //! `/api/sim/sessions/{sessionId}/...`) whose lease another live node holds is sent there once, marked
-//! `X-Wagate-Forwarded: <thisNodeId>`; a marked request is never forwarded again. An owner whose listener
+//! `X-Wagate-Forwarded: <thisNodeId>`; a marked request is never forwarded again. The id is read as the
+//! routes read it (percent-decoded, any case, canonicalised), so every spelling they accept is forwarded. An owner whose listener
 //! is gone is looked up again (bounded by `SESSION_HANDOVER_WAIT_MS`) and the request follows the session
 //! to its new owner. Every session-scoped
 //! response names the node that served it in `X-Wagate-Served-By`. The key and the route's access rule are
@@ -22,6 +23,7 @@ use super::client_addr::{
     CLIENT_ADDRESS_HEADER, CLUSTER_SECRET_HEADER, PeerForwarded, client_ip_from,
 };
 use super::error::ApiError;
+use super::extract::canonical_session_id;
 use super::peer_client::PeerError;
 use crate::app::ApiContext;
 use crate::cluster::Route;
@@ -40,13 +42,46 @@ pub(crate) enum ForwardError {
     BodyTooLarge,
 }
 
-/// The session id of a session-scoped path (a UUID segment right after `sessions/`), if any.
-fn session_in_path(path: &str) -> Option<&str> {
+/// The session id of a session-scoped path (a UUID segment right after `sessions/`), if any, canonical.
+/// The segment is read as the route's `{sessionId}` is (`extract::SessionId`): percent-decoded, then a
+/// hyphenated UUID in any case. Every spelling the route accepts (`%2D`, `%30`, capitals) thus names the
+/// same lease and is forwarded to the same owner; a spelling the route refuses is answered where it arrives.
+fn session_in_path(path: &str) -> Option<String> {
     let rest = path
         .strip_prefix("/api/sessions/")
         .or_else(|| path.strip_prefix("/api/sim/sessions/"))?;
-    let id = rest.split('/').next()?;
-    (id.len() == 36 && uuid::Uuid::parse_str(id).is_ok()).then_some(id)
+    let segment = rest.split('/').next()?;
+    canonical_session_id(&percent_decoded(segment)?)
+}
+
+/// A path segment percent-decoded as axum decodes path parameters: each `%XX` becomes its byte, a `%` not
+/// followed by two hex digits stays as it is; `None` when the bytes are not UTF-8 (axum's 400).
+fn percent_decoded(segment: &str) -> Option<String> {
+    fn hex(digit: u8) -> Option<u8> {
+        char::from(digit)
+            .to_digit(16)
+            .and_then(|value| u8::try_from(value).ok())
+    }
+    let bytes = segment.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        let escaped = match (byte, bytes.get(at + 1), bytes.get(at + 2)) {
+            (b'%', Some(&high), Some(&low)) => hex(high).zip(hex(low)),
+            _ => None,
+        };
+        match escaped {
+            Some((high, low)) => {
+                decoded.push(high << 4 | low);
+                at += 3;
+            }
+            None => {
+                decoded.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8(decoded).ok()
 }
 
 pub(crate) async fn forward_to_owner(
@@ -54,7 +89,7 @@ pub(crate) async fn forward_to_owner(
     req: Request,
     next: impl AsyncFnOnce(Request) -> Response,
 ) -> Response {
-    let Some(session_id) = session_in_path(req.uri().path()).map(str::to_string) else {
+    let Some(session_id) = session_in_path(req.uri().path()) else {
         return next(req).await;
     };
     let marks = Marks {
@@ -84,6 +119,7 @@ pub(crate) async fn forward_to_owner(
 
 /// Whether a path addresses one session (by id or by name), so its answer names the node that served it:
 /// `/api/sessions/{idOrName}/...` and the sim's `/api/sim/sessions/{id}/...`, not the list or the stats.
+/// The segment is read raw, as the router matches it: `%73tats` is routed as a `{sessionId}`, not as `stats`.
 pub(crate) fn is_session_scoped(path: &str) -> bool {
     let Some(rest) = path
         .strip_prefix("/api/sessions/")
@@ -343,20 +379,74 @@ impl From<PeerError> for ForwardError {
 mod tests {
     use super::*;
 
+    const ID: &str = "0b6f7c1e-5a3f-4c2e-9d1a-2f0e8b7c6d5a";
+
     #[test]
     fn session_scoped_paths_are_recognised() {
-        let id = "0b6f7c1e-5a3f-4c2e-9d1a-2f0e8b7c6d5a";
-        assert_eq!(session_in_path(&format!("/api/sessions/{id}")), Some(id));
+        let id = ID;
+        let found = |path: String| session_in_path(&path);
+        assert_eq!(found(format!("/api/sessions/{id}")).as_deref(), Some(id));
         assert_eq!(
-            session_in_path(&format!("/api/sessions/{id}/start")),
+            found(format!("/api/sessions/{id}/start")).as_deref(),
             Some(id)
         );
         assert_eq!(
-            session_in_path(&format!("/api/sim/sessions/{id}/scan")),
+            found(format!("/api/sim/sessions/{id}/scan")).as_deref(),
             Some(id)
         );
         assert_eq!(session_in_path("/api/sessions/stats"), None);
         assert_eq!(session_in_path("/api/sessions"), None);
         assert_eq!(session_in_path("/api/sessions/my-name/start"), None);
+    }
+
+    #[test]
+    fn every_spelling_the_routes_accept_names_the_canonical_session() {
+        for spelling in [
+            ID.to_uppercase(),
+            ID.replacen('-', "%2D", 1),
+            ID.replacen('-', "%2d", 1),
+            format!("%30{}", &ID[1..]),
+            ID.to_uppercase().replace('-', "%2D"),
+            ID.bytes().map(|b| format!("%{b:02X}")).collect(),
+        ] {
+            for path in [
+                format!("/api/sessions/{spelling}"),
+                format!("/api/sessions/{spelling}/messages/send-text"),
+                format!("/api/sim/sessions/{spelling}/scan"),
+            ] {
+                assert_eq!(session_in_path(&path).as_deref(), Some(ID), "{path}");
+            }
+        }
+    }
+
+    #[test]
+    fn spellings_the_routes_refuse_are_not_forwarded() {
+        let simple = ID.replace('-', "");
+        for spelling in [
+            format!("{{{ID}}}"),
+            format!("%7B{ID}%7D"),
+            format!("urn:uuid:{ID}"),
+            format!("urn%3Auuid%3A{ID}"),
+            simple,
+            // Decoded once, as axum does: `%252D` is `%2D`, not a hyphen.
+            ID.replacen('-', "%252D", 1),
+            ID.replacen('-', "%2", 1),
+            format!("{ID}%20"),
+            format!("{ID}%2Fstart"),
+            "%73tats".to_string(),
+            "%FF".to_string(),
+        ] {
+            let path = format!("/api/sessions/{spelling}/start");
+            assert_eq!(session_in_path(&path), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn percent_decoding_matches_a_path_parameter() {
+        assert_eq!(percent_decoded("a%2Db%2dc").as_deref(), Some("a-b-c"));
+        assert_eq!(percent_decoded("100%").as_deref(), Some("100%"));
+        assert_eq!(percent_decoded("%zz%4").as_deref(), Some("%zz%4"));
+        assert_eq!(percent_decoded("%C3%A9").as_deref(), Some("\u{e9}"));
+        assert_eq!(percent_decoded("%C3"), None, "not UTF-8");
     }
 }

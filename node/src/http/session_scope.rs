@@ -16,7 +16,7 @@ use axum::http::request::Parts;
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
-use super::extract::SessionId;
+use super::extract::{SessionId, canonical_session_id};
 use crate::app::ApiContext;
 use crate::engine::Engine;
 use crate::store::sessions::SessionRecord;
@@ -137,18 +137,13 @@ impl FromRequestParts<ApiContext> for ScopedRawId {
 impl ScopedRawId {
     /// The id must be a UUID (400), the key may use it and it exists (404); answers it in canonical form.
     pub(crate) async fn existing(&self) -> ApiResult<String> {
-        // Only the hyphenated form, as every other session route takes it: uuid also parses braced,
-        // `urn:uuid:` and bare-hex spellings, which no other route would then find.
-        let id = uuid::Uuid::parse_str(&self.raw)
-            .ok()
-            .filter(|_| self.raw.len() == 36)
-            .ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "Invalid session id '{}': expected a UUID",
-                    self.raw
-                ))
-            })?
-            .to_string();
+        // Only the hyphenated form, as every other session route takes it (`canonical_session_id`).
+        let id = canonical_session_id(&self.raw).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "Invalid session id '{}': expected a UUID",
+                self.raw
+            ))
+        })?;
         record(&self.ctx, &self.caller, &id).await?;
         Ok(id)
     }
