@@ -113,9 +113,26 @@ async fn ensure_master(keys: &KeyService, config: &Config) -> anyhow::Result<()>
         tracing::warn!(
             "generated the first admin API key; it is shown once and saved to DATA_DIR/.api-key"
         );
-        println!("wagate admin API key: {generated}");
+        println!("{}", admin_key_line(config.log_json, &generated));
     }
     Ok(())
+}
+
+/// The one stdout line that shows a generated admin key: plain text, or with `LOG_FORMAT=json` one JSON
+/// object laid out as the log lines are (`timestamp`, `level`, `fields.message`, `target`), so a collector
+/// that parses every line as JSON keeps it too.
+fn admin_key_line(json: bool, key: &str) -> String {
+    let message = format!("wagate admin API key: {key}");
+    if !json {
+        return message;
+    }
+    let timestamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    format!(
+        r#"{{"timestamp":{},"level":"WARN","fields":{{"message":{}}},"target":"{}"}}"#,
+        serde_json::Value::String(timestamp),
+        serde_json::Value::String(message),
+        module_path!()
+    )
 }
 
 /// With raft: applies the first admin key through the log once a quorum answers, retrying until then.
@@ -677,4 +694,32 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         node.raft.shutdown().await;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::admin_key_line;
+
+    #[test]
+    fn the_admin_key_line_follows_the_log_format() {
+        assert_eq!(
+            admin_key_line(false, "wag_abc"),
+            "wagate admin API key: wag_abc"
+        );
+        let line = admin_key_line(true, "wag_a\"b");
+        let parsed: serde_json::Value = serde_json::from_str(&line).expect("one JSON object");
+        assert_eq!(
+            parsed["fields"]["message"],
+            "wagate admin API key: wag_a\"b"
+        );
+        assert_eq!(parsed["level"], "WARN");
+        assert_eq!(parsed["target"], "wagate_node::boot");
+        assert!(
+            parsed["timestamp"]
+                .as_str()
+                .is_some_and(|t| t.ends_with('Z') && t.contains('T')),
+            "{line}"
+        );
+        assert!(!line.contains('\n'));
+    }
 }

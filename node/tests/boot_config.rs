@@ -177,6 +177,36 @@ async fn first_boot_without_master_key_writes_an_admin_key_file() {
     assert_eq!(check.body["role"], "admin");
 }
 
+/// With `LOG_FORMAT=json` the line that shows the generated key is one JSON object laid out as the log lines
+/// are, so a collector parsing stdout as JSON lines keeps it; it is still printed once.
+#[tokio::test]
+async fn first_boot_prints_the_generated_key_as_json_with_json_logs() {
+    let mut opts = NodeOptions::new(env!("CARGO_BIN_EXE_wagate")).env("LOG_FORMAT", "json");
+    opts.env.insert("API_MASTER_KEY".into(), String::new());
+    let node = Node::start(opts).await.expect("boots");
+    let key = std::fs::read_to_string(node.dir.path().join("data/.api-key")).expect("key file");
+    let key = key.trim();
+    let logs = node.logs();
+    let shown: Vec<&str> = logs.lines().filter(|l| l.contains(key)).collect();
+    assert_eq!(shown.len(), 1, "{logs}");
+    let line: serde_json::Value = serde_json::from_str(shown[0]).expect("a JSON line");
+    assert_eq!(
+        line["fields"]["message"],
+        format!("wagate admin API key: {key}"),
+        "{line}"
+    );
+    let warned = logs
+        .lines()
+        .find(|l| l.contains("generated the first admin API key"))
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .expect("the warning is a JSON log line");
+    for field in ["timestamp", "level", "target"] {
+        assert!(line[field].is_string(), "{field}: {line}");
+        assert!(warned[field].is_string(), "{field}: {warned}");
+    }
+    assert_eq!(line["target"], warned["target"]);
+}
+
 /// The real `wagate` against the table `wagate-worker` is checked with too: the same line and exit code,
 /// `--help` lists every knob without starting a node or writing a key.
 #[test]

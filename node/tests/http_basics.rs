@@ -179,6 +179,56 @@ async fn every_response_carries_a_request_id() {
     assert!(reply.header("x-request-id").is_some_and(|v| !v.is_empty()));
 }
 
+/// A caller's `X-Request-Id` is repeated (answer and access line) only when it is a short plain token; one
+/// with spaces or `key=value` pairs, or 20000 characters long, is replaced by a fresh id, so it can neither
+/// forge fields in the text access line nor make every answer and line that long.
+#[tokio::test]
+async fn only_a_short_plain_request_id_is_kept() {
+    let node = Node::start(binary().env("LOG_FORMAT", "text"))
+        .await
+        .expect("node");
+    let client = node.client();
+    let with_id = async |id: &str| {
+        let req = client
+            .raw(Method::GET, "/api/sessions")
+            .header("X-Request-Id", id);
+        let reply = client.send(req).await.expect("reply");
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.header("x-request-id").unwrap_or_default().to_owned()
+    };
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    assert_eq!(with_id(traceparent).await, traceparent);
+    assert!(
+        node.wait_logged(
+            &format!("request_id={traceparent}"),
+            std::time::Duration::from_secs(10)
+        )
+        .await,
+        "{}",
+        node.logs()
+    );
+    let forged = "abc status=500 route=/api/admin key_id=forged";
+    let replaced = with_id(forged).await;
+    assert!(uuid::Uuid::parse_str(&replaced).is_ok(), "{replaced}");
+    let long = "a".repeat(20_000);
+    let fresh = with_id(&long).await;
+    assert!(uuid::Uuid::parse_str(&fresh).is_ok(), "{fresh}");
+    assert_ne!(fresh, replaced);
+    assert!(
+        node.wait_logged(
+            &format!("request_id={fresh}"),
+            std::time::Duration::from_secs(10)
+        )
+        .await,
+        "{}",
+        node.logs()
+    );
+    let logs = node.logs();
+    assert!(logs.contains(&format!("request_id={replaced}")), "{logs}");
+    assert!(!logs.contains("key_id=forged"), "{logs}");
+    assert!(!logs.contains(&long), "the long id is not logged");
+}
+
 #[tokio::test]
 async fn the_openapi_document_and_ui_are_served_offline() {
     let node = Node::start(binary()).await.expect("node");
@@ -240,7 +290,28 @@ async fn metrics_need_the_metrics_token() {
     let req = anon
         .raw(Method::GET, "/api/metrics")
         .bearer_auth("scrape-me");
-    assert_eq!(anon.send(req).await.expect("reply").status, 200);
+    let scrape = anon.send(req).await.expect("reply");
+    assert_eq!(scrape.status, 200);
+    // The CPU time is one counter family, with its fraction (the value itself is whatever the boot took).
+    let text = &scrape.text;
+    assert_eq!(
+        text.matches("# TYPE process_cpu_seconds_total counter\n")
+            .count(),
+        1,
+        "{text}"
+    );
+    let cpu = text
+        .lines()
+        .find_map(|l| l.strip_prefix("process_cpu_seconds_total "))
+        .and_then(|v| v.parse::<f64>().ok());
+    assert!(cpu.is_some_and(|s| s > 0.0), "{text}");
+    for global in ["wagate_queue_jobs", "wagate_outbox_rows"] {
+        let help = text
+            .lines()
+            .find(|l| l.starts_with(&format!("# HELP {global} ")))
+            .unwrap_or_default();
+        assert!(help.contains("global count"), "{help}");
+    }
 }
 
 #[tokio::test]

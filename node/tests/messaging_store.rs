@@ -630,3 +630,66 @@ async fn a_chats_last_message_shows_its_edit() {
     })
     .await;
 }
+
+/// `wagate_messages_failed_total` follows `message.failed`: a send the engine accepted (201) that the network
+/// then fails counts once under its type, however often the network reports the failure.
+#[tokio::test]
+async fn a_send_the_network_fails_counts_as_failed_once() {
+    let p = pair(options().env("METRICS_TOKEN", "metrics-token")).await;
+    let failed_texts = async || {
+        let req = p
+            .client
+            .raw(reqwest::Method::GET, "/api/metrics")
+            .header("Authorization", "Bearer metrics-token");
+        let metrics = p.client.send(req).await.unwrap();
+        assert_eq!(metrics.status, 200, "{}", metrics.text);
+        metrics
+            .text
+            .lines()
+            .find_map(|l| l.strip_prefix("wagate_messages_failed_total{type=\"text\"} "))
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    let send = async |text: &str| {
+        let sent = p
+            .post(
+                "messages/send-text",
+                json!({ "chatId": jid(PHONE_B), "text": text }),
+            )
+            .await;
+        assert_eq!(sent.status, 201, "{}", sent.text);
+        sent.str("messageId")
+    };
+    let ack = async |id: &str, status: &str| {
+        let acked = p
+            .client
+            .post(
+                &format!("/api/sim/sessions/{}/ack", p.a),
+                json!({ "messageId": id, "status": status }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(acked.status, 200, "{}", acked.text);
+    };
+    let doomed = send("doomed").await;
+    let fine = send("fine").await;
+    assert_eq!(failed_texts().await, Some(0.0));
+    ack(&doomed, "failed").await;
+    p.wait_message(&p.a, "", |m| {
+        m["waMessageId"] == doomed.as_str() && m["status"] == "failed"
+    })
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while failed_texts().await != Some(1.0) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(failed_texts().await, Some(1.0));
+    // Reported again, then a receipt for another message: the session's events are written in order, so
+    // once the receipt shows, the repeated failure has been handled.
+    ack(&doomed, "failed").await;
+    ack(&fine, "read").await;
+    p.wait_message(&p.a, "", |m| {
+        m["waMessageId"] == fine.as_str() && m["status"] == "read"
+    })
+    .await;
+    assert_eq!(failed_texts().await, Some(1.0));
+}

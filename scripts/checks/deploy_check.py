@@ -134,6 +134,7 @@ def check_chart():
         print(f"chart ({label}): {len(objects)} objects validated against Kubernetes {K8S_VERSION}: {', '.join(kinds)}")
         check_chart_wiring(label, objects)
     check_schema_rejects()
+    check_global_gauges(dashboard_queries() + alert_queries())
 
 
 def check_chart_wiring(label, objects):
@@ -169,6 +170,29 @@ def check_chart_wiring(label, objects):
     for d in dashboards:
         for key, text in d["data"].items():
             json.loads(text)
+
+
+# Gauges of the shared tables (or of the cluster as a whole) that every pod reports alike: summing them over
+# pods multiplies them by the pod count, so a query takes one pod's figure with max first.
+GLOBAL_GAUGES = ("wagate_queue_jobs", "wagate_outbox_rows", "wagate_sessions_unowned")
+MAX_BEFORE = re.compile(r"\bmax\s*(?:(?:by|without)\s*\([^)]*\)\s*)?\(\s*$")
+
+
+def global_gauge_problems(expr):
+    """Each selector of a global gauge must sit directly inside a max aggregation."""
+    problems = []
+    for name in GLOBAL_GAUGES:
+        for m in re.finditer(rf"\b{name}\b", expr):
+            if not MAX_BEFORE.search(expr[: m.start()]):
+                problems.append(f"{name} is not aggregated with max first (every pod reports the global count)")
+    return problems
+
+
+def check_global_gauges(queries):
+    for where, expr in queries:
+        for problem in global_gauge_problems(expr):
+            fail(f"{where}: {problem}")
+    print(f"chart: {len(queries)} dashboard and alert queries take one pod's figure of the global gauges")
 
 
 def check_schema_rejects():

@@ -1,5 +1,6 @@
 //! The HTTP surface: `router()` merges one router per resource, adds the OpenAPI document and its UI, and
-//! wraps everything in the request id layers, the body limit and `edge.rs`, the one middleware that runs
+//! wraps everything in the request id layers (a caller's `X-Request-Id` is kept only when it is a short
+//! plain token, otherwise replaced by a fresh one), the body limit and `edge.rs`, the one middleware that runs
 //! each request's cross-cutting steps (keep-alive guard, client address, observation, panic guard, a queue
 //! worker's 503, 415/413, rate limit, forwarding to the owner node, the audit hold).
 
@@ -139,7 +140,40 @@ fn api_router(ctx: ApiContext, body_limit: usize) -> Router {
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(RandomRequestId))
+        .layer(tower::util::MapRequestLayer::new(
+            drop_unusable_request_id::<axum::body::Body>,
+        ))
         .with_state(ctx)
+}
+
+/// The longest incoming `X-Request-Id` kept (a UUID is 36 characters, a `traceparent` 55).
+const MAX_REQUEST_ID_LEN: usize = 128;
+
+/// Whether a caller's `X-Request-Id` is kept: 1 to [`MAX_REQUEST_ID_LEN`] characters from `A-Z a-z 0-9 . _ : -`
+/// (UUIDs, `traceparent`-like and most tracing ids). Anything else could carry spaces, quotes or `key=value`
+/// pairs into the log lines that name it, or make every answer and log line as long as the header.
+fn usable_request_id(value: &[u8]) -> bool {
+    !value.is_empty()
+        && value.len() <= MAX_REQUEST_ID_LEN
+        && value
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+}
+
+/// Removes an `X-Request-Id` the node will not repeat (see [`usable_request_id`]), and any second one, so
+/// `SetRequestIdLayer` gives the request a fresh id, which the answer then carries.
+fn drop_unusable_request_id<B>(mut req: axum::http::Request<B>) -> axum::http::Request<B> {
+    let headers = req.headers_mut();
+    let mut given = headers.get_all("x-request-id").iter();
+    let keep = match (given.next(), given.next()) {
+        (Some(first), None) => usable_request_id(first.as_bytes()),
+        (None, _) => true,
+        (Some(_), Some(_)) => false,
+    };
+    if !keep {
+        headers.remove("x-request-id");
+    }
+    req
 }
 
 /// A random (v4) UUID per request from the thread's generator: `MakeRequestUuid` asked the kernel for
@@ -159,4 +193,56 @@ impl MakeRequestId for RandomRequestId {
 
 async fn unknown_route(method: axum::http::Method, uri: Uri) -> Response {
     ApiError::not_found(format!("Cannot {method} {}", uri.path())).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_ids(ids: &[&[u8]]) -> axum::http::Request<()> {
+        let mut req = axum::http::Request::new(());
+        for id in ids {
+            let value = axum::http::HeaderValue::from_bytes(id).unwrap();
+            req.headers_mut().append("x-request-id", value);
+        }
+        req
+    }
+
+    fn kept(ids: &[&[u8]]) -> Option<String> {
+        let req = drop_unusable_request_id(with_ids(ids));
+        let id = req.headers().get("x-request-id")?;
+        Some(id.to_str().unwrap().to_owned())
+    }
+
+    #[test]
+    fn short_token_ids_are_kept_and_everything_else_is_dropped() {
+        let uuid = "0b6a4b4e-4c5e-4d55-9f0b-3c1c2a0f8e11";
+        assert_eq!(kept(&[uuid.as_bytes()]).as_deref(), Some(uuid));
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(
+            kept(&[traceparent.as_bytes()]).as_deref(),
+            Some(traceparent)
+        );
+        assert_eq!(kept(&[b"svc.req_42:a"]).as_deref(), Some("svc.req_42:a"));
+        assert_eq!(kept(&[]), None);
+        for bad in [
+            &b"abc status=500 route=/api/admin key_id=forged"[..],
+            b"abc\tstatus=500",
+            b"\"quoted\"",
+            b"a=b",
+            b"caf\xc3\xa9",
+            b"",
+        ] {
+            assert_eq!(kept(&[bad]), None, "{}", String::from_utf8_lossy(bad));
+        }
+        let long = "a".repeat(MAX_REQUEST_ID_LEN + 1);
+        assert_eq!(kept(&[long.as_bytes()]), None);
+        let longest = "a".repeat(MAX_REQUEST_ID_LEN);
+        assert_eq!(kept(&[longest.as_bytes()]), Some(longest));
+        assert_eq!(
+            kept(&[b"one", b"two"]),
+            None,
+            "two ids: neither is repeated"
+        );
+    }
 }

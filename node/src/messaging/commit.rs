@@ -10,7 +10,9 @@
 //! (`events::pipeline::settle`), so nothing is acknowledged that is not stored. A batch that fails is
 //! retried write by write, so one bad write fails alone; an engine event the network will not send again
 //! whose write failed only for the moment (the database away) is retried until it is stored, before the
-//! writer takes anything more from its queue (the other writes of its own group may commit first). Input: [`Write`]s from the `Recorder`; it owns no SQL of its own.
+//! writer takes anything more from its queue (the other writes of its own group may commit first). A committed
+//! group counts the sends the network failed in `wagate_messages_failed_total`, once per message
+//! (`failed_sends`). Input: [`Write`]s from the `Recorder`; it owns no SQL of its own.
 
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
@@ -363,17 +365,76 @@ async fn commit_group(
 ) -> StoreResult<(Vec<Event>, OutboxIds)> {
     let mut tx = store::begin(db).await?;
     let effective = apply_all(&mut tx, writes).await?;
+    let failed = failed_sends(&mut tx, writes, &effective).await?;
     let events: Vec<Event> = writes
         .iter()
-        .zip(effective)
-        .filter(|(_, took)| *took)
+        .zip(&effective)
+        .filter(|(_, took)| **took)
         .filter_map(|(w, _)| w.event.clone())
         .collect();
     let outbox = pipeline.publish_in(&mut tx, &events).await?;
     let committed = tx.commit().await;
     message_writes::changed(writes.iter().map(|w| key(&w.change).0));
     committed?;
+    for kind in failed {
+        metrics::counter!(
+            wagate_workers::telemetry::metrics::MESSAGES_FAILED,
+            "type" => kind
+        )
+        .increment(1);
+    }
     Ok((events, outbox))
+}
+
+/// The types of the sent messages this group records as failed by the network, for
+/// `wagate_messages_failed_total` (counted once the group commits), each message once: a `failed` status
+/// that took effect on a stored outgoing message, or an outgoing message stored already failed (its status
+/// came first and was noted: [`RecentStatuses`]). A status that moved nothing (the message had failed
+/// already) is not counted again, nor is a message without a row; a send the engine refused never has one,
+/// and the send path counted it.
+async fn failed_sends(
+    tx: &mut DataTx,
+    writes: &[&Write],
+    effective: &[bool],
+) -> StoreResult<Vec<&'static str>> {
+    let mut counted: Vec<(&str, &str)> = Vec::new();
+    let mut kinds = Vec::new();
+    for (w, took) in writes.iter().zip(effective) {
+        if !*took {
+            continue;
+        }
+        let kind = match &w.change {
+            Change::Status {
+                session_id,
+                message_id,
+                status: AckStatus::Failed,
+                ..
+            } => match message_store::kind_and_direction(tx, session_id, message_id).await? {
+                Some((kind, direction)) if direction == "outgoing" => kind,
+                _ => continue,
+            },
+            Change::Insert(row)
+                if w.event.is_some() && row.status == "failed" && row.direction == "outgoing" =>
+            {
+                row.kind.clone()
+            }
+            _ => continue,
+        };
+        let message = key(&w.change);
+        if !counted.contains(&message) {
+            counted.push(message);
+            kinds.push(type_label(&kind));
+        }
+    }
+    Ok(kinds)
+}
+
+/// A stored message type as a bounded metric label (`unknown` for anything else, e.g. `revoked`).
+fn type_label(kind: &str) -> &'static str {
+    crate::engine::MessageType::ALL
+        .iter()
+        .find(|t| t.as_str() == kind)
+        .map_or("unknown", |t| t.as_str())
 }
 
 /// The message a change is about.

@@ -55,6 +55,8 @@ const UPDATE_STATUS: &str = "UPDATE messages SET status = $3, version = version 
      AND (CASE status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 WHEN 'read' THEN 3 \
      ELSE 4 END) < $4";
 const EXISTS: &str = "SELECT 1 FROM messages WHERE session_id = $1 AND wa_message_id = $2";
+const KIND_AND_DIRECTION: &str =
+    "SELECT type, direction FROM messages WHERE session_id = $1 AND wa_message_id = $2";
 /// Deleted for everyone: the row stays (the chat keeps its place for the message, and `revoked` refuses
 /// later actions on it) as type `revoked` with no body and no media, so reads, the chat's last message
 /// and search (the FTS triggers and the generated tsvector follow `body`) no longer show what was said.
@@ -390,6 +392,21 @@ pub(crate) async fn exists(tx: &mut DataTx, session_id: &str, wa_id: &str) -> St
             .await
     })?;
     Ok(found.is_some())
+}
+
+/// The stored type and direction (`outgoing`, `incoming`) of the message of network id `wa_id`.
+pub(crate) async fn kind_and_direction(
+    tx: &mut DataTx,
+    session_id: &str,
+    wa_id: &str,
+) -> StoreResult<Option<(String, String)>> {
+    Ok(on_tx!(tx, |c| {
+        sqlx::query_as(KIND_AND_DIRECTION)
+            .bind(session_id)
+            .bind(wa_id)
+            .fetch_optional(c)
+            .await
+    })?)
 }
 
 /// Moves a message's status forward to `status` of `rank`; false when nothing changed.

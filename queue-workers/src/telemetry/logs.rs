@@ -127,14 +127,107 @@ pub fn flush_logs() {
 
 /// The text format's fields as the default formatter writes them without colours (`name=value`, the message
 /// bare), but without painting each name: the default painted names through `nu_ansi_term` even with
-/// colours off, which was a quarter of formatting the access line.
+/// colours off, which was a quarter of formatting the access line. A value is written bare only when it is
+/// one plain token (or already a quoted string, as `&str` fields are); anything with spaces, quotes, `=`,
+/// backslashes or control characters (a `%`-recorded value a client chose, an error's text) is written as a
+/// quoted, escaped string, so no value can pass for further `name=value` pairs or start a line of its own.
+/// The message stays bare with its control characters escaped.
 fn plain_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static {
     use tracing_subscriber::field::MakeExt as _;
-    tracing_subscriber::fmt::format::debug_fn(|w, field, value| match field.name() {
-        "message" => write!(w, "{value:?}"),
-        name => write!(w, "{}={value:?}", name.strip_prefix("r#").unwrap_or(name)),
+    tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+        with_scratch(|text| {
+            use std::fmt::Write as _;
+            write!(text, "{value:?}")?;
+            match field.name() {
+                "message" => write_message(w, text),
+                name => {
+                    let name = name.strip_prefix("r#").unwrap_or(name);
+                    if is_plain_value(text) {
+                        write!(w, "{name}={text}")
+                    } else {
+                        write!(w, "{name}={text:?}")
+                    }
+                }
+            }
+        })
     })
     .delimited(" ")
+}
+
+/// Runs `f` with this thread's cleared scratch string (a fresh one if the thread's is in use).
+fn with_scratch(f: impl FnOnce(&mut String) -> std::fmt::Result) -> std::fmt::Result {
+    use std::cell::RefCell;
+    thread_local! {
+        static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
+    }
+    /// A value longer than this leaves no buffer that size behind on the thread.
+    const KEEP: usize = 16 * 1024;
+    let mut f = Some(f);
+    let reused = SCRATCH.try_with(|cell| {
+        let mut text = cell.try_borrow_mut().ok()?;
+        text.clear();
+        let result = f.take().map(|f| f(&mut text));
+        if text.capacity() > KEEP {
+            *text = String::new();
+        }
+        result
+    });
+    match (reused, f) {
+        (Ok(Some(result)), _) => result,
+        (_, Some(f)) => f(&mut String::new()),
+        (_, None) => Ok(()),
+    }
+}
+
+/// Whether a formatted value can be written bare: one non-empty token without whitespace, control
+/// characters, quotes, `=` or backslashes, or a string already quoted and escaped (a `&str` field's Debug).
+fn is_plain_value(text: &str) -> bool {
+    if is_quoted_string(text) {
+        return true;
+    }
+    !text.is_empty()
+        && !text
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || matches!(c, '"' | '=' | '\\'))
+}
+
+/// `"..."` with every inner quote and backslash escaped and no control character: one value to a reader.
+fn is_quoted_string(text: &str) -> bool {
+    let Some(inner) = text
+        .strip_prefix('"')
+        .and_then(|rest| rest.strip_suffix('"'))
+    else {
+        return false;
+    };
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            // An escape: the next character is part of it (consumed by the guard), whatever it is.
+            '\\' if chars.next().is_none() => return false,
+            '"' => return false,
+            c if c.is_control() => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// The message as written, but a control character (a newline from a formatted argument) escaped.
+fn write_message(
+    w: &mut tracing_subscriber::fmt::format::Writer<'_>,
+    text: &str,
+) -> std::fmt::Result {
+    if !text.chars().any(char::is_control) {
+        return w.write_str(text);
+    }
+    for c in text.chars() {
+        if c.is_control() {
+            write!(w, "{}", c.escape_default())?;
+        } else {
+            w.write_char(c)?;
+        }
+    }
+    Ok(())
 }
 
 /// Installs the process's subscriber. Call once, before anything logs; a second call (in-process tests)
@@ -212,6 +305,69 @@ mod tests {
             service_name: "wagate",
             instance_id: "test".to_owned(),
         }
+    }
+
+    /// Formats one event through the text layer's fields.
+    fn text_line(event: impl FnOnce()) -> String {
+        use std::sync::{Arc, Mutex};
+        #[derive(Clone, Default)]
+        struct Buf(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Buf {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let out = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .without_time()
+            .fmt_fields(super::plain_fields())
+            .with_writer(move || out.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, event);
+        let bytes = buf.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn a_text_field_value_cannot_pass_for_more_fields() {
+        let forged = "abc status=500 route=/api/admin key_id=forged";
+        let line = text_line(|| {
+            tracing::info!(
+                target: "wagate::access",
+                status = 200u16,
+                latency_ms = 1.5,
+                route = %"/api/sessions/{sessionId}",
+                request_id = %forged,
+                key_id = "k1",
+                client = %"::1",
+                "request served"
+            )
+        });
+        assert!(
+            line.contains("request served status=200 latency_ms=1.5"),
+            "{line}"
+        );
+        assert!(line.contains("route=/api/sessions/{sessionId}"), "{line}");
+        assert!(
+            line.contains(r#"request_id="abc status=500 route=/api/admin key_id=forged""#),
+            "{line}"
+        );
+        assert!(line.contains(r#"key_id="k1" client=::1"#), "{line}");
+        assert_eq!(line.matches("status=").count(), 2, "{line}");
+        let newline = text_line(|| tracing::warn!(error = %"a\nb=c \"q\"", "failed {}", "x\ny"));
+        assert_eq!(newline.trim_end().lines().count(), 1, "{newline}");
+        assert!(
+            newline.contains(r#"failed x\ny error="a\nb=c \"q\"""#),
+            "{newline}"
+        );
+        let quoted = text_line(|| tracing::info!(v = %"\"one value\"", w = %"a\\", "m"));
+        assert!(quoted.contains(r#"v="one value" w="a\\""#), "{quoted}");
     }
 
     #[test]

@@ -2,6 +2,10 @@
 //! dashboards and alerts are built from: `metrics-contract.md`). Every family is described here, with its
 //! HELP text, whoever records it, so a scrape always names and types it; counters and histograms whose label
 //! values are known are registered at zero so a dashboard has a series before the first event.
+//!
+//! The `process_*` families come from `metrics-process`'s readings, but `process_cpu_seconds_total` is
+//! rendered here: the `metrics` crate's counters hold whole numbers, and its collector truncated the CPU
+//! time to whole seconds (1.93 s read 1), which made `rate()` of it a staircase.
 
 use std::time::Duration;
 
@@ -87,7 +91,6 @@ pub struct BuildInfo {
 #[derive(Clone)]
 pub struct Recorder {
     handle: PrometheusHandle,
-    process: metrics_process::Collector,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -114,8 +117,7 @@ impl Recorder {
             .ok()?
             .install_recorder()
             .ok()?;
-        let process = metrics_process::Collector::default();
-        process.describe();
+        describe_process();
         describe_all();
         register_zeroes();
         metrics::gauge!(
@@ -125,14 +127,18 @@ impl Recorder {
             "role" => info.role.clone()
         )
         .set(1.0);
-        process.collect();
-        Some(Recorder { handle, process })
+        collect_process();
+        Some(Recorder { handle })
     }
 
     /// The Prometheus text of every family, with fresh process figures.
     pub fn render(&self) -> String {
-        self.process.collect();
-        self.handle.render()
+        let cpu_seconds = collect_process();
+        let mut text = self.handle.render();
+        if let Some(seconds) = cpu_seconds {
+            push_cpu_seconds(&mut text, seconds);
+        }
+        text
     }
 
     /// Folds histogram samples recorded since the last call (without a listener of its own, the exporter
@@ -144,6 +150,90 @@ impl Recorder {
 
 /// How often a process calls [`Recorder::run_upkeep`].
 pub const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// The CPU time counter, fractional (see the module comment).
+pub const PROCESS_CPU_SECONDS: &str = "process_cpu_seconds_total";
+const PROCESS_OPEN_FDS: &str = "process_open_fds";
+const PROCESS_MAX_FDS: &str = "process_max_fds";
+const PROCESS_VIRTUAL_MEMORY: &str = "process_virtual_memory_bytes";
+const PROCESS_VIRTUAL_MEMORY_MAX: &str = "process_virtual_memory_max_bytes";
+const PROCESS_RESIDENT_MEMORY: &str = "process_resident_memory_bytes";
+const PROCESS_START_TIME: &str = "process_start_time_seconds";
+const PROCESS_THREADS: &str = "process_threads";
+
+/// The process gauges, described as `metrics-process` describes them.
+fn describe_process() {
+    describe_gauge!(
+        PROCESS_OPEN_FDS,
+        Unit::Count,
+        "Number of open file descriptors."
+    );
+    describe_gauge!(
+        PROCESS_MAX_FDS,
+        Unit::Count,
+        "Maximum number of open file descriptors."
+    );
+    describe_gauge!(
+        PROCESS_VIRTUAL_MEMORY,
+        Unit::Bytes,
+        "Virtual memory size in bytes."
+    );
+    describe_gauge!(
+        PROCESS_VIRTUAL_MEMORY_MAX,
+        Unit::Bytes,
+        "Maximum amount of virtual memory available in bytes."
+    );
+    describe_gauge!(
+        PROCESS_RESIDENT_MEMORY,
+        Unit::Bytes,
+        "Resident memory size in bytes."
+    );
+    describe_gauge!(
+        PROCESS_START_TIME,
+        Unit::Seconds,
+        "Start time of the process since unix epoch in seconds."
+    );
+    describe_gauge!(
+        PROCESS_THREADS,
+        Unit::Count,
+        "Number of OS threads in the process."
+    );
+}
+
+/// Reads the process figures (`/proc/self` on Linux), sets the gauges and returns the CPU seconds (user +
+/// system, to the kernel's clock tick), which [`push_cpu_seconds`] renders.
+fn collect_process() -> Option<f64> {
+    let m = metrics_process::collector::collect();
+    let gauges = [
+        (PROCESS_OPEN_FDS, m.open_fds),
+        (PROCESS_MAX_FDS, m.max_fds),
+        (PROCESS_VIRTUAL_MEMORY, m.virtual_memory_bytes),
+        (PROCESS_VIRTUAL_MEMORY_MAX, m.virtual_memory_max_bytes),
+        (PROCESS_RESIDENT_MEMORY, m.resident_memory_bytes),
+        (PROCESS_START_TIME, m.start_time_seconds),
+        (PROCESS_THREADS, m.threads),
+    ];
+    for (name, value) in gauges {
+        if let Some(v) = value {
+            metrics::gauge!(name).set(v as f64);
+        }
+    }
+    m.cpu_seconds_total.filter(|s| s.is_finite() && *s >= 0.0)
+}
+
+/// Appends `process_cpu_seconds_total` to a rendered scrape as a counter with its fraction.
+fn push_cpu_seconds(text: &mut String, seconds: f64) {
+    use std::fmt::Write as _;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let _ = write!(
+        text,
+        "# HELP {PROCESS_CPU_SECONDS} Total user and system CPU time spent in seconds.\n\
+         # TYPE {PROCESS_CPU_SECONDS} counter\n\
+         {PROCESS_CPU_SECONDS} {seconds}\n"
+    );
+}
 
 fn describe_all() {
     describe_gauge!(
@@ -174,7 +264,8 @@ fn describe_all() {
     );
     describe_gauge!(
         SESSIONS_UNOWNED,
-        "Sessions that should run but hold no lease, as the last takeover sweep saw them (0 outside a cluster)"
+        "Sessions that should run but hold no lease, as this node's last takeover sweep saw them (0 outside a \
+         cluster); a cluster-wide count every node reports, so aggregate it with max, not sum"
     );
     describe_counter!(
         MESSAGES_RECEIVED,
@@ -184,7 +275,11 @@ fn describe_all() {
         MESSAGES_SENT,
         "Messages sent through the API and accepted by the engine, by message type"
     );
-    describe_counter!(MESSAGES_FAILED, "Sends the engine failed, by message type");
+    describe_counter!(
+        MESSAGES_FAILED,
+        "Messages that failed, by message type: sends the engine refused (the API answered an error) and \
+         sends it accepted that the network then failed (message.failed), each message once"
+    );
     describe_counter!(
         SENDS_REFUSED,
         "Sends refused before reaching the engine, by reason (pacing, rate_limit)"
@@ -205,11 +300,13 @@ fn describe_all() {
     );
     describe_gauge!(
         OUTBOX_ROWS,
-        "Webhook outbox rows by state, sampled at scrape time"
+        "Webhook outbox rows by state, sampled at scrape time from the shared data database: every pod \
+         reports the same global count, so aggregate it with max, not sum"
     );
     describe_gauge!(
         QUEUE_JOBS,
-        "Jobs per queue and state (waiting, active, delayed, completed, failed), sampled at scrape time"
+        "Jobs per queue and state (waiting, active, delayed, completed, failed), sampled at scrape time from \
+         the shared data database: every pod reports the same global count, so aggregate it with max, not sum"
     );
     describe_counter!(RECONNECTS, "Automatic session reconnect attempts");
     describe_counter!(
@@ -271,7 +368,8 @@ fn register_zeroes() {
     metrics::gauge!(LEASES_HELD).set(0.0);
 }
 
-/// Sets `wagate_outbox_rows{state}` from `(state, count)` pairs; states not listed read 0.
+/// Sets `wagate_outbox_rows{state}` from `(state, count)` pairs; states not listed read 0. The count is the
+/// shared table's, so every process that is scraped reports the same figure.
 pub fn set_outbox_rows(counts: &[(String, i64)]) {
     for state in OUTBOX_STATES {
         let n = counts
@@ -286,5 +384,43 @@ pub fn set_outbox_rows(counts: &[(String, i64)]) {
 pub fn set_queue_jobs(queue: &str, counts: &crate::queue::JobCounts) {
     for (state, n) in counts.by_state() {
         metrics::gauge!(QUEUE_JOBS, "queue" => queue.to_owned(), "state" => state).set(n as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_seconds_keep_their_fraction() {
+        let mut text = String::from("# TYPE wagate_ready gauge\nwagate_ready 1\n");
+        push_cpu_seconds(&mut text, 1.93);
+        assert!(text.ends_with(
+            "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n\
+             # TYPE process_cpu_seconds_total counter\n\
+             process_cpu_seconds_total 1.93\n"
+        ));
+        assert!(text.starts_with("# TYPE wagate_ready gauge\nwagate_ready 1\n# HELP"));
+        let mut small = String::new();
+        push_cpu_seconds(&mut small, 0.41);
+        assert!(
+            small.contains("\nprocess_cpu_seconds_total 0.41\n"),
+            "{small}"
+        );
+        let mut unterminated = String::from("wagate_ready 1");
+        push_cpu_seconds(&mut unterminated, 0.0);
+        assert!(
+            unterminated.starts_with("wagate_ready 1\n# HELP"),
+            "{unterminated}"
+        );
+        assert!(unterminated.ends_with("process_cpu_seconds_total 0\n"));
+    }
+
+    #[test]
+    fn this_process_reports_its_cpu_time() {
+        let seconds = collect_process();
+        if cfg!(target_os = "linux") {
+            assert!(seconds.is_some_and(|s| s >= 0.0), "{seconds:?}");
+        }
     }
 }
