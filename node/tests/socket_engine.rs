@@ -1,9 +1,11 @@
 //! The socket engine offline, through the real HTTP API of a node: the client dials a local WebSocket
 //! endpoint (`SOCKET_WS_URL`) that accepts and closes at once, or a port that refuses. The session reads
-//! `initializing`, the start budget answers 504, the client keeps retrying on its own, `lastError` appears
-//! after the fifth consecutive failed attempt, and a stop ends the retries. Many sessions started at once
-//! all get the spec's answer (504, never a 500), and a logout of a linked session whose client is not
-//! running dials out with the stored credentials to unlink before it forgets them.
+//! `initializing`, the start budget answers 504, the client keeps retrying on its own on the session's
+//! reconnect policy, `lastError` appears after the fifth consecutive failed self-retry, `maxReconnectAttempts`
+//! counts reconnects only (the start's own connect is none), each self-retry counts in
+//! `wagate_session_reconnects_total`, and a stop ends the retries. Many sessions started at once all get
+//! the spec's answer (504, never a 500), and a logout of a linked session whose client is not running dials
+//! out with the stored credentials to unlink before it forgets them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -18,11 +20,13 @@ use wagate_db::DataPool;
 use wagate_engine_socket::store::{SqlBackend, has_device};
 use wagate_engine_socket::whatsapp_rust::wacore::store::Device;
 use wagate_engine_socket::whatsapp_rust::wacore::store::traits::DeviceStore;
-use wagate_loadtest::harness::sessions::create;
+use wagate_loadtest::harness::sessions::{create, wait_status};
 use wagate_loadtest::harness::{Client, Node, NodeOptions};
 
-/// Upper bound for the retries to reach the fifth failure (the library's Fibonacci backoff: 1+1+2+3+5 s).
-const RETRY_WAIT: Duration = Duration::from_secs(60);
+/// Upper bound for the retries to reach the fifth failed reconnect (`reconnectBaseDelay` 1000: 1+2+4+8+16 s).
+const RETRY_WAIT: Duration = Duration::from_secs(90);
+/// The smallest `reconnectBaseDelay`, so the tests see several self-retries quickly.
+const FAST_RETRIES: &str = r#"{ "reconnectBaseDelay": 1000 }"#;
 
 /// Accepts WebSocket upgrades and closes each one at once; counts the connections.
 async fn closing_server() -> (u16, Arc<AtomicU32>) {
@@ -48,10 +52,42 @@ async fn socket_node(ws_url: &str) -> Node {
         NodeOptions::new(env!("CARGO_BIN_EXE_wagate"))
             .env("ENGINE_TYPE", "socket")
             .env("SOCKET_WS_URL", ws_url)
-            .env("SESSION_START_TIMEOUT_MS", "1500"),
+            .env("SESSION_START_TIMEOUT_MS", "1500")
+            .env("METRICS_TOKEN", METRICS_TOKEN),
     )
     .await
     .expect("node")
+}
+
+const METRICS_TOKEN: &str = "socket-metrics";
+
+/// Creates a session with the given config.
+async fn create_with(c: &Client, name: &str, config: &str) -> String {
+    let id = create(c, name).await.expect("create");
+    let config: serde_json::Value = serde_json::from_str(config).expect("config json");
+    let set = c
+        .patch(&format!("/api/sessions/{id}/config"), config)
+        .await
+        .expect("config");
+    assert_eq!(set.status, 200, "{}", set.text);
+    id
+}
+
+/// A counter's value on the node's Prometheus page (0 when it was never incremented).
+async fn counter(node: &Node, name: &str) -> f64 {
+    let anon = node.client_with_key(None);
+    let req = anon
+        .raw(reqwest::Method::GET, "/api/metrics")
+        .bearer_auth(METRICS_TOKEN);
+    let page = anon.send(req).await.expect("metrics");
+    assert_eq!(page.status, 200, "{}", page.text);
+    page.text
+        .lines()
+        .find_map(|line| {
+            let (metric, value) = line.split_once(' ')?;
+            (metric == name).then(|| value.trim().parse::<f64>().ok())?
+        })
+        .unwrap_or(0.0)
 }
 
 /// Polls the session record until `lastError` is set; answers the record.
@@ -76,7 +112,7 @@ async fn a_closing_endpoint_keeps_initializing_answers_504_then_shows_last_error
     let (port, connections) = closing_server().await;
     let node = socket_node(&format!("ws://127.0.0.1:{port}/ws/chat")).await;
     let c = node.client();
-    let id = create(&c, "offline").await.expect("create");
+    let id = create_with(&c, "offline", FAST_RETRIES).await;
 
     let started = c
         .post_empty(&format!("/api/sessions/{id}/start"))
@@ -94,7 +130,7 @@ async fn a_closing_endpoint_keeps_initializing_answers_504_then_shows_last_error
     assert_eq!(record["status"], "initializing", "{record}");
     let last_error = record["lastError"].as_str().unwrap_or_default();
     assert!(last_error.contains("handshake"), "{last_error}");
-    // Five failed attempts are known when the sixth begins.
+    // The start's own connect and five failed reconnects.
     assert!(
         connections.load(Ordering::SeqCst) >= 6,
         "retries: {}",
@@ -122,7 +158,7 @@ async fn a_refusing_endpoint_reports_the_dial_error() {
     };
     let node = socket_node(&format!("ws://127.0.0.1:{port}/ws/chat")).await;
     let c = node.client();
-    let id = create(&c, "refused").await.expect("create");
+    let id = create_with(&c, "refused", FAST_RETRIES).await;
     let started = c
         .post_empty(&format!("/api/sessions/{id}/start"))
         .await
@@ -149,6 +185,52 @@ async fn a_refusing_endpoint_reports_the_dial_error() {
         .await
         .expect("kill");
     assert!(killed.status < 300, "{}", killed.text);
+}
+
+/// `maxReconnectAttempts: 1` makes exactly one self-retry after the start's own connect failed (the start's
+/// connect is no reconnect attempt), then the session fails with `lastError`; the self-retry counts in
+/// `wagate_session_reconnects_total`, and no connect follows the failure.
+#[tokio::test]
+async fn max_reconnect_attempts_one_makes_exactly_one_self_retry() {
+    let (port, connections) = closing_server().await;
+    let node = socket_node(&format!("ws://127.0.0.1:{port}/ws/chat")).await;
+    let c = node.client();
+    let id = create_with(
+        &c,
+        "one-retry",
+        r#"{ "maxReconnectAttempts": 1, "reconnectBaseDelay": 1000 }"#,
+    )
+    .await;
+    let started = c
+        .post_empty(&format!("/api/sessions/{id}/start"))
+        .await
+        .expect("start");
+    assert!(
+        started.status == 504 || started.body["status"] == "failed",
+        "{}",
+        started.text
+    );
+    let failed = wait_status(&c, &id, "failed", RETRY_WAIT)
+        .await
+        .expect("failed");
+    assert!(
+        failed.str("lastError").contains("handshake"),
+        "{}",
+        failed.text
+    );
+    assert_eq!(failed.body["engineLoaded"], false, "{}", failed.text);
+    // The next reconnect would come 2 s after the failure; none is made.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        2,
+        "the start's connect and one reconnect"
+    );
+    assert_eq!(
+        counter(&node, "wagate_session_reconnects_total").await,
+        1.0,
+        "the one self-retry is an automatic reconnect attempt"
+    );
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ use super::error::EngineResult;
 use super::event::LinkedAccount;
 use super::media::{EngineMedia, MemoryMedia};
 use super::op::Capabilities;
+use super::reconnect::ReconnectPolicy;
 use super::store::{EmptyStore, EngineStore};
 use std::fmt;
 use std::path::PathBuf;
@@ -33,6 +34,9 @@ pub struct EngineContext {
     pub store: Arc<dyn EngineStore>,
     /// The node's media store, by key.
     pub media: Arc<dyn EngineMedia>,
+    /// The session's reconnect policy for this start. An engine that reconnects by itself schedules its
+    /// attempts with it (`ReconnectPolicy::next_attempt`); one that hands drops back ignores it.
+    pub reconnect: ReconnectPolicy,
 }
 
 impl EngineContext {
@@ -52,6 +56,7 @@ impl EngineContext {
             linked,
             store: Arc::new(EmptyStore),
             media: Arc::new(MemoryMedia::default()),
+            reconnect: ReconnectPolicy::default(),
         }
     }
 }
@@ -63,6 +68,7 @@ impl fmt::Debug for EngineContext {
             .field("data_dir", &self.data_dir)
             .field("proxy_url", &self.proxy_url.as_ref().map(|_| "<set>"))
             .field("linked", &self.linked.is_some())
+            .field("reconnect", &self.reconnect)
             .finish_non_exhaustive()
     }
 }

@@ -35,12 +35,17 @@ pub enum EngineEvent {
     Disconnected { reason: String },
     /// Emitted when the phone (or the network) logged this device out; stored credentials are void.
     LoggedOut { reason: String },
-    /// Emitted by an engine that reconnects by itself (the socket engine) at each attempt it makes on its
-    /// own: `failures` counts consecutive failed attempts (0 = a retry after a connection that worked),
-    /// `reason` is why the last one failed.
+    /// Emitted by an engine that reconnects by itself (the socket engine) each time a connection ends or an
+    /// attempt fails, with what it does next. `failures` counts consecutive failed reconnect attempts (the
+    /// first connect of a start and a connection that worked are none; a first connect that failed reports
+    /// 0 with its `reason`); `reason` is why the last attempt failed (`None`: the connection worked, or the
+    /// network asked for a restart); `next_delay_ms` is when the next attempt is made, scheduled with
+    /// `EngineContext::reconnect` (`ReconnectPolicy::next_attempt`), or `None` when the policy's attempts are
+    /// spent and the engine makes none.
     SelfRetry {
         failures: u32,
         reason: Option<String>,
+        next_delay_ms: Option<u64>,
     },
     /// Emitted when the engine is connected but cannot go on until the user does something outside the
     /// service (`reason` says what); a session restart clears it.

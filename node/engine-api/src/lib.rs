@@ -18,6 +18,7 @@ mod event;
 pub mod media;
 mod op;
 pub mod qr;
+pub mod reconnect;
 pub mod store;
 #[cfg(test)]
 mod support_table_tests;
@@ -30,6 +31,7 @@ pub use entities::*;
 pub use error::{EngineError, EngineResult};
 pub use event::*;
 pub use op::{Capabilities, Op};
+pub use reconnect::ReconnectPolicy;
 pub use types::*;
 
 use async_trait::async_trait;

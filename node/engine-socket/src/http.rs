@@ -1,5 +1,6 @@
-//! The library's HTTP client (media upload and download, media-connection refreshes) on reqwest, through the
-//! session proxy when it has one. The library reads every status itself (a 401/404 means "refresh the media
+//! The library's HTTP client (the client-version fetch before each connect, media upload and download,
+//! media-connection refreshes) on reqwest, through the session proxy when it has one (http, https or
+//! socks5: reqwest's `socks` feature, hyper-util's SOCKS5 connector, so no crate of its own). The library reads every status itself (a 401/404 means "refresh the media
 //! connection"), so a completed exchange is `Ok` whatever its status, per its `HttpClient` contract.
 //! Downloads stream: the library decrypts on a blocking thread from a `Read`, which here pulls the
 //! response body chunk by chunk from the async client, so a large file is never held whole in memory.
@@ -16,8 +17,8 @@ use crate::proxy::{ProxyConfig, ProxyKind};
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// One session's media HTTP client. A client that could not be built (a SOCKS proxy, which reqwest is built
-/// without here) fails every exchange with the reason: refusing beats bypassing the proxy.
+/// One session's HTTP client. A client that could not be built (a proxy URL reqwest refuses) fails every
+/// exchange with the reason: refusing beats bypassing the proxy.
 #[derive(Clone)]
 pub struct ReqwestHttpClient {
     client: Result<reqwest::Client, String>,
@@ -37,15 +38,26 @@ fn build(proxy: Option<&ProxyConfig>) -> Result<reqwest::Client, String> {
         .connect_timeout(CONNECT_TIMEOUT)
         .read_timeout(READ_TIMEOUT);
     let builder = match proxy {
-        Some(proxy) if proxy.kind == ProxyKind::Socks5 => {
-            return Err(
-                "socks5 proxies are not supported for media transfers; use an http(s) proxy".into(),
-            );
+        Some(proxy) => {
+            let url = reqwest_proxy_url(proxy);
+            builder.proxy(reqwest::Proxy::all(url.as_str()).map_err(|e| e.to_string())?)
         }
-        Some(proxy) => builder.proxy(reqwest::Proxy::all(&proxy.url).map_err(|e| e.to_string())?),
         None => builder.no_proxy(),
     };
     builder.build().map_err(|e| e.to_string())
+}
+
+/// The proxy URL as reqwest takes it. A `socks5://` proxy resolves host names for us, as the WebSocket
+/// transport has it do (it always sends the name): reqwest spells that `socks5h://` (its `socks5://`
+/// resolves locally, which an offline or split-DNS host cannot).
+fn reqwest_proxy_url(proxy: &ProxyConfig) -> String {
+    match proxy.kind {
+        ProxyKind::Socks5 => match proxy.url.split_once("://") {
+            Some((_, rest)) => format!("socks5h://{rest}"),
+            None => proxy.url.clone(),
+        },
+        ProxyKind::Http | ProxyKind::Https => proxy.url.clone(),
+    }
 }
 
 #[async_trait]
@@ -54,7 +66,7 @@ impl HttpClient for ReqwestHttpClient {
         let client = self
             .client
             .as_ref()
-            .map_err(|reason| anyhow::anyhow!("media HTTP client: {reason}"))?;
+            .map_err(|reason| anyhow::anyhow!("HTTP client: {reason}"))?;
         let method = reqwest::Method::from_bytes(request.method.as_bytes())?;
         let mut builder = client.request(method, &request.url);
         for (name, value) in &request.headers {
@@ -79,7 +91,7 @@ impl HttpClient for ReqwestHttpClient {
         let client = self
             .client
             .as_ref()
-            .map_err(|reason| anyhow::anyhow!("media HTTP client: {reason}"))?
+            .map_err(|reason| anyhow::anyhow!("HTTP client: {reason}"))?
             .clone();
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|e| anyhow::anyhow!("media download outside the runtime: {e}"))?;
@@ -120,5 +132,30 @@ impl std::io::Read for BodyReader {
         let n = buf.len().min(self.pending.len());
         buf[..n].copy_from_slice(&self.pending.split_to(n));
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socks5_proxy_builds_a_client_that_resolves_through_the_proxy() {
+        // reqwest is built without a default crypto provider (the node's boot installs ring the same way).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let proxy = ProxyConfig::parse("socks5://user:p%40ss@127.0.0.1:1080").expect("proxy");
+        assert_eq!(
+            reqwest_proxy_url(&proxy),
+            "socks5h://user:p%40ss@127.0.0.1:1080"
+        );
+        assert!(
+            build(Some(&proxy)).is_ok(),
+            "{:?}",
+            build(Some(&proxy)).err()
+        );
+        let proxy = ProxyConfig::parse("socks5h://127.0.0.1:1080").expect("proxy");
+        assert_eq!(reqwest_proxy_url(&proxy), "socks5h://127.0.0.1:1080");
+        let proxy = ProxyConfig::parse("http://127.0.0.1:3128").expect("proxy");
+        assert_eq!(reqwest_proxy_url(&proxy), "http://127.0.0.1:3128");
     }
 }

@@ -13,7 +13,8 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use wagate_db::{DataPool, DatabaseKind};
 use wagate_engine_api::conformance;
 use wagate_engine_api::{
-    EngineContext, EngineError, EngineEvent, EngineFactory, Incoming, event_channel,
+    EngineContext, EngineError, EngineEvent, EngineFactory, Incoming, ReconnectPolicy,
+    event_channel,
 };
 use wagate_engine_socket::store::{SOCKET_TABLES, SqlBackend};
 use wagate_engine_socket::transport::Endpoint;
@@ -118,10 +119,20 @@ async fn the_socket_engine_passes_the_offline_conformance_checks() {
     let engine = factory.create(EngineContext::standalone(SID, tx, None));
     engine.start().await.expect("start");
     let retry = until(&mut events, |e| matches!(e, EngineEvent::SelfRetry { .. })).await;
-    let EngineEvent::SelfRetry { failures, reason } = retry else {
+    let EngineEvent::SelfRetry {
+        failures,
+        reason,
+        next_delay_ms,
+    } = retry
+    else {
         unreachable!("picked a self-retry");
     };
-    assert!(failures >= 1);
+    // The start's own connect failed: no reconnect spent yet, reconnect 1 after the policy's base delay.
+    assert_eq!(failures, 0);
+    assert_eq!(
+        next_delay_ms,
+        Some(ReconnectPolicy::default().base_delay_ms)
+    );
     assert!(
         reason
             .as_deref()

@@ -1,5 +1,6 @@
 //! The transport factory against loopback servers: a direct WebSocket, one through an HTTP CONNECT proxy
-//! (with Basic credentials), one through SOCKS5, and a refused endpoint reported to the observer.
+//! (with Basic credentials), one through SOCKS5, and a refused endpoint reported to the observer; and the
+//! library's HTTP client through the same SOCKS5 proxy.
 
 // tungstenite fixes the handshake callback's error type (a full HTTP response); nothing to shrink.
 #![allow(clippy::result_large_err)]
@@ -12,8 +13,10 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
+use wagate_engine_socket::http::ReqwestHttpClient;
 use wagate_engine_socket::proxy::ProxyConfig;
 use wagate_engine_socket::transport::{Endpoint, SocketTransportFactory, TransportObserver};
+use wagate_engine_socket::whatsapp_rust::http::{HttpClient, HttpRequest};
 use wagate_engine_socket::whatsapp_rust::transport::{TransportEvent, TransportFactory};
 
 /// A WebSocket server that greets every client with one binary frame, then echoes.
@@ -200,6 +203,49 @@ async fn tunnels_through_a_socks5_proxy() {
     let proxy = ProxyConfig::parse(&format!("socks5://127.0.0.1:{proxy_port}")).unwrap();
     open_and_read(SocketTransportFactory::new(endpoint, Some(proxy))).await;
     assert_eq!(targets.lock().as_slice(), [format!("localhost:{ws_port}")]);
+}
+
+/// The library's HTTP client (the client-version fetch before every connect, media) goes through a socks5
+/// session proxy too, the proxy resolving the name, instead of refusing it before anything is sent.
+#[tokio::test]
+async fn the_http_client_goes_through_a_socks5_proxy() {
+    // reqwest is built without a default crypto provider (the node's boot installs ring the same way).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http_port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                while !head.ends_with(b"\r\n\r\n") {
+                    match tcp.read_u8().await {
+                        Ok(b) => head.push(b),
+                        Err(_) => return,
+                    }
+                }
+                let _ = tcp
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                    )
+                    .await;
+            });
+        }
+    });
+    let (proxy_port, targets) = socks5_proxy().await;
+    let proxy = ProxyConfig::parse(&format!("socks5://127.0.0.1:{proxy_port}")).unwrap();
+    let client = ReqwestHttpClient::new(Some(&proxy));
+    let response = client
+        .execute(HttpRequest::get(format!(
+            "http://localhost:{http_port}/sw.js"
+        )))
+        .await
+        .expect("through the proxy");
+    assert_eq!(response.status_code, 200);
+    assert_eq!(response.body, b"ok");
+    assert_eq!(
+        targets.lock().as_slice(),
+        [format!("localhost:{http_port}")]
+    );
 }
 
 #[tokio::test]

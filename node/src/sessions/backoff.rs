@@ -1,31 +1,13 @@
 //! Reconnect timing: the delay before each automatic reconnect attempt, when to give up, and when a
 //! stuck reconnect raises `session.reconnect_loop`. Pure arithmetic over the session config; the
-//! supervisor owns the timers and the attempt counter.
+//! supervisor owns the timers and the attempt counter. The policy and its delay function are the engine
+//! API's (`wagate_engine_api::reconnect`), so an engine that reconnects by itself (socket) schedules its
+//! attempts with the very same numbers.
 
-/// The spec's cap on a single reconnect delay (5 minutes).
-pub(crate) const MAX_DELAY_MS: u64 = 300_000;
-/// `reconnectBaseDelay` default.
-pub(crate) const DEFAULT_BASE_DELAY_MS: u64 = 5_000;
+pub(crate) use wagate_engine_api::ReconnectPolicy;
+
 /// `session.reconnect_loop` fires on every fifth consecutive failed attempt.
 pub(crate) const LOOP_ALERT_EVERY: u32 = 5;
-
-/// The reconnect part of a session's config, read once per start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ReconnectPolicy {
-    /// `reconnectBaseDelay` in ms (1000-300000).
-    pub base_delay_ms: u64,
-    /// `maxReconnectAttempts`: `None` = unlimited, `Some(0)` = no automatic reconnect.
-    pub max_attempts: Option<u32>,
-}
-
-impl Default for ReconnectPolicy {
-    fn default() -> Self {
-        Self {
-            base_delay_ms: DEFAULT_BASE_DELAY_MS,
-            max_attempts: None,
-        }
-    }
-}
 
 /// What to do after a drop or a failed relaunch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,30 +18,12 @@ pub(crate) enum ReconnectDecision {
     GiveUp,
 }
 
-/// Delay before attempt `attempt` (1-based): `base * 2^(attempt-1)`, capped at 5 minutes.
-pub(crate) fn delay_ms(base_delay_ms: u64, attempt: u32) -> u64 {
-    let exponent = attempt.saturating_sub(1);
-    // 2^19 * 1000 already exceeds the cap, so any larger exponent is the cap too (and cannot overflow).
-    if exponent >= 20 {
-        return MAX_DELAY_MS;
-    }
-    base_delay_ms
-        .saturating_mul(1u64 << exponent)
-        .min(MAX_DELAY_MS)
-}
-
 /// Decides the next step given how many consecutive attempts have already failed (0 right after a drop).
+/// The delay is `base * 2^(attempt-1)` capped at 5 minutes (`ReconnectPolicy::delay_ms`).
 pub(crate) fn next_attempt(policy: ReconnectPolicy, failed_attempts: u32) -> ReconnectDecision {
-    if policy
-        .max_attempts
-        .is_some_and(|max| failed_attempts >= max)
-    {
-        return ReconnectDecision::GiveUp;
-    }
-    let attempt = failed_attempts.saturating_add(1);
-    ReconnectDecision::Retry {
-        attempt,
-        delay_ms: delay_ms(policy.base_delay_ms, attempt),
+    match policy.next_attempt(failed_attempts) {
+        Some((attempt, delay_ms)) => ReconnectDecision::Retry { attempt, delay_ms },
+        None => ReconnectDecision::GiveUp,
     }
 }
 
@@ -71,6 +35,9 @@ pub(crate) fn is_loop_alert(failed_attempts: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wagate_engine_api::reconnect::{
+        MAX_RECONNECT_DELAY_MS as MAX_DELAY_MS, reconnect_delay_ms as delay_ms,
+    };
 
     #[test]
     fn delay_doubles_from_the_base() {

@@ -75,9 +75,15 @@ pub(crate) async fn prepare(
             });
             Some(Trigger::Restriction { kind, active })
         }
-        EngineEvent::SelfRetry { failures, reason } => {
-            Some(Trigger::SelfRetry { failures, reason })
-        }
+        EngineEvent::SelfRetry {
+            failures,
+            reason,
+            next_delay_ms,
+        } => Some(Trigger::SelfRetry {
+            failures,
+            reason,
+            next_delay_ms,
+        }),
         EngineEvent::ActionRequired { reason } => Some(Trigger::ActionNeeded { reason }),
         EngineEvent::Failed { reason } => Some(Trigger::EngineFailed { reason }),
         _ => None,

@@ -213,6 +213,11 @@ impl Runtime {
         if matches!(trigger, Trigger::ReconnectFailed { .. }) {
             st.failed_attempts = st.failed_attempts.saturating_add(1);
         }
+        // An engine that reconnects by itself announces each attempt it schedules: one automatic reconnect,
+        // as a relaunch is (`on_reconnect_due`), unless the policy's attempts are spent.
+        if matches!(trigger, Trigger::SelfRetry { .. }) && step.to != SessionStatus::Failed {
+            metrics::counter!(wagate_workers::telemetry::metrics::RECONNECTS).increment(1);
+        }
         st.status = step.to;
         for effect in &step.effects {
             effects::apply_local(self, st, effect).await?;
@@ -317,6 +322,7 @@ impl Runtime {
             linked,
             store: self.deps.engine_store.clone(),
             media: self.engine_media(),
+            reconnect: st.policy,
         };
         let engine = self.deps.factory.create(ctx);
         {
@@ -363,6 +369,7 @@ impl Runtime {
             }),
             store: self.deps.engine_store.clone(),
             media: self.engine_media(),
+            reconnect: st.policy,
         };
         self.deps.factory.create(ctx)
     }

@@ -51,10 +51,13 @@ pub(crate) enum Trigger {
     LoggedOutFromPhone,
     /// The engine hit a terminal error.
     EngineFailed { reason: String },
-    /// An engine that reconnects by itself (socket) makes another attempt; `failures` consecutive ones failed.
+    /// An engine that reconnects by itself (socket) lost its connection or failed an attempt and schedules
+    /// the next one: `failures` consecutive reconnect attempts failed, `reason` is why the last attempt
+    /// failed (`None` after a connection that worked), `next_delay_ms` the delay it scheduled (`None`: none).
     SelfRetry {
         failures: u32,
         reason: Option<String>,
+        next_delay_ms: Option<u64>,
     },
     /// The engine needs the user to act outside the service (e.g. a passkey step while linking).
     ActionNeeded { reason: String },
@@ -211,9 +214,11 @@ pub(crate) fn transition(
         | Trigger::LaunchFailed { .. }
         | Trigger::PageReloadStarted
         | Trigger::PageReloadStalled => connection(from, trigger, ctx).ok_or(invalid),
-        Trigger::SelfRetry { failures, reason } => {
-            self_retry(from, *failures, reason.as_deref(), ctx).ok_or(invalid)
-        }
+        Trigger::SelfRetry {
+            failures,
+            reason,
+            next_delay_ms,
+        } => self_retry(from, *failures, reason.as_deref(), *next_delay_ms, ctx).ok_or(invalid),
         Trigger::ActionNeeded { reason } => action_needed(from, reason).ok_or(invalid),
         Trigger::Start => start(from),
         Trigger::Stop { teardown } => Ok(stop(from, *teardown)),
@@ -484,13 +489,16 @@ fn reconnect_failed(from: SessionStatus, reason: &str, ctx: &Context) -> Transit
     }
 }
 
-/// The socket engine retries a dropped (or never established) connection itself: the session reads
-/// `initializing` while it does, `lastError` appears from the fifth consecutive failed attempt, every fifth
-/// raises the reconnect-loop alert, and an explicit `maxReconnectAttempts` still ends in `failed`.
+/// The socket engine retries a dropped (or never established) connection itself, on the session's policy:
+/// the session reads `initializing` while it does, `lastError` appears from the fifth consecutive failed
+/// self-retry, every fifth raises the reconnect-loop alert with the delay the engine scheduled, and an
+/// explicit `maxReconnectAttempts` still ends in `failed`. A first connect that failed (`failures` 0 with a
+/// reason) spends no attempt, as a failed first launch does; `maxReconnectAttempts: 0` fails it at once.
 fn self_retry(
     from: SessionStatus,
     failures: u32,
     reason: Option<&str>,
+    next_delay_ms: Option<u64>,
     ctx: &Context,
 ) -> Option<Transition> {
     use Effect::*;
@@ -499,23 +507,28 @@ fn self_retry(
     }
     // The engine reconnects on its own: a relaunch the supervisor scheduled would only replace it.
     let mut effects = vec![CancelReconnect, DropQr];
-    if failures == 0 {
+    let Some(reason) = reason else {
+        // After a connection that worked (its drop already went through `link_dropped`, which failed the
+        // session if the policy allows no reconnect) or a restart the network asked for.
         return Some(to(
             Initializing,
             emit_if_changed(from, Initializing, effects),
         ));
-    }
-    let reason = reason.unwrap_or("connection attempt failed");
-    match backoff::next_attempt(ctx.reconnect, failures) {
-        ReconnectDecision::GiveUp => {
+    };
+    // The engine scheduled with the same policy; one that schedules nothing more has spent it too.
+    let next =
+        next_delay_ms.map(|delay_ms| (backoff::next_attempt(ctx.reconnect, failures), delay_ms));
+    match next {
+        None | Some((ReconnectDecision::GiveUp, _)) => {
             effects.extend([StopEngine, SetLastError(reason.to_string()), FireErrorHook]);
             Some(to(Failed, emit_if_changed(from, Failed, effects)))
         }
-        ReconnectDecision::Retry { delay_ms, .. } => {
+        Some((ReconnectDecision::Retry { .. }, delay_ms)) => {
             if failures >= SELF_RETRY_ERROR_AFTER {
                 effects.push(SetLastError(reason.to_string()));
             }
             if backoff::is_loop_alert(failures) {
+                // The delay the engine actually scheduled.
                 effects.push(EmitReconnectLoop {
                     attempts: failures,
                     next_delay_ms: delay_ms,

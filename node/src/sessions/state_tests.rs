@@ -474,6 +474,7 @@ fn self_retry(failures: u32) -> Trigger {
     Trigger::SelfRetry {
         failures,
         reason: Some("closed before the handshake".into()),
+        next_delay_ms: Some(ctx().reconnect.delay_ms(failures + 1)),
     }
 }
 
@@ -504,7 +505,12 @@ fn socket_self_retry_stays_initializing_and_sets_last_error_from_the_fifth() {
 
 #[test]
 fn socket_self_retry_after_a_drop_leaves_disconnected_and_honours_max_attempts() {
-    let t = go(Disconnected, self_retry(0), ctx());
+    let after_drop = Trigger::SelfRetry {
+        failures: 0,
+        reason: None,
+        next_delay_ms: Some(5_000),
+    };
+    let t = go(Disconnected, after_drop, ctx());
     assert_eq!(t.to, Initializing);
     assert!(t.effects.contains(&CancelReconnect) && t.effects.contains(&EmitStatus));
     let capped = Context {
@@ -515,6 +521,57 @@ fn socket_self_retry_after_a_drop_leaves_disconnected_and_honours_max_attempts()
     assert_eq!(t.to, Failed);
     assert!(t.effects.contains(&StopEngine));
     assert!(transition(QrReady, &self_retry(1), &ctx()).is_err());
+}
+
+/// A socket session whose first connect failed: that connect spends none of `maxReconnectAttempts`, so
+/// `1` allows exactly one self-retry and fails when it fails too; `0` fails the first failure.
+#[test]
+fn socket_first_connect_failure_spends_no_attempt() {
+    let one = Context {
+        reconnect: policy(1000, Some(1)),
+        ..ctx()
+    };
+    let first = Trigger::SelfRetry {
+        failures: 0,
+        reason: Some("cannot reach".into()),
+        next_delay_ms: Some(1_000),
+    };
+    let t = go(Initializing, first.clone(), one);
+    assert_eq!(t.to, Initializing, "{t:?}");
+    assert!(!t.effects.iter().any(|e| matches!(e, SetLastError(_))));
+    let spent = Trigger::SelfRetry {
+        failures: 1,
+        reason: Some("cannot reach".into()),
+        next_delay_ms: None,
+    };
+    let t = go(Initializing, spent, one);
+    assert_eq!(t.to, Failed);
+    assert!(t.effects.contains(&SetLastError("cannot reach".into())));
+    assert!(t.effects.contains(&StopEngine) && t.effects.contains(&FireErrorHook));
+    let zero = Context {
+        reconnect: policy(1000, Some(0)),
+        ..ctx()
+    };
+    assert_eq!(go(Initializing, first, zero).to, Failed);
+}
+
+/// `session.reconnect_loop` names the delay the engine scheduled, not one derived another way.
+#[test]
+fn socket_reconnect_loop_reports_the_scheduled_delay() {
+    let ten = Trigger::SelfRetry {
+        failures: 10,
+        reason: Some("cannot reach".into()),
+        next_delay_ms: Some(300_000),
+    };
+    let slow = Context {
+        reconnect: policy(60_000, None),
+        ..ctx()
+    };
+    let t = go(Initializing, ten, slow);
+    assert!(t.effects.contains(&EmitReconnectLoop {
+        attempts: 10,
+        next_delay_ms: 300_000
+    }));
 }
 
 #[test]

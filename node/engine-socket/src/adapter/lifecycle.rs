@@ -1,17 +1,24 @@
 //! The client's life: build it (our auth backend, our transport factory with the endpoint and the session
 //! proxy, the reqwest media client, our event handler), run it, request pairing codes, and tear it down on
-//! stop, logout and kill so none of its tasks outlive the engine. Status progress arrives as events
-//! (`link.rs`); `start` returns as soon as the client runs, and the supervisor's start budget (504) covers
-//! a network that never answers.
+//! stop, logout and kill so none of its tasks outlive the engine. The library's own reconnect loop (a
+//! Fibonacci backoff up to 15 minutes) is off: our run loop (`run_loop`) makes one connection per library
+//! run and schedules the next on the session's reconnect policy (`link.rs`, `attempt_ended`). Status
+//! progress arrives as events (`link.rs`); `start` returns as soon as the client runs, and the supervisor's
+//! start budget (504) covers a network that never answers.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::http::ReqwestHttpClient;
 use crate::proxy::ProxyConfig;
 use crate::store::{SqlBackend, delete_session_state, has_device};
 use crate::transport::SocketTransportFactory;
-use crate::whatsapp_rust::bot::{Bot, BotHandle};
+use crate::whatsapp_rust::Client;
+use crate::whatsapp_rust::bot::Bot;
 use crate::whatsapp_rust::pair_code::PairCodeOptions;
 use crate::whatsapp_rust::store::Backend;
 use crate::whatsapp_rust::types::events::{Event, EventHandler};
@@ -19,9 +26,9 @@ use crate::whatsapp_rust::wacore::iq::devices::RemoveCompanionDeviceSpec;
 use wagate_db::DataPool;
 
 use super::SocketEngine;
-use super::link::LinkTracker;
+use super::link::{LinkTracker, NextAttempt};
 use super::receive::{ClientSlot, Receiver};
-use wagate_engine_api::{EngineError, EngineResult};
+use wagate_engine_api::{EngineError, EngineResult, ReconnectPolicy};
 
 /// A graceful stop (flush state, close the socket, let the run loop end) gets this long before the run
 /// task is aborted.
@@ -36,9 +43,39 @@ const UNLINK_REQUEST_BUDGET: Duration = Duration::from_secs(10);
 /// A pairing-code request waits this long for the socket; the spec's "closing socket answers 409".
 const PAIRING_SOCKET_WAIT: Duration = Duration::from_secs(5);
 
-/// The running client.
+/// The running client: the run loop's task, and the switch that ends its wait between attempts.
 pub(crate) struct Running {
-    handle: BotHandle,
+    client: Arc<Client>,
+    task: JoinHandle<()>,
+    stop: watch::Sender<bool>,
+}
+
+/// The connection attempts of one client: the first inside `Bot::run` (which also starts the client's
+/// handlers and workers), each later one a `Client::run` after the delay the link tracker schedules on the
+/// session's policy. With the library's auto-reconnect off, every run makes one connection and returns when
+/// it ends (or its connect failed).
+async fn run_loop(
+    bot: Bot,
+    link: Arc<LinkTracker>,
+    policy: ReconnectPolicy,
+    mut stop: watch::Receiver<bool>,
+) {
+    let client = bot.client();
+    link.begin_attempt(false);
+    bot.run().await;
+    while let Some(NextAttempt { delay, reconnect }) = link.attempt_ended(&policy) {
+        if !delay.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = stop.wait_for(|stopped| *stopped) => break,
+            }
+        }
+        if *stop.borrow() {
+            break;
+        }
+        link.begin_attempt(reconnect);
+        client.run().await;
+    }
 }
 
 /// The session's auth state: rows of the data DB keyed by session id, so any node can take the session over.
@@ -130,12 +167,19 @@ impl SocketEngine {
             .await
             .map_err(|e| EngineError::Network(format!("socket client could not be built: {e}")))?;
         let client = bot.client();
+        // Reconnects follow the session's policy (`run_loop`), not the library's backoff.
+        client.enable_auto_reconnect.store(false, Ordering::Relaxed);
         self.link.set_client(&client);
         *slot.lock() = Arc::downgrade(&client);
-        *self.client.lock() = Some(client);
-        *running = Some(Running {
-            handle: bot.spawn(),
-        });
+        *self.client.lock() = Some(client.clone());
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(run_loop(
+            bot,
+            self.link.clone(),
+            self.ctx.reconnect,
+            stopped,
+        ));
+        *running = Some(Running { client, task, stop });
         Ok(())
     }
 
@@ -223,16 +267,22 @@ impl SocketEngine {
         self.link.begin_teardown();
         let running = self.running.lock().await.take();
         let client = self.client.lock().take();
-        if let Some(Running { mut handle }) = running {
-            let client = handle.client();
+        if let Some(Running {
+            client,
+            mut task,
+            stop,
+        }) = running
+        {
+            // Ends a wait between attempts; a connection in progress ends with the disconnect.
+            let _ = stop.send(true);
             let graceful = tokio::time::timeout(budget, async {
                 client.disconnect().await;
-                (&mut handle).await;
+                let _ = (&mut task).await;
             })
             .await;
             if graceful.is_err() {
                 tracing::warn!(session_id = %self.session_id(), "socket client did not stop in time; aborted");
-                handle.abort();
+                task.abort();
             }
         } else if let Some(client) = client {
             let _ = tokio::time::timeout(budget, client.disconnect()).await;

@@ -1,9 +1,12 @@
-//! The session's link as the socket engine sees it: connect attempts and failures reported by our transport
-//! (the library retries silently, so this is the only place a retry is visible), and the library's
-//! connection events (QR, pairing, connected, disconnected, logged out, bans, refusals) turned into the
-//! lifecycle `EngineEvent`s the supervisor's state table consumes.
+//! The session's link as the socket engine sees it: the outcome of each connection attempt (from our
+//! transport's dial errors and early closes, and the library's connection events), the schedule of the next
+//! one on the session's reconnect policy (`attempt_ended`, driven by the engine's run loop in
+//! `lifecycle.rs`: the library's own reconnect loop is off), and the library's connection events (QR,
+//! pairing, connected, disconnected, logged out, bans, refusals) turned into the lifecycle `EngineEvent`s
+//! the supervisor's state table consumes.
 
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use crate::transport::TransportObserver;
 use crate::whatsapp_rust::Client;
@@ -12,7 +15,7 @@ use parking_lot::Mutex as SyncMutex;
 use wagate_proto::Jid;
 
 use wagate_engine_api::qr::qr_data_url;
-use wagate_engine_api::{EngineEvent, LinkedAccount};
+use wagate_engine_api::{EngineEvent, LinkedAccount, ReconnectPolicy};
 
 /// What the user must do when the server asks for a passkey (the gateway holds none).
 pub(super) const PASSKEY_ACTION: &str = "WhatsApp asks for a passkey to link this device, which the gateway cannot \
@@ -27,18 +30,32 @@ const CLOSED_EARLY: &str =
 struct LinkState {
     /// Connection attempts of this engine instance (the first one is the start itself).
     attempts: u32,
-    /// Consecutive failed attempts.
+    /// Consecutive failed reconnect attempts (the policy's count: neither the start's own connect nor a
+    /// restart the network asked for is a reconnect).
     failures: u32,
+    /// The current attempt is a reconnect (scheduled after a failed attempt or a drop).
+    reconnecting: bool,
     /// The current attempt got past the handshake (the library reported a QR, a login or a drop).
     progressed: bool,
-    /// The current attempt's failure was already reported (a dial error).
-    reported: bool,
+    /// The current connection's drop was reported (`Disconnected`).
+    dropped: bool,
     /// Why the current attempt is failing, when known.
     reason: Option<String>,
+    /// The engine reported an end the supervisor acts on (failed, logged out, QR codes exhausted with the
+    /// client closed): no further attempt is made.
+    finished: bool,
     /// The operator is stopping or logging out: the library's own disconnect/logout events are ours.
     tearing_down: bool,
     /// The device was logged out (by the phone, the server or the operator): its auth state is void.
     logged_out: bool,
+}
+
+/// What the engine's run loop does after an attempt ended: wait `delay`, then make the next attempt
+/// (`reconnect`: whether it is one of the policy's reconnect attempts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct NextAttempt {
+    pub delay: Duration,
+    pub reconnect: bool,
 }
 
 /// Shared by the engine, its transport factory and its library event handler.
@@ -69,10 +86,21 @@ impl LinkTracker {
     }
 
     fn emit(&self, event: EngineEvent) {
-        // While the operator stops or logs out, the lifecycle is the operator's: a connect, drop or retry
-        // seen now (a logout connects just to unlink) must not move the session after the stop/logout did.
-        if self.state.lock().tearing_down {
-            return;
+        {
+            // While the operator stops or logs out, the lifecycle is the operator's: a connect, drop or
+            // retry seen now (a logout connects just to unlink) must not move the session after the
+            // stop/logout did.
+            let mut state = self.state.lock();
+            if state.tearing_down {
+                return;
+            }
+            // The supervisor stops or replaces an engine that failed or was logged out: it retries no more.
+            if matches!(
+                event,
+                EngineEvent::Failed { .. } | EngineEvent::LoggedOut { .. }
+            ) {
+                state.finished = true;
+            }
         }
         // A closed channel means the supervisor dropped this engine; nothing is listening any more.
         let _ = self.events.send(event);
@@ -91,7 +119,7 @@ impl LinkTracker {
     }
 
     #[cfg(test)]
-    /// Consecutive failed attempts so far (tests and the benchmark read it).
+    /// Consecutive failed reconnect attempts so far (tests read it).
     pub(super) fn failures(&self) -> u32 {
         self.state.lock().failures
     }
@@ -101,13 +129,77 @@ impl LinkTracker {
         self.state.lock().attempts
     }
 
-    fn fail(&self, state: &mut LinkState, reason: String) -> EngineEvent {
-        state.failures = state.failures.saturating_add(1);
-        state.reported = true;
-        EngineEvent::SelfRetry {
-            failures: state.failures,
-            reason: Some(reason),
-        }
+    /// The run loop starts a connection attempt (`reconnect`: one of the policy's reconnect attempts).
+    pub(super) fn begin_attempt(&self, reconnect: bool) {
+        let mut state = self.state.lock();
+        state.attempts = state.attempts.saturating_add(1);
+        state.reconnecting = reconnect;
+        state.progressed = false;
+        state.dropped = false;
+        state.reason = None;
+    }
+
+    /// The run loop's attempt ended (the library's run returned): reports it to the supervisor as a
+    /// `SelfRetry` and answers when to make the next one, on the session's reconnect `policy`, or `None`
+    /// when none is made (stopping, a failed or logged-out engine the supervisor acts on, the policy's
+    /// attempts spent, or a drop with no reconnect allowed, which the supervisor already failed).
+    ///
+    /// - A connection that dropped: reconnect attempt 1 after `policy.delay_ms(1)`, as the supervisor
+    ///   would schedule after a drop.
+    /// - A connection that got somewhere and ended without a drop (the restart the network asks for
+    ///   after pairing): the next attempt at once; it is not a reconnect.
+    /// - A failed attempt: a failed reconnect counts (the start's own connect does not), and the next
+    ///   reconnect waits `base * 2^(n-1)` capped at 5 minutes (`ReconnectPolicy::next_attempt`).
+    pub(super) fn attempt_ended(&self, policy: &ReconnectPolicy) -> Option<NextAttempt> {
+        let (event, next) = {
+            let mut state = self.state.lock();
+            if state.tearing_down || state.finished {
+                return None;
+            }
+            if state.progressed {
+                state.failures = 0;
+                let next = if state.dropped {
+                    let (_, delay_ms) = policy.next_attempt(0)?;
+                    NextAttempt {
+                        delay: Duration::from_millis(delay_ms),
+                        reconnect: true,
+                    }
+                } else {
+                    NextAttempt {
+                        delay: Duration::ZERO,
+                        reconnect: false,
+                    }
+                };
+                let event = EngineEvent::SelfRetry {
+                    failures: 0,
+                    reason: None,
+                    next_delay_ms: Some(duration_ms(next.delay)),
+                };
+                (event, Some(next))
+            } else {
+                if state.reconnecting {
+                    state.failures = state.failures.saturating_add(1);
+                }
+                let reason = state
+                    .reason
+                    .take()
+                    .unwrap_or_else(|| CLOSED_EARLY.to_string());
+                let next = policy
+                    .next_attempt(state.failures)
+                    .map(|(_, delay_ms)| NextAttempt {
+                        delay: Duration::from_millis(delay_ms),
+                        reconnect: true,
+                    });
+                let event = EngineEvent::SelfRetry {
+                    failures: state.failures,
+                    reason: Some(reason),
+                    next_delay_ms: next.map(|n| duration_ms(n.delay)),
+                };
+                (event, next)
+            }
+        };
+        self.emit(event);
+        next
     }
 
     /// Maps a library connection event; `false` when it is not one (the caller maps it as data).
@@ -144,8 +236,13 @@ impl LinkTracker {
                          start the session again"
                     .into(),
             }],
-            Event::PairingQrCodesExhausted(_) => {
-                self.progressed();
+            Event::PairingQrCodesExhausted(exhausted) => {
+                {
+                    let mut state = self.state.lock();
+                    state.progressed = true;
+                    // The library closed the client for good: the supervisor relaunches after this drop.
+                    state.finished |= exhausted.disconnected;
+                }
                 vec![EngineEvent::Disconnected {
                     reason: "no phone scanned the QR codes in time".into(),
                 }]
@@ -169,6 +266,7 @@ impl LinkTracker {
                 let tearing_down = {
                     let mut state = self.state.lock();
                     state.progressed = true;
+                    state.dropped = true;
                     state.tearing_down
                 };
                 if tearing_down {
@@ -225,7 +323,7 @@ impl LinkTracker {
             }],
             Event::ConnectFailure(f) => {
                 if f.reason.should_reconnect() {
-                    // The library retries; the next attempt reports this as the failure's reason.
+                    // The attempt fails; the run loop reports this as its reason and schedules the next.
                     self.state.lock().reason = Some(format!(
                         "WhatsApp refused the connection ({:?}{})",
                         f.reason,
@@ -277,44 +375,13 @@ impl LinkTracker {
     }
 }
 
+/// The transport reports why an attempt failed before the library could say anything; the attempts
+/// themselves are counted by the run loop (`begin_attempt`).
 impl TransportObserver for LinkTracker {
-    fn attempt(&self) {
-        let event = {
-            let mut state = self.state.lock();
-            state.attempts = state.attempts.saturating_add(1);
-            let event = if state.attempts == 1 {
-                None
-            } else if state.progressed {
-                state.failures = 0;
-                Some(EngineEvent::SelfRetry {
-                    failures: 0,
-                    reason: None,
-                })
-            } else if !state.reported {
-                let reason = state
-                    .reason
-                    .take()
-                    .unwrap_or_else(|| CLOSED_EARLY.to_string());
-                Some(self.fail(&mut state, reason))
-            } else {
-                None
-            };
-            state.progressed = false;
-            state.reported = false;
-            state.reason = None;
-            event
-        };
-        if let Some(event) = event {
-            self.emit(event);
-        }
-    }
+    fn attempt(&self) {}
 
     fn dial_failed(&self, reason: &str) {
-        let event = {
-            let mut state = self.state.lock();
-            self.fail(&mut state, reason.to_string())
-        };
-        self.emit(event);
+        self.state.lock().reason = Some(reason.to_string());
     }
 
     fn closed(&self, reason: &str) {
@@ -323,6 +390,10 @@ impl TransportObserver for LinkTracker {
             state.reason = Some(format!("{CLOSED_EARLY} ({reason})"));
         }
     }
+}
+
+fn duration_ms(delay: Duration) -> u64 {
+    u64::try_from(delay.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The network's reason for a temporary ban as a restriction `code`: the library's name for it, in the

@@ -2,6 +2,7 @@
 //! through `events::map_event` and `LinkTracker`, and the `EngineEvent`s they produce are checked.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::transport::TransportObserver;
 use crate::whatsapp_rust::Jid as LibJid;
@@ -19,11 +20,11 @@ use tokio::sync::mpsc::unbounded_channel;
 use wagate_proto::Jid;
 
 use super::events::map_event;
-use super::link::{LinkTracker, PASSKEY_ACTION};
+use super::link::{LinkTracker, NextAttempt, PASSKEY_ACTION};
 use super::ops::calls::RecentCalls;
 use super::ops::presence::PresenceBook;
 use wagate_engine_api::{
-    AckStatus, CallPhase, EngineEvent, GroupAction, MessageType, PresenceState,
+    AckStatus, CallPhase, EngineEvent, GroupAction, MessageType, PresenceState, ReconnectPolicy,
 };
 
 const ANN: &str = "4915100000001@s.whatsapp.net";
@@ -412,38 +413,196 @@ fn connected_is_ready_and_refusals_fail_with_a_reason() {
     assert!(PASSKEY_ACTION.contains("QR code"));
 }
 
+fn policy(base_delay_ms: u64, max_attempts: Option<u32>) -> ReconnectPolicy {
+    ReconnectPolicy {
+        base_delay_ms,
+        max_attempts,
+    }
+}
+
+/// One attempt of the run loop that fails the way `fail` says; answers what the tracker scheduled.
+fn failed_attempt(
+    link: &LinkTracker,
+    policy: &ReconnectPolicy,
+    reconnect: bool,
+    fail: impl FnOnce(&LinkTracker),
+) -> Option<NextAttempt> {
+    link.begin_attempt(reconnect);
+    fail(link);
+    link.attempt_ended(policy)
+}
+
+fn next_after(
+    link: &LinkTracker,
+    policy: &ReconnectPolicy,
+    next: Option<NextAttempt>,
+) -> Option<NextAttempt> {
+    failed_attempt(link, policy, next.is_some_and(|n| n.reconnect), |l| {
+        l.dial_failed("cannot reach ws://127.0.0.1:1/ws/chat: refused")
+    })
+}
+
+fn self_retries(events: &[EngineEvent]) -> Vec<(u32, Option<u64>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::SelfRetry {
+                failures,
+                next_delay_ms,
+                ..
+            } => Some((*failures, *next_delay_ms)),
+            _ => None,
+        })
+        .collect()
+}
+
 #[test]
-fn silent_retries_are_counted_and_reported_with_their_reason() {
+fn failed_attempts_are_reported_with_their_reason_and_the_next_delay() {
     let (link, mut rx) = tracker();
-    // Attempt 1 reaches the server, which closes before the handshake.
-    link.attempt();
-    link.closed("server closed (1000)");
-    // Attempt 2 begins: attempt 1 failed. Attempt 2 cannot even dial.
-    link.attempt();
-    link.dial_failed("cannot reach ws://127.0.0.1:1/ws/chat: refused");
-    // Attempt 3 begins: its failure was already reported.
-    link.attempt();
+    let p = policy(1_000, None);
+    // The start's own connect reaches the server, which closes before the handshake.
+    let next = failed_attempt(&link, &p, false, |l| l.closed("server closed (1000)"));
+    // Reconnect 1 cannot even dial.
+    next_after(&link, &p, next);
     let events = drain(&mut rx);
     assert_eq!(events.len(), 2, "{events:?}");
     assert!(
-        matches!(&events[0], EngineEvent::SelfRetry { failures: 1, reason: Some(r) } if r.contains("handshake"))
+        matches!(&events[0], EngineEvent::SelfRetry { failures: 0, reason: Some(r), next_delay_ms: Some(1_000) } if r.contains("handshake")),
+        "the start's own connect spends no attempt: {events:?}"
     );
     assert!(
-        matches!(&events[1], EngineEvent::SelfRetry { failures: 2, reason: Some(r) } if r.contains("cannot reach"))
+        matches!(&events[1], EngineEvent::SelfRetry { failures: 1, reason: Some(r), next_delay_ms: Some(2_000) } if r.contains("cannot reach")),
+        "{events:?}"
     );
-    assert_eq!(link.attempts(), 3);
-    // Attempt 3 connects; a later drop and retry starts counting afresh.
+    assert_eq!(link.attempts(), 2);
+    // Reconnect 2 connects and later drops: reconnect 1 comes after the base delay, counting afresh.
+    link.begin_attempt(true);
     link.on_event(&Event::Connected(Connected::builder().build()));
-    link.attempt();
-    let events = drain(&mut rx);
+    let disconnected = crate::whatsapp_rust::types::events::Disconnected::builder()
+        .reason(crate::whatsapp_rust::transport::DisconnectReason::Unknown)
+        .build();
+    link.on_event(&Event::Disconnected(disconnected));
+    let next = link.attempt_ended(&p);
     assert_eq!(
-        events.last(),
+        next,
+        Some(NextAttempt {
+            delay: Duration::from_millis(1_000),
+            reconnect: true
+        })
+    );
+    assert_eq!(
+        drain(&mut rx).last(),
         Some(&EngineEvent::SelfRetry {
             failures: 0,
-            reason: None
+            reason: None,
+            next_delay_ms: Some(1_000)
         })
     );
     assert_eq!(link.failures(), 0);
+}
+
+/// The self-retries wait what the session's policy says: `reconnectBaseDelay * 2^(n-1)`, capped at 5
+/// minutes, not the library's own Fibonacci backoff (1 s, 1 s, 2 s, ... up to 15 minutes). The run loop
+/// sleeps exactly the `NextAttempt` delay, and the event reports the same number.
+#[test]
+fn self_retries_follow_the_base_delay_and_the_cap() {
+    let (link, mut rx) = tracker();
+    let p = policy(60_000, None);
+    let mut next = failed_attempt(&link, &p, false, |l| l.dial_failed("refused"));
+    let mut delays = vec![next.map(|n| n.delay)];
+    for _ in 0..5 {
+        next = next_after(&link, &p, next);
+        delays.push(next.map(|n| n.delay));
+    }
+    let secs = |s: u64| Some(Duration::from_secs(s));
+    assert_eq!(
+        delays,
+        vec![
+            secs(60),
+            secs(120),
+            secs(240),
+            secs(300),
+            secs(300),
+            secs(300)
+        ]
+    );
+    assert_eq!(
+        self_retries(&drain(&mut rx)),
+        vec![
+            (0, Some(60_000)),
+            (1, Some(120_000)),
+            (2, Some(240_000)),
+            (3, Some(300_000)),
+            (4, Some(300_000)),
+            (5, Some(300_000)),
+        ],
+        "each event names the delay the loop waits"
+    );
+    // The default base: 5 s first, never the library's 1 s.
+    let (link, _rx) = tracker();
+    let next = failed_attempt(&link, &ReconnectPolicy::default(), false, |l| {
+        l.dial_failed("refused")
+    });
+    assert_eq!(next.map(|n| n.delay), secs(5));
+}
+
+/// `maxReconnectAttempts: N` allows exactly N reconnects after the start's own connect; 0 allows none.
+#[test]
+fn max_reconnect_attempts_counts_reconnects_only() {
+    for max in [0u32, 1, 2, 5] {
+        let (link, mut rx) = tracker();
+        let p = policy(1_000, Some(max));
+        let mut next = failed_attempt(&link, &p, false, |l| l.dial_failed("refused"));
+        while next.is_some() {
+            next = next_after(&link, &p, next);
+        }
+        assert_eq!(link.attempts(), max + 1, "max {max}: connects made");
+        let retries = self_retries(&drain(&mut rx));
+        assert_eq!(
+            retries.last(),
+            Some(&(max, None)),
+            "max {max}: the last report says no attempt follows: {retries:?}"
+        );
+    }
+}
+
+/// The restart the network asks for after pairing (the connection ends without a drop) goes at once and
+/// is not a reconnect; a failed or logged-out engine, and one being stopped, makes no further attempt.
+#[test]
+fn restarts_go_at_once_and_ended_engines_stop_retrying() {
+    let (link, mut rx) = tracker();
+    let p = policy(1_000, Some(0));
+    link.begin_attempt(false);
+    link.on_event(&Event::PairSuccess(
+        PairSuccess::builder()
+            .id(lib(US))
+            .lid(lib("100000000000001@lid"))
+            .business_name(String::new())
+            .platform("android".into())
+            .build(),
+    ));
+    assert_eq!(
+        link.attempt_ended(&p),
+        Some(NextAttempt {
+            delay: Duration::ZERO,
+            reconnect: false
+        })
+    );
+    drain(&mut rx);
+    link.begin_attempt(false);
+    link.on_event(&Event::StreamReplaced(StreamReplaced::builder().build()));
+    assert_eq!(link.attempt_ended(&p), None);
+    assert!(
+        self_retries(&drain(&mut rx)).is_empty(),
+        "the failure is the report"
+    );
+    let (link, mut rx) = tracker();
+    link.begin_teardown();
+    assert_eq!(
+        failed_attempt(&link, &p, false, |l| l.dial_failed("refused")),
+        None
+    );
+    assert!(drain(&mut rx).is_empty());
 }
 
 #[test]
