@@ -1022,7 +1022,7 @@ async fn assert_coherent(c: &Client, id: &str, replies: &[(String, u16, String)]
 
 /// Start, stop, logout and force-kill fired at one session at the same moment are serialised: whichever
 /// wins, the session ends coherent (an engine status only with an engine loaded), and no start waits out
-/// its budget for an engine a stop tore down (a start a stop overtook reflects the stop or answers 409).
+/// its budget for an engine a stop tore down (a start a stop overtook answers 409).
 #[tokio::test]
 async fn racing_lifecycle_operations_leave_the_session_coherent() {
     let node = Node::start(
@@ -1069,5 +1069,115 @@ async fn racing_lifecycle_operations_leave_the_session_coherent() {
             );
         }
         assert_coherent(&c, &id, &replies).await;
+    }
+}
+
+/// The `session_started` audit rows of the session (written before the start's answer went out).
+async fn started_rows(c: &Client, id: &str) -> i64 {
+    let audit = c
+        .get(&format!("/api/audit?action=session_started&sessionId={id}"))
+        .await
+        .expect("audit");
+    assert_eq!(audit.status, 200, "{}", audit.text);
+    audit.body["total"].as_i64().expect("total")
+}
+
+/// A start racing a stop, logout or force-kill of a created session either answers the session it
+/// started (`initializing` or `qr_ready`, engine loaded) or, when the other ended its run before it
+/// settled, 409 Conflict with no `session_started` audit row; never 200 with the stopped session.
+#[tokio::test]
+async fn a_start_a_stop_overtook_answers_409_not_the_stopped_session() {
+    let node = node().await;
+    let c = node.client();
+    for op in ["stop", "logout", "force-kill"] {
+        for round in 0..30 {
+            let id = create(&c, &format!("{op}-overtook-{round}"))
+                .await
+                .expect("create");
+            let replies = burst(&c, &id, &["start", op], "").await;
+            let (_, status, text) = &replies[0];
+            let body: serde_json::Value = serde_json::from_str(text).expect("json");
+            let (_, other, other_text) = &replies[1];
+            assert!(*other < 500, "{op} answered {other}: {other_text}");
+            match status {
+                200 => {
+                    assert!(
+                        matches!(body["status"].as_str(), Some("initializing" | "qr_ready")),
+                        "start racing {op} answered {text}"
+                    );
+                    assert_eq!(body["engineLoaded"], true, "{text}");
+                    assert_eq!(started_rows(&c, &id).await, 1);
+                }
+                409 if body["code"] == "SESSION_NAME_TEARDOWN_PENDING" => {
+                    assert_eq!(op, "logout", "{text}");
+                }
+                409 => {
+                    assert_eq!(
+                        body["message"], "Session was stopped while it was starting",
+                        "{text}"
+                    );
+                    assert_eq!(body["error"], "Conflict", "{text}");
+                    assert_eq!(*other, 200, "{op}: {other_text}");
+                    assert_eq!(
+                        started_rows(&c, &id).await,
+                        0,
+                        "an interrupted start is not audited as started"
+                    );
+                }
+                _ => panic!("start racing {op} answered {status}: {text}"),
+            }
+            assert_coherent(&c, &id, &replies).await;
+        }
+    }
+}
+
+/// Two logouts at once: the second waits for the first and answers as a logout of a logged-out session
+/// does (200), not the start/delete teardown refusal. A delete racing a logout keeps that refusal.
+#[tokio::test]
+async fn concurrent_logouts_both_answer_the_logged_out_session() {
+    let node = node().await;
+    let c = node.client();
+    for round in 0..10 {
+        let phone = format!("49152000{round:05}");
+        let id = create_linked(&c, &format!("twice-out-{round}"), &phone)
+            .await
+            .expect("linked");
+        let replies = burst(&c, &id, &["logout", "logout"], "").await;
+        for (_, status, text) in &replies {
+            assert_eq!(*status, 200, "{replies:?}");
+            let body: serde_json::Value = serde_json::from_str(text).expect("json");
+            assert_eq!(body["status"], "disconnected", "{text}");
+            assert_eq!(body["engineLoaded"], false, "{text}");
+            assert!(body.get("phone").is_none_or(|p| p.is_null()), "{text}");
+        }
+    }
+    for round in 0..10 {
+        let phone = format!("49153000{round:05}");
+        let id = create_linked(&c, &format!("out-del-{round}"), &phone)
+            .await
+            .expect("linked");
+        let (logout, delete) = tokio::join!(post(&c, &id, "/logout"), async {
+            c.delete(&path(&id, "")).await.expect("delete")
+        });
+        match delete.status {
+            204 => {
+                assert!(
+                    matches!(logout.status, 200 | 404),
+                    "logout racing a delete: {}",
+                    logout.text
+                );
+                assert_eq!(get(&c, &id).await.expect("get").status, 404);
+            }
+            409 => {
+                assert_eq!(
+                    delete.body["code"], "SESSION_NAME_TEARDOWN_PENDING",
+                    "{}",
+                    delete.text
+                );
+                assert_eq!(logout.status, 200, "{}", logout.text);
+            }
+            other => panic!("delete racing a logout answered {other}: {}", delete.text),
+        }
+        assert_ne!(logout.body["code"], "SESSION_NAME_TEARDOWN_PENDING");
     }
 }

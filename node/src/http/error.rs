@@ -190,9 +190,11 @@ impl From<crate::sessions::SessionError> for ApiError {
         let message = err.to_string();
         match err {
             S::NotFound(_) => ApiError::not_found(message),
-            S::NameTaken(_) | S::NotConnected | S::Transition(_) | S::NotClustered => {
-                ApiError::conflict(message)
-            }
+            S::NameTaken(_)
+            | S::NotConnected
+            | S::Transition(_)
+            | S::NotClustered
+            | S::StartInterrupted => ApiError::conflict(message),
             S::BadInput(_) | S::NoQr => ApiError::bad_request(message),
             S::TeardownPending => {
                 ApiError::conflict(message).with_code("SESSION_NAME_TEARDOWN_PENDING")

@@ -23,6 +23,9 @@ pub(crate) enum SessionError {
     StopIncomplete,
     #[error("Session stopped locally, but the device unlink did not complete")]
     LogoutIncomplete,
+    /// A stop, logout, force-kill or delete ended the run a start launched before the start answered.
+    #[error("Session was stopped while it was starting")]
+    StartInterrupted,
     #[error("Session did not finish initializing within {0} ms")]
     StartTimeout(u64),
     #[error("No QR code is available for this session")]

@@ -69,10 +69,17 @@ impl SessionService {
         {
             return Err(SessionError::StartTimeout(self.start_timeout_ms));
         }
-        // A stop (logout, force-kill) that ended the wait unloads the runtime before it lets go of the
-        // state: the answer shows the session as that left it, not half-way.
-        drop(runtime.lock().await);
-        self.get(id).await
+        // A stop (logout, force-kill, delete) unloads the runtime before it lets go of the state, so with
+        // the state held it either ended this start's run already (409: what it left is not a started
+        // session) or comes after the answer, which shows the session as this start left it.
+        let st = runtime.lock().await;
+        if runtime.is_unloaded() {
+            self.record(id).await?;
+            return Err(SessionError::StartInterrupted);
+        }
+        let view = self.get(id).await;
+        drop(st);
+        view
     }
 
     /// The session's runtime on this node, loading it (lease first, then the row as the lease's previous
@@ -146,9 +153,15 @@ impl SessionService {
     }
 
     /// Unlinks the device and forgets the credentials; 502 when the network did not confirm the unlink.
+    /// A logout racing another logout (or a delete) runs after it instead of being refused: the
+    /// teardown code is start's and delete's.
     pub(crate) async fn logout(&self, id: &str) -> SessionResult<SessionView> {
         self.record(id).await?;
-        let _teardown = self.begin_teardown(id)?;
+        let (_teardown, waited) = self.wait_teardown(id).await;
+        if waited {
+            // A delete that went first left no session to log out.
+            self.record(id).await?;
+        }
         let effects = {
             let _gate = self.lifecycle_gate(id).await;
             let runtime = self.load(id).await?;

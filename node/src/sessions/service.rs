@@ -40,8 +40,11 @@ pub(crate) struct SessionService {
     /// One gate per session a lifecycle operation is loading, driving or unloading (`lifecycle_gate`);
     /// removed once nobody holds or waits on it.
     pub(super) lifecycle: DashMap<String, Arc<tokio::sync::Mutex<()>>>,
-    /// Sessions whose credentials are being torn down (logout, delete): start and delete wait.
+    /// Sessions whose credentials are being torn down (logout, delete): start and delete are refused,
+    /// a logout waits for it to end (`wait_teardown`).
     pub(super) teardowns: DashSet<String>,
+    /// Woken whenever a teardown ends.
+    pub(super) teardown_ended: tokio::sync::Notify,
     pub(super) start_timeout_ms: u64,
     /// This node's cluster membership (set at boot with `REDIS_ENABLED=true`), for `drain`.
     pub(super) cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
@@ -83,6 +86,7 @@ impl SessionService {
             loading: DashMap::new(),
             lifecycle: DashMap::new(),
             teardowns: DashSet::new(),
+            teardown_ended: tokio::sync::Notify::new(),
             start_timeout_ms,
             cluster: std::sync::OnceLock::new(),
         }
@@ -347,8 +351,26 @@ impl SessionService {
         }
         Ok(TeardownGuard {
             set: &self.teardowns,
+            ended: &self.teardown_ended,
             id: id.to_string(),
         })
+    }
+
+    /// Marks a credential teardown once none is in flight for the session, waiting for the one that
+    /// is; `true` when it waited.
+    pub(super) async fn wait_teardown(&self, id: &str) -> (TeardownGuard<'_>, bool) {
+        let mut waited = false;
+        loop {
+            // Registered before the check, so a teardown ending in between still wakes us.
+            let ended = self.teardown_ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if let Ok(guard) = self.begin_teardown(id) {
+                return (guard, waited);
+            }
+            waited = true;
+            ended.await;
+        }
     }
 
     pub(super) fn check_no_teardown(&self, id: &str) -> SessionResult<()> {
@@ -362,12 +384,14 @@ impl SessionService {
 
 pub(super) struct TeardownGuard<'a> {
     set: &'a DashSet<String>,
+    ended: &'a tokio::sync::Notify,
     id: String,
 }
 
 impl Drop for TeardownGuard<'_> {
     fn drop(&mut self) {
         self.set.remove(&self.id);
+        self.ended.notify_waiters();
     }
 }
 

@@ -11,6 +11,7 @@ use crate::app::ApiContext;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::ApiJson;
 use crate::http::session_scope::Scoped;
+use crate::sessions::SessionError;
 
 pub(super) fn router() -> OpenApiRouter<ApiContext> {
     OpenApiRouter::new()
@@ -26,20 +27,21 @@ pub(super) fn router() -> OpenApiRouter<ApiContext> {
 #[utoipa::path(post, path = "/api/sessions/{sessionId}/start", tag = "sessions",
     responses((status = 200, body = Session), (status = 409), (status = 504)))]
 async fn start_session(session: Scoped, State(ctx): State<ApiContext>) -> ApiResult<Json<Session>> {
-    let result = ctx
-        .sessions
-        .start(session.id())
-        .await
-        .map_err(ApiError::from);
-    // The row names the status the caller got, a refusal's or a timeout's as well.
-    let status = result.as_ref().map_or_else(|e| e.status.as_u16(), |_| 200);
-    ctx.audit.record(
-        "session_started",
-        &session.caller.actor(),
-        Some(session.id()),
-        status,
-        None,
-    );
+    let result = ctx.sessions.start(session.id()).await;
+    // A start whose run a concurrent stop ended started nothing: the stop's row tells what happened.
+    let interrupted = matches!(result, Err(SessionError::StartInterrupted));
+    let result = result.map_err(ApiError::from);
+    if !interrupted {
+        // The row names the status the caller got, a refusal's or a timeout's as well.
+        let status = result.as_ref().map_or_else(|e| e.status.as_u16(), |_| 200);
+        ctx.audit.record(
+            "session_started",
+            &session.caller.actor(),
+            Some(session.id()),
+            status,
+            None,
+        );
+    }
     Ok(Json(result?.into()))
 }
 
