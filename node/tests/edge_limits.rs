@@ -826,3 +826,94 @@ async fn a_websocket_subscription_outlives_the_read_timeouts() {
     assert_eq!(pong["type"], "pong", "{pong}");
     assert_eq!(pong["requestId"], "late");
 }
+
+// Graceful stop: requests being served finish, but a client stalled in a request head or body, or an
+// HTTP/2 peer that never answers the server's GOAWAY ping, must not hold a SIGTERM for the whole stop grace
+// (30 s, then exit 1). The node's default read timeouts (75 s head, 60 s body) are far beyond that grace.
+
+fn sigterm(node: &Node) {
+    let pid = node.pid().expect("a running node");
+    let sent = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+}
+
+/// Well under the 30 s stop grace, and far over the shutdown allowance a stalled connection gets.
+const PROMPT_EXIT: Duration = Duration::from_secs(15);
+
+#[tokio::test]
+async fn a_client_stalled_in_its_first_request_or_an_idle_http2_peer_does_not_hold_a_sigterm() {
+    use tokio::io::AsyncReadExt;
+    let mut node = Node::start(NodeOptions::new(BIN)).await.expect("node");
+    let _partial_head = raw_connection(&node, b"GET /").await;
+    let _unfinished_head = raw_connection(&node, b"GET /api/health HTTP/1.1\r\nHost: x\r\n").await;
+    let head = format!(
+        "POST /api/auth/api-keys HTTP/1.1\r\nHost: x\r\nX-API-Key: {ADMIN_KEY}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{{"
+    );
+    let mut stalled_body = raw_connection(&node, head.as_bytes()).await;
+    // HTTP/2 by prior knowledge: the preface and an empty SETTINGS frame, then silence (no ping answered).
+    let mut h2 = raw_connection(
+        &node,
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00",
+    )
+    .await;
+    let mut settings = [0u8; 9];
+    tokio::time::timeout(Duration::from_secs(10), h2.read_exact(&mut settings))
+        .await
+        .expect("the server's SETTINGS in time")
+        .expect("the server's SETTINGS");
+    assert_eq!(settings[3], 0x4, "a SETTINGS frame first: {settings:?}");
+    // Connections are accepted in order: a later one answered means the stalled ones were taken too.
+    let health = reqwest::get(format!("{}/api/health", node.base_url()))
+        .await
+        .expect("health");
+    assert_eq!(health.status(), 200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    sigterm(&node);
+    let code = node.wait_exit(PROMPT_EXIT).await;
+    assert_eq!(
+        code,
+        Some(0),
+        "the node exits 0 well within its stop grace:\n{}",
+        node.logs()
+    );
+    assert!(!node.logs().contains("did not finish within its grace"));
+    // The stalled body was cut with the 408 the body readers give a stall.
+    let answer = read_until_closed(&mut stalled_body).await.expect("closed");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("shutting down"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_request_being_served_when_sigterm_arrives_is_answered_before_the_node_exits() {
+    use tokio::io::AsyncWriteExt;
+    let mut node = Node::start(NodeOptions::new(BIN)).await.expect("node");
+    let text = json!({ "name": "through-the-stop", "role": "viewer" }).to_string();
+    let head = format!(
+        "POST /api/auth/api-keys HTTP/1.1\r\nHost: x\r\nX-API-Key: {ADMIN_KEY}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        text.len()
+    );
+    let mut socket = raw_connection(&node, head.as_bytes()).await;
+    let health = reqwest::get(format!("{}/api/health", node.base_url()))
+        .await
+        .expect("health");
+    assert_eq!(health.status(), 200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    sigterm(&node);
+    // The body in ten pieces 400 ms apart: 4 s, twice the shutdown allowance, no wait as long as it.
+    for piece in text.as_bytes().chunks(text.len().div_ceil(10)) {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        socket
+            .write_all(piece)
+            .await
+            .expect("the request is still read");
+    }
+    let answer = read_until_closed(&mut socket).await.expect("answered");
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    assert!(answer.contains("through-the-stop"), "{answer}");
+    let code = node.wait_exit(PROMPT_EXIT).await;
+    assert_eq!(code, Some(0), "{}", node.logs());
+}

@@ -15,9 +15,16 @@
 //!   WebSocket at `/api/ws`) leaves hyper, so none of this reaches it.
 //! - Each connection sets `TCP_NODELAY` and puts the peer address in every request as
 //!   `ConnectInfo<SocketAddr>`, as axum's connect-info service did (`client_addr.rs` reads it).
-//! - Once the shutdown future resolves, the listener closes and every connection finishes its request in
-//!   flight and closes; `serve` returns when all have.
+//! - Once the shutdown future resolves, the listener closes and every connection is told to finish: a
+//!   request in the router, or whose response is still being sent, is served to its end (the node's stop
+//!   grace bounds it), then the connection closes. A connection with no request in flight (a request head
+//!   that is partly there or never comes, an HTTP/2 connection whose peer does not answer the GOAWAY ping,
+//!   a connection whose last answer hyper could not hand over) gets [`SHUTDOWN_ALLOWANCE`] to start one or
+//!   close, then is dropped; a request body being read that sends nothing for that allowance once the stop
+//!   began fails as stalled (408), so a stalled client cannot hold the stop for the whole grace. `serve`
+//!   returns when every connection has closed.
 
+use std::convert::Infallible;
 use std::error::Error as StdError;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -36,8 +43,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tower::Service;
 
 /// How long a request may take to arrive.
@@ -49,9 +57,14 @@ pub(crate) struct ReadTimeouts {
     pub body_idle: Duration,
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then lets every open connection finish its request
-/// in flight. `shutdown` runs on a task of its own, so the node keeps accepting while it works (a cluster
-/// node hands its sessions over first).
+/// Once the node stops: how long a connection with no request in flight may take to start one (a head
+/// partly there) or close (an HTTP/2 peer answering the GOAWAY ping), and the longest a request body being
+/// read may then wait for its next piece.
+pub(crate) const SHUTDOWN_ALLOWANCE: Duration = Duration::from_secs(2);
+
+/// Serves `app` on `listener` until `shutdown` resolves, then lets every open connection finish its requests
+/// in flight and drops those with none (after [`SHUTDOWN_ALLOWANCE`]). `shutdown` runs on a task of its own,
+/// so the node keeps accepting while it works (a cluster node hands its sessions over first).
 pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
@@ -83,7 +96,7 @@ pub(crate) async fn serve(
             },
             () = stop.cancelled() => break,
         };
-        serve_connection(&builder, &graceful, stream, peer, &app, timeouts);
+        serve_connection(&builder, &graceful, &stop, stream, peer, &app, timeouts);
     }
     drop(listener);
     graceful.shutdown().await;
@@ -110,6 +123,7 @@ async fn pause_after_accept_error(err: std::io::Error, stop: &CancellationToken)
 fn serve_connection(
     builder: &auto::Builder<TokioExecutor>,
     graceful: &GracefulShutdown,
+    stop: &CancellationToken,
     stream: TcpStream,
     peer: SocketAddr,
     app: &Router,
@@ -121,19 +135,34 @@ fn serve_connection(
         tracing::debug!(error = %err, "TCP_NODELAY not set on an accepted connection");
     }
     let has_asked = Arc::new(AtomicBool::new(false));
+    let (in_flight, mut requests) = watch::channel(0usize);
     let service = {
-        let (app, has_asked) = (app.clone(), has_asked.clone());
+        let (app, has_asked, stop) = (app.clone(), has_asked.clone(), stop.clone());
         hyper::service::service_fn(move |req: axum::http::Request<Incoming>| {
             has_asked.store(true, Ordering::Relaxed);
-            let mut req = req.map(|body| Body::new(StallGuard::new(body, timeouts.body_idle)));
+            let serving = InFlight::enter(&in_flight);
+            let stop = stop.clone();
+            let mut req = req.map(|body| {
+                Body::new(StallGuard::new(
+                    body,
+                    timeouts.body_idle,
+                    stop,
+                    SHUTDOWN_ALLOWANCE,
+                ))
+            });
             req.extensions_mut().insert(ConnectInfo(peer));
-            app.clone().call(req)
+            let answer = app.clone().call(req);
+            async move {
+                let response = answer.await?;
+                Ok::<_, Infallible>(response.map(|body| Body::new(Answering::new(body, serving))))
+            }
         })
     };
     let connection = builder
         .serve_connection_with_upgrades(TokioIo::new(stream), service)
         .into_owned();
     let connection = graceful.watch(connection);
+    let stop = stop.clone();
     tokio::spawn(async move {
         tokio::select! {
             served = connection => {
@@ -144,8 +173,96 @@ fn serve_connection(
             () = first_head_overdue(&has_asked, timeouts.head) => {
                 tracing::debug!(%peer, "connection closed: no request head within HTTP_HEADER_READ_TIMEOUT_MS");
             }
+            () = idle_through_stop(&stop, &mut requests, SHUTDOWN_ALLOWANCE) => {
+                tracing::debug!(%peer, "connection closed at shutdown: no request in flight");
+            }
         }
     });
+}
+
+/// Counts one request of a connection from the moment it reaches the router until its response body has
+/// been sent (or dropped: an aborted request, a closed connection).
+struct InFlight(watch::Sender<usize>);
+
+impl InFlight {
+    fn enter(count: &watch::Sender<usize>) -> InFlight {
+        count.send_modify(|n| *n += 1);
+        InFlight(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// Resolves once the node is stopping and the connection has had no request in flight for `allowance`
+/// (counted from the stop, or from its last request's end); never before the stop.
+async fn idle_through_stop(
+    stop: &CancellationToken,
+    requests: &mut watch::Receiver<usize>,
+    allowance: Duration,
+) {
+    stop.cancelled().await;
+    loop {
+        // False when the service, and so the connection, is gone: the other branch has ended.
+        if !settles(requests, |n| n == 0).await {
+            return std::future::pending().await;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(allowance) => return,
+            alive = settles(requests, |n| n > 0) => if !alive {
+                return std::future::pending().await;
+            },
+        }
+    }
+}
+
+/// Waits until the count of requests in flight meets `test`; false when nobody can change it any more.
+async fn settles(requests: &mut watch::Receiver<usize>, test: impl Fn(usize) -> bool) -> bool {
+    requests.wait_for(|n| test(*n)).await.is_ok()
+}
+
+/// A response body that ends its request's [`InFlight`] count when it has sent its last frame (hyper may drop
+/// a body only later, or never poll one that is empty).
+struct Answering {
+    body: Body,
+    serving: Option<InFlight>,
+}
+
+impl Answering {
+    fn new(body: Body, serving: InFlight) -> Self {
+        Answering {
+            body,
+            serving: Some(serving),
+        }
+    }
+}
+
+impl HttpBody for Answering {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let this = &mut *self;
+        let frame = ready!(Pin::new(&mut this.body).poll_frame(cx));
+        if matches!(frame, None | Some(Err(_))) {
+            this.serving = None;
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// Resolves when a connection has not delivered its first request head within `limit`; never once it has
@@ -157,19 +274,27 @@ async fn first_head_overdue(has_asked: &AtomicBool, limit: Duration) {
     }
 }
 
-/// The error of a request body that sent nothing for `HTTP_BODY_READ_TIMEOUT_MS` while it was read.
+/// The error of a request body that sent nothing for `HTTP_BODY_READ_TIMEOUT_MS` while it was read, or
+/// for [`SHUTDOWN_ALLOWANCE`] once the node was stopping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BodyStalled {
     pub waited: Duration,
+    pub stopping: bool,
 }
 
 impl std::fmt::Display for BodyStalled {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Request body stalled: nothing arrived for {} ms (HTTP_BODY_READ_TIMEOUT_MS)",
-            self.waited.as_millis()
-        )
+        let waited = self.waited.as_millis();
+        match self.stopping {
+            false => write!(
+                f,
+                "Request body stalled: nothing arrived for {waited} ms (HTTP_BODY_READ_TIMEOUT_MS)"
+            ),
+            true => write!(
+                f,
+                "Request body stalled: nothing arrived for {waited} ms while the node was shutting down"
+            ),
+        }
     }
 }
 
@@ -189,23 +314,52 @@ pub(crate) fn stalled(err: &(dyn StdError + 'static)) -> Option<BodyStalled> {
 }
 
 /// A request body that fails with [`BodyStalled`] when a read waits longer than its limit for the next
-/// frame. The wait is timed only while someone reads, and restarts after every frame.
+/// frame. The wait is timed only while someone reads, and restarts after every frame. Once `stop` is
+/// cancelled the limit shrinks to `stop_limit` (a wait under way then has `stop_limit` from the stop).
 struct StallGuard<B> {
     body: B,
     limit: Duration,
     /// Allocated at the first wait, then reset for each later one.
     deadline: Option<Pin<Box<Sleep>>>,
     is_waiting: bool,
+    wait_started: Instant,
+    stop: CancellationToken,
+    stop_limit: Duration,
+    /// Allocated at the first wait while the node runs; dropped once the stop is seen.
+    stopping: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    stop_seen: bool,
 }
 
 impl<B> StallGuard<B> {
-    fn new(body: B, limit: Duration) -> Self {
+    fn new(body: B, limit: Duration, stop: CancellationToken, stop_limit: Duration) -> Self {
         StallGuard {
             body,
             limit,
             deadline: None,
             is_waiting: false,
+            wait_started: Instant::now(),
+            stop,
+            stop_limit,
+            stopping: None,
+            stop_seen: false,
         }
+    }
+
+    /// Whether the stop began since the last look (true once); wakes the reader when it does.
+    fn notice_stop(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.stop_seen {
+            return false;
+        }
+        let stop = &self.stop;
+        let stopping = self
+            .stopping
+            .get_or_insert_with(|| Box::pin(stop.clone().cancelled_owned()));
+        if stopping.as_mut().poll(cx).is_pending() {
+            return false;
+        }
+        self.stopping = None;
+        self.stop_seen = true;
+        true
     }
 }
 
@@ -226,16 +380,29 @@ where
             this.is_waiting = false;
             return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
         }
-        let limit = this.limit;
+        let now = Instant::now();
+        let stop_began = this.notice_stop(cx);
+        let limit = match this.stop_seen {
+            true => this.limit.min(this.stop_limit),
+            false => this.limit,
+        };
         let deadline = this
             .deadline
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
         if !this.is_waiting {
             this.is_waiting = true;
-            deadline.as_mut().reset(Instant::now() + limit);
+            this.wait_started = now;
+            deadline.as_mut().reset(now + limit);
+        } else if stop_began && now + limit < deadline.deadline() {
+            deadline.as_mut().reset(now + limit);
         }
         ready!(deadline.as_mut().poll(cx));
-        Poll::Ready(Some(Err(Box::new(BodyStalled { waited: limit }))))
+        Poll::Ready(Some(Err(Box::new(BodyStalled {
+            waited: deadline
+                .deadline()
+                .saturating_duration_since(this.wait_started),
+            stopping: this.stop_seen,
+        }))))
     }
 
     fn is_end_stream(&self) -> bool {
@@ -285,13 +452,28 @@ mod tests {
     }
 
     fn trickle(chunks: usize, every_ms: u64, then_stall: bool) -> Body {
+        trickle_until(chunks, every_ms, then_stall, &CancellationToken::new())
+    }
+
+    /// A trickle read with a 100 ms limit, 30 ms once `stop` is cancelled.
+    fn trickle_until(
+        chunks: usize,
+        every_ms: u64,
+        then_stall: bool,
+        stop: &CancellationToken,
+    ) -> Body {
         let body = Trickle {
             chunks,
             every: Duration::from_millis(every_ms),
             then_stall,
             next: None,
         };
-        Body::new(StallGuard::new(body, Duration::from_millis(100)))
+        Body::new(StallGuard::new(
+            body,
+            Duration::from_millis(100),
+            stop.clone(),
+            Duration::from_millis(30),
+        ))
     }
 
     #[tokio::test(start_paused = true)]
@@ -311,7 +493,8 @@ mod tests {
         assert_eq!(
             stalled(&err),
             Some(BodyStalled {
-                waited: Duration::from_millis(100)
+                waited: Duration::from_millis(100),
+                stopping: false,
             })
         );
         // As the JSON extractor sees it: through the body limit and axum's rejection.
@@ -329,6 +512,101 @@ mod tests {
             .await
             .expect("read whole");
         assert_eq!(bytes.len(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_waited_on_when_the_node_stops_fails_after_the_stop_allowance() {
+        let stop = CancellationToken::new();
+        let read = tokio::spawn(axum::body::to_bytes(
+            trickle_until(1, 10, true, &stop),
+            usize::MAX,
+        ));
+        // The wait began at 10 ms; the stop at 50 ms leaves it 30 ms more instead of 100 ms in all.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        stop.cancel();
+        let err = read.await.expect("join").expect_err("stalled");
+        assert_eq!(
+            stalled(&err),
+            Some(BodyStalled {
+                waited: Duration::from_millis(70),
+                stopping: true,
+            })
+        );
+        let message = stalled(&err).expect("a stall").to_string();
+        assert!(
+            message.contains("while the node was shutting down"),
+            "{message}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_keeps_sending_through_the_stop_is_read_whole() {
+        let stop = CancellationToken::new();
+        stop.cancel();
+        // Pieces 20 ms apart, under the 30 ms the stop leaves a wait.
+        let bytes = axum::body::to_bytes(trickle_until(10, 20, false, &stop), usize::MAX)
+            .await
+            .expect("read whole");
+        assert_eq!(bytes.len(), 20);
+        // 40 ms apart is cut at the first wait.
+        let err = axum::body::to_bytes(trickle_until(10, 40, false, &stop), usize::MAX)
+            .await
+            .expect_err("stalled");
+        assert_eq!(
+            stalled(&err),
+            Some(BodyStalled {
+                waited: Duration::from_millis(30),
+                stopping: true,
+            })
+        );
+    }
+
+    /// Whether `idle_through_stop` resolves within `within` (paused clock: exact).
+    async fn idles_out(
+        stop: &CancellationToken,
+        requests: &mut watch::Receiver<usize>,
+        within: Duration,
+    ) -> bool {
+        let allowance = Duration::from_millis(100);
+        tokio::time::timeout(within, idle_through_stop(stop, requests, allowance))
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_without_a_request_in_flight_is_dropped_an_allowance_after_the_stop() {
+        let stop = CancellationToken::new();
+        let (count, mut requests) = watch::channel(0usize);
+        // Never while the node runs.
+        assert!(!idles_out(&stop, &mut requests, Duration::from_secs(60)).await);
+        stop.cancel();
+        assert!(!idles_out(&stop, &mut requests, Duration::from_millis(99)).await);
+        assert!(idles_out(&stop, &mut requests, Duration::from_millis(101)).await);
+        // A request in flight holds it for as long as it runs, then the allowance counts again.
+        let serving = InFlight::enter(&count);
+        assert!(!idles_out(&stop, &mut requests, Duration::from_secs(60)).await);
+        drop(serving);
+        assert!(!idles_out(&stop, &mut requests, Duration::from_millis(99)).await);
+        assert!(idles_out(&stop, &mut requests, Duration::from_millis(101)).await);
+    }
+
+    #[tokio::test]
+    async fn a_response_counts_in_flight_until_its_last_frame() {
+        let (count, requests) = watch::channel(0usize);
+        let mut answer = Answering::new(Body::from("answer"), InFlight::enter(&count));
+        let mut next =
+            async || std::future::poll_fn(|cx| Pin::new(&mut answer).poll_frame(cx)).await;
+        assert_eq!(*requests.borrow(), 1);
+        let data = next().await.expect("a frame").expect("data");
+        assert!(data.is_data());
+        assert_eq!(*requests.borrow(), 1, "counted until the body has ended");
+        assert!(next().await.is_none());
+        assert_eq!(*requests.borrow(), 0);
+        // A response dropped unsent (the connection closed) ends its count as well.
+        let unsent = Answering::new(Body::from("answer"), InFlight::enter(&count));
+        assert_eq!(*requests.borrow(), 1);
+        drop(unsent);
+        assert_eq!(*requests.borrow(), 0);
     }
 
     #[test]
